@@ -1,0 +1,495 @@
+"""From captured garbage to a :class:`~whyalive.report.Report`: graph, cycles, diagnosis.
+
+The analysis holds the garbage only while it runs; the report it returns is plain
+data. Per-object work happens in :mod:`whyalive.graphcore` (C when compiled);
+Python-level work is limited to cycles that retain heavy objects, grouped by a
+cheap key so that a thousand copies of one leak are diagnosed once.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+
+from whyalive import edges as ek
+from whyalive import graphcore
+from whyalive.diagnose import Diagnosis, diagnose
+from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
+from whyalive.edges import name_node, variable_name
+from whyalive.graph import ObjectGraph, build_graph
+from whyalive.kinds import HeavyFacts, KindResolver
+from whyalive.paths import CycleView, NamedEdge, named_path, view_cycle
+from whyalive.report import (
+    Cut,
+    CycleReport,
+    Edge,
+    HeavyObject,
+    HolderPath,
+    Node,
+    Report,
+    RunInfo,
+)
+from whyalive.words import heavy_group_words
+
+BLIND_SPOTS = (
+    "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
+    "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
+    "through C++ owners (a tensor saved by autograd whose hook refers back to it)."
+)
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What to report: thresholds, allow-list, and how much detail."""
+
+    min_bytes: int = 0
+    all_cycles: bool = False
+    allow: tuple[str, ...] = ()
+    max_cycles: int = 20
+    max_paths: int = 5
+    where: str | None = None
+    notes: tuple[str, ...] = ()
+    allocation_sites: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Group:
+    """All cycles that share one signature."""
+
+    view: CycleView
+    diagnosis: Diagnosis
+    retained: list[int]
+    occurrences: int = 0
+    heavy_count: int = 0
+    storages: dict[object, tuple[int, str]] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes held by every occurrence, each storage counted once."""
+        return sum(nbytes for nbytes, _ in self.storages.values())
+
+
+class _NodeTable:
+    """Assigns report node ids to graph nodes as they are first shown."""
+
+    def __init__(self, graph: ObjectGraph, facts: dict[int, HeavyFacts]) -> None:
+        self.graph = graph
+        self.facts = facts
+        self.ids: dict[int, int] = {}
+        self.nodes: list[Node] = []
+
+    def add(self, node: int, variable: str | None = None) -> int:
+        found = self.ids.get(node)
+        if found is not None:
+            return found
+        obj = self.graph.nodes[node]
+        named = name_node(obj, variable)
+        facts = self.facts.get(node)
+        try:
+            size = sys.getsizeof(obj) if facts is None else facts.nbytes
+        except Exception:
+            size = 0
+        report_id = len(self.nodes)
+        text = facts.description if facts is not None else named.label
+        self.nodes.append(
+            Node(report_id, named.type_name, text, named.location, int(size), facts is not None)
+        )
+        self.ids[node] = report_id
+        return report_id
+
+    def edge(self, edge: NamedEdge, variable: str | None = None) -> Edge:
+        return Edge(
+            self.add(edge.source), self.add(edge.target, variable), edge.name.kind, edge.name.name
+        )
+
+
+def _quick_key(objects: Sequence[object], members: list[int], component: int) -> tuple[int, ...]:
+    """Cycles made by the same code share code objects and types: group them cheaply."""
+    key: list[int] = []
+    specific = False
+    for node in members:
+        obj = objects[node]
+        cls = type(obj)
+        code = getattr(obj, "__code__", None) if cls is types.FunctionType else None
+        if code is not None:
+            key.append(id(code))
+            specific = True
+        else:
+            key.append(id(cls))
+            specific = specific or cls.__module__ != "builtins"
+    key.sort()
+    if not specific:
+        key.append(-1 - component)  # builtins only: the shape needs the full signature
+    return tuple(key)
+
+
+def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
+    """Analyse captured garbage; the returned report holds no live object."""
+    options = options or AnalysisOptions()
+    resolver = KindResolver()
+    graph = build_graph(objects, resolver)
+    try:
+        return _analyze_graph(graph, resolver, options)
+    finally:
+        graph.release()
+
+
+def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions) -> Report:
+    nodes = graph.nodes
+    count = len(nodes)
+    kinds = map(resolver.__getitem__, map(type, nodes))
+    facts: dict[int, HeavyFacts] = {}
+    for index in compress(range(count), kinds):
+        described = resolver.describe(nodes[index])
+        if described is not None:
+            facts[index] = described
+    component_of, _, cyclic = graphcore.find_components(graph.offsets, graph.targets)
+    cycle_count = bytes(cyclic).count(1)
+
+    if options.all_cycles:
+        candidates: object = range(count)
+    elif facts:
+        candidates = compress(range(count), graphcore.nodes_reaching(graph.offsets, graph.targets, facts))
+    else:
+        candidates = ()
+    members_of: dict[int, list[int]] = defaultdict(list)
+    for index in candidates:  # type: ignore[attr-defined]
+        component = component_of[index]
+        if cyclic[component]:
+            members_of[component].append(index)
+
+    storage_users: dict[object, int] = defaultdict(int)
+    for fact in facts.values():
+        storage_users[fact.storage] += 1
+
+    groups: dict[object, _Group] = {}
+    by_signature: dict[str, _Group] = {}
+    for component, members in members_of.items():
+        retained = [n for n in graph.reachable_from(members) if n in facts]
+        if not retained and not options.all_cycles:
+            continue
+        key = _quick_key(nodes, members, component)
+        group = groups.get(key)
+        if group is None:
+            view = view_cycle(graph, members)
+            view.holder_paths = _holder_paths(graph, view, retained, facts, limit=None)
+            diagnosis = diagnose(view)
+            group = by_signature.get(diagnosis.signature)
+            if group is None:
+                group = _Group(view, diagnosis, retained)
+                by_signature[diagnosis.signature] = group
+            groups[key] = group
+        group.occurrences += 1
+        group.heavy_count += len(retained)
+        for node in retained:
+            fact = facts[node]
+            group.storages[fact.storage] = (fact.nbytes, fact.device)
+
+    allowed = set(options.allow)
+    kept = [
+        g
+        for g in by_signature.values()
+        if g.total_bytes >= options.min_bytes
+        and g.diagnosis.signature not in allowed
+        and g.diagnosis.match.pattern not in allowed
+    ]
+    notes = list(options.notes)
+    skipped = len(by_signature) - len(kept)
+    if skipped:
+        notes.append(f"{skipped} cycle signature(s) below min_bytes or allowed were not reported.")
+    kept.sort(key=lambda g: (-g.total_bytes, -g.occurrences, g.diagnosis.signature))
+    if len(kept) > options.max_cycles:
+        notes.append(f"{len(kept) - options.max_cycles} more cycle signature(s) not shown.")
+        kept = kept[: options.max_cycles]
+    notes.append(BLIND_SPOTS)
+
+    table = _NodeTable(graph, facts)
+    cycles = [_cycle_report(table, g, facts, storage_users, options) for g in kept]
+    heavy_objects = _heavy_table(table, kept, facts, storage_users, options)
+    storages: dict[object, tuple[int, str]] = {}
+    for group in kept:
+        storages.update(group.storages)
+    by_device: dict[str, int] = defaultdict(int)
+    for nbytes, device in storages.values():
+        by_device[device] += nbytes
+    total = sum(by_device.values())
+    light = cycle_count - sum(g.occurrences for g in by_signature.values() if g.retained)
+    return Report(
+        run=run_info(options.where),
+        nodes=tuple(table.nodes),
+        cycles=tuple(cycles),
+        heavy_objects=tuple(heavy_objects),
+        total_bytes=total,
+        bytes_by_device=dict(by_device),
+        garbage_objects=graph.garbage_count,
+        cycle_count=cycle_count,
+        light_cycle_count=max(light, 0),
+        notes=tuple(notes),
+    )
+
+
+def _bytes(heavy: list[int], facts: dict[int, HeavyFacts]) -> int:
+    seen: set[object] = set()
+    total = 0
+    for node in heavy:
+        fact = facts[node]
+        if fact.storage not in seen:
+            seen.add(fact.storage)
+            total += fact.nbytes
+    return total
+
+
+def _holder_paths(
+    graph: ObjectGraph,
+    view: CycleView,
+    retained: list[int],
+    facts: dict[int, HeavyFacts],
+    limit: int | None,
+) -> list[tuple[list[int], list[NamedEdge]]]:
+    goals = sorted(retained, key=lambda n: -facts[n].nbytes)
+    if limit is not None:
+        goals = goals[:limit]
+    found = graph.shortest_paths(view.members, goals)
+    paths: list[tuple[list[int], list[NamedEdge]]] = []
+    for goal in goals:
+        path = found.get(goal)
+        if path is None:
+            continue
+        owner = view.owner_of.get(path[0])
+        if owner is not None:
+            path = [owner, *path]
+        paths.append(named_path(graph, path))
+    # One path per holder first, so the shown paths cover every list that holds something.
+    by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
+    for named in paths:
+        by_exit[named[1][0].name.name if named[1] else ""].append(named)
+    ordered: list[tuple[list[int], list[NamedEdge]]] = []
+    for rank in range(max((len(v) for v in by_exit.values()), default=0)):
+        ordered.extend(v[rank] for v in by_exit.values() if rank < len(v))
+    return ordered
+
+
+def _variables_along(edges: list[NamedEdge], start: str | None = None) -> list[str | None]:
+    """The user's variable name each path node gets (a cell's contents inherit it)."""
+    names: list[str | None] = []
+    current = start
+    for edge in edges:
+        given = variable_name(edge.name)
+        if edge.name.kind == ek.CELL:
+            given = current
+        names.append(given)
+        current = given
+    return names
+
+
+def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
+    """"the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
+    groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+    exits: dict[tuple[str, int], str] = {}
+    for nodes, edges in view.holder_paths:
+        if not edges:
+            continue
+        heavy = nodes[-1]
+        holder = nodes[-2] if len(nodes) > 1 else nodes[0]
+        first = edges[0]
+        names = _variables_along(edges)
+        if first.name.kind == ek.CLOSURE:
+            exit_words = f"the same closure's cell `{names[0]}`"
+        elif first.name.kind == ek.ATTRIBUTE:
+            exit_words = f"its attribute `{first.name.name}`"
+        elif first.name.kind == ek.LOCAL:
+            exit_words = f"the {first.name.name.replace('local ', 'local `', 1)}` of {label(view, first.source)}"
+        else:
+            exit_words = f"`{first.name.name}` of {label(view, first.source)}"
+        middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
+        through = f" (through `{' -> '.join(middle)}`)" if middle else ""
+        key = (exit_words + through, holder if len(edges) > 1 else heavy)
+        groups[key].append(heavy)
+        exits[key] = exit_words + through
+    phrases: list[str] = []
+    for key, heavy_nodes in list(groups.items())[:3]:
+        holder = key[1]
+        first_fact = facts[heavy_nodes[0]]
+        nbytes = _bytes(heavy_nodes, facts)
+        descriptions = [facts[n].description for n in heavy_nodes]
+        words = heavy_group_words(first_fact.kind, descriptions, nbytes)
+        holder_obj = view.obj(holder)
+        if holder not in facts and type(holder_obj) in (list, tuple, dict, set):
+            phrases.append(f"{exits[key]} holds a {type(holder_obj).__name__} of {words}")
+        else:
+            phrases.append(f"{exits[key]} holds {words}")
+    if len(groups) > 3:
+        phrases.append(f"and {len(groups) - 3} more holders")
+    return "; ".join(phrases)
+
+
+def _cycle_report(
+    table: _NodeTable,
+    group: _Group,
+    facts: dict[int, HeavyFacts],
+    storage_users: dict[object, int],
+    options: AnalysisOptions,
+) -> CycleReport:
+    view, diagnosis = group.view, group.diagnosis
+    match = diagnosis.match
+    for node in view.shown:
+        table.add(node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None)
+    cycle_edges = [table.edge(e) for e in view.edges]
+    holder_paths: list[HolderPath] = []
+    for nodes, edges in view.holder_paths[: options.max_paths]:
+        names = _variables_along(edges)
+        for node, variable in zip(nodes[1:], names):
+            table.add(node, variable)
+        holder_paths.append(
+            HolderPath(
+                table.add(nodes[-1]),
+                tuple(table.add(n) for n in nodes),
+                tuple(table.edge(e) for e in edges),
+            )
+        )
+    heavy_ids = tuple(table.add(n) for n in group.retained)
+    holding = _holding_words(view, facts)
+    summary = f"{match.summary}; {holding}." if holding else f"{match.summary}."
+    cut = None
+    if diagnosis.cut:
+        cut = Cut(
+            tuple(table.edge(e) for e in diagnosis.cut),
+            _cut_words(view, diagnosis.cut),
+            all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
+        )
+    by_device: dict[str, int] = defaultdict(int)
+    seen: set[object] = set()
+    shared = 0
+    for node in group.retained:
+        fact = facts[node]
+        if fact.storage in seen:
+            continue
+        seen.add(fact.storage)
+        by_device[fact.device] += fact.nbytes
+        if fact.storage_users > storage_users[fact.storage]:
+            shared += fact.nbytes
+    held = sum(by_device.values())
+    return CycleReport(
+        signature=diagnosis.signature,
+        pattern=match.pattern,
+        title=match.title,
+        summary=summary,
+        explanation=match.explanation,
+        fix=match.fix,
+        members=tuple(table.ids[n] for n in view.shown),
+        edges=tuple(cycle_edges),
+        heavy=heavy_ids,
+        holder_paths=tuple(holder_paths),
+        cut=cut,
+        bytes_held=held,
+        bytes_by_device=dict(by_device),
+        bytes_shared=shared,
+        occurrences=group.occurrences,
+        total_bytes=group.total_bytes,
+        heavy_count=group.heavy_count,
+        lint_rule=match.lint_rule,
+    )
+
+
+def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
+    phrases = []
+    for edge in cut:
+        kind = edge.name.kind
+        source = view.obj(edge.source)
+        if kind == ek.CELL:
+            variable = cell_variable(view, edge.source) or "?"
+            owner = enclosing_function(qualname_of(view.obj(edge.target)))
+            phrases.append(f"the closure variable `{variable}` in `{owner}`")
+        elif kind == ek.ATTRIBUTE:
+            phrases.append(f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object")
+        elif kind == ek.LOCAL:
+            phrases.append(f"the {edge.name.name.replace('local ', 'local variable `', 1)}` of {label(view, edge.source)}")
+        elif kind == ek.KEY:
+            phrases.append(f"the entry `{edge.name.name}` of a `{type(source).__name__}`")
+        elif kind == ek.INDEX:
+            phrases.append(f"item `{edge.name.name}` of a `{type(source).__name__}`")
+        else:
+            phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
+    return " and ".join(phrases)
+
+
+def _heavy_table(
+    table: _NodeTable,
+    kept: list[_Group],
+    facts: dict[int, HeavyFacts],
+    storage_users: dict[object, int],
+    options: AnalysisOptions,
+) -> list[HeavyObject]:
+    """The heavy objects of the shown occurrences; ``counted`` marks a storage's first."""
+    storages: dict[object, int] = {}
+    result: list[HeavyObject] = []
+    seen_nodes: set[int] = set()
+    for group in kept:
+        for node in group.retained:
+            if node in seen_nodes:
+                continue
+            seen_nodes.add(node)
+            fact = facts[node]
+            counted = fact.storage not in storages
+            if counted:
+                storages[fact.storage] = len(storages)
+            result.append(
+                HeavyObject(
+                    node_id=table.add(node),
+                    kind=fact.kind,
+                    description=fact.description,
+                    nbytes=fact.nbytes,
+                    device=fact.device,
+                    storage_id=storages[fact.storage],
+                    counted=counted,
+                    shared_with_live=fact.storage_users > storage_users[fact.storage],
+                    allocation_site=options.allocation_sites.get(id(table.graph.nodes[node])),
+                )
+            )
+    return result
+
+
+def run_info(where: str | None = None) -> RunInfo:
+    """Metadata of this process: versions, rank, time, where the check ran."""
+    import datetime
+    import os
+    import platform
+
+    from whyalive import __version__
+
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    rank, world = _rank()
+    return RunInfo(
+        whyalive=__version__,
+        python=platform.python_version(),
+        platform=platform.platform(terse=True),
+        torch=str(getattr(torch, "__version__", "")) or None,
+        numpy=str(getattr(numpy, "__version__", "")) or None,
+        pid=os.getpid(),
+        rank=rank,
+        world_size=world,
+        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        where=where,
+    )
+
+
+def _rank() -> tuple[int | None, int | None]:
+    import os
+
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank()), int(dist.get_world_size())
+    except Exception:
+        pass
+    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
+    world = os.environ.get("WORLD_SIZE")
+    try:
+        return (int(rank) if rank else None), (int(world) if world else None)
+    except ValueError:
+        return None, None

@@ -1,0 +1,183 @@
+"""``check_leaks()``: fail (or warn) when a block leaves heavy objects in cyclic garbage."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, ParamSpec, TypeVar
+
+from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.capture import GarbageWatch
+from whyalive.errors import LeakError, LeakWarning, UsageError
+from whyalive.report import Report
+
+P = ParamSpec("P")
+R = TypeVar("R")
+OnLeak = Literal["raise", "warn", "ignore"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_CONTEXTLIB = os.path.dirname(os.path.abspath(functools.__file__))
+
+
+def _user_location() -> tuple[str, int, str]:
+    """The first frame outside whyalive and contextlib: the user's ``with`` or call line."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR) and os.path.basename(filename) != "contextlib.py":
+            return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>", 0, "<unknown>"
+
+
+def _callable_location(fn: Callable[..., object]) -> tuple[str, int, str]:
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__qualname__", type(fn).__qualname__)
+    if code is None:
+        return "<unknown>", 0, str(name)
+    return code.co_filename, code.co_firstlineno, str(name)
+
+
+class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
+    """Check that a block leaves no heavy objects that only reference cycles keep alive.
+
+    A context manager and a decorator. Only cyclic garbage created inside the
+    block is considered; garbage that existed before is never blamed on it.
+    After the block, ``.report`` holds the :class:`~whyalive.Report`.
+
+    Args:
+        on_leak: ``"raise"`` a :class:`~whyalive.LeakError`, ``"warn"`` with a
+            :class:`~whyalive.LeakWarning` located at the user's line, or ``"ignore"``.
+        min_bytes: report only cycle signatures holding at least this many bytes.
+        allow: signatures or pattern names of known cycles not to report.
+        all_cycles: also report cycles that hold no heavy object.
+        report_to: write the report here (format from the suffix) when a leak is found.
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        *,
+        on_leak: OnLeak = "raise",
+        min_bytes: int = 0,
+        allow: Iterable[str] = (),
+        all_cycles: bool = False,
+        report_to: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if on_leak not in ("raise", "warn", "ignore"):
+            raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
+        if not isinstance(min_bytes, int) or min_bytes < 0:
+            raise UsageError(f"min_bytes must be a non-negative int, not {min_bytes!r}")
+        if isinstance(allow, str):
+            allow = (allow,)
+        self.on_leak: OnLeak = on_leak
+        self.min_bytes = min_bytes
+        self.allow = tuple(allow)
+        self.all_cycles = all_cycles
+        self.report_to = Path(report_to) if report_to is not None else None
+        self.report: Report | None = None
+        self._watch: GarbageWatch | None = None
+        self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
+        self._gc_was_enabled = True
+
+    def _copy(self) -> check_leaks:
+        return check_leaks(
+            on_leak=self.on_leak,
+            min_bytes=self.min_bytes,
+            allow=self.allow,
+            all_cycles=self.all_cycles,
+            report_to=self.report_to,
+        )
+
+    def __enter__(self) -> check_leaks:
+        if self._watch is not None:
+            raise UsageError("this check_leaks() is already active; create a new one to nest")
+        self._location = _user_location()
+        self._gc_was_enabled = gc.isenabled()
+        self.report = None
+        self._watch = GarbageWatch()
+        self._watch.begin()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        watch = self._watch
+        self._watch = None
+        if watch is None:
+            return
+        captured = watch.end()
+        try:
+            filename, line, function = self._location
+            notes = []
+            if not self._gc_was_enabled:
+                notes.append("Automatic garbage collection was disabled during the check.")
+            if not watch.used_freeze:
+                notes.append(
+                    "Objects were already frozen (gc.freeze), so the baseline was collected "
+                    "instead of frozen; frozen objects are never examined."
+                )
+            options = AnalysisOptions(
+                min_bytes=self.min_bytes,
+                all_cycles=self.all_cycles,
+                allow=self.allow,
+                where=f"{os.path.basename(filename)}:{line} in {function}",
+                notes=tuple(notes),
+            )
+            self.report = analyze(captured.objects, options)
+        finally:
+            captured.release()
+            watch.finish()
+        if exc_type is None and self.report.found:
+            self._act(self.report)
+
+    def _act(self, report: Report) -> None:
+        if self.on_leak == "ignore":
+            return
+        message = report.render("text")
+        if self.report_to is not None:
+            from whyalive.render import renderer_for_path
+
+            document = renderer_for_path(self.report_to)().render(report)
+            self.report_to.write_text(document, encoding="utf-8")
+            message += f"Report written to {self.report_to}\n"
+        if self.on_leak == "raise":
+            raise LeakError(message, report)
+        filename, line, _ = self._location
+        warnings.warn_explicit(message, LeakWarning, filename, line)
+
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
+        """Use as a decorator: every call of ``fn`` is checked by a fresh check."""
+
+        @functools.wraps(fn)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+            with self._copy():
+                return fn(*args, **kwargs)
+
+        return checked
+
+
+def find_leaks(fn: Callable[..., object], /, *args: object, **kwargs: object) -> Report:
+    """Call ``fn(*args, **kwargs)`` and return the report of what it left in cyclic garbage."""
+    check = check_leaks(on_leak="ignore")
+    with check:
+        check._location = _callable_location(fn)
+        fn(*args, **kwargs)
+    assert check.report is not None
+    return check.report
+
+
+def assert_no_leaks(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """Call ``fn`` and raise :class:`~whyalive.LeakError` if it leaked; return its result."""
+    with check_leaks(on_leak="raise"):
+        return fn(*args, **kwargs)

@@ -1,0 +1,87 @@
+"""The command line: ``whyalive demo | render | lint | run``; ``main(argv) -> exit code``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from whyalive import __version__
+from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, WhyaliveError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"whyalive: error: {message}\n")
+
+
+def _write(document: str, output: str | None) -> None:
+    if output in (None, "-"):
+        sys.stdout.write(document)
+    else:
+        Path(output).write_text(document, encoding="utf-8")  # type: ignore[arg-type]
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from whyalive.demo import run_demo
+
+    name, report = run_demo(fixed=args.fixed)
+    version = "fixed" if args.fixed else "pre-fix"
+    sys.stdout.write(f"whyalive demo: pipelining stage_backward ({version}, {name} backend)\n\n")
+    _render_to(report, args.format, args.output)
+    return EXIT_FOUND if report.found else EXIT_OK
+
+
+def _render_to(report: object, format_name: str | None, output: str | None) -> None:
+    from whyalive.render import get_renderer, renderer_for_path
+
+    if format_name:
+        renderer = get_renderer(format_name)
+    elif output not in (None, "-"):
+        renderer = renderer_for_path(output)  # type: ignore[arg-type]
+    else:
+        renderer = get_renderer("text")
+    options = {"color": sys.stdout.isatty()} if renderer.name == "text" and output in (None, "-") else {}
+    _write(renderer(**options).render(report), output)  # type: ignore[arg-type]
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    from whyalive.report import Report
+
+    report = Report.load(args.report)
+    _render_to(report, args.format, args.output)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """All subcommands; each calls the library's public API."""
+    parser = _Parser(prog="whyalive", description="Why is this tensor still alive?")
+    parser.add_argument("--version", action="version", version=f"whyalive {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    demo = commands.add_parser("demo", help="find and explain the bundled stage_backward leak")
+    demo.add_argument("--fixed", action="store_true", help="run the fixed version (no leak)")
+    demo.add_argument("-f", "--format", help="output format (text, json, ...)")
+    demo.add_argument("-o", "--output", help="write here instead of stdout")
+    demo.set_defaults(handler=_cmd_demo)
+
+    render = commands.add_parser("render", help="render a saved JSON report")
+    render.add_argument("report", help="report JSON written by whyalive")
+    render.add_argument("-f", "--format", help="output format (default: from -o suffix, else text)")
+    render.add_argument("-o", "--output", help="output file, or - for stdout")
+    render.set_defaults(handler=_cmd_render)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code (see :mod:`whyalive.errors`)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except WhyaliveError as error:
+        sys.stderr.write(f"whyalive: error: {error}\n")
+        return error.exit_code

@@ -1,0 +1,71 @@
+"""Diagnose a cycle: its pattern, the reference to cut, the fix, its signature (DESIGN §6).
+
+Patterns are tried in a declared order (:data:`whyalive.diagnose.patterns.PATTERNS`);
+a pattern that raises is skipped, and the last one, "unrecognised cycle", always
+matches. Nothing here can make an analysis fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from whyalive import edges as ek
+from whyalive.diagnose.patterns import PATTERNS, UNRECOGNISED, PatternMatch
+from whyalive.edges import name_node
+from whyalive.paths import CycleView, NamedEdge, choose_cut
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What a pattern says about one cycle, with the chosen cut."""
+
+    match: PatternMatch
+    cut: list[NamedEdge]
+    signature: str
+
+
+def diagnose(view: CycleView) -> Diagnosis:
+    """Run the patterns in order and choose the cut; never raises."""
+    match: PatternMatch | None = None
+    for pattern in PATTERNS:
+        try:
+            match = pattern.match(view)
+        except Exception:  # a matcher that trips on a hostile object degrades
+            match = None
+        if match is not None:
+            break
+    if match is None:
+        match = UNRECOGNISED.match(view)
+    try:
+        cut = choose_cut(view, match.cut)
+    except Exception:
+        cut = []
+    return Diagnosis(match, cut, cycle_signature(view))
+
+
+def _token(view: CycleView, node: int) -> str:
+    named = name_node(view.obj(node))
+    return f"{named.label}@{named.location}" if named.location else named.type_name
+
+
+def _edge_token(edge: NamedEdge) -> str:
+    # List positions change from run to run (children appended in any order).
+    return "[]" if edge.name.kind == ek.INDEX else edge.name.name
+
+
+def cycle_signature(view: CycleView) -> str:
+    """A stable id from the cycle's shape and code locations, never from addresses.
+
+    Equal for the same cycle made twice, in two processes or on two ranks (file
+    names without directories), different when the code differs.
+    """
+    tokens = {node: _token(view, node) for node in view.shown}
+    parts = sorted(tokens.values())
+    parts += sorted(
+        f"{tokens[e.source]} -{_edge_token(e)}-> {tokens[e.target]}"
+        for e in view.edges
+        if e.source in tokens and e.target in tokens
+    )
+    digest = hashlib.sha1("\n".join(parts).encode("utf-8", "replace"), usedforsecurity=False)
+    return digest.hexdigest()[:16]

@@ -1,0 +1,568 @@
+"""The named patterns of DESIGN §6: each recognises a shape, explains it, and says the fix.
+
+A pattern reads the live cycle (:class:`~whyalive.paths.CycleView`) during the
+analysis and returns plain strings; every renderer shows those strings, so a
+cycle is explained in the same words everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from whyalive import edges as ek
+from whyalive.edges import name_node
+from whyalive.paths import CycleView, NamedEdge
+
+
+@dataclass(frozen=True)
+class PatternMatch:
+    """A pattern's verdict on one cycle."""
+
+    pattern: str
+    title: str
+    summary: str
+    explanation: str
+    fix: str
+    cut: list[NamedEdge] = field(default_factory=list)
+    lint_rule: str | None = None
+
+
+class Pattern(Protocol):
+    """Recognises one shape of cycle."""
+
+    name: str
+    title: str
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A verdict when the cycle has this shape, else None."""
+        ...
+
+
+def label(view: CycleView, node: int, variable: str | None = None) -> str:
+    """``function `f.<locals>.g` (file.py:12)``: how a sentence names a node."""
+    named = name_node(view.obj(node), variable)
+    kind, _, rest = named.label.partition(" ")
+    text = f"{kind} `{rest}`" if rest else f"`{kind}`"
+    return f"{text} ({named.location})" if named.location else text
+
+
+def qualname_of(obj: object) -> str:
+    """The qualified name of a function's or method's code, else the type's name."""
+    code = getattr(obj, "__code__", None) if type(obj) is types.FunctionType else None
+    if code is None and type(obj) is types.MethodType:
+        code = getattr(obj.__func__, "__code__", None)  # type: ignore[attr-defined]
+    if type(code) is types.CodeType:
+        return str(getattr(code, "co_qualname", code.co_name))
+    return type(obj).__qualname__
+
+
+def enclosing_function(qualname: str) -> str:
+    """``stage_backward.<locals>.helper`` -> ``stage_backward``."""
+    head, sep, _ = qualname.rpartition(".<locals>.")
+    return head if sep else qualname
+
+
+def cell_variable(view: CycleView, cell: int) -> str | None:
+    """The closure variable a cell stands for, from a function that holds it."""
+    for edge in view.edges:
+        if edge.target == cell and edge.name.kind == ek.CLOSURE:
+            return edge.name.name.split(" ", 1)[1]
+    obj = view.obj(cell)
+    for node in view.members:
+        fn = view.obj(node)
+        if type(fn) is types.FunctionType and fn.__closure__:
+            for index, held in enumerate(fn.__closure__):
+                if held is obj:
+                    return str(fn.__code__.co_freevars[index])
+    return None
+
+
+def chain(view: CycleView, start: int, goal: int) -> list[NamedEdge]:
+    """Shortest chain of shown edges from ``start`` to ``goal`` inside the cycle."""
+    parent: dict[int, NamedEdge | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal and node != start:
+            break
+        for edge in view.edges_from(node):
+            if edge.target not in parent or (edge.target == goal == start):
+                parent[edge.target] = edge
+                if edge.target == goal:
+                    queue.clear()
+                    break
+                queue.append(edge.target)
+    if goal not in parent or parent[goal] is None:
+        return []
+    steps: list[NamedEdge] = []
+    node = goal
+    while True:
+        edge = parent[node]
+        if edge is None:
+            break
+        steps.append(edge)
+        node = edge.source
+        if node == start:
+            break
+    return steps[::-1]
+
+
+def path_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """``.cb`` or ``.hooks -> [0]``: the names along a chain of references."""
+    return " -> ".join(edge.name.name for edge in steps)
+
+
+def captured_variables(view: CycleView, fn_node: int, skip: str | None) -> list[str]:
+    """Closure variables of a function other than ``skip``."""
+    fn = view.obj(fn_node)
+    if type(fn) is not types.FunctionType:
+        return []
+    return [name for name in fn.__code__.co_freevars if name != skip]
+
+
+class RecursiveClosurePattern:
+    """A nested function that calls itself by name lives in its own closure cell."""
+
+    name = "recursive-closure"
+    title = "recursive nested function"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """Find function -> cell -> the same (or a sibling) function."""
+        loops: list[tuple[int, NamedEdge, NamedEdge]] = []
+        for edge in view.edges:
+            if edge.name.kind != ek.CLOSURE:
+                continue
+            for back in view.edges_from(edge.target):
+                if back.name.kind == ek.CELL and type(view.obj(back.target)) is types.FunctionType:
+                    loops.append((edge.source, edge, back))
+        self_loops = [(fn, e, b) for fn, e, b in loops if b.target == fn]
+        if self_loops:
+            fn, closure_edge, back = self_loops[0]
+            variable = closure_edge.name.name.split(" ", 1)[1]
+            qualname = qualname_of(view.obj(fn))
+            outer = enclosing_function(qualname)
+            others = captured_variables(view, fn, variable)
+            summary = (
+                f"{label(view, fn)} refers to itself through its closure cell `{variable}`"
+            )
+            also = (
+                f" Everything else the closure captures ({', '.join(f'`{v}`' for v in others)})"
+                " stays alive with it."
+                if others
+                else ""
+            )
+            explanation = (
+                f"`{variable}` is a function nested in `{outer}` that calls itself by name, so "
+                f"Python keeps it in a closure cell: the function holds the cell (through "
+                f"`__closure__`) and the cell holds the function. Reference counting can never "
+                f"free this pair; only the cyclic garbage collector can, whenever it next "
+                f"runs.{also}"
+            )
+            data = f" Deleting only the data (`del {others[0]}`) frees it but leaves the " \
+                "function/cell cycle for the collector." if others else ""
+            fix = (
+                f"Break the self-reference: `del {variable}` in `{outer}` after its last use "
+                f"(in a `finally:` so an error cannot skip it), pass the function to itself as "
+                f"an argument (`{variable}(..., {variable})`), or move `{variable}` to module "
+                f"level.{data}"
+            )
+            return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL101")
+        functions = {fn for fn, _, _ in loops}
+        mutual = [(fn, e, b) for fn, e, b in loops if b.target in functions and b.target != fn]
+        if not mutual:
+            return None
+        fn, closure_edge, back = mutual[0]
+        other = back.target
+        variable = closure_edge.name.name.split(" ", 1)[1]
+        first, second = qualname_of(view.obj(fn)), qualname_of(view.obj(other))
+        outer = enclosing_function(first)
+        summary = (
+            f"{label(view, fn)} and {label(view, other)} refer to each other through their "
+            f"closure cells"
+        )
+        explanation = (
+            f"`{first}` and `{second}` are sibling functions nested in `{outer}` that call each "
+            f"other by name, so each lives in a closure cell that the other's `__closure__` "
+            f"holds. Reference counting cannot free them; only the cyclic garbage collector can."
+        )
+        fix = (
+            f"`del` the nested functions in `{outer}` after their last use (in a `finally:`), "
+            f"pass them as arguments, or move them to module level."
+        )
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [back], "WAL101"
+        )
+
+
+def _is_instance_node(obj: object) -> bool:
+    cls = type(obj)
+    return cls.__module__ != "builtins" and not issubclass(cls, (type, BaseException))
+
+
+class BoundMethodOnSelfPattern:
+    """``self.cb = self.on_step``, or a lambda/closure capturing ``self`` stored on ``self``."""
+
+    name = "bound-method-on-self"
+    title = "callable stored on its own instance"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A bound method whose ``__self__`` holds it, or a closure capturing its holder."""
+        for edge in view.edges:
+            if edge.name.kind == ek.BOUND_SELF and edge.target in view.shown:
+                method, owner = edge.source, edge.target
+                steps = chain(view, owner, method)
+                if steps:
+                    return self._bound(view, method, owner, steps)
+        for edge in view.edges:
+            if edge.name.kind != ek.CELL or not _is_instance_node(view.obj(edge.target)):
+                continue
+            owner = edge.target
+            for closure in view.edges:
+                if closure.name.kind == ek.CLOSURE and closure.target == edge.source:
+                    steps = chain(view, owner, closure.source)
+                    if steps:
+                        return self._closure(view, closure.source, owner, steps, closure)
+        return None
+
+    def _bound(
+        self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type(view.obj(owner)).__qualname__
+        func = qualname_of(view.obj(method))
+        where = path_words(view, steps)
+        attr = where.lstrip(".") if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE else None
+        stored = f"`self.{attr}`" if attr else f"`{where}`"
+        summary = f"a `{cls}` object stores its own bound method `{func}` in {stored}"
+        explanation = (
+            f"A bound method holds its instance in `__self__`. Storing `self.{func.rsplit('.', 1)[-1]}` "
+            f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
+            f"method hold the object, so neither is freed by reference counting."
+        )
+        fix = (
+            f"Store `weakref.WeakMethod(self.{func.rsplit('.', 1)[-1]})` instead (call it as "
+            f"`{stored.strip('`')}()(...)`), store the plain function and pass `self` when "
+            f"calling, or remove it (`del {stored.strip('`')}`, `handle.remove()`) when done."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+
+    def _closure(
+        self,
+        view: CycleView,
+        fn: int,
+        owner: int,
+        steps: list[NamedEdge],
+        closure: NamedEdge,
+    ) -> PatternMatch:
+        cls = type(view.obj(owner)).__qualname__
+        variable = closure.name.name.split(" ", 1)[1]
+        where = path_words(view, steps)
+        summary = (
+            f"a `{cls}` object stores in `{where}` {label(view, fn)}, whose closure captures "
+            f"the object as `{variable}`"
+        )
+        explanation = (
+            f"The function stored on the `{cls}` object (at `{where}`) closes over `{variable}`, "
+            f"which is that same object: object -> function -> closure cell -> object. "
+            f"Reference counting cannot free the loop."
+        )
+        fix = (
+            f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
+            f"the function), make it a regular method, or remove it (`del {variable}{where}` or "
+            f"unregister the hook) when done."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL202")
+
+
+class ExceptionTracebackPattern:
+    """An exception kept with its traceback: its frames hold their locals."""
+
+    name = "exception-traceback"
+    title = "exception kept with its traceback"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An exception in the cycle whose traceback leads back to it."""
+        exceptions = [n for n in view.shown if issubclass(type(view.obj(n)), BaseException)]
+        frames = [n for n in view.shown if type(view.obj(n)) is types.FrameType]
+        if not exceptions or not frames:
+            return None
+        exc = exceptions[0]
+        holders = [
+            e
+            for e in view.edges
+            if e.target in exceptions and e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
+        ]
+        frame_words = ", ".join(label(view, f) for f in frames[:3])
+        exc_name = type(view.obj(exc)).__qualname__
+        if holders:
+            holder = holders[0]
+            held_by = f"{label(view, holder.source)} holds it again in `{holder.name.name}`"
+        else:
+            held_by = "the frames hold it again"
+        summary = f"`{exc_name}` exception keeps its traceback (frames: {frame_words}); {held_by}"
+        locals_held = sorted(
+            {
+                edge.name.name
+                for _, path_edges in view.holder_paths
+                for edge in path_edges
+                if edge.name.kind == ek.LOCAL
+            }
+        )
+        held = (
+            f" The frames' locals ({', '.join(f'`{n}`' for n in locals_held)}) hold the heavy "
+            f"objects."
+            if locals_held
+            else ""
+        )
+        explanation = (
+            f"An exception's `__traceback__` holds every frame it passed through, and each "
+            f"frame holds all of its local variables. Keeping the `{exc_name}` beyond its "
+            f"`except` block (in a local, a list, an attribute or a future) while one of those "
+            f"frames refers to it makes a cycle.{held}"
+        )
+        fix = (
+            "Do not keep the exception object: `del` it in a `finally:`, keep only what you need "
+            "(`str(err)`, `traceback.format_exception(err)`), or drop the frames first with "
+            "`err.with_traceback(None)` or `traceback.clear_frames(err.__traceback__)`."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, holders[:1], "WAL301")
+
+
+_GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+class GeneratorFramePattern:
+    """A generator or coroutine whose own frame refers to it."""
+
+    name = "generator-frame"
+    title = "generator that refers to itself"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A generator in the cycle with a reference into it from a frame/local."""
+        gens = [n for n in view.shown if type(view.obj(n)) in _GENERATOR_TYPES]
+        if not gens:
+            return None
+        gen = gens[0]
+        into = [e for e in view.edges if e.target == gen and e.source != gen]
+        locals_in = [e for e in into if e.name.kind == ek.LOCAL] or into
+        summary = f"{label(view, gen)} is held by its own frame"
+        if locals_in:
+            summary += f" through `{locals_in[0].name.name}`"
+        explanation = (
+            "A suspended generator or coroutine keeps its frame, and the frame keeps its local "
+            "variables; one of them refers back to the generator, so neither can be freed by "
+            "reference counting while it is suspended."
+        )
+        fix = (
+            "Do not store the generator (or an object holding it) in its own locals; close it "
+            "with `.close()` when done, or hold it through `weakref.ref`."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, locals_in[:1], None)
+
+
+def _autograd_node_type() -> type | None:
+    graph = sys.modules.get("torch.autograd.graph")
+    node = getattr(graph, "Node", None)
+    return node if isinstance(node, type) else None
+
+
+def _is_autograd_node(obj: object) -> bool:
+    node_type = _autograd_node_type()
+    if node_type is None:
+        return False
+    try:
+        return issubclass(type(obj), node_type)
+    except Exception:
+        return False
+
+
+class AutogradNodePattern:
+    """Hooks or attributes attached to autograd nodes that refer back to the tensor."""
+
+    name = "autograd-node"
+    title = "autograd node holding its tensor or owner"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An autograd node (``grad_fn``, custom Function ctx) inside the cycle."""
+        nodes = [n for n in view.shown if _is_autograd_node(view.obj(n))]
+        grad_fn_edges = [e for e in view.edges if e.name.name == ".grad_fn"]
+        if not nodes and not grad_fn_edges:
+            return None
+        node = nodes[0] if nodes else grad_fn_edges[0].target
+        out = [e for e in view.edges_from(node) if e.name.kind != ek.INTERNAL] or view.edges_from(
+            node
+        )
+        summary = f"autograd node `{type(view.obj(node)).__qualname__}` is part of the cycle"
+        if out:
+            summary += f": `{out[0].name.name}` attached to it refers back into the cycle"
+        explanation = (
+            "A tensor holds its autograd node (`grad_fn`) and the node holds what was attached "
+            "to it: hooks registered with `register_hook`/`register_prehook`, or attributes set "
+            "on it (a custom Function's `ctx`). When that attachment captures the tensor or its "
+            "owner, the loop runs through autograd; the activations stay alive until the "
+            "collector runs, and loops that pass through C++ are never collected at all."
+        )
+        fix = (
+            "Do not capture the tensor (or its owner) in hooks or attributes on its own autograd "
+            "node: capture a `weakref.ref` instead, remove hooks with `handle.remove()` after "
+            "use, and keep per-step state in a side table rather than on the node."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, out[:1], "WAL401")
+
+
+class MethodCachePattern:
+    """``functools.lru_cache``/``cache`` wrappers and class-level caches inside a cycle."""
+
+    name = "method-cache"
+    title = "cache that holds its owner"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An lru_cache wrapper among the members."""
+        wrapper_type = type(functools.lru_cache(maxsize=None)(lambda: None))
+        caches = [n for n in view.shown if type(view.obj(n)) is wrapper_type]
+        if not caches:
+            return None
+        cache = caches[0]
+        wrapped = getattr(view.obj(cache), "__wrapped__", None)
+        name = qualname_of(wrapped) if wrapped is not None else "function"
+        summary = f"`functools.lru_cache` of `{name}` is part of the cycle"
+        explanation = (
+            f"The cache of `{name}` keeps every argument it was called with, `self` included; "
+            "when the cache itself is reachable from those arguments (a per-class or "
+            "per-instance cache), the objects hold the cache and the cache holds the objects."
+        )
+        fix = (
+            "Do not put `lru_cache`/`cache` on methods: use `functools.cached_property`, a "
+            "dict on the instance, or cache a module-level function of the fields you need."
+        )
+        into = [e for e in view.edges if e.target == cache]
+        return PatternMatch(self.name, self.title, summary, explanation, fix, into[:1], "WAL501")
+
+
+_BACK_NAMES = ("parent", "owner", "_parent", "_owner", "up", "prev", "root", "module", "model")
+
+
+class ParentChildPattern:
+    """Objects that refer to each other: a tree's parent and child, a registry and member."""
+
+    name = "parent-child"
+    title = "parent and child refer to each other"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """Two or more user objects in the loop, linked by attributes."""
+        instances = [n for n in view.shown if _is_instance_node(view.obj(n))]
+        if len(instances) < 2:
+            return None
+        attr_edges = [e for e in view.edges if e.name.kind == ek.ATTRIBUTE]
+        if not attr_edges:
+            return None
+        back = next(
+            (e for e in attr_edges if e.name.name.lstrip(".").lower() in _BACK_NAMES),
+            None,
+        )
+        if back is None:
+            # The back reference is the direct attribute pointing at an object that holds
+            # its children through a container (the child-side link).
+            direct = [e for e in attr_edges if e.target in instances and e.source in instances]
+            back = direct[-1] if direct else attr_edges[-1]
+        child = type(view.obj(back.source)).__qualname__
+        parent = type(view.obj(back.target)).__qualname__
+        attr = back.name.name.lstrip(".")
+        summary = (
+            f"a `{parent}` object and a `{child}` object refer to each other "
+            f"(the `{child}` holds its `{parent}` in `.{attr}`)"
+        )
+        explanation = (
+            f"The `{parent}` reaches the `{child}` and the `{child}` points back through "
+            f"`.{attr}`. Two-way links between owner and member keep both alive until the "
+            f"cyclic collector runs."
+        )
+        fix = (
+            f"Hold the back reference weakly: `self.{attr} = weakref.ref({attr})` (or "
+            f"`weakref.proxy`), or clear `.{attr}` when the `{child}` is detached."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL901")
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+class SelfContainingContainerPattern:
+    """A container that holds itself, directly or through a state dict."""
+
+    name = "self-containing-container"
+    title = "container that contains itself"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """Only builtin containers (and instance dicts) in the loop."""
+        if not all(type(view.obj(n)) in _CONTAINERS for n in view.shown):
+            return None
+        if len(view.shown) == 1:
+            node = view.shown[0]
+            edge = view.edges[0] if view.edges else None
+            where = edge.name.name if edge else "an item"
+            summary = f"a `{type(view.obj(node)).__name__}` contains itself at `{where}`"
+            cut = [edge] if edge else []
+        else:
+            root = max(view.shown, key=lambda n: (len(view.edges_from(n)), -view.shown.index(n)))
+            back = [e for e in view.edges if e.target == root]
+            forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
+            lead = forward[0].name.name if forward else "its items"
+            summary = (
+                f"a `{type(view.obj(root)).__name__}` holds, at `{lead}`, containers that refer "
+                f"back to it"
+            )
+            cut = forward[:1] or back[:1]
+        explanation = (
+            "A container reachable from its own items (a state dict such as "
+            "`param_group['intermediates']` whose entries refer back to the group) is a "
+            "cycle: reference counting cannot free it, so everything inside waits for the "
+            "collector."
+        )
+        fix = (
+            "Keep the entries in a separate structure, or remove them after use "
+            f"(`del container{cut[0].name.name}` / `.pop(...)`)."
+            if cut and cut[0].name.kind == ek.KEY
+            else "Do not store the container inside itself; keep the items elsewhere or "
+            "remove them after use."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
+
+
+class UnrecognisedPattern:
+    """Any other cycle: still reported with its graph, paths and cut."""
+
+    name = "unrecognised"
+    title = "unrecognised cycle"
+
+    def match(self, view: CycleView) -> PatternMatch:
+        """Always matches; describes the loop by its members."""
+        shown = view.shown[:4]
+        names = " -> ".join(label(view, n) for n in shown)
+        more = f" (+{len(view.shown) - 4} more)" if len(view.shown) > 4 else ""
+        summary = f"a cycle of {len(view.shown)} objects: {names}{more}"
+        explanation = (
+            "These objects refer to each other in a loop, so reference counting cannot free "
+            "them; they wait for the cyclic garbage collector."
+        )
+        fix = "Remove the reference named in the cut, or hold it with a `weakref`."
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [], None)
+
+
+UNRECOGNISED = UnrecognisedPattern()
+
+PATTERNS: tuple[Pattern, ...] = (
+    RecursiveClosurePattern(),
+    BoundMethodOnSelfPattern(),
+    ExceptionTracebackPattern(),
+    GeneratorFramePattern(),
+    AutogradNodePattern(),
+    MethodCachePattern(),
+    ParentChildPattern(),
+    SelfContainingContainerPattern(),
+    UNRECOGNISED,
+)

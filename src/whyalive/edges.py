@@ -1,0 +1,359 @@
+"""Names for nodes and references in the user's terms (DESIGN §4).
+
+The only module that introspects a reference. Everything here is guarded: the
+objects are post-mortem garbage (``__del__`` has run, weakrefs are cleared), and
+may be hostile. We read through ``type(o)`` checks and C-level descriptors, never
+through ``repr``/``getattr`` of user classes, and never ``frame.f_locals``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import types
+import weakref
+from dataclasses import dataclass
+
+# Edge kinds: a small closed vocabulary that patterns and cut ranking read.
+CLOSURE = "closure"  # function -> cell, through __closure__[i] (the tuple collapsed)
+CELL = "cell"  # cell -> its contents: a closure variable
+ATTRIBUTE = "attribute"  # instance -> value of one of its attributes
+KEY = "key"  # dict -> value (or key) of one entry
+INDEX = "index"  # list/tuple/deque -> item
+LOCAL = "local"  # frame or generator -> value of a local variable
+BOUND_SELF = "bound-self"  # bound method -> __self__
+BOUND_FUNC = "bound-func"  # bound method -> __func__
+TRACEBACK = "traceback"  # exception/traceback/frame links
+FRAME = "frame"  # generator/coroutine -> its frame, frame -> f_back
+GLOBALS = "globals"  # function/frame -> module globals
+DEFAULTS = "defaults"  # function -> __defaults__/__kwdefaults__
+CLASS = "class"  # instance -> its class
+INTERNAL = "internal"  # a reference the interpreter owns (code, tuple slots, ...)
+UNKNOWN = "unknown"  # labelled by type, never guessed
+
+USER_KINDS = frozenset({CELL, ATTRIBUTE, KEY, INDEX, LOCAL, BOUND_SELF, DEFAULTS})
+
+_MAX_REPR = 60
+_FRAME_LIKE = (types.FrameType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+@dataclass(frozen=True)
+class EdgeName:
+    """How a reference reads: its kind and its name in the user's code."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class NodeName:
+    """How an object reads: type, label, and where it lives in code."""
+
+    type_name: str
+    label: str
+    location: str | None
+
+
+def type_name(obj: object) -> str:
+    """``module.Qualname`` of the object's type, builtins without a module."""
+    cls = type(obj)
+    module = cls.__module__
+    qualname = cls.__qualname__
+    if module in ("builtins", None):
+        return str(qualname)
+    return f"{module}.{qualname}"
+
+
+def safe_repr(obj: object, limit: int = _MAX_REPR) -> str:
+    """A repr that never raises and never runs user code for non-builtin types."""
+    if type(obj) in (str, int, float, bool, type(None), bytes):
+        text = repr(obj)
+    else:
+        text = f"<{type_name(obj)}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def code_location(code: types.CodeType) -> str:
+    """``file.py:LINE`` of a code object (file name only: stable across machines)."""
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+
+
+def _code_of(obj: object) -> types.CodeType | None:
+    cls = type(obj)
+    if cls is types.FunctionType:
+        return obj.__code__  # type: ignore[attr-defined, no-any-return]
+    if cls is types.FrameType:
+        return obj.f_code  # type: ignore[attr-defined, no-any-return]
+    if cls in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
+        for attr in ("gi_code", "cr_code", "ag_code"):
+            code = getattr(obj, attr, None)
+            if type(code) is types.CodeType:
+                return code
+    return None
+
+
+def _qualname(code: types.CodeType) -> str:
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def name_node(obj: object, variable: str | None = None) -> NodeName:
+    """Name an object; ``variable`` is the user's name for it when a path knows one."""
+    try:
+        return _name_node(obj, variable)
+    except Exception:  # a half-dead object still gets its type's name
+        return NodeName(_safe_type_name(obj), _safe_type_name(obj), None)
+
+
+def _safe_type_name(obj: object) -> str:
+    try:
+        return type_name(obj)
+    except Exception:
+        return "object"
+
+
+def _name_node(obj: object, variable: str | None) -> NodeName:
+    cls = type(obj)
+    tname = type_name(obj)
+    suffix = f" {variable}" if variable else ""
+    code = _code_of(obj)
+    if code is not None:
+        if cls is types.FrameType:
+            line = obj.f_lineno  # type: ignore[attr-defined]
+            where = f"{os.path.basename(code.co_filename)}:{line}"
+            return NodeName(tname, f"frame of {_qualname(code)}", where)
+        kind = {types.FunctionType: "function"}.get(cls, cls.__name__)
+        return NodeName(tname, f"{kind} {_qualname(code)}", code_location(code))
+    if cls is types.MethodType:
+        func = obj.__func__  # type: ignore[attr-defined]
+        func_code = _code_of(func)
+        fname = _qualname(func_code) if func_code else safe_repr(func)
+        loc = code_location(func_code) if func_code else None
+        return NodeName(tname, f"bound method {fname}", loc)
+    if cls is types.CellType:
+        return NodeName(tname, f"cell{suffix}", None)
+    if cls is types.TracebackType:
+        frame = obj.tb_frame  # type: ignore[attr-defined]
+        where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"  # type: ignore[attr-defined]
+        return NodeName(tname, f"traceback in {_qualname(frame.f_code)}", where)
+    if issubclass(cls, type):
+        return NodeName(tname, f"class {obj.__qualname__}", None)
+    if issubclass(cls, BaseException):
+        return NodeName(tname, f"{cls.__qualname__} exception{suffix}", None)
+    if cls in (list, dict, tuple, set, frozenset):
+        try:
+            size = len(obj)  # type: ignore[arg-type]
+        except Exception:
+            size = -1
+        count = f" of {size}" if size >= 0 else ""
+        return NodeName(tname, f"{cls.__name__}{suffix}{count}".strip(), None)
+    return NodeName(tname, f"{cls.__qualname__} object{suffix}", None)
+
+
+def variable_name(edge: EdgeName) -> str | None:
+    """The user's variable name an edge gives its target, if any (``x`` for ``local x``)."""
+    if edge.kind in (CLOSURE, LOCAL) and " " in edge.name and "(" not in edge.name:
+        return edge.name.split(" ", 1)[1]
+    if edge.kind == ATTRIBUTE:
+        return edge.name.lstrip(".")
+    if edge.kind == KEY and edge.name != "key":
+        return edge.name
+    return None
+
+
+def name_edge(source: object, target: object) -> EdgeName:
+    """Name the reference ``source -> target``; unknown references are labelled by type."""
+    try:
+        found = _name_edge(source, target)
+    except Exception:
+        found = None
+    return found or EdgeName(UNKNOWN, f"-> {_safe_type_name(target)}")
+
+
+def _name_edge(source: object, target: object) -> EdgeName | None:
+    cls = type(source)
+    if cls is types.FunctionType:
+        return _name_function_edge(source, target)
+    if cls is types.CellType:
+        return EdgeName(CELL, "cell_contents")
+    if cls is types.MethodType:
+        if source.__self__ is target:  # type: ignore[attr-defined]
+            return EdgeName(BOUND_SELF, "__self__")
+        return EdgeName(BOUND_FUNC, "__func__")
+    if cls in (list, tuple):
+        for index, item in enumerate(source):  # type: ignore[arg-type]
+            if item is target:
+                return EdgeName(INDEX, f"[{index}]")
+        return None
+    if cls is dict:
+        return _name_dict_edge(source, target)  # type: ignore[arg-type]
+    if cls is types.TracebackType:
+        for attr in ("tb_frame", "tb_next"):
+            if getattr(source, attr) is target:
+                return EdgeName(TRACEBACK, attr)
+        return None
+    if issubclass(cls, BaseException):
+        for attr in ("__traceback__", "__context__", "__cause__"):
+            if getattr(source, attr, None) is target:
+                return EdgeName(TRACEBACK, attr)
+        if target is BaseException.args.__get__(source):
+            return EdgeName(INTERNAL, "args")
+    if cls in _FRAME_LIKE:
+        return _name_frame_edge(source, target)
+    if cls in (set, frozenset):
+        return EdgeName(INDEX, "{item}")
+    if target is cls:
+        return EdgeName(CLASS, "__class__")
+    if issubclass(cls, type):
+        return _name_class_edge(source, target)
+    return _name_instance_edge(source, target)
+
+
+def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | None:
+    if fn.__globals__ is target:
+        return EdgeName(GLOBALS, "__globals__")
+    if fn.__defaults__ is target:
+        return EdgeName(DEFAULTS, "__defaults__")
+    if fn.__kwdefaults__ is target:
+        return EdgeName(DEFAULTS, "__kwdefaults__")
+    if fn.__closure__ is target:
+        return EdgeName(INTERNAL, "__closure__")
+    if fn.__code__ is target:
+        return EdgeName(INTERNAL, "__code__")
+    if type(target) is types.CellType and fn.__closure__:
+        for index, cell in enumerate(fn.__closure__):
+            if cell is target:
+                return EdgeName(CLOSURE, f"__closure__[{index}] {fn.__code__.co_freevars[index]}")
+    if fn.__dict__ is target:
+        return EdgeName(INTERNAL, "__dict__")
+    return None
+
+
+def _name_dict_edge(mapping: dict[object, object], target: object) -> EdgeName | None:
+    # Identity scans only: a key's __eq__/__hash__ is never called.
+    for key, value in mapping.items():
+        if value is target:
+            return EdgeName(KEY, f"[{safe_repr(key)}]")
+        if key is target:
+            return EdgeName(KEY, "key")
+    return None
+
+
+def _instance_dict(obj: object) -> dict[str, object] | None:
+    try:
+        found = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
+    return found if type(found) is dict else None
+
+
+def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
+    attrs = _instance_dict(obj)
+    if attrs is not None:
+        if attrs is target:
+            return EdgeName(INTERNAL, "__dict__")
+        for key, value in attrs.items():
+            if value is target and type(key) is str:
+                return EdgeName(ATTRIBUTE, f".{key}")
+    for klass in type(obj).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            descriptor = klass.__dict__.get(slot)
+            if type(descriptor) is types.MemberDescriptorType:
+                try:
+                    if descriptor.__get__(obj) is target:
+                        return EdgeName(ATTRIBUTE, f".{slot}")
+                except AttributeError:
+                    continue
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(type(obj), torch._C.TensorBase):
+        return _name_tensor_edge(obj, target)
+    return None
+
+
+def _name_tensor_edge(tensor: object, target: object) -> EdgeName | None:
+    torch = sys.modules["torch"]
+    with torch._C.DisableTorchFunctionSubclass():
+        for attr in ("grad_fn", "grad", "_base"):
+            try:
+                if getattr(torch._C.TensorBase, attr).__get__(tensor) is target:
+                    return EdgeName(ATTRIBUTE, f".{attr}")
+            except Exception:
+                continue
+    return EdgeName(INTERNAL, "tensor internals")
+
+
+def _name_class_edge(cls: type, target: object) -> EdgeName | None:
+    if target is cls.__dict__:
+        return EdgeName(INTERNAL, "__dict__")
+    if target is cls.__mro__ or target is cls.__bases__:
+        return EdgeName(INTERNAL, "__mro__")
+    for key, value in cls.__dict__.items():
+        if value is target:
+            return EdgeName(ATTRIBUTE, f".{key}")
+    return None
+
+
+def _name_frame_edge(source: object, target: object) -> EdgeName | None:
+    """Name a frame's (or generator's) reference by position among its referents.
+
+    ``gc.get_referents`` lists the fast locals in ``co_varnames + co_cellvars +
+    co_freevars`` order, skipping unbound ones, after the code object (3.11+)
+    or after the code, builtins and globals (3.10). When locals are unbound the
+    position only bounds the name, so we say "one of" rather than guess.
+    """
+    code = _code_of(source)
+    if code is None:
+        return None
+    if type(source) is types.FrameType:
+        if source.f_back is target:  # type: ignore[attr-defined]
+            return EdgeName(FRAME, "f_back")
+        if source.f_globals is target:  # type: ignore[attr-defined]
+            return EdgeName(GLOBALS, "f_globals")
+    elif getattr(source, "gi_frame", getattr(source, "cr_frame", None)) is target:
+        return EdgeName(FRAME, "frame")
+    if target is code:
+        return EdgeName(INTERNAL, "code")
+    referents = gc.get_referents(source)
+    start = next((i + 1 for i, ref in enumerate(referents) if ref is code), None)
+    if start is None:
+        return None
+    tail = referents[start:]
+    if type(source) is types.FrameType and sys.version_info < (3, 11):
+        skip = (source.f_builtins, source.f_globals)  # type: ignore[attr-defined]
+        while tail and any(tail[0] is s for s in skip):
+            tail = tail[1:]
+    names = code.co_varnames + code.co_cellvars + code.co_freevars
+    position = next((i for i, ref in enumerate(tail) if ref is target), None)
+    if position is None:
+        return None
+    local_values = min(len(tail), len(names))
+    if position >= len(names):
+        return EdgeName(INTERNAL, "evaluation stack")
+    unbound = len(names) - local_values
+    candidates = names[position : position + unbound + 1]
+    if len(candidates) == 1:
+        return EdgeName(LOCAL, f"local {candidates[0]}")
+    return EdgeName(LOCAL, f"local (one of {', '.join(candidates)})")
+
+
+def is_dead_proxy(obj: object) -> bool:
+    """A ``weakref.proxy`` whose referent is gone: touching it raises ReferenceError."""
+    return type(obj) in (weakref.ProxyType, weakref.CallableProxyType)
+
+
+def is_owned_part(owner: object, part: object) -> bool:
+    """True when ``part`` is an interpreter-made piece of ``owner`` that paths hide.
+
+    A function's ``__closure__`` tuple and an instance's ``__dict__`` are shown as
+    one named reference (``__closure__[1] x``, ``.attr``) instead of two hops.
+    """
+    try:
+        cls = type(owner)
+        if cls is types.FunctionType:
+            return owner.__closure__ is part  # type: ignore[attr-defined, no-any-return]
+        if type(part) is dict and cls not in (dict, type) and not issubclass(cls, type):
+            return _instance_dict(owner) is part
+    except Exception:
+        return False
+    return False

@@ -1,0 +1,90 @@
+"""The object graph over captured garbage: integer node ids and CSR edges (DESIGN §4).
+
+Nodes ``0..garbage_count-1`` are the captured garbage in capture order; after them
+come untracked referents that can lead to heavy objects (NumPy arrays, big
+buffers, and the untracked tuples/dicts that hold them), found by following
+untracked objects from the garbage. Tracked objects outside the garbage are live
+and never become nodes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from whyalive import graphcore
+from whyalive.kinds import KindResolver
+
+# Untracked containers worth following: the GC untracks tuples and dicts that hold
+# only untracked values (such as NumPy arrays), so they can hide heavy objects.
+_UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
+
+
+@dataclass
+class ObjectGraph:
+    """Strong references to every node, and integer edges between them."""
+
+    nodes: list[object]
+    offsets: Sequence[int]
+    targets: Sequence[int]
+    garbage_count: int
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def successors(self, node: int) -> Sequence[int]:
+        """Node ids that ``node`` refers to, in the order its type traverses them."""
+        return self.targets[self.offsets[node] : self.offsets[node + 1]]
+
+    def release(self) -> None:
+        """Drop the strong references so the garbage can be freed."""
+        self.nodes = []
+        self.offsets = ()
+        self.targets = ()
+
+    def reachable_from(self, sources: Iterable[int]) -> list[int]:
+        """Every node reachable from ``sources`` (sources included), BFS order."""
+        seen = set(sources)
+        order = list(seen)
+        queue = deque(order)
+        offsets, targets = self.offsets, self.targets
+        while queue:
+            node = queue.popleft()
+            for succ in targets[offsets[node] : offsets[node + 1]]:
+                if succ not in seen:
+                    seen.add(succ)
+                    order.append(succ)
+                    queue.append(succ)
+        return order
+
+    def shortest_paths(self, sources: Iterable[int], goals: Iterable[int]) -> dict[int, list[int]]:
+        """Shortest node path from any of ``sources`` to each reachable goal (BFS)."""
+        wanted = set(goals)
+        parent: dict[int, int] = {}
+        queue: deque[int] = deque()
+        for source in sources:
+            if source not in parent:
+                parent[source] = -1
+                queue.append(source)
+        found: dict[int, list[int]] = {}
+        offsets, targets = self.offsets, self.targets
+        while queue and len(found) < len(wanted):
+            node = queue.popleft()
+            if node in wanted and node not in found:
+                path = [node]
+                while parent[path[-1]] != -1:
+                    path.append(parent[path[-1]])
+                found[node] = path[::-1]
+            for succ in targets[offsets[node] : offsets[node + 1]]:
+                if succ not in parent:
+                    parent[succ] = node
+                    queue.append(succ)
+        return found
+
+
+def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:
+    """One pass of referent traversal over the captured garbage (in C when compiled)."""
+    follow = resolver.covered_types + _UNTRACKED_CONTAINERS
+    nodes, offsets, targets = graphcore.build_graph(objects, follow)
+    return ObjectGraph(nodes, offsets, targets, len(objects))

@@ -1,0 +1,299 @@
+"""Reference-graph core: CSR graph building, SCCs and reverse reachability.
+
+The work is done by the C extension ``whyalive._fastgraph`` when it is
+compiled; otherwise by the pure-Python twin in this module, which produces
+identical results (same node order, same edge order, same component ids) and is
+also what the equivalence tests compare against.
+
+Results:
+
+* ``build_graph(objects, follow_types) -> (nodes, offsets, targets)``:
+  ``nodes`` is a new list starting with ``objects`` in order, followed by the
+  *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
+  ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
+  If an object occurs more than once in ``objects``, edges point at its first
+  index.
+* ``find_components(offsets, targets) -> (component_of_node, count, cyclic)``:
+  ``component_of_node`` is a read-only int64 memoryview (``'q'``), ``cyclic``
+  a read-only uint8 memoryview (``'B'``) with one entry per component.
+  Component ids are Tarjan's completion order, roots tried in node order and
+  edges in CSR order; this is a reverse topological order: for every edge
+  ``u -> v`` with different components, ``component_of_node[v] <
+  component_of_node[u]``.
+* ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
+  memoryview (``'B'``), 1 for every node from which some seed is reachable
+  following edges forward (seeds included).
+
+Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import itertools
+import operator
+import os
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+__all__ = [
+    "IMPLEMENTATION",
+    "GraphImplementation",
+    "build_graph",
+    "c_implementation",
+    "find_components",
+    "nodes_reaching",
+    "python_implementation",
+]
+
+BuildGraph = Callable[
+    [Sequence[object], "tuple[type, ...]"], "tuple[list[object], memoryview, memoryview]"
+]
+FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
+NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
+
+# Formats of 8-byte signed integers that CPython's struct/array/memoryview
+# produce on the platforms we support; the C side accepts exactly these too.
+_INT64_FORMATS = frozenset({"q", "@q", "=q", "l", "@l", "=l", "n", "@n", "=n"})
+
+# Unbound, so that a hostile metaclass cannot intercept the check the way it
+# could with issubclass(); this is PyType_IsSubtype underneath.
+_type_subclasscheck = type.__subclasscheck__
+
+
+@dataclass(frozen=True)
+class GraphImplementation:
+    """One complete implementation of the graph API ("c" or "python")."""
+
+    name: str
+    build_graph: BuildGraph
+    find_components: FindComponents
+    nodes_reaching: NodesReaching
+
+
+def _readonly_int64(values: list[int]) -> memoryview:
+    return memoryview(array("q", values)).toreadonly()
+
+
+def _py_build_graph(
+    objects: Sequence[object], follow_types: tuple[type, ...]
+) -> tuple[list[object], memoryview, memoryview]:
+    """Pure-Python twin of ``_fastgraph.build_graph``."""
+    was_enabled = gc.isenabled()
+    # Disabled before the first allocation: a collection during the build
+    # could run finalizers and grow gc.garbage while it is being analysed.
+    gc.disable()
+    try:
+        given: object = follow_types  # callers' annotations cannot be trusted
+        if not isinstance(given, tuple) or not all(isinstance(t, type) for t in given):
+            raise TypeError("follow_types must be a tuple of types")
+        nodes: list[object] = list(objects)
+        # Keyed by id(): user __hash__/__eq__ must never run. Ids stay valid
+        # because ``nodes`` holds a strong reference to every keyed object.
+        index: dict[int, int] = {}
+        for i, obj in enumerate(nodes):
+            index.setdefault(id(obj), i)
+        # id(type) -> follows?  Types outlive the call: their instances are held.
+        follow_cache: dict[int, bool] = {}
+        offsets: list[int] = []
+        targets: list[int] = []
+        get_referents = gc.get_referents
+        is_tracked = gc.is_tracked
+        add_target = targets.append
+        add_offset = offsets.append
+        i = 0
+        while i < len(nodes):
+            add_offset(len(targets))
+            for ref in get_referents(nodes[i]):
+                j = index.get(id(ref))
+                if j is None:
+                    if is_tracked(ref):
+                        continue  # a live object outside the captured garbage
+                    tp = type(ref)
+                    follows = follow_cache.get(id(tp))
+                    if follows is None:
+                        # A loop, not any(<genexpr>): a closure over tp would
+                        # allocate a cell on entry, before gc.disable().
+                        follows = False
+                        for t in follow_types:
+                            if _type_subclasscheck(t, tp):
+                                follows = True
+                                break
+                        follow_cache[id(tp)] = follows
+                    if not follows:
+                        continue
+                    j = len(nodes)
+                    nodes.append(ref)
+                    index[id(ref)] = j
+                add_target(j)
+            i += 1
+        add_offset(len(targets))
+        result = (nodes, _readonly_int64(offsets), _readonly_int64(targets))
+    finally:
+        if was_enabled:
+            gc.enable()
+    return result
+
+
+def _int64_list(buf: Any, name: str) -> list[int]:
+    try:
+        view = memoryview(buf)
+    except TypeError:
+        raise TypeError(f"{name} must be a 1-d buffer of int64 (format 'q')") from None
+    with view:
+        if view.itemsize != 8 or view.ndim != 1 or view.format not in _INT64_FORMATS:
+            raise TypeError(f"{name} must be a 1-d buffer of int64 (format 'q')")
+        return view.tolist()
+
+
+def _open_csr(offsets: Any, targets: Any) -> tuple[list[int], list[int], int]:
+    off = _int64_list(offsets, "offsets")
+    tgt = _int64_list(targets, "targets")
+    n = len(off) - 1
+    if n < 0:
+        raise ValueError("offsets must have at least one entry")
+    if off[0] != 0 or off[n] != len(tgt):
+        raise ValueError("offsets must start at 0 and end at len(targets)")
+    if any(a > b for a, b in itertools.pairwise(off)):
+        raise ValueError("offsets must be non-decreasing")
+    if tgt and (min(tgt) < 0 or max(tgt) >= n):
+        raise ValueError("targets must be node indices in range(len(offsets) - 1)")
+    return off, tgt, n
+
+
+def _py_find_components(offsets: Any, targets: Any) -> tuple[memoryview, int, memoryview]:
+    """Pure-Python twin of ``_fastgraph.find_components`` (iterative Tarjan)."""
+    off, tgt, n = _open_csr(offsets, targets)
+    index = [-1] * n
+    low = [0] * n
+    # comp doubles as the on-stack marker: visited with comp -1 means on stack.
+    comp = [-1] * n
+    stack: list[int] = []
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        call_node = [root]
+        call_edge = [off[root]]
+        while call_node:
+            u = call_node[-1]
+            e = call_edge[-1]
+            if e < off[u + 1]:
+                w = tgt[e]
+                call_edge[-1] = e + 1
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    call_node.append(w)
+                    call_edge.append(off[w])
+                elif comp[w] < 0 and index[w] < low[u]:
+                    low[u] = index[w]
+            else:
+                call_node.pop()
+                call_edge.pop()
+                if low[u] == index[u]:
+                    while True:
+                        w = stack.pop()
+                        comp[w] = ncomp
+                        if w == u:
+                            break
+                    ncomp += 1
+                if call_node:
+                    p = call_node[-1]
+                    if low[u] < low[p]:
+                        low[p] = low[u]
+    size = [0] * ncomp
+    for c in comp:
+        size[c] += 1
+    cyclic = bytearray(s > 1 for s in size)
+    for v in range(n):
+        if v in tgt[off[v] : off[v + 1]]:
+            cyclic[comp[v]] = 1
+    return _readonly_int64(comp), ncomp, memoryview(bytes(cyclic))
+
+
+def _py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memoryview:
+    """Pure-Python twin of ``_fastgraph.nodes_reaching`` (reverse BFS)."""
+    off, tgt, n = _open_csr(offsets, targets)
+    mask = bytearray(n)
+    queue: list[int] = []
+    for seed in seeds:
+        s = operator.index(seed)
+        if s < 0 or s >= n:
+            raise IndexError(f"seed {s} out of range for {n} nodes")
+        if not mask[s]:
+            mask[s] = 1
+            queue.append(s)
+    # Reverse CSR by counting sort, as in C, so memory stays two flat lists.
+    roff = [0] * (n + 1)
+    for w in tgt:
+        roff[w + 1] += 1
+    for v in range(n):
+        roff[v + 1] += roff[v]
+    fill = roff[:-1]
+    rtgt = [0] * len(tgt)
+    for v in range(n):
+        for e in range(off[v], off[v + 1]):
+            w = tgt[e]
+            rtgt[fill[w]] = v
+            fill[w] += 1
+    head = 0
+    while head < len(queue):
+        w = queue[head]
+        head += 1
+        for e in range(roff[w], roff[w + 1]):
+            u = rtgt[e]
+            if not mask[u]:
+                mask[u] = 1
+                queue.append(u)
+    return memoryview(bytes(mask))
+
+
+_PYTHON = GraphImplementation(
+    name="python",
+    build_graph=_py_build_graph,
+    find_components=_py_find_components,
+    nodes_reaching=_py_nodes_reaching,
+)
+
+
+def _load_c() -> GraphImplementation | None:
+    try:
+        mod = importlib.import_module("whyalive._fastgraph")
+    except ImportError:
+        return None
+    return GraphImplementation(
+        name="c",
+        build_graph=cast(BuildGraph, mod.build_graph),
+        find_components=cast(FindComponents, mod.find_components),
+        nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
+    )
+
+
+_C = _load_c()
+
+
+def python_implementation() -> GraphImplementation:
+    """The pure-Python twin, available whether or not the extension is built."""
+    return _PYTHON
+
+
+def c_implementation() -> GraphImplementation | None:
+    """The C extension, or None when it is not compiled (ignores WHYALIVE_PURE_PYTHON)."""
+    return _C
+
+
+_ACTIVE = _PYTHON if (_C is None or os.environ.get("WHYALIVE_PURE_PYTHON") == "1") else _C
+
+IMPLEMENTATION: str = _ACTIVE.name
+build_graph: BuildGraph = _ACTIVE.build_graph
+find_components: FindComponents = _ACTIVE.find_components
+nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching

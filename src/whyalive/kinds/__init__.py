@@ -1,0 +1,114 @@
+"""The registry of heavy-object kinds (DESIGN §1).
+
+A *kind* knows which types it covers (read from ``sys.modules`` only, so whyalive
+never imports torch or NumPy itself) and how to describe one object: bytes,
+storage identity, device, and a short description with shape and dtype.
+New kinds plug in with :func:`register_kind`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class HeavyFacts:
+    """What a kind says about one heavy object.
+
+    ``storage`` identifies the memory the object holds: two views of one tensor
+    storage, or an array and its base, share it and are counted once.
+    ``owner`` is the object that owns that memory when it is not the object
+    itself (a NumPy view's base). ``storage_users`` is how many objects use the
+    storage in all, when the kind can tell (torch's storage use count), else 0;
+    more users than the garbage holds means the memory is shared with live objects.
+    """
+
+    kind: str
+    description: str
+    nbytes: int
+    device: str
+    storage: Hashable
+    owner: object | None = None
+    storage_users: int = 0
+
+
+@runtime_checkable
+class HeavyKind(Protocol):
+    """A family of heavy objects (tensors, arrays, buffers)."""
+
+    name: str
+
+    def types(self) -> tuple[type, ...]:
+        """The types this kind covers right now; empty when their module is not loaded."""
+        ...
+
+    def describe(self, obj: object) -> HeavyFacts | None:
+        """Facts about ``obj``, or None when it is not heavy after all (a small buffer)."""
+        ...
+
+
+_KINDS: list[HeavyKind] = []
+
+
+def register_kind(kind: HeavyKind) -> None:
+    """Add a heavy-object kind; later registrations are tried first."""
+    _KINDS.insert(0, kind)
+
+
+def registered_kinds() -> tuple[HeavyKind, ...]:
+    """The kinds in the order they are tried."""
+    return tuple(_KINDS)
+
+
+class KindResolver(dict[type, "HeavyKind | None"]):
+    """Maps a type to its kind, walking the MRO once per type.
+
+    A ``dict`` so that ``map(resolver.__getitem__, map(type, objects))`` runs at C
+    speed, with Python code only the first time a type is seen. Built once per
+    analysis, because a module (torch) may have been imported since the last one.
+    """
+
+    def __init__(self, kinds: tuple[HeavyKind, ...] | None = None) -> None:
+        super().__init__()
+        self._by_type: dict[type, HeavyKind] = {}
+        for kind in reversed(kinds if kinds is not None else registered_kinds()):
+            for covered in kind.types():
+                self._by_type[covered] = kind
+
+    @property
+    def covered_types(self) -> tuple[type, ...]:
+        """Every type some kind covers (subclasses are covered too)."""
+        return tuple(self._by_type)
+
+    def __missing__(self, cls: type) -> HeavyKind | None:
+        found: HeavyKind | None = None
+        for base in type.__dict__["__mro__"].__get__(cls):
+            found = self._by_type.get(base)
+            if found is not None:
+                break
+        self[cls] = found
+        return found
+
+    def describe(self, obj: object) -> HeavyFacts | None:
+        """Facts about ``obj`` if it is heavy; never raises."""
+        kind = self[type(obj)]
+        if kind is None:
+            return None
+        try:
+            return kind.describe(obj)
+        except Exception:  # a hostile or half-dead object is simply not described
+            return None
+
+
+def _register_builtin_kinds() -> None:
+    from whyalive.kinds.buffers import BufferKind
+    from whyalive.kinds.numpy import NumpyKind
+    from whyalive.kinds.torch import TorchKind
+
+    for kind in (BufferKind(), NumpyKind(), TorchKind()):
+        register_kind(kind)
+
+
+_register_builtin_kinds()

@@ -1,0 +1,49 @@
+"""Plain Python buffers that are big enough to matter."""
+
+from __future__ import annotations
+
+from whyalive.kinds import HeavyFacts
+from whyalive.words import size_to_words
+
+DEFAULT_MIN_BUFFER_BYTES = 1 << 20
+
+
+class BufferKind:
+    """``bytes``, ``bytearray`` and ``memoryview`` of at least ``min_bytes``."""
+
+    name = "buffer"
+
+    def __init__(self, min_bytes: int = DEFAULT_MIN_BUFFER_BYTES) -> None:
+        self.min_bytes = min_bytes
+
+    def types(self) -> tuple[type, ...]:
+        """Always available: these are builtins."""
+        return (bytes, bytearray, memoryview)
+
+    def describe(self, obj: object) -> HeavyFacts | None:
+        """Size and identity; a memoryview's memory belongs to the object it views."""
+        if type(obj) is memoryview:
+            if obj.nbytes < self.min_bytes:
+                return None
+            owner = obj.obj
+            return HeavyFacts(
+                kind="memoryview",
+                description=f"memoryview({size_to_words(obj.nbytes)})",
+                nbytes=obj.nbytes,
+                device="cpu",
+                storage=("buffer", id(owner)),
+                owner=owner,
+            )
+        if not issubclass(type(obj), (bytes, bytearray)):
+            return None
+        size = len(obj)
+        if size < self.min_bytes:
+            return None
+        name = "bytes" if issubclass(type(obj), bytes) else "bytearray"
+        return HeavyFacts(
+            kind=name,
+            description=f"{name}({size_to_words(size)})",
+            nbytes=size,
+            device="cpu",
+            storage=("buffer", id(obj)),
+        )

@@ -1,0 +1,45 @@
+"""NumPy arrays: not tracked by the GC, so found as referents of garbage (DESIGN §1)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from whyalive.kinds import HeavyFacts
+
+
+class NumpyKind:
+    """``numpy.ndarray`` and subclasses; a view and its base share one storage."""
+
+    name = "numpy.ndarray"
+
+    def types(self) -> tuple[type, ...]:
+        """``numpy.ndarray`` when the user has imported NumPy."""
+        numpy = sys.modules.get("numpy")
+        ndarray = getattr(numpy, "ndarray", None)
+        return (ndarray,) if isinstance(ndarray, type) else ()
+
+    def describe(self, obj: object) -> HeavyFacts | None:
+        """Read facts through ``ndarray``'s own descriptors, so subclasses cannot interfere."""
+        ndarray: Any = sys.modules["numpy"].ndarray
+        shape = ndarray.shape.__get__(obj)
+        dtype = ndarray.dtype.__get__(obj)
+        root: object = obj
+        base = ndarray.base.__get__(obj)
+        while base is not None:
+            root = base
+            base = ndarray.base.__get__(base) if issubclass(type(base), ndarray) else None
+        if issubclass(type(root), ndarray):
+            nbytes = int(ndarray.nbytes.__get__(root))
+        else:
+            # A view of a foreign buffer (bytes, mmap): count what this array spans.
+            nbytes = int(ndarray.nbytes.__get__(obj))
+        dims = ", ".join(str(int(d)) for d in shape)
+        return HeavyFacts(
+            kind="numpy.ndarray",
+            description=f"ndarray({dtype}[{dims}])",
+            nbytes=nbytes,
+            device="cpu",
+            storage=("numpy", id(root)),
+            owner=None if root is obj else root,
+        )

@@ -1,0 +1,153 @@
+"""Static rules for code that makes reference cycles: ``whyalive lint`` and the flake8 plugin.
+
+Independent of the runtime stages; it shares only their pattern names (see
+:data:`whyalive.lint.rules.RULE_FOR_PATTERN`).
+
+.. versionadded:: 0.1.0
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import os
+import tokenize
+from collections.abc import Iterable, Iterator, Sequence
+
+from whyalive.lint.engine import LintFinding, Rule, lint_tree
+from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, RULES, explain_rule
+
+__all__ = [
+    "RULES",
+    "RULE_FOR_PATTERN",
+    "LintFinding",
+    "Rule",
+    "explain_rule",
+    "iter_python_files",
+    "lint_paths",
+    "lint_source",
+    "select_rules",
+]
+
+# Directories never worth walking into (flake8's default exclude list, plus virtualenvs).
+EXCLUDED_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".bzr", "CVS", "__pycache__", ".tox", ".nox", ".eggs", ".venv"}
+)
+
+
+def _codes(codes: Iterable[str] | str | None) -> list[str]:
+    if codes is None:
+        return []
+    if isinstance(codes, str):
+        codes = codes.split(",")
+    return [c.strip().upper() for c in codes if c.strip()]
+
+
+def _longest(code: str, prefixes: list[str]) -> int:
+    return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
+
+
+def select_rules(
+    select: Iterable[str] | str | None = None, ignore: Iterable[str] | str | None = None
+) -> tuple[Rule, ...]:
+    """The rules to run for flake8-style ``select``/``ignore`` code prefixes.
+
+    Without ``select`` the default-on rules run. The longer matching prefix wins, so
+    ``ignore=["WAL2"], select=["WAL201"]`` runs WAL201 alone of its family. Off-by-default
+    (9xx) rules need a select prefix of at least four characters (``WAL9``), as
+    flake8-bugbear's B9 rules do.
+    """
+    chosen, dropped = _codes(select), _codes(ignore)
+    rules = []
+    for rule in RULES:
+        if chosen:
+            selected = _longest(rule.code, chosen)
+            if not rule.default_enabled and selected < 4:
+                selected = -1
+        else:
+            selected = 3 if rule.default_enabled else -1
+        if selected > 0 and selected > _longest(rule.code, dropped):
+            rules.append(rule)
+    return tuple(rules)
+
+
+def _input_problem(path: str, code: str, detail: str, line: int = 1, col: int = 0) -> LintFinding:
+    name = INPUT_PROBLEMS[code][0].replace("-", " ")
+    return LintFinding(path, line, col, code, f"{code} {name}: {detail}")
+
+
+def _lint_with(source: str, filename: str, rules: Sequence[Rule]) -> list[LintFinding]:
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as exc:
+        return [
+            _input_problem(
+                filename, "WAL003", exc.msg, exc.lineno or 1, max((exc.offset or 1) - 1, 0)
+            )
+        ]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return [_input_problem(filename, "WAL003", str(exc) or type(exc).__name__)]
+    return lint_tree(tree, source, filename, rules)
+
+
+def lint_source(
+    source: str,
+    filename: str = "<string>",
+    *,
+    select: Iterable[str] | str | None = None,
+    ignore: Iterable[str] | str | None = None,
+) -> list[LintFinding]:
+    """Lint one module's source text; a syntax error comes back as a WAL003 finding."""
+    findings = _lint_with(source, filename, select_rules(select, ignore))
+    dropped = _codes(ignore)
+    return [f for f in findings if not (f.code in INPUT_PROBLEMS and f.code in dropped)]
+
+
+def iter_python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
+    """Files named directly (any suffix), and ``*.py`` files under named directories, sorted."""
+    for path in paths:
+        text = os.fspath(path)
+        if not os.path.isdir(text):
+            yield text
+            continue
+        for root, dirs, files in os.walk(text):
+            dirs[:] = sorted(d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg"))
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    yield os.path.join(root, name)
+
+
+def read_source(path: str) -> str | LintFinding:
+    """The decoded text of a source file, or the WAL001/WAL002 finding that says why not."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as exc:
+        return _input_problem(path, "WAL001", exc.strerror or str(exc))
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        codecs.lookup(encoding)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError) as exc:
+        return _input_problem(path, "WAL002", str(exc))
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return _input_problem(path, "WAL002", f"not valid {exc.encoding}: {exc.reason}", line)
+
+
+def lint_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    select: Iterable[str] | str | None = None,
+    ignore: Iterable[str] | str | None = None,
+) -> list[LintFinding]:
+    """Lint files and directories; unreadable or unparsable files become 0xx findings."""
+    rules = select_rules(select, ignore)
+    dropped = _codes(ignore)
+    findings: list[LintFinding] = []
+    for path in iter_python_files(paths):
+        source = read_source(path)
+        found = [source] if isinstance(source, LintFinding) else _lint_with(source, path, rules)
+        findings.extend(f for f in found if not (f.code in INPUT_PROBLEMS and f.code in dropped))
+    return findings

@@ -1,0 +1,88 @@
+"""9xx: opinionated rules, off by default (select them with ``--select WAL9``)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from whyalive.lint.engine import Context, LintFinding, Rule, snippet
+from whyalive.lint.rules.autograd import is_hook_registrar
+from whyalive.lint.rules.shapes import (
+    closure_frees,
+    held_values,
+    method_self,
+    root_name,
+    store_sites,
+)
+
+
+def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    sites = [
+        (where, what)
+        for where, what in store_sites(node)
+        if isinstance(node, ast.Call) or not isinstance(where, ast.Name)
+    ]
+    owner = method_self(ctx) if sites else None
+    if owner is None:
+        return
+    for where, what in sites:
+        if root_name(where) != owner.name:
+            continue
+        for held in held_values(what):
+            found = closure_frees(held, ctx)
+            # Closures that capture self are WAL202's, on by default.
+            if found is not None and owner.name not in found[1]:
+                yield ctx.report(node, stmt=snippet(node), kind=found[0], self=owner.name)
+                return
+
+
+ANY_CLOSURE_ON_SELF = Rule(
+    code="WAL901",
+    name="closure-on-self",
+    message=(
+        "WAL901 `{stmt}` stores a {kind} on `{self}`; it makes no cycle today, but one use "
+        "of `{self}` inside it will. Prefer a method, or `weakref.ref({self})` inside it."
+    ),
+    node_types=(ast.Assign, ast.AnnAssign, ast.Call),
+    check=_check_any_closure_on_self,
+    default_enabled=False,
+    explanation="""\
+Any lambda or nested function stored on `self`, even one that does not capture `self`.
+Closures stored on instances tend to grow a reference to the instance later (WAL202), and
+they capture the enclosing function's locals, which then live as long as the instance.
+Off by default; select it with `--select WAL901` (or `WAL9`).""",
+)
+
+
+def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    assert isinstance(node, ast.Call)
+    func = node.func
+    if not isinstance(func, ast.Attribute) or not is_hook_registrar(func.attr) or not node.args:
+        return
+    owner = root_name(func.value)
+    for held in held_values(node.args[0]):
+        found = closure_frees(held, ctx)
+        # Hooks that capture the object they are registered on are WAL401's.
+        if found is not None and found[1] and owner not in found[1]:
+            captured = ", ".join(f"`{n}`" for n in sorted(found[1])[:4])
+            yield ctx.report(node, call=snippet(node), kind=found[0], captured=captured)
+            return
+
+
+HOOK_CLOSURE = Rule(
+    code="WAL902",
+    name="hook-closure",
+    message=(
+        "WAL902 `{call}` registers a {kind} that captures {captured}; they live as long as "
+        "the hook. Pass what the hook needs through its arguments or a `weakref`."
+    ),
+    node_types=(ast.Call,),
+    check=_check_any_hook_closure,
+    default_enabled=False,
+    explanation="""\
+Any closure registered as a hook keeps what it captures alive as long as the hook is
+registered, which for tensor hooks is as long as the autograd graph. Not a cycle unless the
+captured objects reach the hook's owner (WAL401 catches the direct case). Off by default.""",
+)
+
+RULES: tuple[Rule, ...] = (ANY_CLOSURE_ON_SELF, HOOK_CLOSURE)

@@ -1,0 +1,163 @@
+"""2xx: an instance that holds something that holds the instance (bound methods, closures)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from whyalive.lint.engine import Context, LintFinding, Rule, snippet
+from whyalive.lint.rules.shapes import (
+    bound_method_of,
+    closure_frees,
+    held_values,
+    method_self,
+    root_name,
+    store_sites,
+)
+
+_STORE_NODES: tuple[type[ast.AST], ...] = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Call,
+)
+
+
+def _stores_on_self(node: ast.AST, ctx: Context) -> Iterator[tuple[str, ast.AST]]:
+    """``(self name, stored expression)`` for each value this node stores on ``self``."""
+    sites = [
+        (where, value)
+        for where, value in store_sites(node)
+        if isinstance(node, ast.Call) or not isinstance(where, ast.Name)
+    ]
+    owner = method_self(ctx) if sites else None
+    if owner is None:
+        return
+    for where, value in sites:
+        if root_name(where) == owner.name:
+            for held in held_values(value):
+                yield owner.name, held
+
+
+def _check_bound_method(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    owner = None
+    for self_name, held in _stores_on_self(node, ctx):
+        owner = owner or method_self(ctx)
+        method = bound_method_of(held, owner) if owner is not None else None
+        if method is not None:
+            yield ctx.report(node, stmt=snippet(node), self=self_name, method=method)
+            return
+
+
+BOUND_METHOD_ON_SELF = Rule(
+    code="WAL201",
+    name="bound-method-on-self",
+    message=(
+        "WAL201 `{stmt}` stores a bound method on its own instance; the method holds "
+        "`{self}`, which makes a cycle. Use `weakref.WeakMethod({self}.{method})` or store "
+        "the function (`type({self}).{method}`) and pass `{self}` when calling it."
+    ),
+    node_types=_STORE_NODES,
+    check=_check_bound_method,
+    explanation="""\
+`self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
+stores a bound method on the instance it is bound to. A bound method holds `__self__`, so
+the instance holds itself: it is cyclic garbage when dropped, and everything it owns
+(parameters, buffers, optimiser state) waits for the cyclic GC.
+
+Fix: store `weakref.WeakMethod(self.on_step)` and call it as `self.cb()()`, or store the
+plain function (`type(self).on_step`) and call it with `self`, or dispatch by name.""",
+)
+
+
+def _check_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    for self_name, held in _stores_on_self(node, ctx):
+        found = closure_frees(held, ctx)
+        if found is not None and self_name in found[1]:
+            yield ctx.report(node, stmt=snippet(node), kind=found[0], self=self_name)
+            return
+
+
+CLOSURE_ON_SELF = Rule(
+    code="WAL202",
+    name="closure-capturing-self-on-self",
+    message=(
+        "WAL202 `{stmt}` stores a {kind} that captures `{self}` on `{self}` itself; its "
+        "closure cell holds `{self}`, which makes a cycle. Capture `weakref.ref({self})` "
+        "instead, or pass `{self}` as an argument when calling it."
+    ),
+    node_types=_STORE_NODES,
+    check=_check_closure_on_self,
+    explanation="""\
+`self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
+into a closure cell that `self` then holds through the stored function: a cycle.
+
+Fix: capture a weak reference (`ref = weakref.ref(self)` and `lambda: ref().x`), take the
+instance as a parameter (`self.f = lambda obj: obj.x`, called as `self.f(self)`), or make
+the callback a method and dispatch by name.""",
+)
+
+
+def _is_registrar(attr: str) -> bool:
+    name = attr.lstrip("_").lower()
+    if name.startswith("register") or name in ("subscribe", "add_done_callback"):
+        return True
+    return name.startswith("add_") and any(
+        word in name for word in ("hook", "callback", "listener", "handler", "observer")
+    )
+
+
+def _check_registered(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    assert isinstance(node, ast.Call)
+    func = node.func
+    if not isinstance(func, ast.Attribute) or not _is_registrar(func.attr):
+        return
+    owner = method_self(ctx)
+    if owner is None or root_name(func.value) != owner.name:
+        return
+    is_hook = "hook" in func.attr.lower()
+    for arg in (*node.args, *(k.value for k in node.keywords)):
+        for held in held_values(arg):
+            method = bound_method_of(held, owner)
+            if method is not None:
+                what = f"bound method `{owner.name}.{method}`"
+            else:
+                found = closure_frees(held, ctx)
+                # Closures passed to hook registrars are WAL401's (they capture the owner).
+                if found is None or owner.name not in found[1] or is_hook:
+                    continue
+                what = f"{found[0]} that captures `{owner.name}`"
+            receiver = snippet(func.value, 30)
+            chain = (
+                f"`{owner.name}` holds the callback, which holds `{owner.name}`"
+                if receiver == owner.name
+                else f"`{owner.name}` holds `{receiver}`, which holds the callback, "
+                f"which holds `{owner.name}`"
+            )
+            yield ctx.report(
+                node, call=snippet(node), what=what, receiver=receiver, chain=chain, self=owner.name
+            )
+            return
+
+
+CALLBACK_ON_OWNED = Rule(
+    code="WAL203",
+    name="callback-on-owned-object",
+    message=(
+        "WAL203 `{call}` registers a {what} on `{receiver}`; {chain}: a cycle. "
+        "Register `weakref.WeakMethod` or a function of a `weakref.ref({self})`, or remove "
+        "the registration when done."
+    ),
+    node_types=(ast.Call,),
+    check=_check_registered,
+    explanation="""\
+Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
+on `self` or on an object reached from `self` (`self.register_forward_hook(self._hook)`,
+`self.timer.add_callback(self.tick)`) makes the registry hold `self`, while `self` holds the
+registry: a cycle.
+
+Fix: register a `weakref.WeakMethod`, or a small function that looks the instance up through
+`weakref.ref(self)`, or keep the returned handle and call `handle.remove()` when done.""",
+)
+
+RULES: tuple[Rule, ...] = (BOUND_METHOD_ON_SELF, CLOSURE_ON_SELF, CALLBACK_ON_OWNED)

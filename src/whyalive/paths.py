@@ -1,0 +1,176 @@
+"""Named views of cycles and holder paths, and the choice of the cut (DESIGN §1)."""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+import types
+from dataclasses import dataclass, field
+
+from whyalive import edges as ek
+from whyalive.edges import EdgeName, is_owned_part, name_edge
+from whyalive.graph import ObjectGraph
+
+# How much a reference looks like something the user wrote and can remove.
+_CUT_SCORE = {
+    ek.CELL: 100,
+    ek.ATTRIBUTE: 90,
+    ek.LOCAL: 85,
+    ek.KEY: 80,
+    ek.BOUND_SELF: 70,
+    ek.INDEX: 60,
+    ek.DEFAULTS: 40,
+    ek.CLOSURE: 30,
+    ek.TRACEBACK: 20,
+    ek.FRAME: 10,
+    ek.CLASS: 5,
+}
+_VERIFY_LIMIT = 400
+# Shown first when a cycle is listed: what the user wrote (functions, methods, objects).
+_SHOW_FIRST = {types.FunctionType: 0, types.MethodType: 0, types.CellType: 2, tuple: 3, dict: 3}
+
+
+@dataclass(frozen=True)
+class NamedEdge:
+    """A reference between two graph nodes, with its name."""
+
+    source: int
+    target: int
+    name: EdgeName
+
+    @property
+    def score(self) -> int:
+        """How good a cut this reference makes (user-written references score high)."""
+        return _CUT_SCORE.get(self.name.kind, 0)
+
+
+@dataclass
+class CycleView:
+    """A cycle's members as the user sees them: owned parts folded into their owners."""
+
+    graph: ObjectGraph
+    members: list[int]
+    shown: list[int] = field(default_factory=list)
+    edges: list[NamedEdge] = field(default_factory=list)
+    holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
+    owner_of: dict[int, int] = field(default_factory=dict)
+
+    def obj(self, node: int) -> object:
+        """The live object behind a node id (only during analysis)."""
+        return self.graph.nodes[node]
+
+    def edges_from(self, node: int) -> list[NamedEdge]:
+        """Shown edges leaving ``node``."""
+        return [edge for edge in self.edges if edge.source == node]
+
+
+def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
+    """Name the references inside a cycle, hiding closure tuples and instance dicts."""
+    member_set = set(members)
+    owner_of: dict[int, int] = {}
+    for node in members:
+        for succ in graph.successors(node):
+            if succ in member_set and succ not in owner_of and succ != node:
+                if is_owned_part(graph.nodes[node], graph.nodes[succ]):
+                    owner_of[succ] = node
+    shown = sorted(
+        (node for node in members if node not in owner_of),
+        key=lambda node: _SHOW_FIRST.get(type(graph.nodes[node]), 1),
+    )
+    found: dict[tuple[int, int], NamedEdge] = {}
+    for node in shown:
+        for succ in graph.successors(node):
+            if succ not in member_set:
+                continue
+            ends = graph.successors(succ) if owner_of.get(succ) == node else (succ,)
+            for end in ends:
+                if end in member_set and end not in owner_of and (node, end) not in found:
+                    found[node, end] = NamedEdge(node, end, name_edge(graph.nodes[node], graph.nodes[end]))
+    return CycleView(graph, members, shown, _walk_order(shown, found), owner_of=owner_of)
+
+
+def _walk_order(shown: list[int], found: dict[tuple[int, int], NamedEdge]) -> list[NamedEdge]:
+    """Edges in the order a walk from the first shown node meets them (a ring reads as one)."""
+    out: dict[int, list[NamedEdge]] = defaultdict(list)
+    for edge in found.values():
+        out[edge.source].append(edge)
+    ordered: list[NamedEdge] = []
+    seen_nodes: set[int] = set()
+    for start in shown:
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            if node in seen_nodes:
+                continue
+            seen_nodes.add(node)
+            for edge in out[node]:
+                ordered.append(edge)
+            stack.extend(edge.target for edge in reversed(out[node]))
+    return ordered
+
+
+def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[NamedEdge]]:
+    """Name a node path, folding owned parts (closure tuples, instance dicts) away."""
+    nodes = [path[0]]
+    named: list[NamedEdge] = []
+    index = 1
+    while index < len(path):
+        prev = nodes[-1]
+        node = path[index]
+        if index + 1 < len(path) and is_owned_part(graph.nodes[prev], graph.nodes[node]):
+            node = path[index + 1]
+            index += 1
+        named.append(NamedEdge(prev, node, name_edge(graph.nodes[prev], graph.nodes[node])))
+        nodes.append(node)
+        index += 1
+    return nodes, named
+
+
+def _is_acyclic(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> bool:
+    indegree = dict.fromkeys(nodes, 0)
+    out: dict[int, list[int]] = defaultdict(list)
+    for edge in edges:
+        if edge in removed:
+            continue
+        if edge.source == edge.target:
+            return False
+        out[edge.source].append(edge.target)
+        indegree[edge.target] += 1
+    queue = deque(node for node, degree in indegree.items() if degree == 0)
+    visited = 0
+    while queue:
+        node = queue.popleft()
+        visited += 1
+        for succ in out[node]:
+            indegree[succ] -= 1
+            if indegree[succ] == 0:
+                queue.append(succ)
+    return visited == len(nodes)
+
+
+def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> list[NamedEdge]:
+    """The reference(s) to remove so reference counting frees the cycle.
+
+    A pattern's preferred references come first, then user-written references
+    (closure variables, attributes, locals, dict entries) before interpreter
+    internals. A single reference is chosen when one breaks every loop; otherwise
+    the best references are removed greedily until none is left.
+    """
+    first = preferred or []
+    ranked = first + sorted(
+        (edge for edge in view.edges if edge not in first), key=lambda edge: -edge.score
+    )
+    if not ranked:
+        return []
+    if len(view.edges) > _VERIFY_LIMIT:
+        return ranked[:1]
+    for edge in ranked:
+        if _is_acyclic(view.shown, view.edges, {edge}):
+            return [edge]
+    removed: set[NamedEdge] = set()
+    chosen: list[NamedEdge] = []
+    for edge in ranked:
+        removed.add(edge)
+        chosen.append(edge)
+        if _is_acyclic(view.shown, view.edges, removed):
+            break
+    return chosen

@@ -1,0 +1,19 @@
+"""The renderer interface (STYLE §3.3): read a Report, return a document."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol
+
+from whyalive.report import Report
+
+
+class Renderer(Protocol):
+    """Turns a report into text. Options are keyword-only ``__init__`` arguments."""
+
+    name: ClassVar[str]
+    file_suffixes: ClassVar[tuple[str, ...]]
+    binary: ClassVar[bool]
+
+    def render(self, report: Report) -> str:
+        """The whole document."""
+        ...

@@ -1,0 +1,114 @@
+"""The terminal explanation: what a person reads first."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from whyalive.report import CycleReport, Edge, Report
+from whyalive.words import plural, size_to_words
+
+
+def _device_words(by_device: dict[str, int]) -> str:
+    return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
+
+
+def edge_words(report: Report, edge: Edge) -> str:
+    """``--cell_contents--> list xs of 4``."""
+    return f"--{edge.name}--> {report.node(edge.target).label}"
+
+
+class TextRenderer:
+    """Plain text; ``color=True`` adds ANSI emphasis (the CLI turns it on for a tty)."""
+
+    name: ClassVar[str] = "text"
+    file_suffixes: ClassVar[tuple[str, ...]] = (".txt",)
+    binary: ClassVar[bool] = False
+
+    def __init__(self, *, color: bool = False, width: int = 100) -> None:
+        self.color = color
+        self.width = width
+
+    def _bold(self, text: str) -> str:
+        return f"\033[1m{text}\033[0m" if self.color else text
+
+    def render(self, report: Report) -> str:
+        """Headline, then one block per cycle: summary, why, cut, fix, cycle, paths."""
+        lines: list[str] = []
+        rank = f" [rank {report.run.rank}]" if report.run.rank is not None else ""
+        where = f" at {report.run.where}" if report.run.where else ""
+        if not report.cycles:
+            lines.append(
+                f"whyalive{rank}: no cyclic garbage holds heavy objects{where} "
+                f"({plural(report.garbage_objects, 'garbage object')}, "
+                f"{plural(report.light_cycle_count, 'light cycle')})."
+            )
+        else:
+            occurrences = sum(c.occurrences for c in report.cycles)
+            heavy = sum(c.heavy_count for c in report.cycles)
+            lines.append(
+                self._bold(
+                    f"whyalive{rank}: {plural(occurrences, 'reference cycle')} "
+                    f"({plural(len(report.cycles), 'kind')}) keep "
+                    f"{plural(heavy, 'heavy object')} alive{where}: "
+                    f"{size_to_words(report.total_bytes)} "
+                    f"({_device_words(report.bytes_by_device)})."
+                )
+            )
+        for number, cycle in enumerate(report.cycles, 1):
+            lines.append("")
+            lines.extend(self._cycle(report, number, cycle))
+        if report.cycles and report.notes:
+            lines.append("")
+            lines.extend(f"Note: {note}" for note in report.notes)
+        return "\n".join(lines) + "\n"
+
+    def _cycle(self, report: Report, number: int, cycle: CycleReport) -> list[str]:
+        times = f" x{cycle.occurrences}" if cycle.occurrences > 1 else ""
+        lines = [
+            self._bold(
+                f"Cycle {number}: {cycle.title} [{cycle.pattern}]{times}, "
+                f"{size_to_words(cycle.total_bytes)}"
+            ),
+            f"  {cycle.summary}",
+            f"  Why: {cycle.explanation}",
+        ]
+        if cycle.cut is not None:
+            refs = "; ".join(
+                f"{report.node(e.source).label} --{e.name}--> {report.node(e.target).label}"
+                for e in cycle.cut.edges
+            )
+            lines.append(f"  Cut: {cycle.cut.description} ({refs})")
+        lines.append(f"  Fix: {cycle.fix}")
+        if cycle.bytes_shared:
+            lines.append(
+                f"  Shared: {size_to_words(cycle.bytes_shared)} of it is storage also used by "
+                "live objects, so it stays allocated after the cycle goes."
+            )
+        lines.append("  Cycle:")
+        if cycle.members:
+            start = cycle.members[0]
+            first = report.node(start)
+            loc = f" ({first.location})" if first.location else ""
+            lines.append(f"    {first.label}{loc}")
+            lines.extend(f"      {edge_words(report, e)}" for e in cycle.edges)
+        if cycle.holder_paths:
+            lines.append("  Holder paths:")
+            for path in cycle.holder_paths:
+                parts = [report.node(path.nodes[0]).label]
+                parts.extend(edge_words(report, e) for e in path.edges)
+                heavy = report.node(path.heavy_node)
+                lines.append(f"    {' '.join(parts)} ({size_to_words(heavy.size)})")
+            hidden = cycle.heavy_count - len(cycle.holder_paths)
+            if hidden > 0:
+                lines.append(f"    ... and {plural(hidden, 'more heavy object')}")
+        allocated = [
+            h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
+        ]
+        for heavy in allocated[:3]:
+            lines.append(f"  Allocated: {heavy.description} at {heavy.allocation_site}")
+        lines.append(
+            f"  Signature: {cycle.signature} (to allow it: check_leaks(allow=[{cycle.signature!r}]))"
+        )
+        if cycle.lint_rule:
+            lines.append(f"  Lint: `whyalive lint` rule {cycle.lint_rule} catches this pattern.")
+        return lines

@@ -1,0 +1,246 @@
+"""The report: versioned plain data, the only thing that leaves the analysis (DESIGN §5).
+
+No live object is referenced from here on. Every class round-trips through
+``to_dict()`` / ``from_dict()`` and JSON; the JSON Schema is
+``whyalive/schema/report.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from whyalive.errors import ReportFormatError
+
+SCHEMA_VERSION = 1
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where and when the analysis ran."""
+
+    whyalive: str = ""
+    python: str = ""
+    platform: str = ""
+    torch: str | None = None
+    numpy: str | None = None
+    pid: int = 0
+    rank: int | None = None
+    world_size: int | None = None
+    time: str = ""
+    where: str | None = None
+    gc_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """One object of the report's graph: a cycle member, a path step, or a heavy object.
+
+    ``node_id`` is an index into :attr:`Report.nodes`, never an address.
+    """
+
+    node_id: int
+    type_name: str
+    label: str
+    location: str | None = None
+    size: int = 0
+    heavy: bool = False
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A named reference from ``source`` to ``target`` (node ids).
+
+    ``kind`` is one of the edge kinds in :mod:`whyalive.edges`; ``name`` is how
+    it reads in the user's code (``__closure__[1]``, ``cell_contents``, ``[0]``,
+    ``.attr``, ``['key']``, ``local x``).
+    """
+
+    source: int
+    target: int
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class HeavyObject:
+    """A tensor, array or buffer kept alive by cyclic garbage."""
+
+    node_id: int
+    kind: str
+    description: str
+    nbytes: int
+    device: str
+    storage_id: int
+    counted: bool
+    shared_with_live: bool = False
+    allocation_site: str | None = None
+
+
+@dataclass(frozen=True)
+class HolderPath:
+    """The shortest chain of named references from a cycle member to a heavy object."""
+
+    heavy_node: int
+    nodes: tuple[int, ...]
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A reference inside the cycle whose absence lets reference counting free it."""
+
+    edges: tuple[Edge, ...]
+    description: str
+    in_user_code: bool
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    """One cycle (a representative of all occurrences with the same signature)."""
+
+    signature: str
+    pattern: str
+    title: str
+    summary: str
+    explanation: str
+    fix: str
+    members: tuple[int, ...]
+    edges: tuple[Edge, ...]
+    heavy: tuple[int, ...]
+    holder_paths: tuple[HolderPath, ...]
+    cut: Cut | None
+    bytes_held: int
+    bytes_by_device: dict[str, int] = field(default_factory=dict)
+    bytes_shared: int = 0
+    occurrences: int = 1
+    total_bytes: int = 0
+    heavy_count: int = 0
+    lint_rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a check found: cycles that hold heavy objects, with their bytes and paths."""
+
+    schema_version: int = SCHEMA_VERSION
+    run: RunInfo = field(default_factory=RunInfo)
+    nodes: tuple[Node, ...] = ()
+    cycles: tuple[CycleReport, ...] = ()
+    heavy_objects: tuple[HeavyObject, ...] = ()
+    total_bytes: int = 0
+    bytes_by_device: dict[str, int] = field(default_factory=dict)
+    garbage_objects: int = 0
+    cycle_count: int = 0
+    light_cycle_count: int = 0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        """True when some cycle was reported."""
+        return bool(self.cycles)
+
+    def node(self, node_id: int) -> Node:
+        """The node with this id."""
+        return self.nodes[node_id]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (lists, dicts, str, int, bool, None)."""
+        return _to_plain(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """Rebuild a report from :meth:`to_dict` output; one clear error if it is not one."""
+        if not isinstance(data, dict):
+            raise ReportFormatError("not a whyalive report: expected a JSON object")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ReportFormatError(
+                f"unsupported report schema_version {version!r} (this whyalive reads "
+                f"{SCHEMA_VERSION})"
+            )
+        try:
+            return _from_plain(cls, data)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ReportFormatError(f"not a valid whyalive report: {error}") from None
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """Deterministic JSON text (sorted keys)."""
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True, ensure_ascii=False)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report as JSON and return the path."""
+        target = Path(path)
+        target.write_text(self.to_json() + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> Report:
+        """Read a report written by :meth:`save`."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ReportFormatError(f"cannot read report {path}: {error.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ReportFormatError(f"{path} is not JSON: {error}") from None
+        return cls.from_dict(data)
+
+    def render(self, format_name: str = "text", **options: Any) -> str:
+        """The report rendered by the named renderer (``text``, ``json``, ``dot``, ...)."""
+        from whyalive.render import get_renderer
+
+        return get_renderer(format_name)(**options).render(self)
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+
+def _to_plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+_NESTED: dict[tuple[type, str], type] = {}
+
+
+def _from_plain(cls: type[_T], data: dict[str, Any]) -> _T:
+    """Build a dataclass from a dict, recursing by the field annotations we declared."""
+    kwargs: dict[str, Any] = {}
+    for spec in fields(cls):  # type: ignore[arg-type]
+        if spec.name not in data:
+            continue
+        value = data[spec.name]
+        nested = _NESTED.get((cls, spec.name))
+        if nested is not None and value is not None:
+            if isinstance(value, list):
+                value = tuple(_from_plain(nested, item) for item in value)
+            else:
+                value = _from_plain(nested, value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[spec.name] = value
+    return cls(**kwargs)
+
+
+_NESTED.update(
+    {
+        (Report, "run"): RunInfo,
+        (Report, "nodes"): Node,
+        (Report, "cycles"): CycleReport,
+        (Report, "heavy_objects"): HeavyObject,
+        (CycleReport, "edges"): Edge,
+        (CycleReport, "holder_paths"): HolderPath,
+        (CycleReport, "cut"): Cut,
+        (HolderPath, "edges"): Edge,
+        (Cut, "edges"): Edge,
+    }
+)

@@ -1,0 +1,50 @@
+"""Suite-wide guards: every test leaves the garbage collector exactly as it found it."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hypothesis_started() -> None:
+    """Let hypothesis add its gc timing callback once, before the per-test snapshots."""
+    try:
+        from hypothesis import given, settings
+        from hypothesis import strategies as st
+    except ImportError:  # the core tests also run where hypothesis is not installed
+        return
+
+    @settings(max_examples=1, database=None)
+    @given(st.none())
+    def start(_: None) -> None:
+        """Nothing: running it installs hypothesis's callback now."""
+
+    start()
+
+
+def _gc_state() -> tuple[object, ...]:
+    return (
+        gc.get_debug(),
+        gc.isenabled(),
+        gc.get_threshold(),
+        list(gc.callbacks),
+        gc.get_freeze_count(),
+    )
+
+
+@pytest.fixture(autouse=True)
+def gc_state_unchanged() -> Iterator[None]:
+    """Assert debug flags, enabled state, thresholds, callbacks, freeze count and gc.garbage."""
+    garbage = gc.garbage
+    before = _gc_state()
+    garbage_contents = list(garbage)
+    yield
+    assert _gc_state() == before, "a test changed the garbage collector's state"
+    assert gc.garbage is garbage, "a test replaced gc.garbage"
+    assert len(gc.garbage) == len(garbage_contents), "a test changed the length of gc.garbage"
+    assert all(a is b for a, b in zip(gc.garbage, garbage_contents, strict=True)), (
+        "a test changed the contents of gc.garbage"
+    )

@@ -1,0 +1,412 @@
+"""End-to-end checks of the core: each leak shape is found, named, sized and freed."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+import pytest
+
+import whyalive
+from whyalive import LeakError, LeakWarning, check_leaks, find_leaks
+
+numpy = pytest.importorskip("numpy")
+
+
+def heavy(*shape: int) -> object:
+    """A float32 array: the core tests need no torch (they run on every Python)."""
+    return numpy.zeros(shape, dtype=numpy.float32)
+
+
+def stage_backward(outputs: list, *, fixed: bool) -> None:
+    """The seed's helper, as it was before the fix (and with the shipped fix)."""
+    stage_output_tensors: list = []
+
+    def extract_tensors_with_grads(value):
+        if isinstance(value, list):
+            for item in value:
+                extract_tensors_with_grads(item)
+        else:
+            stage_output_tensors.append(value)
+
+    extract_tensors_with_grads(outputs)
+    if fixed:
+        del extract_tensors_with_grads
+
+
+def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
+    """The recursive closure is found, holding 4 x 16 KiB, named by the user's variables."""
+    refs: list[weakref.ref] = []
+
+    def step() -> None:
+        outputs = [heavy(16, 256) for _ in range(4)]
+        refs.extend(weakref.ref(t) for t in outputs)
+        stage_backward(outputs, fixed=False)
+
+    report = find_leaks(step)
+    assert len(report.cycles) == 1
+    cycle = report.cycles[0]
+    assert cycle.pattern == "recursive-closure"
+    assert report.total_bytes == 4 * 16 * 256 * 4
+    assert "extract_tensors_with_grads" in cycle.summary
+    assert "stage_output_tensors" in cycle.summary
+    assert "4 arrays, float32[16, 256], 64.0 KiB in all" in cycle.summary
+    assert cycle.cut is not None
+    assert cycle.cut.description == "the closure variable `extract_tensors_with_grads` in `stage_backward`"
+    assert [e.name for e in cycle.cut.edges] == ["cell_contents"]
+    path_names = [e.name for e in cycle.holder_paths[0].edges]
+    assert path_names[0].endswith("stage_output_tensors")
+    assert all(r() is None for r in refs), "the check kept a tensor alive"
+
+
+def test_seed_pattern_fixed_reports_nothing() -> None:
+    """With `del extract_tensors_with_grads` the same code leaves nothing to report."""
+    report = find_leaks(lambda: stage_backward([heavy(16, 256)], fixed=True))
+    assert not report.found
+    assert report.total_bytes == 0
+
+
+class Trainer:
+    def __init__(self, *, cycle: bool) -> None:
+        self.buffer = heavy(1024)
+        if cycle:
+            self.callback = self.on_step
+
+    def on_step(self) -> None:
+        pass
+
+
+def test_bound_method_on_own_instance() -> None:
+    """`self.callback = self.on_step` is named, with the attribute path to the tensor."""
+    report = find_leaks(Trainer, cycle=True)
+    (cycle,) = report.cycles
+    assert cycle.pattern == "bound-method-on-self"
+    assert "`self.callback`" in cycle.summary
+    assert [e.name for e in cycle.holder_paths[0].edges] == [".buffer"]
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == [".callback"]
+    assert not find_leaks(Trainer, cycle=False).found
+
+
+def keep_exception(*, cycle: bool) -> None:
+    activations = heavy(2048)
+    try:
+        raise ValueError("boom")
+    except ValueError as error:
+        if cycle:
+            kept = error  # noqa: F841 - the frame now holds its own exception
+    del activations
+
+
+def keep_exception_with_tensor(*, cycle: bool) -> None:
+    activations = heavy(2048)  # noqa: F841 - held by the frame
+    try:
+        raise ValueError("boom")
+    except ValueError as error:
+        if cycle:
+            kept = error  # noqa: F841
+
+
+def test_exception_kept_with_traceback() -> None:
+    """A local holding the caught exception ties the frame (and its tensor) into a cycle."""
+    report = find_leaks(keep_exception_with_tensor, cycle=True)
+    (cycle,) = report.cycles
+    assert cycle.pattern == "exception-traceback"
+    assert report.total_bytes == 2048 * 4
+    (local,) = [e.name for e in cycle.holder_paths[0].edges if e.kind == "local"]
+    # `error` is unbound after its except block; gc cannot tell which slot is empty.
+    assert local in ("local activations", "local (one of activations, error)")
+    assert cycle.cut is not None
+    ((cut_kind, cut_name),) = [(e.kind, e.name) for e in cycle.cut.edges]
+    assert cut_kind == "local" and "kept" in cut_name
+    assert not find_leaks(keep_exception_with_tensor, cycle=False).found
+
+
+def dict_with_itself(*, cycle: bool) -> None:
+    state = {"intermediates": [heavy(512)]}
+    if cycle:
+        state["self"] = state
+
+
+def test_dict_containing_itself() -> None:
+    """A dict that holds itself is found, with the key that leads to the tensor."""
+    report = find_leaks(dict_with_itself, cycle=True)
+    (cycle,) = report.cycles
+    assert cycle.pattern == "self-containing-container"
+    assert [e.name for e in cycle.holder_paths[0].edges] == ["['intermediates']", "[0]"]
+    assert not find_leaks(dict_with_itself, cycle=False).found
+
+
+class TreeNode:
+    def __init__(self, parent: TreeNode | None = None) -> None:
+        self.parent = parent
+        self.children: list[TreeNode] = []
+        self.weights = heavy(256)
+        if parent is not None:
+            parent.children.append(self)
+
+
+def parent_and_child(*, cycle: bool) -> None:
+    root = TreeNode()
+    child = TreeNode(root if cycle else None)
+    del root, child
+
+
+def test_parent_child_back_reference() -> None:
+    """The child's `.parent` is named as the back reference to cut."""
+    report = find_leaks(parent_and_child, cycle=True)
+    (cycle,) = report.cycles
+    assert cycle.pattern == "parent-child"
+    assert report.total_bytes == 2 * 256 * 4
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == [".parent"]
+    assert not find_leaks(parent_and_child, cycle=False).found
+
+
+def numpy_cycle() -> None:
+    holder = {"array": numpy.ones((64, 64))}
+    holder["me"] = holder
+
+
+def test_numpy_array_in_cycle_is_found() -> None:
+    """NumPy arrays are not GC-tracked, yet the cycle holding one is found with its bytes."""
+    report = find_leaks(numpy_cycle)
+    assert report.total_bytes == 64 * 64 * 8
+    assert report.heavy_objects[0].kind == "numpy.ndarray"
+
+
+def test_numpy_views_count_base_once() -> None:
+    """An array and its view held by one cycle count the base's bytes once."""
+
+    def views() -> None:
+        base = numpy.zeros(1000)
+        holder = [base, base[10:], base[:5]]
+        holder.append(holder)
+
+    report = find_leaks(views)
+    assert report.total_bytes == 8000
+
+
+def test_numpy_in_untracked_tuple_is_found() -> None:
+    """An untracked tuple of arrays between the cycle and the array does not hide it."""
+
+    def hidden() -> None:
+        pair = (numpy.zeros(100), numpy.zeros(100))
+        gc.collect(0)  # lets the GC untrack the tuple of untracked arrays
+        holder = [pair]
+        holder.append(holder)
+
+    with check_leaks(on_leak="ignore") as check:
+        hidden()
+    assert check.report is not None
+    assert check.report.total_bytes == 1600
+
+
+def test_big_buffers_are_heavy_small_ones_are_not() -> None:
+    """bytes/bytearray above 1 MiB are heavy objects; small ones are not."""
+
+    def buffers(size: int) -> None:
+        holder = [bytearray(size)]
+        holder.append(holder)
+
+    assert find_leaks(buffers, 2 << 20).total_bytes == 2 << 20
+    assert not find_leaks(buffers, 1000).found
+
+
+def test_garbage_from_before_the_block_is_not_blamed() -> None:
+    """Cyclic garbage made before `with check_leaks()` is not reported by it."""
+    numpy_cycle()
+    with check_leaks() as check:
+        pass
+    assert check.report is not None and not check.report.found
+    gc.collect()
+
+
+def test_automatic_collection_inside_block_is_still_caught() -> None:
+    """A collection that runs inside the block does not hide the block's cycles."""
+    with check_leaks(on_leak="ignore") as check:
+        numpy_cycle()
+        gc.collect()
+    assert check.report is not None and check.report.found
+
+
+def test_raise_gives_leak_error_with_report_and_explanation() -> None:
+    """on_leak='raise' raises LeakError (an AssertionError) carrying the report."""
+    with pytest.raises(LeakError) as info, check_leaks():
+        numpy_cycle()
+    assert isinstance(info.value, AssertionError)
+    assert info.value.report.found
+    assert "self-containing-container" in str(info.value)
+
+
+def test_warn_points_at_the_users_with_line() -> None:
+    """on_leak='warn' emits LeakWarning located at this file's `with` line, not contextlib."""
+    with pytest.warns(LeakWarning) as record:
+        with check_leaks(on_leak="warn"):  # the line the warning must point at
+            numpy_cycle()
+    (warning,) = record
+    assert warning.filename == __file__
+    with open(__file__, encoding="utf-8") as source:
+        line = source.read().splitlines()[warning.lineno - 1]
+    assert "the line the warning must point at" in line
+
+
+def test_decorator_checks_every_call() -> None:
+    """@check_leaks() raises on a leaking call and passes a clean one."""
+
+    @check_leaks()
+    def leaky(make: bool) -> str:
+        if make:
+            numpy_cycle()
+        return "done"
+
+    assert leaky(False) == "done"
+    with pytest.raises(LeakError):
+        leaky(True)
+
+
+def test_assert_no_leaks_returns_result_or_raises() -> None:
+    """assert_no_leaks passes the result through and raises on a leak."""
+    assert whyalive.assert_no_leaks(lambda: 42) == 42
+    with pytest.raises(LeakError):
+        whyalive.assert_no_leaks(numpy_cycle)
+
+
+def test_min_bytes_and_allow_filter_reports() -> None:
+    """min_bytes hides small cycles; allow= hides a known signature or pattern."""
+    report = find_leaks(numpy_cycle)
+    signature = report.cycles[0].signature
+    with check_leaks(min_bytes=1 << 30) as check:
+        numpy_cycle()
+    assert check.report is not None and not check.report.found
+    with check_leaks(allow=[signature]) as check:
+        numpy_cycle()
+    assert check.report is not None and not check.report.found
+    with check_leaks(allow=["self-containing-container"]):
+        numpy_cycle()
+
+
+def test_gc_settings_and_user_garbage_are_restored() -> None:
+    """Disabled GC, custom thresholds, debug flags and user gc.garbage entries survive."""
+    sentinel = object()
+    gc.garbage.append(sentinel)
+    old_threshold = gc.get_threshold()
+    gc.disable()
+    gc.set_threshold(1234, 5, 6)
+    gc.set_debug(gc.DEBUG_UNCOLLECTABLE)
+    try:
+        with check_leaks(on_leak="ignore") as check:
+            numpy_cycle()
+        assert check.report is not None and check.report.found
+        assert any("disabled" in note for note in check.report.notes)
+        assert gc.get_debug() == gc.DEBUG_UNCOLLECTABLE
+        assert not gc.isenabled()
+        assert gc.get_threshold() == (1234, 5, 6)
+        assert gc.garbage[-1] is sentinel
+    finally:
+        gc.set_debug(0)
+        gc.set_threshold(*old_threshold)
+        gc.enable()
+        gc.garbage.remove(sentinel)
+
+
+def test_user_frozen_objects_use_the_collect_baseline() -> None:
+    """When the user froze objects, the check still works and leaves them frozen."""
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        with check_leaks(on_leak="ignore") as check:
+            numpy_cycle()
+        assert check.report is not None and check.report.found
+        assert gc.get_freeze_count() == frozen
+        assert any("frozen" in note for note in check.report.notes)
+    finally:
+        gc.unfreeze()
+
+
+def test_user_saveall_keeps_garbage_in_their_gc_garbage() -> None:
+    """A user who runs with DEBUG_SAVEALL still gets the garbage in gc.garbage."""
+    start = len(gc.garbage)
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        with check_leaks(on_leak="ignore") as check:
+            numpy_cycle()
+        assert check.report is not None and check.report.found
+        assert len(gc.garbage) > start
+    finally:
+        gc.set_debug(0)
+        del gc.garbage[start:]
+        gc.collect()
+
+
+class Hostile:
+    """Every dunder a careless tool might call raises."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError("getattr")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+
+resurrected: list[object] = []
+
+
+class Resurrector:
+    def __del__(self) -> None:
+        resurrected.append(self)
+
+
+def test_hostile_objects_never_crash_the_analysis() -> None:
+    """Raising dunders, a dead weakref.proxy and a resurrecting __del__ are survived."""
+
+    class Target:
+        pass
+
+    def hostile_cycle() -> None:
+        target = Target()
+        proxy = weakref.proxy(target)
+        del target
+        hostile = Hostile()
+        holder = {"h": hostile, "proxy": proxy, "t": heavy(100), "r": Resurrector()}
+        object.__setattr__(hostile, "back", holder)
+
+    report = find_leaks(hostile_cycle)
+    assert report.found and report.total_bytes == 400
+    assert str(report)
+    resurrected.clear()
+    gc.collect()
+
+
+def test_report_round_trips_through_json() -> None:
+    """Report.from_dict(report.to_dict()) is equal, and JSON is deterministic."""
+    report = find_leaks(lambda: stage_backward([heavy(8)], fixed=False))
+    again = whyalive.Report.from_dict(report.to_dict())
+    assert again == report
+    assert again.to_json() == report.to_json()
+
+
+def test_report_from_bad_data_is_one_clear_error() -> None:
+    """A wrong schema version is a ReportFormatError naming the problem."""
+    from whyalive.errors import ReportFormatError
+
+    with pytest.raises(ReportFormatError, match="schema_version"):
+        whyalive.Report.from_dict({"schema_version": 99})
+    with pytest.raises(ReportFormatError, match="not a valid"):
+        whyalive.Report.from_dict({"schema_version": 1, "nodes": [{"bogus": 1}]})
+
+
+def test_core_imports_no_third_party_module() -> None:
+    """Importing whyalive in a fresh interpreter imports neither torch nor numpy."""
+    import subprocess
+
+    code = "import sys, whyalive; print('torch' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,0 +1,556 @@
+"""Tests for whyalive.graphcore: both implementations against brute-force oracles."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+import time
+import tracemalloc
+import weakref
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from whyalive import graphcore
+from whyalive.graphcore import IMPLEMENTATION, GraphImplementation
+
+PY = graphcore.python_implementation()
+C = graphcore.c_implementation()
+IMPLS = [PY] if C is None else [PY, C]
+IMPL_IDS = [impl.name for impl in IMPLS]
+
+
+
+needs_c = pytest.mark.skipif(IMPLEMENTATION != "c", reason="C extension not compiled")
+
+Edges = list[tuple[int, int]]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+@functools.cache
+def _untracked_tuples() -> tuple[tuple[object, ...], ...]:
+    """Tuples of atomic items, untracked by a collection (the only portable way)."""
+    made = (
+        (b"x" * 10, 5),
+        (1, 2, 3),
+        (b"ab",),
+        (b"cd" * 3, "s" * 7, 10**30),
+    )
+    gc.collect()
+    assert not any(gc.is_tracked(t) for t in made)
+    return made
+
+
+def csr(n: int, edges: Edges) -> tuple[array[int], array[int]]:
+    """CSR arrays for n nodes, keeping the given edge order per source."""
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for u, v in edges:
+        adj[u].append(v)
+    offsets = array("q", [0])
+    targets = array("q")
+    for out in adj:
+        targets.extend(out)
+        offsets.append(len(targets))
+    return offsets, targets
+
+
+def adjacency(offsets: Sequence[int], targets: Sequence[int]) -> list[list[int]]:
+    off = list(offsets)
+    tgt = list(targets)
+    return [tgt[off[i] : off[i + 1]] for i in range(len(off) - 1)]
+
+
+def closure(adj: list[list[int]]) -> list[set[int]]:
+    """Nodes reachable from each node (itself included), by one DFS per node."""
+    result = []
+    for start in range(len(adj)):
+        seen = {start}
+        todo = [start]
+        while todo:
+            for w in adj[todo.pop()]:
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        result.append(seen)
+    return result
+
+
+def check_components(adj: list[list[int]], comp: Sequence[int], count: int, cyclic: bytes) -> None:
+    reach = closure(adj)
+    n = len(adj)
+    assert sorted(set(comp)) == list(range(count))
+    for u in range(n):
+        for v in range(n):
+            same = v in reach[u] and u in reach[v]
+            assert (comp[u] == comp[v]) == same
+    sizes = [0] * count
+    for c in comp:
+        sizes[c] += 1
+    for c in range(count):
+        members = [v for v in range(n) if comp[v] == c]
+        expected = sizes[c] > 1 or any(v in adj[v] for v in members)
+        assert cyclic[c] == expected
+    # Documented order: reverse topological.
+    for u in range(n):
+        for v in adj[u]:
+            assert comp[v] <= comp[u]
+
+
+def run_all(
+    impl: GraphImplementation, offsets: Any, targets: Any, seeds: list[int]
+) -> tuple[list[int], int, bytes, bytes]:
+    comp, count, cyclic = impl.find_components(offsets, targets)
+    mask = impl.nodes_reaching(offsets, targets, seeds)
+    assert comp.format == "q"
+    assert cyclic.format == "B"
+    assert mask.format == "B"
+    assert len(comp) == len(offsets) - 1
+    assert len(cyclic) == count
+    return comp.tolist(), count, cyclic.tobytes(), mask.tobytes()
+
+
+def build_objects(
+    n: int, edges: Edges, captured: list[int], extras: list[tuple[int, int]]
+) -> tuple[list[list[object]], list[object]]:
+    """Node i is a list holding the nodes it points to; only `captured` are passed in."""
+    lists: list[list[object]] = [[] for _ in range(n)]
+    for u, v in edges:
+        lists[u].append(lists[v])
+    pool = _untracked_tuples()
+    for u, k in extras:
+        lists[u].append(pool[k % len(pool)])
+    return lists, [lists[i] for i in captured]
+
+
+def expected_graph(
+    lists: list[list[object]], objects: list[object], follow: tuple[type, ...]
+) -> tuple[list[object], list[list[int]]]:
+    """Oracle for build_graph, written independently (recursive on tiny graphs)."""
+    nodes = list(objects)
+    pos = {id(o): i for i, o in reversed(list(enumerate(nodes)))}
+    out: list[list[int]] = []
+    i = 0
+    while i < len(nodes):
+        node = nodes[i]
+        refs: list[object] = []
+        if isinstance(node, (list, tuple)):
+            refs = list(reversed(node))  # list and tuple traverse walk backwards
+        row = []
+        for r in refs:
+            if id(r) not in pos:
+                if gc.is_tracked(r) or not isinstance(r, follow):
+                    continue
+                pos[id(r)] = len(nodes)
+                nodes.append(r)
+            row.append(pos[id(r)])
+        out.append(row)
+        i += 1
+    return nodes, out
+
+
+graphs = st.integers(min_value=1, max_value=10).flatmap(
+    lambda n: st.tuples(
+        st.just(n),
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    )
+)
+
+
+# ------------------------------------------------------- random graph tests
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs, data=st.data())
+def test_random_object_graphs_match_oracle(graph: tuple[int, Edges], data: st.DataObject) -> None:
+    """Random object graphs give the oracle's nodes, edges, SCCs and reachability in every impl."""
+    n, edges = graph
+    captured = data.draw(st.lists(st.integers(0, n - 1), unique=True, min_size=1), label="captured")
+    extras = data.draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 3)), max_size=4), label="extras"
+    )
+    follow = data.draw(st.sampled_from([(tuple,), (tuple, bytes), (tuple, bytes, int, str), ()]))
+    lists, objects = build_objects(n, edges, captured, extras)
+    exp_nodes, exp_adj = expected_graph(lists, objects, follow)
+    seeds = data.draw(st.lists(st.integers(0, len(exp_nodes) - 1), max_size=3), label="seeds")
+    outputs = []
+    for impl in IMPLS:
+        nodes, offsets, targets = impl.build_graph(objects, follow)
+        assert offsets.format == "q"
+        assert targets.format == "q"
+        assert len(nodes) == len(exp_nodes)
+        assert all(a is b for a, b in zip(nodes, exp_nodes, strict=True))
+        adj = adjacency(offsets, targets)
+        assert adj == exp_adj
+        comp, count, cyclic, mask = run_all(impl, offsets, targets, seeds)
+        check_components(adj, comp, count, cyclic)
+        reach = closure(adj)
+        assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(len(adj))]
+        outputs.append((offsets.tobytes(), targets.tobytes(), comp, count, cyclic, mask))
+    assert all(out == outputs[0] for out in outputs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    graph=st.integers(min_value=0, max_value=25).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(st.integers(0, max(n - 1, 0)), st.integers(0, max(n - 1, 0))),
+                max_size=0 if n == 0 else 4 * n,
+            ),
+            st.lists(st.integers(0, max(n - 1, 0)), max_size=0 if n == 0 else 4),
+        )
+    )
+)
+def test_random_csr_graphs_match_oracle(graph: tuple[int, Edges, list[int]]) -> None:
+    """SCCs and reachability of random CSR graphs match brute force, identically in C and Python."""
+    n, edges, seeds = graph
+    offsets, targets = csr(n, edges)
+    adj = adjacency(offsets, targets)
+    reach = closure(adj)
+    results = [run_all(impl, offsets, targets, seeds) for impl in IMPLS]
+    for comp, count, cyclic, mask in results:
+        check_components(adj, comp, count, cyclic)
+        assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(n)]
+    assert all(r == results[0] for r in results)
+
+
+# --------------------------------------------------------- build_graph cases
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_untracked_tuple_and_bytes_become_extra_nodes(impl: GraphImplementation) -> None:
+    """An untracked tuple and its bytes become extra nodes; tracked outsiders are ignored."""
+    t = _untracked_tuples()[0]
+    outsider: list[object] = ["live"]
+    holder: list[object] = [t, outsider]
+    nodes, offsets, targets = impl.build_graph([holder], (tuple, bytes))
+    assert len(nodes) == 3
+    assert nodes[0] is holder
+    assert nodes[1] is t
+    assert nodes[2] is t[0]
+    assert adjacency(offsets, targets) == [[1], [2], []]  # the int 5 is not followed
+
+    nodes, offsets, targets = impl.build_graph([holder], (tuple,))
+    assert [id(x) for x in nodes] == [id(holder), id(t)]
+    assert adjacency(offsets, targets) == [[1], []]
+
+    nodes, offsets, targets = impl.build_graph([holder], ())
+    assert nodes == [holder]
+    assert adjacency(offsets, targets) == [[]]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_untracked_dict_is_traversed_and_subtypes_follow(impl: GraphImplementation) -> None:
+    """Untracked GC containers are traversed in turn and subclasses of a follow type count."""
+
+    d = {"k": True}
+    assert not gc.is_tracked(d)
+    holder: list[object] = [d]
+    nodes, offsets, targets = impl.build_graph([holder], (dict, int))  # bool subclasses int
+    assert nodes[1] is d
+    assert nodes[2] is True
+    assert adjacency(offsets, targets) == [[1], [2], []]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_edges_follow_tp_traverse_order_with_duplicates(impl: GraphImplementation) -> None:
+    """Edges come in gc.get_referents order, with one edge per reference."""
+    a: list[object] = []
+    b: dict[str, object] = {}
+    c: list[object] = [a, b, a, a]
+    b["x"] = a
+    b["y"] = c
+    a.append(a)
+    objects: list[object] = [a, b, c]
+    _nodes, offsets, targets = impl.build_graph(objects, ())
+    pos = {id(o): i for i, o in enumerate(objects)}
+    for i, o in enumerate(objects):
+        expected = [pos[id(r)] for r in gc.get_referents(o) if id(r) in pos]
+        assert list(targets[offsets[i] : offsets[i + 1]]) == expected
+    assert adjacency(offsets, targets)[2] == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_repeated_input_object_keeps_first_index(impl: GraphImplementation) -> None:
+    """An object listed twice keeps both positions and edges point at the first."""
+    a: list[object] = []
+    b: list[object] = [a]
+    nodes, offsets, targets = impl.build_graph([b, a, a], ())
+    assert nodes == [b, a, a]
+    assert adjacency(offsets, targets) == [[1], [], []]
+
+
+class _Meta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        raise AssertionError("user __instancecheck__ called")
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        raise AssertionError("user __subclasscheck__ called")
+
+
+class _Followed(metaclass=_Meta):
+    __slots__ = ()
+
+
+class _Hostile:
+    def __hash__(self) -> int:
+        raise AssertionError("__hash__ called")
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("__eq__ called")
+
+    def __repr__(self) -> str:
+        raise AssertionError("__repr__ called")
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"__getattr__({name}) called")
+
+    def __del__(self) -> None:
+        pass
+
+
+class _Target:
+    pass
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_hostile_objects_are_compared_by_identity(impl: GraphImplementation) -> None:
+    """Raising dunders, a hostile metaclass in follow_types and a dead proxy are all harmless."""
+    h1 = _Hostile()
+    h2 = _Hostile()
+    target = _Target()
+    proxy = weakref.proxy(target)
+    del target
+    holder: list[object] = [h1, h2, proxy, h1]
+    objects: list[object] = [holder, h1, h2, proxy]
+    nodes, offsets, targets = impl.build_graph(objects, (_Followed, tuple))
+    assert len(nodes) == 4
+    assert all(a is b for a, b in zip(nodes, objects, strict=True))
+    assert adjacency(offsets, targets)[0] == [1, 3, 2, 1]
+    _comp, count, _cyclic = impl.find_components(offsets, targets)
+    assert count == 4
+    mask = impl.nodes_reaching(offsets, targets, [3])
+    assert list(mask) == [1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_bad_arguments_raise_the_same_errors(impl: GraphImplementation) -> None:
+    """Malformed follow_types, CSR arrays and seeds raise TypeError/ValueError/IndexError."""
+    with pytest.raises(TypeError):
+        impl.build_graph([], [tuple])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        impl.build_graph([], (tuple, 3))  # type: ignore[arg-type]
+    good_off, good_tgt = csr(2, [(0, 1)])
+    with pytest.raises(TypeError):
+        impl.find_components(array("i", [0, 1, 1]), good_tgt)
+    with pytest.raises(TypeError):
+        impl.find_components(good_off, [1])
+    with pytest.raises(ValueError, match="offsets"):
+        impl.find_components(array("q"), array("q"))
+    with pytest.raises(ValueError, match="offsets"):
+        impl.find_components(array("q", [0, 2, 1]), good_tgt)
+    with pytest.raises(ValueError, match="offsets"):
+        impl.find_components(array("q", [1, 1, 1]), good_tgt)
+    with pytest.raises(ValueError, match="targets"):
+        impl.find_components(good_off, array("q", [2]))
+    with pytest.raises(ValueError, match="targets"):
+        impl.nodes_reaching(good_off, array("q", [-1]), [])
+    with pytest.raises(IndexError):
+        impl.nodes_reaching(good_off, good_tgt, [2])
+    with pytest.raises(IndexError):
+        impl.nodes_reaching(good_off, good_tgt, [-1])
+    with pytest.raises(TypeError):
+        impl.nodes_reaching(good_off, good_tgt, ["0"])  # type: ignore[list-item]
+    assert list(impl.nodes_reaching(good_off, good_tgt, iter([True]))) == [1, 1]
+
+
+# ------------------------------------------------------------ big graphs
+
+
+def _size(impl: GraphImplementation) -> int:
+    # The Python twin is iterative too, just slower; a smaller size keeps the file fast.
+    return 1_000_000 if impl.name == "c" else 200_000
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
+    """A million-node ring is one cyclic SCC and a chain is n acyclic ones, without recursion."""
+    n = _size(impl)
+    start = time.perf_counter()
+    offsets = array("q", range(n + 1))
+    ring = array("q", range(1, n + 1))
+    ring[-1] = 0
+    comp, count, cyclic = impl.find_components(offsets, ring)
+    assert count == 1
+    assert cyclic.tobytes() == b"\x01"
+    assert comp.tobytes() == bytes(8 * n)
+    mask = impl.nodes_reaching(offsets, ring, [n // 2])
+    assert mask.tobytes() == b"\x01" * n
+
+    chain_off = array("q", range(n))
+    chain_off.append(n - 1)
+    chain = array("q", range(1, n))
+    comp, count, cyclic = impl.find_components(chain_off, chain)
+    assert count == n
+    assert cyclic.tobytes() == bytes(n)
+    assert comp[0] == n - 1
+    assert comp[n - 1] == 0
+    mask = impl.nodes_reaching(chain_off, chain, [n // 2])
+    assert mask.tobytes() == b"\x01" * (n // 2 + 1) + bytes(n - n // 2 - 1)
+    if impl.name == "c":
+        assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_long_ring_of_objects(impl: GraphImplementation) -> None:
+    """build_graph plus SCCs on a million-list ring of real objects finish quickly."""
+    n = _size(impl)
+    was_enabled = gc.isenabled()
+    gc.disable()  # building the ring should not pay for collections
+    try:
+        ring: list[list[object]] = [[] for _ in range(n)]
+        for i in range(n):
+            ring[i].append(ring[(i + 1) % n])
+        start = time.perf_counter()
+        nodes, offsets, targets = impl.build_graph(ring, ())
+        _comp, count, cyclic = impl.find_components(offsets, targets)
+        elapsed = time.perf_counter() - start
+        assert len(nodes) == n
+        assert targets[n - 1] == 0
+        assert targets[5] == 6
+        assert count == 1
+        assert cyclic[0] == 1
+        if impl.name == "c":
+            assert elapsed < 3
+        del nodes
+        for r in ring:
+            r.clear()  # leave no million-object cycle for a later collection
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# ------------------------------------------------------ refcounts and leaks
+
+
+class _Weak:
+    __slots__ = ("__weakref__", "ref")
+    ref: list[object]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_no_leaks_and_refcounts_restored(impl: GraphImplementation) -> None:
+    """Dropping the results frees every node and restores all input and extra refcounts."""
+    objs = [_Weak() for _ in range(50)]
+    for i, o in enumerate(objs):
+        o.ref = [objs[(i * 7) % 50], _untracked_tuples()[i % 4]]
+    holders = [o.ref for o in objs]
+    objects: list[object] = [*objs, *holders]
+    extras: list[object] = list(_untracked_tuples())
+    # Small ints are shared by the whole interpreter, so their counts drift.
+    extras += [x for t in _untracked_tuples() for x in t if not isinstance(x, int)]
+    before = [sys.getrefcount(o) for o in objects]
+    before_extra = [sys.getrefcount(x) for x in extras]
+    for _ in range(3):
+        result = impl.build_graph(objects, (tuple, bytes, int, str))
+        assert len(result[0]) > len(objects)
+        del result
+    assert [sys.getrefcount(o) for o in objects] == before
+    assert [sys.getrefcount(x) for x in extras] == before_extra
+
+    refs = [weakref.ref(o) for o in objs]
+    result = impl.build_graph(objects, (tuple,))
+    del objs, holders, objects, o
+    for h in result[0]:
+        if isinstance(h, list):
+            h.clear()  # break the cycles so plain refcounting frees them
+    assert all(r() is not None for r in refs)
+    del result, h
+    assert all(r() is None for r in refs)
+
+
+@needs_c
+def test_c_memory_does_not_grow() -> None:
+    """Repeated C calls return all raw memory (tracemalloc sees PyMem allocations)."""
+    assert C is not None
+    ring: list[list[object]] = [[] for _ in range(2000)]
+    for i, r in enumerate(ring):
+        r.append(ring[i - 1])
+        r.append(_untracked_tuples()[i % 4])
+
+    def once() -> None:
+        nodes, off, tgt = C.build_graph(ring, (tuple, bytes))
+        C.find_components(off, tgt)
+        C.nodes_reaching(off, tgt, range(0, len(nodes), 3))
+
+    once()
+    tracemalloc.start()
+    try:
+        once()
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(20):
+            once()
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 10_000
+    for r in ring:
+        r.clear()
+
+
+# ------------------------------------------------------------- gc state
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+@pytest.mark.parametrize("enabled", [True, False])
+def test_gc_state_restored_and_no_collection_during_build(
+    impl: GraphImplementation, enabled: bool
+) -> None:
+    """build_graph never lets a collection run and restores gc.isenabled()."""
+    was_enabled = gc.isenabled()
+    thresholds = gc.get_threshold()
+    events: list[str] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        events.append(phase)
+
+    objects: list[object] = [[i, (i,)] for i in range(3000)]
+    gc.callbacks.append(callback)
+    try:
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
+        gc.set_threshold(1, 1, 1)  # any allocation would start a collection
+        before = len(events)
+        result = impl.build_graph(objects, (tuple, int))
+        seen = len(events)  # read before anything else can allocate
+        gc.set_threshold(*thresholds)
+        assert gc.isenabled() == enabled
+        assert seen == before
+        assert len(result[0]) > 6000  # tuples plus the ints they hold
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(callback)
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def test_public_face_matches_chosen_implementation() -> None:
+    """IMPLEMENTATION names the implementation behind the module-level functions."""
+    active = C if IMPLEMENTATION == "c" else PY
+    assert active is not None
+    assert graphcore.build_graph is active.build_graph
+    assert graphcore.find_components is active.find_components
+    assert graphcore.nodes_reaching is active.nodes_reaching
+    assert IMPLEMENTATION in {"c", "python"}
