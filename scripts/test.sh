@@ -8,6 +8,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   need=""
   command -v dot >/dev/null 2>&1 || need="$need graphviz"
   command -v chromium >/dev/null 2>&1 || need="$need chromium"
+  command -v chromedriver >/dev/null 2>&1 || need="$need chromium-driver"
   if [ -n "$need" ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null

@@ -124,6 +124,26 @@ class CycleReport:
 
 
 @dataclass(frozen=True)
+class AliveObject:
+    """A heavy object that is still alive (not garbage), with what holds it.
+
+    Produced by ``explain(obj)`` and by ``check_leaks(census=True)``. ``paths`` run
+    from a root (a module global, a thread's frame, a class) to the object; ``root``
+    names the first node in words; ``note`` states a blind spot ("held by a
+    non-Python owner: autograd node X") when no Python path exists.
+    """
+
+    node_id: int
+    description: str
+    nbytes: int
+    device: str
+    paths: tuple[HolderPath, ...] = ()
+    root: str | None = None
+    note: str | None = None
+    allocation_site: str | None = None
+
+
+@dataclass(frozen=True)
 class Report:
     """What a check found: cycles that hold heavy objects, with their bytes and paths."""
 
@@ -138,11 +158,12 @@ class Report:
     cycle_count: int = 0
     light_cycle_count: int = 0
     notes: tuple[str, ...] = ()
+    alive: tuple[AliveObject, ...] = ()
 
     @property
     def found(self) -> bool:
-        """True when some cycle was reported."""
-        return bool(self.cycles)
+        """True when some cycle (or, for a census, some still-alive object) was reported."""
+        return bool(self.cycles) or bool(self.alive)
 
     def node(self, node_id: int) -> Node:
         """The node with this id."""
@@ -237,6 +258,8 @@ _NESTED.update(
         (Report, "nodes"): Node,
         (Report, "cycles"): CycleReport,
         (Report, "heavy_objects"): HeavyObject,
+        (Report, "alive"): AliveObject,
+        (AliveObject, "paths"): HolderPath,
         (CycleReport, "edges"): Edge,
         (CycleReport, "holder_paths"): HolderPath,
         (CycleReport, "cut"): Cut,

@@ -1,7 +1,8 @@
 """The flake8 adapter: the only module that knows flake8 exists.
 
 flake8 applies ``--select``/``--ignore`` and ``# noqa: WAL101`` itself, so every rule runs
-here; the off-by-default 9xx rules are added to flake8's default ignore list instead.
+here; the off-by-default 9xx rules are dropped unless a ``--select``/``--extend-select``
+code names them (``WAL9``, ``WAL901``), as flake8-bugbear does for B9.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ except metadata.PackageNotFoundError:  # pragma: no cover - running from a sourc
     _VERSION = "0+unknown"
 
 
+# Like flake8-bugbear's B9: `--select WAL` alone does not turn these on.
+_OFF_BY_DEFAULT = frozenset(rule.code[:4] for rule in RULES if not rule.default_enabled)
+
+
 class Flake8Checker:
     """flake8 AST plugin running every whyalive lint rule over one file."""
 
@@ -29,14 +34,19 @@ class Flake8Checker:
     def __init__(self, tree: ast.Module, filename: str, lines: Sequence[str]) -> None:
         self._tree, self._filename, self._source = tree, filename, "".join(lines)
 
+    _explicit: tuple[str, ...] = ()
+
     @classmethod
-    def add_options(cls, option_manager: Any) -> None:
-        """Keep the opinionated rules off unless selected, like flake8-bugbear's B9."""
-        option_manager.extend_default_ignore(
-            sorted({r.code[:4] for r in RULES if not r.default_enabled})
-        )
+    def parse_options(cls, options: Any) -> None:
+        """Remember explicit selections: 9xx rules run only when named (``--select WAL9``)."""
+        chosen = [*(options.select or ()), *(getattr(options, "extend_select", None) or ())]
+        cls._explicit = tuple(c for c in chosen if len(c) >= 4)
+
+    def _wanted(self, code: str) -> bool:
+        return code[:4] not in _OFF_BY_DEFAULT or any(code.startswith(c) for c in self._explicit)
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Checker]]]:
         """Yield ``(line, col, message, type)`` for each finding, as flake8 expects."""
         for finding in lint_tree(self._tree, self._source, self._filename, RULES):
-            yield finding.line, finding.col, finding.message, type(self)
+            if self._wanted(finding.code):
+                yield finding.line, finding.col, finding.message, type(self)
