@@ -251,17 +251,21 @@ static int
 visit_referent(PyObject *o, void *arg)
 {
     builder *b = (builder *)arg;
-    slot_t *s = table_lookup(&b->table, o);
-    if (s->key == o) {
-        return push_target(b, s->val);
-    }
-    /* Tracked objects outside the input are live objects: not part of the
-     * captured garbage, so they are neither nodes nor edge targets. */
+    slot_t *s;
     if (PyObject_GC_IsTracked(o)) {
-        return 0;
+        /* Tracked objects outside the input are live objects: not part of the
+         * captured garbage, so they are neither nodes nor edge targets. */
+        s = table_lookup(&b->table, o);
+        return s->key == o ? push_target(b, s->val) : 0;
     }
+    /* Most referents are untracked atoms (names, ints) that no node can be:
+     * the type check rejects them before any table lookup. */
     if (!follows_type(b, Py_TYPE(o))) {
         return 0;
+    }
+    s = table_lookup(&b->table, o);
+    if (s->key == o) {
+        return push_target(b, s->val);
     }
     if (reserve_node(b) < 0) {
         return -1;
@@ -773,6 +777,152 @@ done:
 }
 
 /* ------------------------------------------------------------------ */
+/* Selections and release                                              */
+
+static PyObject *
+fg_indices_of_types(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    PyObject *nodes, *types, *result;
+    PyTypeObject *last_yes = NULL, *last_no = NULL;
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "indices_of_types(nodes: list, types: tuple)");
+        return NULL;
+    }
+    nodes = args[0];
+    types = args[1];
+    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(types); t++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(types, t))) {
+            PyErr_SetString(PyExc_TypeError, "types must be a tuple of types");
+            return NULL;
+        }
+    }
+    result = PyList_New(0);
+    if (result == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
+        PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(nodes, i));
+        int hit = 0;
+        /* Garbage comes in long runs of one type: remember the last answers. */
+        if (tp == last_yes) {
+            hit = 1;
+        }
+        else if (tp != last_no) {
+            for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(types) && !hit; t++) {
+                hit = PyType_IsSubtype(tp, (PyTypeObject *)PyTuple_GET_ITEM(types, t));
+            }
+            if (hit) {
+                last_yes = tp;
+            }
+            else {
+                last_no = tp;
+            }
+        }
+        if (hit) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(result, index) < 0) {
+                Py_XDECREF(index);
+                Py_DECREF(result);
+                return NULL;
+            }
+            Py_DECREF(index);
+        }
+    }
+    return result;
+}
+
+static PyObject *
+fg_cyclic_members(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    Py_buffer comp, cyclic, mask;
+    PyObject *result = NULL;
+    int have_mask;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "cyclic_members(component_of, cyclic, mask_or_None) takes 3 arguments");
+        return NULL;
+    }
+    have_mask = args[2] != Py_None;
+    if (PyObject_GetBuffer(args[0], &comp, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &cyclic, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&comp);
+        return NULL;
+    }
+    if (have_mask && PyObject_GetBuffer(args[2], &mask, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&comp);
+        PyBuffer_Release(&cyclic);
+        return NULL;
+    }
+    Py_ssize_t n = comp.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *component = (const int64_t *)comp.buf;
+    const uint8_t *is_cyclic = (const uint8_t *)cyclic.buf;
+    if (have_mask && mask.len != n) {
+        PyErr_SetString(PyExc_ValueError, "mask length differs from component_of");
+        goto done;
+    }
+    result = PyList_New(0);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = component[i];
+        if (c < 0 || c >= cyclic.len) {
+            PyErr_SetString(PyExc_ValueError, "component id out of range");
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (is_cyclic[c] && (!have_mask || ((const uint8_t *)mask.buf)[i])) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(result, index) < 0) {
+                Py_XDECREF(index);
+                Py_CLEAR(result);
+                goto done;
+            }
+            Py_DECREF(index);
+        }
+    }
+done:
+    PyBuffer_Release(&comp);
+    PyBuffer_Release(&cyclic);
+    if (have_mask) {
+        PyBuffer_Release(&mask);
+    }
+    return result;
+}
+
+/* Break the captured cycles the way the collector's delete_garbage() does: the
+ * objects are already finalized and their weakrefs cleared by the collection
+ * that saved them, so tp_clear is the only step left. Reference counting then
+ * frees them, without a second traversal of the whole generation. */
+static PyObject *
+fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "clear_objects(objects: list)");
+        return NULL;
+    }
+    PyObject *objects = args[0];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
+        PyObject *op = PyList_GET_ITEM(objects, i);
+        inquiry clear = Py_TYPE(op)->tp_clear;
+        if (clear != NULL) {
+            Py_INCREF(op);
+            (void)clear(op);
+            if (PyErr_Occurred()) {
+                PyErr_WriteUnraisable(op);
+            }
+            Py_DECREF(op);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
 
 static PyMethodDef fg_methods[] = {
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
@@ -781,6 +931,12 @@ static PyMethodDef fg_methods[] = {
      "find_components(offsets, targets) -> (component_of_node, count, cyclic)"},
     {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,
      "nodes_reaching(offsets, targets, seeds) -> mask"},
+    {"indices_of_types", (PyCFunction)(void (*)(void))fg_indices_of_types, METH_FASTCALL,
+     "indices_of_types(nodes, types) -> indices of nodes whose type is a subtype of one"},
+    {"cyclic_members", (PyCFunction)(void (*)(void))fg_cyclic_members, METH_FASTCALL,
+     "cyclic_members(component_of, cyclic, mask) -> nodes in cyclic components (and mask)"},
+    {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
+     "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,12 +8,13 @@ cheap key so that a thousand copies of one leak are diagnosed once.
 
 from __future__ import annotations
 
+import functools
+import gc
 import sys
 import types
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress
 
 from whyalive import edges as ek
 from whyalive import graphcore
@@ -38,7 +39,9 @@ from whyalive.words import heavy_group_words
 BLIND_SPOTS = (
     "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
     "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
-    "through C++ owners (a tensor saved by autograd whose hook refers back to it)."
+    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
+    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
+    "its frame, so such cycles are freed rather than captured."
 )
 
 
@@ -107,6 +110,9 @@ class _NodeTable:
         )
 
 
+_TYPE_MODULE = type.__dict__["__module__"]
+
+
 def _quick_key(objects: Sequence[object], members: list[int], component: int) -> tuple[int, ...]:
     """Cycles made by the same code share code objects and types: group them cheaply."""
     key: list[int] = []
@@ -120,7 +126,8 @@ def _quick_key(objects: Sequence[object], members: list[int], component: int) ->
             specific = True
         else:
             key.append(id(cls))
-            specific = specific or cls.__module__ != "builtins"
+            # Not `cls.__module__`: a metaclass property could run (and raise) there.
+            specific = specific or _TYPE_MODULE.__get__(cls) != "builtins"
     key.sort()
     if not specific:
         key.append(-1 - component)  # builtins only: the shape needs the full signature
@@ -130,20 +137,26 @@ def _quick_key(objects: Sequence[object], members: list[int], component: int) ->
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
-    resolver = KindResolver()
-    graph = build_graph(objects, resolver)
+    # An automatic collection during the analysis would traverse all the garbage we
+    # hold (it is reachable now) for nothing: keep the collector off until we return.
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return _analyze_graph(graph, resolver, options)
+        resolver = KindResolver()
+        graph = build_graph(objects, resolver)
+        try:
+            return _analyze_graph(graph, resolver, options)
+        finally:
+            graph.release()
     finally:
-        graph.release()
+        if enabled:
+            gc.enable()
 
 
 def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions) -> Report:
     nodes = graph.nodes
-    count = len(nodes)
-    kinds = map(resolver.__getitem__, map(type, nodes))
     facts: dict[int, HeavyFacts] = {}
-    for index in compress(range(count), kinds):
+    for index in graphcore.indices_of_types(nodes, resolver.covered_types):
         described = resolver.describe(nodes[index])
         if described is not None:
             facts[index] = described
@@ -151,16 +164,15 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
     cycle_count = bytes(cyclic).count(1)
 
     if options.all_cycles:
-        candidates: object = range(count)
+        candidates = graphcore.cyclic_members(component_of, cyclic, None)
     elif facts:
-        candidates = compress(range(count), graphcore.nodes_reaching(graph.offsets, graph.targets, facts))
+        reaching = graphcore.nodes_reaching(graph.offsets, graph.targets, facts)
+        candidates = graphcore.cyclic_members(component_of, cyclic, reaching)
     else:
-        candidates = ()
+        candidates = []
     members_of: dict[int, list[int]] = defaultdict(list)
-    for index in candidates:  # type: ignore[attr-defined]
-        component = component_of[index]
-        if cyclic[component]:
-            members_of[component].append(index)
+    for index in candidates:
+        members_of[component_of[index]].append(index)
 
     storage_users: dict[object, int] = defaultdict(int)
     for fact in facts.values():
@@ -177,6 +189,7 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
         if group is None:
             view = view_cycle(graph, members)
             view.holder_paths = _holder_paths(graph, view, retained, facts, limit=None)
+            view.heavy_bytes = {node: facts[node].nbytes for node in retained}
             diagnosis = diagnose(view)
             group = by_signature.get(diagnosis.signature)
             if group is None:
@@ -453,21 +466,30 @@ def _heavy_table(
     return result
 
 
+@functools.lru_cache(maxsize=1)
+def _platform() -> tuple[str, str]:
+    import platform
+
+    # platform.platform() may run a subprocess: once per process is enough.
+    return platform.python_version(), platform.platform(terse=True)
+
+
 def run_info(where: str | None = None) -> RunInfo:
     """Metadata of this process: versions, rank, time, where the check ran."""
     import datetime
     import os
-    import platform
 
     from whyalive import __version__
+    from whyalive.distributed import rank_and_world
 
+    python, platform_name = _platform()
     torch = sys.modules.get("torch")
     numpy = sys.modules.get("numpy")
-    rank, world = _rank()
+    rank, world = rank_and_world()
     return RunInfo(
         whyalive=__version__,
-        python=platform.python_version(),
-        platform=platform.platform(terse=True),
+        python=python,
+        platform=platform_name,
         torch=str(getattr(torch, "__version__", "")) or None,
         numpy=str(getattr(numpy, "__version__", "")) or None,
         pid=os.getpid(),
@@ -476,20 +498,3 @@ def run_info(where: str | None = None) -> RunInfo:
         time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         where=where,
     )
-
-
-def _rank() -> tuple[int | None, int | None]:
-    import os
-
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank()), int(dist.get_world_size())
-    except Exception:
-        pass
-    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK"))
-    world = os.environ.get("WORLD_SIZE")
-    try:
-        return (int(rank) if rank else None), (int(world) if world else None)
-    except ValueError:
-        return None, None

@@ -18,7 +18,13 @@ import gc
 import sys
 from dataclasses import dataclass, field
 
+from whyalive import graphcore
 from whyalive.gcstate import GcSettings, user_saves_all
+
+# The user's settings under each active watch, outermost first. A nested watch
+# (``check_leaks`` inside a test the pytest plugin watches) sees the outer watch's
+# DEBUG_SAVEALL in gc.get_debug(); this stack tells it the flag is not the user's.
+_ACTIVE: list[GcSettings] = []
 
 
 @dataclass
@@ -42,10 +48,24 @@ class CapturedGarbage:
             gc.garbage.extend(objects)
             objects.clear()
             return
+        if graphcore.clear_objects is not None:
+            # Break the cycles as the collector would (tp_clear), then let reference
+            # counting free them: no second traversal of the generation.
+            graphcore.clear_objects(objects)
+            objects.clear()
+            return
+        if not objects:
+            return
         objects.clear()
         del objects
         if not sys.is_finalizing():
-            gc.collect()
+            # DESIGN §3.2: free with DEBUG_SAVEALL off, or an enclosing watch saves it again.
+            debug = gc.get_debug()
+            gc.set_debug(debug & ~gc.DEBUG_SAVEALL)
+            try:
+                gc.collect()
+            finally:
+                gc.set_debug(debug)
 
 
 class GarbageWatch:
@@ -54,6 +74,7 @@ class GarbageWatch:
     def __init__(self) -> None:
         self._settings: GcSettings | None = None
         self._froze = False
+        self._user_keeps = False
         self._start = 0
 
     @property
@@ -77,6 +98,8 @@ class GarbageWatch:
         else:
             gc.collect()
         self._settings = settings
+        self._user_keeps = user_saves_all(_ACTIVE[0] if _ACTIVE else settings)
+        _ACTIVE.append(settings)
         self._start = len(gc.garbage)
         gc.set_debug(settings.debug | gc.DEBUG_SAVEALL)
 
@@ -93,9 +116,13 @@ class GarbageWatch:
             start = min(self._start, len(gc.garbage))
             objects = gc.garbage[start:]
             del gc.garbage[start:]
-            return CapturedGarbage(objects, user_keeps=user_saves_all(settings))
+            return CapturedGarbage(objects, user_keeps=self._user_keeps)
         finally:
             gc.set_debug(settings.debug)
+            for index in range(len(_ACTIVE) - 1, -1, -1):
+                if _ACTIVE[index] is settings:
+                    del _ACTIVE[index]
+                    break
 
     def finish(self) -> None:
         """Give back the frozen baseline; call after the captured garbage is released."""

@@ -10,12 +10,15 @@ import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions, analyze
 from whyalive.capture import GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.report import Report
+
+if TYPE_CHECKING:
+    from whyalive.distributed import Summary
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,6 +37,18 @@ def _user_location() -> tuple[str, int, str]:
             return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0, "<unknown>"
+
+
+_FROZEN_NOTE = (
+    "Objects were already frozen (gc.freeze), so the baseline was collected instead of "
+    "frozen; frozen objects are never examined."
+    if sys.version_info[:2] != (3, 12)
+    # 3.12 parks immortal objects in the permanent generation, so a non-zero freeze
+    # count does not tell whether the user froze anything.
+    else "Python 3.12 keeps immortal objects in the permanent generation, so whyalive "
+    "cannot tell whether objects were frozen (gc.freeze); it collected the baseline "
+    "instead of freezing it; frozen objects are never examined."
+)
 
 
 def _callable_location(fn: Callable[..., object]) -> tuple[str, int, str]:
@@ -58,6 +73,10 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         allow: signatures or pattern names of known cycles not to report.
         all_cycles: also report cycles that hold no heavy object.
         report_to: write the report here (format from the suffix) when a leak is found.
+        gather: in a ``torch.distributed`` job, after the check call
+            :func:`whyalive.distributed.gather_summary` on every rank; the first
+            rank gets the :class:`~whyalive.distributed.Summary` on ``.summary``.
+            Every rank of the group must run the check, as with a collective.
 
     .. versionadded:: 0.1
     """
@@ -70,6 +89,7 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         report_to: str | os.PathLike[str] | None = None,
+        gather: bool = False,
     ) -> None:
         if on_leak not in ("raise", "warn", "ignore"):
             raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
@@ -82,7 +102,9 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         self.allow = tuple(allow)
         self.all_cycles = all_cycles
         self.report_to = Path(report_to) if report_to is not None else None
+        self.gather = gather
         self.report: Report | None = None
+        self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
         self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
         self._gc_was_enabled = True
@@ -94,6 +116,7 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
             allow=self.allow,
             all_cycles=self.all_cycles,
             report_to=self.report_to,
+            gather=self.gather,
         )
 
     def __enter__(self) -> check_leaks:
@@ -123,10 +146,7 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
             if not self._gc_was_enabled:
                 notes.append("Automatic garbage collection was disabled during the check.")
             if not watch.used_freeze:
-                notes.append(
-                    "Objects were already frozen (gc.freeze), so the baseline was collected "
-                    "instead of frozen; frozen objects are never examined."
-                )
+                notes.append(_FROZEN_NOTE)
             options = AnalysisOptions(
                 min_bytes=self.min_bytes,
                 all_cycles=self.all_cycles,
@@ -138,6 +158,11 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         finally:
             captured.release()
             watch.finish()
+        if self.gather:
+            # Before raising: a rank that raised here would leave the first rank waiting.
+            from whyalive.distributed import gather_summary
+
+            self.summary = gather_summary(self.report)
         if exc_type is None and self.report.found:
             self._act(self.report)
 
@@ -146,11 +171,12 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
             return
         message = report.render("text")
         if self.report_to is not None:
-            from whyalive.render import renderer_for_path
+            from whyalive.render import render_bytes, renderer_for_path
 
-            document = renderer_for_path(self.report_to)().render(report)
-            self.report_to.write_text(document, encoding="utf-8")
-            message += f"Report written to {self.report_to}\n"
+            document = render_bytes(renderer_for_path(self.report_to)(), report)
+            self.report_to.parent.mkdir(parents=True, exist_ok=True)
+            self.report_to.write_bytes(document)
+            message += f"Report written to {self.report_to.resolve()}\n"
         if self.on_leak == "raise":
             raise LeakError(message, report)
         filename, line, _ = self._location

@@ -18,11 +18,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"whyalive: error: {message}\n")
 
 
-def _write(document: str, output: str | None) -> None:
+def _write(document: str | bytes, output: str | None) -> None:
     if output in (None, "-"):
-        sys.stdout.write(document)
+        if isinstance(document, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(document)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(document)
+    elif isinstance(document, bytes):
+        Path(output).write_bytes(document)
     else:
-        Path(output).write_text(document, encoding="utf-8")  # type: ignore[arg-type]
+        Path(output).write_text(document, encoding="utf-8")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -41,11 +48,17 @@ def _render_to(report: object, format_name: str | None, output: str | None) -> N
     if format_name:
         renderer = get_renderer(format_name)
     elif output not in (None, "-"):
-        renderer = renderer_for_path(output)  # type: ignore[arg-type]
+        renderer = renderer_for_path(output)
     else:
         renderer = get_renderer("text")
     options = {"color": sys.stdout.isatty()} if renderer.name == "text" and output in (None, "-") else {}
-    _write(renderer(**options).render(report), output)  # type: ignore[arg-type]
+    instance = renderer(**options)
+    if renderer.binary:
+        from whyalive.render import render_bytes
+
+        _write(render_bytes(instance, report), output)  # type: ignore[arg-type]
+    else:
+        _write(instance.render(report), output)  # type: ignore[arg-type]
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -73,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("-f", "--format", help="output format (default: from -o suffix, else text)")
     render.add_argument("-o", "--output", help="output file, or - for stdout")
     render.set_defaults(handler=_cmd_render)
+
+    from whyalive.lint import command as lint_command
+
+    lint = commands.add_parser("lint", help="flag code that makes reference cycles, before it runs")
+    lint_command.add_arguments(lint)
+    lint.set_defaults(handler=lint_command.run)
     return parser
 
 

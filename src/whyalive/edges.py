@@ -35,7 +35,8 @@ UNKNOWN = "unknown"  # labelled by type, never guessed
 USER_KINDS = frozenset({CELL, ATTRIBUTE, KEY, INDEX, LOCAL, BOUND_SELF, DEFAULTS})
 
 _MAX_REPR = 60
-_FRAME_LIKE = (types.FrameType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+_GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+_FRAME_LIKE = (types.FrameType, *_GENERATORS)
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,16 @@ class NodeName:
     location: str | None
 
 
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+
+
 def type_name(obj: object) -> str:
     """``module.Qualname`` of the object's type, builtins without a module."""
     cls = type(obj)
-    module = cls.__module__
-    qualname = cls.__qualname__
+    # type's own descriptors: a metaclass property named __module__ must not run.
+    module = _TYPE_MODULE.__get__(cls)
+    qualname = _TYPE_QUALNAME.__get__(cls)
     if module in ("builtins", None):
         return str(qualname)
     return f"{module}.{qualname}"
@@ -93,8 +99,12 @@ def _code_of(obj: object) -> types.CodeType | None:
     return None
 
 
-def _qualname(code: types.CodeType) -> str:
-    return getattr(code, "co_qualname", code.co_name)
+def _qualname(code: types.CodeType, owner: object = None) -> str:
+    """``co_qualname`` (3.11+); on 3.10 the function's or generator's ``__qualname__``."""
+    found = getattr(code, "co_qualname", None)
+    if found is None and type(owner) in (types.FunctionType, *_GENERATORS):
+        found = owner.__qualname__  # type: ignore[attr-defined]
+    return str(found or code.co_name)
 
 
 def name_node(obj: object, variable: str | None = None) -> NodeName:
@@ -123,11 +133,11 @@ def _name_node(obj: object, variable: str | None) -> NodeName:
             where = f"{os.path.basename(code.co_filename)}:{line}"
             return NodeName(tname, f"frame of {_qualname(code)}", where)
         kind = {types.FunctionType: "function"}.get(cls, cls.__name__)
-        return NodeName(tname, f"{kind} {_qualname(code)}", code_location(code))
+        return NodeName(tname, f"{kind} {_qualname(code, obj)}", code_location(code))
     if cls is types.MethodType:
         func = obj.__func__  # type: ignore[attr-defined]
         func_code = _code_of(func)
-        fname = _qualname(func_code) if func_code else safe_repr(func)
+        fname = _qualname(func_code, func) if func_code else safe_repr(func)
         loc = code_location(func_code) if func_code else None
         return NodeName(tname, f"bound method {fname}", loc)
     if cls is types.CellType:
@@ -315,10 +325,14 @@ def _name_frame_edge(source: object, target: object) -> EdgeName | None:
     if target is code:
         return EdgeName(INTERNAL, "code")
     referents = gc.get_referents(source)
-    start = next((i + 1 for i, ref in enumerate(referents) if ref is code), None)
+    # A generator visits its own code, name and qualname before its frame's
+    # function and code: the locals follow the *last* visit of the code object.
+    start = next((i + 1 for i in range(len(referents) - 1, -1, -1) if referents[i] is code), None)
     if start is None:
         return None
     tail = referents[start:]
+    while tail and type(tail[0]) is types.FunctionType and tail[0].__code__ is code:
+        tail = tail[1:]  # the frame's own function (3.11+ visits it next to the code)
     if type(source) is types.FrameType and sys.version_info < (3, 11):
         skip = (source.f_builtins, source.f_globals)  # type: ignore[attr-defined]
         while tail and any(tail[0] is s for s in skip):

@@ -43,8 +43,11 @@ __all__ = [
     "IMPLEMENTATION",
     "GraphImplementation",
     "build_graph",
+    "clear_objects",
+    "cyclic_members",
     "c_implementation",
     "find_components",
+    "indices_of_types",
     "nodes_reaching",
     "python_implementation",
 ]
@@ -54,6 +57,9 @@ BuildGraph = Callable[
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
+IndicesOfTypes = Callable[[list[object], "tuple[type, ...]"], "list[int]"]
+CyclicMembers = Callable[[Any, Any, Any], "list[int]"]
+ClearObjects = Callable[[list[object]], None]
 
 # Formats of 8-byte signed integers that CPython's struct/array/memoryview
 # produce on the platforms we support; the C side accepts exactly these too.
@@ -72,6 +78,9 @@ class GraphImplementation:
     build_graph: BuildGraph
     find_components: FindComponents
     nodes_reaching: NodesReaching
+    indices_of_types: IndicesOfTypes
+    cyclic_members: CyclicMembers
+    clear_objects: ClearObjects | None
 
 
 def _readonly_int64(values: list[int]) -> memoryview:
@@ -257,11 +266,34 @@ def _py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memo
     return memoryview(bytes(mask))
 
 
+def _py_indices_of_types(nodes: list[object], types: tuple[type, ...]) -> list[int]:
+    return [
+        i
+        for i, node in enumerate(nodes)
+        if any(_type_subclasscheck(t, type(node)) for t in types)
+    ]
+
+
+def _py_cyclic_members(component_of: Any, cyclic: Any, mask: Any) -> list[int]:
+    components = _int64_list(component_of, "component_of")
+    flags = bytes(cyclic)
+    keep = bytes(mask) if mask is not None else None
+    return [
+        i
+        for i, component in enumerate(components)
+        if flags[component] and (keep is None or keep[i])
+    ]
+
+
 _PYTHON = GraphImplementation(
     name="python",
     build_graph=_py_build_graph,
     find_components=_py_find_components,
     nodes_reaching=_py_nodes_reaching,
+    indices_of_types=_py_indices_of_types,
+    cyclic_members=_py_cyclic_members,
+    # Python cannot call tp_clear: the caller falls back to a collection.
+    clear_objects=None,
 )
 
 
@@ -275,6 +307,9 @@ def _load_c() -> GraphImplementation | None:
         build_graph=cast(BuildGraph, mod.build_graph),
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
+        indices_of_types=cast(IndicesOfTypes, mod.indices_of_types),
+        cyclic_members=cast(CyclicMembers, mod.cyclic_members),
+        clear_objects=cast(ClearObjects, mod.clear_objects),
     )
 
 
@@ -297,3 +332,6 @@ IMPLEMENTATION: str = _ACTIVE.name
 build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
+indices_of_types: IndicesOfTypes = _ACTIVE.indices_of_types
+cyclic_members: CyclicMembers = _ACTIVE.cyclic_members
+clear_objects: ClearObjects | None = _ACTIVE.clear_objects

@@ -53,6 +53,7 @@ class CycleView:
     edges: list[NamedEdge] = field(default_factory=list)
     holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
     owner_of: dict[int, int] = field(default_factory=dict)
+    heavy_bytes: dict[int, int] = field(default_factory=dict)
 
     def obj(self, node: int) -> object:
         """The live object behind a node id (only during analysis)."""
@@ -125,44 +126,78 @@ def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[Nam
     return nodes, named
 
 
-def _is_acyclic(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> bool:
+def _left_alive(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> set[int]:
+    """Nodes still on a loop, or reachable from one, once ``removed`` is gone (Kahn peeling)."""
     indegree = dict.fromkeys(nodes, 0)
     out: dict[int, list[int]] = defaultdict(list)
     for edge in edges:
-        if edge in removed:
+        if edge in removed or edge.source not in indegree or edge.target not in indegree:
             continue
-        if edge.source == edge.target:
-            return False
         out[edge.source].append(edge.target)
         indegree[edge.target] += 1
     queue = deque(node for node, degree in indegree.items() if degree == 0)
-    visited = 0
+    freed: set[int] = set()
     while queue:
         node = queue.popleft()
-        visited += 1
+        freed.add(node)
         for succ in out[node]:
             indegree[succ] -= 1
             if indegree[succ] == 0:
                 queue.append(succ)
-    return visited == len(nodes)
+    return set(nodes) - freed
+
+
+def _is_acyclic(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> bool:
+    return not _left_alive(nodes, edges, removed)
+
+
+def bytes_freed(view: CycleView, removed: set[NamedEdge]) -> int:
+    """Bytes of heavy objects reference counting frees once ``removed`` is gone.
+
+    A heavy object stays when its holder path starts at a node that is still on
+    (or below) a loop; each heavy object is counted once.
+    """
+    alive = _left_alive(view.shown, view.edges, removed)
+    shown = set(view.shown)
+    kept: dict[int, bool] = {}
+    for nodes, _ in view.holder_paths:
+        start = nodes[0]
+        stays = start in alive or start not in shown
+        kept[nodes[-1]] = kept.get(nodes[-1], False) or stays
+    return sum(view.heavy_bytes.get(heavy, 0) for heavy, stays in kept.items() if not stays)
+
+
+def _prune(view: CycleView, chosen: list[NamedEdge]) -> list[NamedEdge]:
+    """Drop references the cut does not need, worst-ranked first, so the cut is minimal."""
+    kept = list(chosen)
+    for edge in reversed(chosen):
+        trial = [e for e in kept if e is not edge]
+        if trial and _is_acyclic(view.shown, view.edges, set(trial)):
+            kept = trial
+    return kept
 
 
 def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> list[NamedEdge]:
     """The reference(s) to remove so reference counting frees the cycle.
 
-    A pattern's preferred references come first, then user-written references
-    (closure variables, attributes, locals, dict entries) before interpreter
-    internals. A single reference is chosen when one breaks every loop; otherwise
-    the best references are removed greedily until none is left.
+    A pattern's preferred references come first (all of them, when together they
+    free the cycle: a tree's every ``.parent``). Otherwise one reference is chosen
+    when one breaks every loop, ranked so that user-written references (closure
+    variables, attributes, locals, dict entries) beat interpreter internals and,
+    among equals, the one freeing more bytes wins. Failing that, the best
+    references are removed greedily and the result pruned to a minimal set.
     """
-    first = preferred or []
-    ranked = first + sorted(
-        (edge for edge in view.edges if edge not in first), key=lambda edge: -edge.score
-    )
-    if not ranked:
-        return []
+    first = [edge for edge in preferred or [] if edge in view.edges]
+    if not view.edges:
+        return first
     if len(view.edges) > _VERIFY_LIMIT:
-        return ranked[:1]
+        first_edge = first[0] if first else max(view.edges, key=lambda edge: edge.score)
+        return [first_edge]
+    if first and _is_acyclic(view.shown, view.edges, set(first)):
+        return _prune(view, first)
+    others = [edge for edge in view.edges if edge not in first]
+    freed = {edge: bytes_freed(view, {edge}) for edge in others}
+    ranked = first + sorted(others, key=lambda edge: (-edge.score, -freed[edge]))
     for edge in ranked:
         if _is_acyclic(view.shown, view.edges, {edge}):
             return [edge]
@@ -173,4 +208,4 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
         chosen.append(edge)
         if _is_acyclic(view.shown, view.edges, removed):
             break
-    return chosen
+    return _prune(view, chosen)

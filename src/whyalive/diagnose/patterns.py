@@ -53,11 +53,11 @@ def label(view: CycleView, node: int, variable: str | None = None) -> str:
 
 def qualname_of(obj: object) -> str:
     """The qualified name of a function's or method's code, else the type's name."""
-    code = getattr(obj, "__code__", None) if type(obj) is types.FunctionType else None
-    if code is None and type(obj) is types.MethodType:
-        code = getattr(obj.__func__, "__code__", None)  # type: ignore[attr-defined]
-    if type(code) is types.CodeType:
-        return str(getattr(code, "co_qualname", code.co_name))
+    if type(obj) is types.MethodType:
+        obj = obj.__func__  # type: ignore[attr-defined]
+    if type(obj) is types.FunctionType:
+        # A plain function's __qualname__ is a C-level slot: no user code runs.
+        return str(obj.__qualname__)
     return type(obj).__qualname__
 
 
@@ -178,9 +178,13 @@ class RecursiveClosurePattern:
             return None
         fn, closure_edge, back = mutual[0]
         other = back.target
-        variable = closure_edge.name.name.split(" ", 1)[1]
         first, second = qualname_of(view.obj(fn)), qualname_of(view.obj(other))
         outer = enclosing_function(first)
+        # The user's names for the functions: the closure variables that hold them.
+        names = sorted(
+            {e.name.name.split(" ", 1)[1] for _, e, b in mutual if b.target in functions}
+        )
+        del_names = ", ".join(names)
         summary = (
             f"{label(view, fn)} and {label(view, other)} refer to each other through their "
             f"closure cells"
@@ -191,8 +195,9 @@ class RecursiveClosurePattern:
             f"holds. Reference counting cannot free them; only the cyclic garbage collector can."
         )
         fix = (
-            f"`del` the nested functions in `{outer}` after their last use (in a `finally:`), "
-            f"pass them as arguments, or move them to module level."
+            f"Break the loop: `del {del_names}` in `{outer}` after their last use (in a "
+            f"`finally:` so an error cannot skip it), pass the functions as arguments, or "
+            f"move them to module level."
         )
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, [back], "WAL101"
@@ -201,7 +206,8 @@ class RecursiveClosurePattern:
 
 def _is_instance_node(obj: object) -> bool:
     cls = type(obj)
-    return cls.__module__ != "builtins" and not issubclass(cls, (type, BaseException))
+    module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
+    return module != "builtins" and not issubclass(cls, (type, BaseException))
 
 
 class BoundMethodOnSelfPattern:
@@ -347,21 +353,38 @@ class GeneratorFramePattern:
         if not gens:
             return None
         gen = gens[0]
-        into = [e for e in view.edges if e.target == gen and e.source != gen]
-        locals_in = [e for e in into if e.name.kind == ek.LOCAL] or into
+        loop = chain(view, gen, gen)
+        into = [e for e in view.edges if e.target == gen]
+        # What the user wrote: an attribute or entry holding the generator, else its local.
+        held = [e for e in into if e.name.kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX)]
+        locals_in = [e for e in loop if e.name.kind == ek.LOCAL]
+        cut = held[:1] or [e for e in into if e.name.kind == ek.LOCAL][:1] or into[:1]
+        kind = type(view.obj(gen)).__name__
         summary = f"{label(view, gen)} is held by its own frame"
-        if locals_in:
-            summary += f" through `{locals_in[0].name.name}`"
+        if loop:
+            summary += f" through `{path_words(view, loop)}`"
+        local = variable_of(locals_in[0]) if locals_in else None
         explanation = (
-            "A suspended generator or coroutine keeps its frame, and the frame keeps its local "
-            "variables; one of them refers back to the generator, so neither can be freed by "
-            "reference counting while it is suspended."
+            f"A suspended {kind} keeps its frame, and the frame keeps its local variables; "
+            f"{f'the local `{local}`' if local else 'one of them'} refers back to the {kind}, "
+            "so reference counting cannot free them. The collector normally breaks such a "
+            "loop by closing the generator (which clears its frame); this one survived that, "
+            "usually because the generator catches `GeneratorExit` (a bare `except:` or "
+            "`except BaseException:` around a `yield`) and yields again."
         )
         fix = (
-            "Do not store the generator (or an object holding it) in its own locals; close it "
-            "with `.close()` when done, or hold it through `weakref.ref`."
+            f"Do not keep the {kind} in its own frame"
+            f"{f' (`{local}`)' if local else ''}: pass what it needs instead of the {kind} "
+            "itself, or hold it through `weakref.ref`; and let `GeneratorExit` propagate "
+            "(never yield after catching it) so `.close()` can clear the frame."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, locals_in[:1], None)
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
+
+
+def variable_of(edge: NamedEdge) -> str:
+    """``me`` for ``local me``; the edge's name otherwise."""
+    name = edge.name.name
+    return name.split(" ", 1)[1] if name.startswith("local ") else name
 
 
 def _autograd_node_type() -> type | None:
@@ -406,10 +429,18 @@ class AutogradNodePattern:
             "owner, the loop runs through autograd; the activations stay alive until the "
             "collector runs, and loops that pass through C++ are never collected at all."
         )
+        attr = out[0].name.name if out and out[0].name.kind == ek.ATTRIBUTE else None
+        ctx_fix = (
+            f"In a custom `autograd.Function`, save tensors with `ctx.save_for_backward(...)` "
+            f"(it does not hold the output strongly) instead of `ctx{attr}`. "
+            if attr
+            else "In a custom `autograd.Function`, save tensors with "
+            "`ctx.save_for_backward(...)` rather than as `ctx` attributes. "
+        )
         fix = (
-            "Do not capture the tensor (or its owner) in hooks or attributes on its own autograd "
-            "node: capture a `weakref.ref` instead, remove hooks with `handle.remove()` after "
-            "use, and keep per-step state in a side table rather than on the node."
+            f"{ctx_fix}Do not capture the tensor (or its owner) in hooks or attributes on its "
+            "own autograd node: capture a `weakref.ref` instead, remove hooks with "
+            "`handle.remove()` after use, and keep per-step state in a side table."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, out[:1], "WAL401")
 
@@ -435,11 +466,18 @@ class MethodCachePattern:
             "when the cache itself is reachable from those arguments (a per-class or "
             "per-instance cache), the objects hold the cache and the cache holds the objects."
         )
-        fix = (
-            "Do not put `lru_cache`/`cache` on methods: use `functools.cached_property`, a "
-            "dict on the instance, or cache a module-level function of the fields you need."
-        )
         into = [e for e in view.edges if e.target == cache]
+        stored = (
+            f" Here the cache is stored in `{into[0].name.name}`: drop it "
+            f"(`del self{into[0].name.name}`) when done."
+            if into and into[0].name.kind == ek.ATTRIBUTE
+            else ""
+        )
+        fix = (
+            f"Do not put `lru_cache`/`cache` on `{name}` (a method): use "
+            "`functools.cached_property`, a dict on the instance, or cache a module-level "
+            f"function of the fields you need.{stored}"
+        )
         return PatternMatch(self.name, self.title, summary, explanation, fix, into[:1], "WAL501")
 
 
@@ -485,7 +523,9 @@ class ParentChildPattern:
             f"Hold the back reference weakly: `self.{attr} = weakref.ref({attr})` (or "
             f"`weakref.proxy`), or clear `.{attr}` when the `{child}` is detached."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL901")
+        # Every child's back reference of that name: together they free the tree.
+        backs = [e for e in attr_edges if e.name.name == back.name.name]
+        return PatternMatch(self.name, self.title, summary, explanation, fix, backs, "WAL901")
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
@@ -557,6 +597,8 @@ UNRECOGNISED = UnrecognisedPattern()
 
 PATTERNS: tuple[Pattern, ...] = (
     RecursiveClosurePattern(),
+    # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
+    MethodCachePattern(),
     BoundMethodOnSelfPattern(),
     ExceptionTracebackPattern(),
     GeneratorFramePattern(),

@@ -8,6 +8,10 @@ from typing import Any
 from whyalive.kinds import HeavyFacts
 
 
+# str(dtype) runs Python code in NumPy (~50 us); dtypes are few and immutable.
+_DTYPE_NAMES: dict[object, str] = {}
+
+
 class NumpyKind:
     """``numpy.ndarray`` and subclasses; a view and its base share one storage."""
 
@@ -35,9 +39,12 @@ class NumpyKind:
             # A view of a foreign buffer (bytes, mmap): count what this array spans.
             nbytes = int(ndarray.nbytes.__get__(obj))
         dims = ", ".join(str(int(d)) for d in shape)
+        dtype_name = _DTYPE_NAMES.get(dtype)
+        if dtype_name is None:
+            dtype_name = _DTYPE_NAMES.setdefault(dtype, str(dtype))
         return HeavyFacts(
             kind="numpy.ndarray",
-            description=f"ndarray({dtype}[{dims}])",
+            description=f"ndarray({dtype_name}[{dims}])",
             nbytes=nbytes,
             device="cpu",
             storage=("numpy", id(root)),

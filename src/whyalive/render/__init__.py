@@ -8,15 +8,30 @@ from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.render.base import Renderer
+from whyalive.render.dot import DotRenderer
+from whyalive.render.html_page import HtmlRenderer
+from whyalive.render.json_doc import JsonRenderer
+from whyalive.render.svg import PngRenderer, SvgRenderer
 from whyalive.render.text import TextRenderer
+from whyalive.report import Report
 
-RENDERERS: dict[str, type[Any]] = {r.name: r for r in (TextRenderer,)}
+RENDERERS: dict[str, type[Any]] = {
+    r.name: r
+    for r in (TextRenderer, JsonRenderer, DotRenderer, SvgRenderer, PngRenderer, HtmlRenderer)
+}
+
+
+def render_bytes(renderer: Renderer, report: Report) -> bytes:
+    """The document as bytes: a binary renderer's own (``render_bytes``), text as UTF-8."""
+    if renderer.binary:
+        return renderer.render_bytes(report)  # type: ignore[attr-defined, no-any-return]
+    return renderer.render(report).encode("utf-8")
 
 
 def get_renderer(name: str) -> type[Renderer]:
     """A renderer class by format name, or by ``package.module:Class`` import path."""
     if name in RENDERERS:
-        return RENDERERS[name]  # type: ignore[no-any-return]
+        return RENDERERS[name]
     if ":" in name:
         module_name, _, class_name = name.partition(":")
         try:
@@ -33,6 +48,6 @@ def renderer_for_path(path: str | Path) -> type[Renderer]:
     suffix = Path(path).suffix.lower()
     for renderer in RENDERERS.values():
         if suffix in renderer.file_suffixes:
-            return renderer  # type: ignore[no-any-return]
+            return renderer
     known = ", ".join(sorted(s for r in RENDERERS.values() for s in r.file_suffixes))
     raise UsageError(f"cannot tell the format of {str(path)!r} from its suffix (known: {known})")

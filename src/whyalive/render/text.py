@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from whyalive.report import CycleReport, Edge, Report
+from whyalive.report import AliveObject, CycleReport, Edge, Report
 from whyalive.words import plural, size_to_words
 
 
@@ -36,7 +36,15 @@ class TextRenderer:
         lines: list[str] = []
         rank = f" [rank {report.run.rank}]" if report.run.rank is not None else ""
         where = f" at {report.run.where}" if report.run.where else ""
-        if not report.cycles:
+        if report.alive and not report.cycles:
+            alive_bytes = sum(a.nbytes for a in report.alive)
+            lines.append(
+                self._bold(
+                    f"whyalive{rank}: {plural(len(report.alive), 'object')} still alive{where}: "
+                    f"{size_to_words(alive_bytes)}."
+                )
+            )
+        elif not report.cycles:
             lines.append(
                 f"whyalive{rank}: no cyclic garbage holds heavy objects{where} "
                 f"({plural(report.garbage_objects, 'garbage object')}, "
@@ -57,10 +65,30 @@ class TextRenderer:
         for number, cycle in enumerate(report.cycles, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle))
-        if report.cycles and report.notes:
+        for alive in report.alive:
+            lines.append("")
+            lines.extend(self._alive(report, alive))
+        if (report.cycles or report.alive) and report.notes:
             lines.append("")
             lines.extend(f"Note: {note}" for note in report.notes)
         return "\n".join(lines) + "\n"
+
+    def _alive(self, report: Report, alive: AliveObject) -> list[str]:
+        """A still-alive object: what it is, the root that holds it, the paths, the blind spot."""
+        lines = [self._bold(f"Still alive: {alive.description}, {size_to_words(alive.nbytes)}")]
+        if alive.root:
+            lines.append(f"  Held by: {alive.root}")
+        if alive.paths:
+            lines.append("  Holder paths:")
+            for path in alive.paths:
+                parts = [report.node(path.nodes[0]).label]
+                parts.extend(edge_words(report, e) for e in path.edges)
+                lines.append(f"    {' '.join(parts)}")
+        if alive.note:
+            lines.append(f"  Note: {alive.note}")
+        if alive.allocation_site:
+            lines.append(f"  Allocated: {alive.allocation_site}")
+        return lines
 
     def _cycle(self, report: Report, number: int, cycle: CycleReport) -> list[str]:
         times = f" x{cycle.occurrences}" if cycle.occurrences > 1 else ""

@@ -39,7 +39,7 @@ def _check_exception_kept(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     for stmt, where, what in _handler_stores(node):
         if isinstance(where, ast.Name) and (
             where.id == name
-            or bindings(ctx, function).cleared_after(where.id, getattr(stmt, "lineno", 0))
+            or bindings(ctx, function).rebound_after(where.id, getattr(stmt, "lineno", 0))
         ):
             continue
         if any(isinstance(h, ast.Name) and h.id == name for h in held_values(what)):

@@ -1,0 +1,354 @@
+"""pytest plugin: fail the test that leaves heavy objects in cyclic garbage, and say why.
+
+Inert unless asked (STYLE pitfall 2): without ``--whyalive`` (ini ``whyalive = true``)
+or a ``whyalive`` marker, every hook returns at once and the garbage collector is
+never touched; the analysis modules are imported only when a test is checked.
+
+A checked test is watched from the start of its setup to the end of its teardown
+by one bracket: the baseline heap is frozen once (so each collection traverses
+only what the test created) and ``DEBUG_SAVEALL`` stays on. Checkpoints between
+the segments (each fixture's setup, the call, each fixture's finalizer) take
+what the segment left as garbage, so a leak is blamed on the phase and fixture
+that made it, and garbage from an earlier test was frozen before this one began.
+Debug flags, thresholds, callbacks and the freeze count stay constant inside the
+bracket, so a suite's own "gc state unchanged" fixture sees nothing move.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from whyalive.capture import GarbageWatch
+    from whyalive.report import Report
+
+HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
+HELP_MIN_BYTES = "report only cycles holding at least this many bytes (default 0)"
+HELP_ON_LEAK = "what a leaking test does: 'fail' (default) or 'warn'"
+HELP_REPORT = "write a JSON (and HTML, when available) report per leaking test to this directory"
+
+MARKER_CHECK = (
+    "whyalive(min_bytes=0, allow=[], on_leak='fail'): check this test for heavy objects "
+    "left in cyclic garbage, with these settings"
+)
+MARKER_SKIP = "whyalive_skip: never check this test with whyalive"
+
+_PROPERTY = "whyalive"
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """The settings one test is checked with (command line, ini, then its marker)."""
+
+    min_bytes: int = 0
+    allow: tuple[str, ...] = ()
+    on_leak: str = "fail"
+
+
+@dataclass
+class Leak:
+    """A leak found in one segment of one test."""
+
+    phase: str
+    report: Report
+
+
+@dataclass
+class TestWatch:
+    """The bracket around one test: segments, their labels, and the leaks found."""
+
+    options: TestOptions
+    where: str
+    label: str = "setup"
+    watches: list[GarbageWatch] = field(default_factory=list)
+    leaks: list[Leak] = field(default_factory=list)
+    reported: int = 0
+
+    def begin(self) -> None:
+        """Start the first segment; the first watch freezes the baseline."""
+        from whyalive.capture import GarbageWatch
+
+        watch = GarbageWatch()
+        watch.begin()
+        self.watches.append(watch)
+
+    def checkpoint(self, next_label: str | None) -> None:
+        """Take the current segment's garbage, blame it on ``label``, start the next one."""
+        from whyalive.analysis import AnalysisOptions, analyze
+        from whyalive.capture import GarbageWatch
+
+        watch = self.watches[-1]
+        if watch.active:
+            captured = watch.end()
+            try:
+                if captured.objects:
+                    report = analyze(
+                        captured.objects,
+                        AnalysisOptions(
+                            min_bytes=self.options.min_bytes,
+                            allow=self.options.allow,
+                            where=f"{self.where} ({self.label})",
+                        ),
+                    )
+                    if report.found:
+                        self.leaks.append(Leak(self.label, report))
+            finally:
+                captured.release()
+        if next_label is None:
+            # Give back every freeze we own, newest first (a test may have unfrozen ours).
+            for owned in reversed(self.watches):
+                owned.finish()
+            self.watches.clear()
+            return
+        self.label = next_label
+        # The baseline is still frozen, so this watch's opening collection is cheap.
+        fresh = GarbageWatch()
+        fresh.begin()
+        self.watches.append(fresh)
+
+    def take_new(self) -> list[Leak]:
+        """Leaks found since the last call."""
+        new = self.leaks[self.reported :]
+        self.reported = len(self.leaks)
+        return new
+
+
+@dataclass
+class PluginState:
+    """Everything the plugin keeps, in ``config.stash``."""
+
+    check_all: bool
+    defaults: TestOptions
+    report_dir: Path | None
+    current: TestWatch | None = None
+
+
+STATE = pytest.StashKey[PluginState]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options ``--whyalive-<thing>`` with ini twins ``whyalive_<thing>`` (one help each)."""
+    group = parser.getgroup("whyalive", "whyalive: reference cycles that hold tensors")
+    group.addoption("--whyalive", action="store_true", default=None, help=HELP_ENABLE)
+    group.addoption("--whyalive-min-bytes", type=int, default=None, help=HELP_MIN_BYTES)
+    group.addoption(
+        "--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK
+    )
+    group.addoption("--whyalive-report", metavar="DIR", default=None, help=HELP_REPORT)
+    parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
+    parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
+    parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
+    parser.addini("whyalive_report", HELP_REPORT, default="")
+
+
+def _setting(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return value if value is not None else config.getini(name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers and read the settings; nothing else happens here."""
+    config.addinivalue_line("markers", MARKER_CHECK)
+    config.addinivalue_line("markers", MARKER_SKIP)
+    on_leak = str(_setting(config, "whyalive_on_leak"))
+    if on_leak not in ("fail", "warn"):
+        raise pytest.UsageError(f"whyalive_on_leak must be 'fail' or 'warn', not {on_leak!r}")
+    try:
+        min_bytes = int(_setting(config, "whyalive_min_bytes"))
+    except ValueError:
+        raise pytest.UsageError("whyalive_min_bytes must be an integer") from None
+    report = str(_setting(config, "whyalive_report") or "")
+    config.stash[STATE] = PluginState(
+        check_all=bool(_setting(config, "whyalive")),
+        defaults=TestOptions(min_bytes=min_bytes, on_leak=on_leak),
+        report_dir=Path(report) if report else None,
+    )
+
+
+def _options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
+    """The test's settings, or None when it is not checked."""
+    if item.get_closest_marker("whyalive_skip") is not None:
+        return None
+    marker = item.get_closest_marker("whyalive")
+    if marker is None:
+        return state.defaults if state.check_all else None
+    allow = marker.kwargs.get("allow", ())
+    on_leak = marker.kwargs.get("on_leak", state.defaults.on_leak)
+    if on_leak not in ("fail", "warn"):
+        raise pytest.UsageError(f"{item.nodeid}: whyalive on_leak must be 'fail' or 'warn'")
+    return TestOptions(
+        min_bytes=int(marker.kwargs.get("min_bytes", state.defaults.min_bytes)),
+        allow=(allow,) if isinstance(allow, str) else tuple(allow),
+        on_leak=on_leak,
+    )
+
+
+def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: bool) -> None:
+    """Record new leaks on the item (for the summary and xdist) and fail or warn."""
+    leaks = watch.take_new()
+    if not leaks:
+        return
+    texts = []
+    for leak in leaks:
+        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{leak.report.render('text')}"
+        written = _write_report(state, item, leak)
+        if written:
+            text += f"Report written to {', '.join(str(p) for p in written)}\n"
+        texts.append(text)
+        patterns = sorted({cycle.pattern for cycle in leak.report.cycles})
+        item.user_properties.append(
+            (
+                _PROPERTY,
+                {"phase": leak.phase, "bytes": leak.report.total_bytes, "patterns": patterns},
+            )
+        )
+    message = "\n".join(texts)
+    if watch.options.on_leak == "warn" or not raise_now:
+        from whyalive.errors import LeakWarning
+
+        if watch.options.on_leak == "warn":
+            item.warn(LeakWarning(message))
+        else:
+            item.add_report_section(leaks[0].phase.split()[0], "whyalive", message)
+        return
+    pytest.fail(message, pytrace=False)
+
+
+def _write_report(state: PluginState, item: pytest.Item, leak: Leak) -> list[Path]:
+    if state.report_dir is None:
+        return []
+    from whyalive.render import RENDERERS
+
+    state.report_dir.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{leak.phase}").strip("_")
+    written = [leak.report.save(state.report_dir / f"{stem}.json")]
+    if "html" in RENDERERS:
+        html = state.report_dir / f"{stem}.html"
+        html.write_text(RENDERERS["html"]().render(leak.report), encoding="utf-8")
+        written.append(html)
+    return written
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """Open the test's bracket before any fixture runs."""
+    state = item.config.stash[STATE]
+    options = _options_for(item, state)
+    if options is None:
+        return (yield)
+    path, line, name = item.location
+    state.current = TestWatch(options, where=f"{path}:{(line or 0) + 1} in {name}")
+    state.current.begin()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, object, object]:
+    """Give each fixture's setup its own segment, so its leaks are blamed on it."""
+    watch = request.config.stash[STATE].current
+    if watch is None:
+        return (yield)
+    phase = watch.label.split()[0]
+    watch.checkpoint(f"{phase} (fixture {fixturedef.argname})")
+    try:
+        return (yield)
+    finally:
+        watch.checkpoint(phase)
+
+
+def pytest_fixture_post_finalizer(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> None:
+    """A fixture was just torn down: what its finalizer left is blamed on it."""
+    watch = request.config.stash[STATE].current
+    if watch is not None and watch.label.startswith("teardown"):
+        watch.label = f"teardown (fixture {fixturedef.argname})"
+        watch.checkpoint("teardown")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Check the test body; setup leaks fail the test here, so they count as failures."""
+    state = item.config.stash[STATE]
+    watch = state.current
+    if watch is None:
+        return (yield)
+    watch.checkpoint("call")
+    try:
+        result = yield
+    except BaseException:
+        watch.checkpoint("teardown")
+        _act(item, state, watch, raise_now=False)
+        raise
+    watch.checkpoint("teardown")
+    _act(item, state, watch, raise_now=True)
+    return result
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """Close the bracket after the last finalizer; teardown leaks are reported here."""
+    state = item.config.stash[STATE]
+    watch = state.current
+    if watch is None:
+        return (yield)
+    try:
+        result = yield
+    finally:
+        state.current = None
+        watch.checkpoint(None)
+    _act(item, state, watch, raise_now=True)
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """List the leaking tests with bytes held and patterns (xdist: user_properties travel)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == _PROPERTY and isinstance(value, dict):
+                    rows.setdefault((report.nodeid, str(value.get("phase"))), value)
+    if not rows:
+        return
+    from whyalive.words import plural, size_to_words
+
+    tests = {nodeid for nodeid, _ in rows}
+    terminalreporter.section("whyalive")
+    terminalreporter.line(
+        f"{plural(len(tests), 'test')} left heavy objects in cyclic garbage:", red=True
+    )
+    for (nodeid, phase), value in sorted(rows.items()):
+        patterns = ", ".join(value.get("patterns", ())) or "unrecognised"
+        size = size_to_words(int(value.get("bytes", 0)))
+        terminalreporter.line(f"  {nodeid} [{phase}]: {size} ({patterns})")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say that whyalive is checking, and with what."""
+    state = config.stash[STATE]
+    if not state.check_all:
+        return None
+    options = state.defaults
+    return (
+        f"whyalive: checking every test (min_bytes={options.min_bytes}, "
+        f"on_leak={options.on_leak})"
+    )
+
+
+@pytest.fixture
+def whyalive(request: pytest.FixtureRequest) -> Any:
+    """A ``check_leaks`` handle for this test: ``with whyalive: ...`` then ``whyalive.report``."""
+    from whyalive.check import check_leaks
+
+    state = request.config.stash[STATE]
+    return check_leaks(on_leak="raise", min_bytes=state.defaults.min_bytes)

@@ -1,0 +1,290 @@
+/* whyalive offline viewer. Every string from the report is inserted with textContent;
+   attributes set here hold numbers or fixed words only. Layout: Graphviz coordinates
+   embedded by the writer, otherwise the vendored dagre library. */
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var CHAR_W = 6.7, LINE_H = 14, PAD = 12;
+  var data = JSON.parse(document.getElementById("whyalive-data").textContent);
+  var report = data.report;
+  var views = data.views;
+  var heavyById = {};
+  (report.heavy_objects || []).forEach(function (h) { heavyById[h.node_id] = h; });
+  (report.alive || []).forEach(function (a) {
+    if (!(a.node_id in heavyById)) { heavyById[a.node_id] = a; }
+  });
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+  function svgEl(tag, attrs) {
+    var node = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    return node;
+  }
+  function size(n) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], v = n, u = 0;
+    if (n < 1024) { return n + " B"; }
+    while (v >= 1024 && u < units.length - 1) { v /= 1024; u += 1; }
+    return v.toFixed(1) + " " + units[u];
+  }
+  function field(parent, name, value) {
+    if (value === undefined || value === null || value === "") { return; }
+    var row = el("div", "field");
+    row.appendChild(el("span", "key", name));
+    row.appendChild(el("span", "value", value));
+    parent.appendChild(row);
+  }
+  function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
+
+  /* ---- header ---- */
+  var cycles = report.cycles || [];
+  var headline = document.getElementById("headline");
+  if (cycles.length) {
+    headline.textContent = cycles.length + (cycles.length === 1 ? " cycle keeps " : " cycles keep ") +
+      size(report.total_bytes || 0) + " alive";
+  } else if ((report.alive || []).length) {
+    headline.textContent = report.alive.length + " heavy object(s) still alive";
+  } else {
+    headline.textContent = "No cyclic garbage holds heavy objects";
+  }
+  var run = report.run || {};
+  document.getElementById("run").textContent = [
+    run.where ? "at " + run.where : "", run.python ? "Python " + run.python : "",
+    run.torch ? "torch " + run.torch : "", run.rank !== null && run.rank !== undefined ?
+      "rank " + run.rank : "", run.time || ""
+  ].filter(Boolean).join(" \u00b7 ");
+
+  /* ---- cycle list ---- */
+  var nav = document.getElementById("cycles");
+  var buttons = [];
+  views.forEach(function (view, i) {
+    var b = el("button", "cycle-item");
+    b.type = "button";
+    b.appendChild(el("span", "cycle-title", view.title));
+    var cycle = cycles[i];
+    if (cycle) {
+      b.appendChild(el("span", "cycle-meta", size(cycle.total_bytes || cycle.bytes_held || 0) +
+        " \u00b7 " + cycle.pattern + (cycle.occurrences > 1 ? " \u00b7 x" + cycle.occurrences : "")));
+    }
+    b.addEventListener("click", function () { select(i); });
+    nav.appendChild(b);
+    buttons.push(b);
+  });
+  if (!views.length) { nav.appendChild(el("p", "empty", "Nothing to show.")); }
+
+  function showCycle(i) {
+    var box = document.getElementById("cycle-details");
+    clear(box);
+    var cycle = cycles[i];
+    if (cycle) {
+      box.appendChild(el("h2", null, cycle.title));
+      box.appendChild(el("p", "summary", cycle.summary));
+      var why = el("p", "why"); why.appendChild(el("strong", null, "Why: "));
+      why.appendChild(document.createTextNode(cycle.explanation)); box.appendChild(why);
+      if (cycle.cut) {
+        var cut = el("p", "cut"); cut.appendChild(el("strong", null, "Cut: "));
+        cut.appendChild(document.createTextNode(cycle.cut.description)); box.appendChild(cut);
+      }
+      var fix = el("p", "fix"); fix.appendChild(el("strong", null, "Fix: "));
+      fix.appendChild(document.createTextNode(cycle.fix)); box.appendChild(fix);
+      field(box, "bytes held", size(cycle.total_bytes || cycle.bytes_held || 0));
+      field(box, "pattern", cycle.pattern);
+      field(box, "signature", cycle.signature);
+      field(box, "lint rule", cycle.lint_rule);
+      return;
+    }
+    var alive = (report.alive || [])[i - cycles.length];
+    if (alive) {
+      box.appendChild(el("h2", null, views[i].title));
+      field(box, "size", size(alive.nbytes));
+      field(box, "device", alive.device);
+      field(box, "root", alive.root);
+      field(box, "note", alive.note);
+      field(box, "allocated at", alive.allocation_site);
+    }
+  }
+
+  function showNode(id) {
+    var box = document.getElementById("details");
+    clear(box);
+    var node = report.nodes[id];
+    if (!node) { return; }
+    box.appendChild(el("h3", null, "Object"));
+    field(box, "type", node.type_name);
+    field(box, "name", node.label);
+    field(box, "file:line", node.location);
+    field(box, "size", size(node.size));
+    var heavy = heavyById[id];
+    if (heavy) {
+      field(box, "description", heavy.description);
+      field(box, "device", heavy.device);
+      field(box, "bytes", size(heavy.nbytes));
+      field(box, "allocated at", heavy.allocation_site || "not recorded");
+    }
+    graphSvg.querySelectorAll(".node.selected").forEach(function (n) {
+      n.classList.remove("selected");
+    });
+    var drawn = graphSvg.querySelector('.node[data-node="' + Number(id) + '"]');
+    if (drawn) { drawn.classList.add("selected"); }
+  }
+
+  /* ---- layout ---- */
+  function dagreLayout(view) {
+    var g = new dagre.graphlib.Graph({ multigraph: true });
+    g.setGraph({ rankdir: "LR", nodesep: 22, ranksep: 40, marginx: 10, marginy: 10 });
+    g.setDefaultEdgeLabel(function () { return {}; });
+    view.nodes.forEach(function (n) { g.setNode(String(n.id), { width: n.w, height: n.h }); });
+    view.edges.forEach(function (e, k) {
+      g.setEdge(String(e.source), String(e.target),
+        { width: e.label.length * CHAR_W * 0.9, height: LINE_H, labelpos: "c" }, "e" + k);
+    });
+    dagre.layout(g);
+    var out = { nodes: {}, edges: [], curved: false, width: g.graph().width || 0,
+      height: g.graph().height || 0 };
+    view.nodes.forEach(function (n) {
+      var p = g.node(String(n.id)); out.nodes[n.id] = [p.x, p.y];
+    });
+    view.edges.forEach(function (e, k) {
+      var p = g.edge(String(e.source), String(e.target), "e" + k);
+      out.edges.push({ points: p.points.map(function (q) { return [q.x, q.y]; }),
+        label: [p.x, p.y] });
+    });
+    return out;
+  }
+
+  function pathData(points, curved) {
+    var d = "M" + points[0][0] + "," + points[0][1];
+    if (curved && (points.length - 1) % 3 === 0) {
+      for (var i = 1; i < points.length; i += 3) {
+        d += " C" + points[i] + " " + points[i + 1] + " " + points[i + 2];
+      }
+    } else {
+      for (var j = 1; j < points.length; j += 1) { d += " L" + points[j][0] + "," + points[j][1]; }
+    }
+    return d;
+  }
+
+  /* ---- drawing, pan and zoom ---- */
+  var graphSvg = document.getElementById("graph");
+  var state = { x: 0, y: 0, k: 1 };
+  var world = null;
+  function applyTransform() {
+    if (world) {
+      world.setAttribute("transform", "translate(" + state.x + "," + state.y + ") scale(" +
+        state.k + ")");
+    }
+  }
+
+  function draw(view) {
+    clear(graphSvg);
+    var defs = svgEl("defs");
+    ["plain", "cut"].forEach(function (kind) {
+      var m = svgEl("marker", { id: "arrow-" + kind, viewBox: "0 0 10 10", refX: "9", refY: "5",
+        markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
+      m.appendChild(svgEl("path", { d: "M0,0 L10,5 L0,10 z", "class": "arrow-" + kind }));
+      defs.appendChild(m);
+    });
+    graphSvg.appendChild(defs);
+    world = svgEl("g", { "class": "world" });
+    graphSvg.appendChild(world);
+    if (!view.nodes.length) { return; }
+    var layout = view.layout || dagreLayout(view);
+    var members = {};
+    view.members.forEach(function (m) { members[m] = true; });
+    view.edges.forEach(function (e, k) {
+      var geo = layout.edges[k];
+      if (!geo || !geo.points.length) { return; }
+      var g = svgEl("g", { "class": e.cut ? "edge cut" : "edge" });
+      var path = svgEl("path", { d: pathData(geo.points, layout.curved),
+        "marker-end": e.cut ? "url(#arrow-cut)" : "url(#arrow-plain)" });
+      g.appendChild(path);
+      if (geo.label) {
+        var t = svgEl("text", { x: geo.label[0], y: geo.label[1], "text-anchor": "middle" });
+        t.textContent = e.label;
+        g.appendChild(t);
+      }
+      var tip = svgEl("title"); tip.textContent = (e.cut ? "suggested cut: " : "") + e.label;
+      g.appendChild(tip);
+      world.appendChild(g);
+    });
+    view.nodes.forEach(function (n) {
+      var p = layout.nodes[n.id];
+      if (!p) { return; }
+      var node = report.nodes[n.id] || {};
+      var kind = node.heavy ? " heavy" : (members[n.id] ? " member" : "");
+      var g = svgEl("g", { "class": "node" + kind, "data-node": Number(n.id),
+        transform: "translate(" + (p[0] - n.w / 2) + "," + (p[1] - n.h / 2) + ")" });
+      g.appendChild(svgEl("rect", { width: n.w, height: n.h, rx: 5, ry: 5 }));
+      n.lines.forEach(function (line, i) {
+        var t = svgEl("text", { x: PAD, y: PAD / 2 + LINE_H * (i + 1) - 3,
+          "class": i ? "sub" : "main" });
+        t.textContent = line;
+        g.appendChild(t);
+      });
+      var tip = svgEl("title"); tip.textContent = node.type_name || "";
+      g.appendChild(tip);
+      g.addEventListener("click", function (ev) { ev.stopPropagation(); showNode(n.id); });
+      world.appendChild(g);
+    });
+    fit(layout.width, layout.height);
+  }
+
+  var extent = { w: 1, h: 1 };
+  function fit(w, h) {
+    extent = { w: w || 1, h: h || 1 };
+    var box = graphSvg.getBoundingClientRect();
+    var k = Math.min((box.width - 20) / extent.w, (box.height - 20) / extent.h, 1.5);
+    state.k = k > 0 ? k : 1;
+    state.x = (box.width - extent.w * state.k) / 2;
+    state.y = (box.height - extent.h * state.k) / 2;
+    applyTransform();
+  }
+  function zoom(factor, cx, cy) {
+    var k = Math.max(0.05, Math.min(8, state.k * factor));
+    state.x = cx - (cx - state.x) * (k / state.k);
+    state.y = cy - (cy - state.y) * (k / state.k);
+    state.k = k;
+    applyTransform();
+  }
+  graphSvg.addEventListener("wheel", function (ev) {
+    ev.preventDefault();
+    var box = graphSvg.getBoundingClientRect();
+    zoom(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - box.left, ev.clientY - box.top);
+  }, { passive: false });
+  var drag = null;
+  graphSvg.addEventListener("pointerdown", function (ev) {
+    if (ev.target.closest && ev.target.closest(".node")) { return; }
+    drag = { x: ev.clientX - state.x, y: ev.clientY - state.y };
+    graphSvg.classList.add("dragging");
+  });
+  window.addEventListener("pointermove", function (ev) {
+    if (!drag) { return; }
+    state.x = ev.clientX - drag.x; state.y = ev.clientY - drag.y; applyTransform();
+  });
+  window.addEventListener("pointerup", function () {
+    drag = null; graphSvg.classList.remove("dragging");
+  });
+
+  var toolbar = document.getElementById("toolbar");
+  [["+", function () { var b = graphSvg.getBoundingClientRect(); zoom(1.25, b.width / 2, b.height / 2); }],
+   ["\u2212", function () { var b = graphSvg.getBoundingClientRect(); zoom(0.8, b.width / 2, b.height / 2); }],
+   ["fit", function () { fit(extent.w, extent.h); }]].forEach(function (spec) {
+    var b = el("button", "tool", spec[0]); b.type = "button";
+    b.addEventListener("click", spec[1]); toolbar.appendChild(b);
+  });
+
+  function select(i) {
+    buttons.forEach(function (b, j) { b.classList.toggle("active", i === j); });
+    showCycle(i);
+    clear(document.getElementById("details"));
+    document.getElementById("details").appendChild(
+      el("p", "hint", "Click an object in the graph for its details."));
+    draw(views[i]);
+  }
+  if (views.length) { select(0); }
+  document.body.setAttribute("data-ready", "1");
+})();

@@ -1,0 +1,176 @@
+"""Graphviz DOT source: the cycle, its holder paths and heavy objects, nothing else.
+
+Pure string building. The graph is chosen by :func:`graph_views` (shared with the
+HTML viewer) from the report's cycles and still-alive objects only, so the
+debugging apparatus (``gc.garbage``, the check itself) can never appear: it is
+not in the report. Every string goes through :func:`quote`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from whyalive.report import Edge, Report
+from whyalive.words import plural, size_to_words
+
+
+@dataclass(frozen=True)
+class ViewEdge:
+    """One drawn reference: ``cut`` marks a suggested cut."""
+
+    source: int
+    target: int
+    name: str
+    cut: bool
+
+
+@dataclass(frozen=True)
+class GraphView:
+    """What one picture shows: a cycle (or a still-alive object) and what it holds."""
+
+    key: str
+    title: str
+    nodes: tuple[int, ...]
+    edges: tuple[ViewEdge, ...]
+    members: tuple[int, ...]
+    hidden_heavy: int
+    hidden_bytes: int
+
+
+def _collect(edges: list[Edge], cut: set[tuple[int, int, str]]) -> tuple[ViewEdge, ...]:
+    seen: dict[tuple[int, int, str], ViewEdge] = {}
+    for edge in edges:
+        key = (edge.source, edge.target, edge.name)
+        if key not in seen:
+            seen[key] = ViewEdge(edge.source, edge.target, edge.name, key in cut)
+    return tuple(seen.values())
+
+
+def _nodes_of(first: tuple[int, ...], edges: tuple[ViewEdge, ...]) -> tuple[int, ...]:
+    ordered = dict.fromkeys(first)
+    for edge in edges:
+        ordered.setdefault(edge.source)
+        ordered.setdefault(edge.target)
+    return tuple(ordered)
+
+
+def graph_views(report: Report) -> tuple[GraphView, ...]:
+    """One view per cycle and per still-alive object, each with its own nodes and edges."""
+    views: list[GraphView] = []
+    for number, cycle in enumerate(report.cycles, 1):
+        cut = {(e.source, e.target, e.name) for e in (cycle.cut.edges if cycle.cut else ())}
+        edges = list(cycle.edges)
+        for path in cycle.holder_paths:
+            edges.extend(path.edges)
+        drawn = _collect(edges, cut)
+        nodes = _nodes_of(cycle.members, drawn)
+        shown = set(nodes)
+        hidden = [h for h in cycle.heavy if h not in shown]
+        hidden_bytes = sum(report.node(h).size for h in hidden if 0 <= h < len(report.nodes))
+        views.append(
+            GraphView(
+                f"cycle-{number}",
+                f"Cycle {number}: {cycle.title}",
+                nodes,
+                drawn,
+                cycle.members,
+                len(hidden),
+                hidden_bytes,
+            )
+        )
+    for number, alive in enumerate(report.alive, 1):
+        edges = [e for path in alive.paths for e in path.edges]
+        drawn = _collect(edges, set())
+        nodes = _nodes_of((alive.node_id,), drawn)
+        views.append(
+            GraphView(f"alive-{number}", f"Still alive {number}: {alive.description}",
+                      nodes, drawn, (), 0, 0)
+        )
+    return tuple(views)
+
+
+def quote(text: str) -> str:
+    """A DOT double-quoted ID: backslashes, quotes and line breaks escaped, nothing else kept."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    # Control characters have no meaning in a label and some break Graphviz's parser.
+    escaped = "".join(ch if ch >= " " else " " for ch in escaped)
+    return f'"{escaped}"'
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def heavy_width(nbytes: int) -> float:
+    """Node width in inches growing with the log of the bytes, so big tensors stand out."""
+    return round(1.2 + 0.25 * math.log2(max(nbytes, 1024) / 1024), 2)
+
+
+class DotRenderer:
+    """Graphviz DOT source; ``rankdir`` is passed through (``LR`` reads left to right)."""
+
+    name: ClassVar[str] = "dot"
+    file_suffixes: ClassVar[tuple[str, ...]] = (".dot", ".gv")
+    binary: ClassVar[bool] = False
+
+    def __init__(self, *, rankdir: str = "LR") -> None:
+        if rankdir not in ("LR", "TB", "RL", "BT"):
+            raise ValueError(f"rankdir must be LR, TB, RL or BT, not {rankdir!r}")
+        self.rankdir = rankdir
+
+    def render(self, report: Report) -> str:
+        """``digraph whyalive { ... }`` with one cluster per cycle."""
+        lines = [
+            "digraph whyalive {",
+            f"  graph [rankdir={self.rankdir}, fontname=Helvetica, fontsize=11];",
+            "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f3f4f6\", "
+            "fontname=Helvetica, fontsize=10];",
+            "  edge [fontname=Helvetica, fontsize=9, color=\"#6b7280\"];",
+        ]
+        for view in graph_views(report):
+            lines.extend(self._view(report, view))
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def _node(self, report: Report, prefix: str, node_id: int, member: bool) -> str:
+        node = report.node(node_id)
+        text = _shorten(node.label)
+        if node.location:
+            text += f"\n{node.location}"
+        attrs = [f"label={quote(text)}", f"tooltip={quote(node.type_name)}"]
+        if node.heavy:
+            text = f"{_shorten(node.label)}\n{size_to_words(node.size)}"
+            attrs[0] = f"label={quote(text)}"
+            attrs += ['fillcolor="#fde68a"', "penwidth=2",
+                      f"width={heavy_width(node.size)}", f"height={heavy_width(node.size) / 2:.2f}"]
+        elif member:
+            attrs.append('fillcolor="#fecaca"')
+        return f"    {prefix}n{node_id} [{', '.join(attrs)}];"
+
+    def _view(self, report: Report, view: GraphView) -> list[str]:
+        # Node names are prefixed per view so a node shown by two views appears in both.
+        prefix = view.key.replace("-", "_") + "_"
+        lines = [f"  subgraph cluster_{prefix.rstrip('_')} {{",
+                 f"    label={quote(view.title)};", "    color=\"#d1d5db\";"]
+        members = set(view.members)
+        lines.extend(self._node(report, prefix, n, n in members) for n in view.nodes
+                     if 0 <= n < len(report.nodes))
+        for edge in view.edges:
+            attrs = [f"label={quote(_shorten(edge.name, 40))}"]
+            if edge.cut:
+                attrs += ['color="#dc2626"', "penwidth=2.5", 'fontcolor="#dc2626"',
+                          "style=dashed", f"tooltip={quote('suggested cut: ' + edge.name)}"]
+            lines.append(
+                f"    {prefix}n{edge.source} -> {prefix}n{edge.target} [{', '.join(attrs)}];"
+            )
+        if view.hidden_heavy and view.members:
+            more = f"... and {plural(view.hidden_heavy, 'more heavy object')}\n" + size_to_words(
+                view.hidden_bytes
+            )
+            lines.append(f"    {prefix}more [label={quote(more)}, style=dashed];")
+            lines.append(f"    {prefix}n{view.members[0]} -> {prefix}more [style=dotted];")
+        lines.append("  }")
+        return lines

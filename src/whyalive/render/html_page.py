@@ -1,0 +1,215 @@
+"""One self-contained, offline HTML file: the report's data, the viewer and a layout engine.
+
+Safety rests on three rules. Report data goes into the page only as JSON inside a
+``<script type="application/json">`` block, with ``<``, ``>``, ``&`` and the JS line
+separators escaped, so no string can close the block; the viewer inserts every
+string with ``textContent``. A Content-Security-Policy with ``default-src 'none'``
+and hashes for the two inline scripts and the stylesheet forbids any fetch and any
+script the page did not ship. Layout comes from Graphviz when ``dot`` is installed
+where the page is written (only coordinates are embedded, never Graphviz markup),
+otherwise from the vendored dagre library that the page always carries.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from importlib import resources
+from typing import Any, ClassVar, Literal
+
+from whyalive.errors import WhyaliveError
+from whyalive.render.dot import GraphView, graph_views, quote
+from whyalive.render.svg import find_dot, run_dot
+from whyalive.render.text import TextRenderer
+from whyalive.report import Report
+from whyalive.words import size_to_words
+
+Layout = Literal["auto", "graphviz", "dagre"]
+
+# The viewer draws labels in an 11 px monospace font, so a box's size follows from its
+# text; Graphviz and dagre both get the same sizes and the two layouts look alike.
+_CHAR_W = 6.7
+_LINE_H = 14.0
+_PAD = 12.0
+_POINTS_PER_INCH = 72.0
+
+
+def _asset(name: str) -> str:
+    return (resources.files("whyalive.render") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _script_safe_json(data: Any) -> str:
+    """JSON that cannot end a ``<script>`` block or start an HTML comment or entity."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _sha256(source: str) -> str:
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def node_lines(report: Report, node_id: int) -> list[str]:
+    """The lines drawn in a node's box (the viewer draws exactly these)."""
+    node = report.node(node_id)
+    lines = [_shorten(node.label, 48)]
+    if node.heavy:
+        lines.append(size_to_words(node.size))
+    elif node.location:
+        lines.append(_shorten(node.location, 48))
+    return lines
+
+
+def _box(lines: list[str]) -> tuple[float, float]:
+    width = max(len(line) for line in lines) * _CHAR_W + 2 * _PAD
+    return round(width, 1), round(len(lines) * _LINE_H + _PAD, 1)
+
+
+def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
+    nodes = [n for n in view.nodes if 0 <= n < len(report.nodes)]
+    boxes = {n: _box(node_lines(report, n)) for n in nodes}
+    return {
+        "key": view.key,
+        "title": view.title,
+        "members": list(view.members),
+        "hidden_heavy": view.hidden_heavy,
+        "hidden_bytes": view.hidden_bytes,
+        "nodes": [
+            {"id": n, "lines": node_lines(report, n), "w": boxes[n][0], "h": boxes[n][1]}
+            for n in nodes
+        ],
+        "edges": [
+            {"source": e.source, "target": e.target, "label": _shorten(e.name, 32), "cut": e.cut}
+            for e in view.edges
+            if e.source in boxes and e.target in boxes
+        ],
+        "layout": None,
+    }
+
+
+def _graphviz_source(view: dict[str, Any]) -> str:
+    lines = ["digraph g {", "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
+             "  node [shape=box, fixedsize=true, label=\"\"];",
+             "  edge [fontname=Courier, fontsize=10];"]
+    for node in view["nodes"]:
+        width = node["w"] / _POINTS_PER_INCH
+        height = node["h"] / _POINTS_PER_INCH
+        lines.append(f"  n{node['id']} [width={width:.3f}, height={height:.3f}];")
+    lines.extend(
+        f"  n{edge['source']} -> n{edge['target']} [label={quote(edge['label'])}];"
+        for edge in view["edges"]
+    )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _parse_plain(text: str) -> dict[str, Any]:
+    """Coordinates from ``dot -Tplain`` (inches, y up) as viewer pixels (y down)."""
+    height = 0.0
+    layout: dict[str, Any] = {"nodes": {}, "edges": [], "curved": True}
+    for raw in text.splitlines():
+        parts = raw.split()
+        if not parts:
+            continue
+        if parts[0] == "graph":
+            layout["width"] = float(parts[2]) * _POINTS_PER_INCH
+            height = float(parts[3]) * _POINTS_PER_INCH
+            layout["height"] = height
+        elif parts[0] == "node":
+            x, y = float(parts[2]) * _POINTS_PER_INCH, float(parts[3]) * _POINTS_PER_INCH
+            layout["nodes"][parts[1].removeprefix("n")] = [round(x, 1), round(height - y, 1)]
+        elif parts[0] == "edge":
+            count = int(parts[3])
+            flat = [float(p) * _POINTS_PER_INCH for p in parts[4 : 4 + 2 * count]]
+            points = [[round(flat[i], 1), round(height - flat[i + 1], 1)]
+                      for i in range(0, len(flat), 2)]
+            label = None
+            # After the points come: ["label" xl yl] style color; labels may hold spaces.
+            if len(parts) > 4 + 2 * count + 2:
+                xl, yl = float(parts[-4]), float(parts[-3])
+                label = [round(xl * _POINTS_PER_INCH, 1),
+                         round(height - yl * _POINTS_PER_INCH, 1)]
+            layout["edges"].append({"points": points, "label": label})
+    return layout
+
+
+def _graphviz_layout(view: dict[str, Any]) -> dict[str, Any]:
+    return _parse_plain(run_dot(_graphviz_source(view), "plain", purpose="html layout")
+                        .decode("utf-8"))
+
+
+class HtmlRenderer:
+    """The offline viewer; ``layout="auto"`` uses Graphviz when installed, else dagre."""
+
+    name: ClassVar[str] = "html"
+    file_suffixes: ClassVar[tuple[str, ...]] = (".html", ".htm")
+    binary: ClassVar[bool] = False
+
+    def __init__(self, *, layout: Layout = "auto", title: str = "whyalive report") -> None:
+        if layout not in ("auto", "graphviz", "dagre"):
+            raise ValueError(f"layout must be 'auto', 'graphviz' or 'dagre', not {layout!r}")
+        self.layout = layout
+        self.title = title
+
+    def views(self, report: Report) -> list[dict[str, Any]]:
+        """The graphs the page shows, with Graphviz coordinates when asked for and available."""
+        views = [_view_data(report, v) for v in graph_views(report)]
+        use_graphviz = self.layout == "graphviz" or (self.layout == "auto" and find_dot())
+        if use_graphviz:
+            for view in views:
+                if not view["nodes"]:
+                    continue
+                try:
+                    view["layout"] = _graphviz_layout(view)
+                except WhyaliveError:
+                    if self.layout == "graphviz":
+                        raise
+                    view["layout"] = None  # dagre in the page lays it out instead
+        return views
+
+    def render(self, report: Report) -> str:
+        """The whole document."""
+        data = _script_safe_json({"report": report.to_dict(), "views": self.views(report)})
+        library = _asset("dagre.min.js").replace("//# sourceMappingURL=dagre.min.js.map", "")
+        viewer = _asset("viewer.js")
+        style = _asset("viewer.css")
+        csp = (
+            "default-src 'none'; "
+            f"script-src {_sha256(library)} {_sha256(viewer)}; "
+            f"style-src {_sha256(style)}; "
+            "img-src 'none'; connect-src 'none'; font-src 'none'; "
+            "base-uri 'none'; form-action 'none'"
+        )
+        text = html.escape(TextRenderer().render(report))
+        return (
+            "<!DOCTYPE html>\n"
+            '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+            '<meta name="referrer" content="no-referrer">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{html.escape(self.title)}</title>\n"
+            f"<style>{style}</style>\n</head>\n<body>\n"
+            '<header id="head"><h1 id="headline"></h1><p id="run"></p></header>\n'
+            '<main><nav id="cycles" aria-label="cycles"></nav>\n'
+            '<section id="graph-pane"><div id="toolbar"></div>'
+            '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg></section>\n'
+            '<aside id="side"><div id="cycle-details"></div><div id="details"></div></aside>'
+            "</main>\n"
+            f"<noscript><pre>{text}</pre></noscript>\n"
+            f'<script type="application/json" id="whyalive-data">{data}</script>\n'
+            f"<script>{library}</script>\n"
+            f"<script>{viewer}</script>\n"
+            "</body>\n</html>\n"
+        )

@@ -1,0 +1,554 @@
+"""Each named pattern: the leaking code yields it, with the right cut and fix; the fix yields nothing."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import subprocess
+import sys
+import textwrap
+import weakref
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from whyalive import check_leaks, find_leaks
+from whyalive.diagnose import diagnose
+from whyalive.graph import build_graph
+from whyalive.kinds import KindResolver
+from whyalive.paths import CycleView, view_cycle
+from whyalive.report import CycleReport
+
+numpy = pytest.importorskip("numpy")
+
+
+def heavy(*shape: int) -> object:
+    """A float32 array as the heavy payload."""
+    return numpy.zeros(shape or (256,), dtype=numpy.float32)
+
+
+def only_cycle(fn: Callable[..., object], *args: object, **kwargs: object) -> CycleReport:
+    """The one cycle ``fn`` leaves behind."""
+    report = find_leaks(fn, *args, **kwargs)
+    assert len(report.cycles) == 1, [c.summary for c in report.cycles]
+    return report.cycles[0]
+
+
+def cut_names(cycle: CycleReport) -> list[str]:
+    """The names of the references the cut removes."""
+    assert cycle.cut is not None
+    return [edge.name for edge in cycle.cut.edges]
+
+
+# recursive nested function ---------------------------------------------------------------
+
+
+def stage_backward(outputs: list[object], *, fixed: bool) -> None:
+    stage_output_tensors: list[object] = []
+
+    def extract_tensors_with_grads(value: object) -> None:
+        if isinstance(value, list):
+            for item in value:
+                extract_tensors_with_grads(item)
+        else:
+            stage_output_tensors.append(value)
+
+    extract_tensors_with_grads(outputs)
+    if fixed:
+        del extract_tensors_with_grads
+
+
+def test_recursive_closure_cuts_the_self_reference_not_the_list() -> None:
+    """The seed case: the cut is the closure variable of the function, not the data list."""
+    cycle = only_cycle(stage_backward, [heavy(), heavy()], fixed=False)
+    assert cycle.pattern == "recursive-closure"
+    assert cut_names(cycle) == ["cell_contents"]
+    assert cycle.cut is not None
+    assert cycle.cut.description == (
+        "the closure variable `extract_tensors_with_grads` in `stage_backward`"
+    )
+    assert "del extract_tensors_with_grads" in cycle.fix
+    assert "stage_output_tensors" in cycle.fix
+    assert not find_leaks(stage_backward, [heavy()], fixed=True).found
+
+
+def parity(data: list[object], *, fixed: bool) -> None:
+    held = list(data)
+
+    def is_even(n: int) -> bool:
+        return True if n == 0 else is_odd(n - 1)
+
+    def is_odd(n: int) -> bool:
+        return bool(held) and (False if n == 0 else is_even(n - 1))
+
+    is_even(3)
+    if fixed:
+        del is_even, is_odd
+
+
+def test_mutual_recursion_between_nested_functions() -> None:
+    """Two nested functions calling each other are named, and the fix names both."""
+    cycle = only_cycle(parity, [heavy()], fixed=False)
+    assert cycle.pattern == "recursive-closure"
+    assert "is_even" in cycle.summary and "is_odd" in cycle.summary
+    assert "del is_even, is_odd" in cycle.fix or "del is_odd, is_even" in cycle.fix
+    assert cut_names(cycle) == ["cell_contents"]
+    assert cycle.cut is not None and "in `parity`" in cycle.cut.description
+    assert not find_leaks(parity, [heavy()], fixed=True).found
+
+
+# callable stored on its own instance -----------------------------------------------------
+
+
+class Trainer:
+    def __init__(self, *, cycle: bool) -> None:
+        self.activations = heavy()
+        if cycle:
+            self.callback = self.on_step
+
+    def on_step(self) -> None:
+        pass
+
+
+def test_bound_method_stored_on_self() -> None:
+    """`self.callback = self.on_step`: cut `.callback`, fix names WeakMethod and on_step."""
+    cycle = only_cycle(Trainer, cycle=True)
+    assert cycle.pattern == "bound-method-on-self"
+    assert cut_names(cycle) == [".callback"]
+    assert "weakref.WeakMethod(self.on_step)" in cycle.fix
+    assert "self.callback" in cycle.fix
+    assert not find_leaks(Trainer, cycle=False).found
+
+
+class Scaler:
+    def __init__(self, *, cycle: bool) -> None:
+        self.x = heavy()
+        if cycle:
+            self.fn = lambda: self.x
+        else:
+            x = self.x
+            self.fn = lambda: x
+
+
+def test_lambda_capturing_self_stored_on_self() -> None:
+    """`self.fn = lambda: self.x`: cut `.fn`, fix names the captured `self` and `self.fn`."""
+    cycle = only_cycle(Scaler, cycle=True)
+    assert cycle.pattern == "bound-method-on-self"
+    assert cut_names(cycle) == [".fn"]
+    assert "`self`" in cycle.summary
+    assert "weakref.ref(self)" in cycle.fix
+    assert "del self.fn" in cycle.fix
+    assert not find_leaks(Scaler, cycle=False).found
+
+
+# exception kept with its traceback -------------------------------------------------------
+
+
+class Step:
+    def run(self, *, cycle: bool) -> None:
+        activations = heavy()  # noqa: F841 - held by the frame the traceback keeps
+        try:
+            raise ValueError("boom")
+        except ValueError as error:
+            if cycle:
+                self.error = error
+            else:
+                self.error_text = str(error)
+
+
+def test_exception_stored_on_self() -> None:
+    """`self.error = error` inside a method: cut `.error`, frame and local named."""
+    cycle = only_cycle(lambda cycle: Step().run(cycle=cycle), cycle=True)
+    assert cycle.pattern == "exception-traceback"
+    assert cut_names(cycle) == [".error"]
+    assert "Step.run" in cycle.summary
+    assert "activations" in cycle.explanation
+    assert "traceback.clear_frames" in cycle.fix
+    assert not find_leaks(lambda: Step().run(cycle=False)).found
+
+
+def keep_in_local(*, cycle: bool) -> None:
+    activations = heavy()  # noqa: F841
+    try:
+        raise ValueError("boom")
+    except ValueError as error:
+        if cycle:
+            kept = error  # noqa: F841
+
+
+def test_exception_in_a_local_of_the_same_frame() -> None:
+    """`kept = error`: the cut is the local `kept`, the frame is named."""
+    cycle = only_cycle(keep_in_local, cycle=True)
+    assert cycle.pattern == "exception-traceback"
+    assert cycle.cut is not None
+    ((kind, name),) = [(e.kind, e.name) for e in cycle.cut.edges]
+    assert kind == "local" and "kept" in name
+    assert "keep_in_local" in cycle.summary
+    assert not find_leaks(keep_in_local, cycle=False).found
+
+
+def keep_in_list(*, cycle: bool) -> None:
+    activations = heavy()  # noqa: F841
+    errors: list[object] = []
+    try:
+        raise KeyError("boom")
+    except KeyError as error:
+        errors.append(error if cycle else repr(error))
+
+
+def test_exception_in_a_list() -> None:
+    """`errors.append(error)`: the cut is the list entry holding the exception."""
+    cycle = only_cycle(keep_in_list, cycle=True)
+    assert cycle.pattern == "exception-traceback"
+    assert cut_names(cycle) == ["[0]"]
+    assert "KeyError" in cycle.summary
+    assert not find_leaks(keep_in_list, cycle=False).found
+
+
+def fail_into_future(*, cycle: bool) -> None:
+    activations = heavy()  # noqa: F841
+    future: concurrent.futures.Future[None] = concurrent.futures.Future()
+    try:
+        raise RuntimeError("worker failed")
+    except RuntimeError as error:
+        future.set_exception(error)
+    if not cycle:
+        del future
+
+
+def test_exception_in_a_future() -> None:
+    """An exception set on a Future the failing frame still holds: cut `._exception`."""
+    cycle = only_cycle(fail_into_future, cycle=True)
+    assert cycle.pattern == "exception-traceback"
+    assert cut_names(cycle) == ["._exception"]
+    assert "RuntimeError" in cycle.summary
+    assert not find_leaks(fail_into_future, cycle=False).found
+
+
+# parent <-> child ------------------------------------------------------------------------
+
+
+class TreeNode:
+    def __init__(self, parent: TreeNode | None = None, *, weak: bool = False) -> None:
+        self.parent: object = weakref.ref(parent) if weak and parent is not None else parent
+        self.children: list[TreeNode] = []
+        self.weights = heavy()
+        if parent is not None:
+            parent.children.append(self)
+
+
+def tree(*, weak: bool) -> None:
+    root = TreeNode()
+    TreeNode(root, weak=weak)
+    TreeNode(root, weak=weak)
+
+
+def test_parent_child_back_reference() -> None:
+    """Children holding `.parent` strongly: cut `.parent`, fix says weakref."""
+    cycle = only_cycle(tree, weak=False)
+    assert cycle.pattern == "parent-child"
+    assert cut_names(cycle) == [".parent", ".parent"]  # one per child: minimal, not one
+    assert "TreeNode" in cycle.summary
+    assert "weakref.ref" in cycle.fix and ".parent" in cycle.fix
+    assert not find_leaks(tree, weak=True).found
+
+
+# container that contains itself ----------------------------------------------------------
+
+
+def list_with_itself(*, cycle: bool) -> None:
+    items: list[object] = [heavy()]
+    if cycle:
+        items.append(items)
+
+
+def test_list_containing_itself_directly() -> None:
+    """A list appended to itself: the cut is that item."""
+    cycle = only_cycle(list_with_itself, cycle=True)
+    assert cycle.pattern == "self-containing-container"
+    assert cut_names(cycle) == ["[1]"]
+    assert not find_leaks(list_with_itself, cycle=False).found
+
+
+def param_group_state(*, cycle: bool) -> None:
+    group: dict[str, object] = {"params": [heavy()], "lr": 0.1}
+    intermediates: dict[str, object] = {"acts": heavy()}
+    if cycle:
+        intermediates["group"] = group
+    group["intermediates"] = intermediates
+
+
+def test_state_dict_referring_back_to_its_group() -> None:
+    """`group["intermediates"]` refers back to the group: the cut is that entry."""
+    cycle = only_cycle(param_group_state, cycle=True)
+    assert cycle.pattern == "self-containing-container"
+    assert cut_names(cycle) == ["['intermediates']"]
+    assert "['intermediates']" in cycle.fix
+    assert not find_leaks(param_group_state, cycle=False).found
+
+
+# generator / coroutine -------------------------------------------------------------------
+
+
+def worker(payload: object) -> Iterator[object]:
+    data = payload  # noqa: F841 - kept by the suspended frame
+    me = yield
+    yield me
+
+
+def stubborn_worker(payload: object) -> Iterator[object]:
+    data = payload  # noqa: F841 - kept by the suspended frame
+    me = yield
+    while True:
+        try:
+            yield me
+        except GeneratorExit:  # the bug that keeps the frame: close() is swallowed
+            continue
+
+
+def generator_holding_itself(*, cycle: bool, make: Callable[[object], Iterator[object]]) -> None:
+    gen = make(heavy())
+    next(gen)
+    gen.send(gen if cycle else None)
+
+
+def test_closable_generator_cycle_is_broken_by_the_collector() -> None:
+    """The collector closes a self-referring suspended generator, which clears its frame."""
+    report = find_leaks(generator_holding_itself, cycle=True, make=worker)
+    assert not report.found
+    assert any("generator" in note for note in report.notes)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_generator_whose_frame_refers_to_it() -> None:
+    """A suspended generator holding itself in a local (and refusing close): cut that local."""
+    cycle = only_cycle(generator_holding_itself, cycle=True, make=stubborn_worker)
+    assert cycle.pattern == "generator-frame"
+    assert cycle.cut is not None
+    ((kind, name),) = [(e.kind, e.name) for e in cycle.cut.edges]
+    assert kind == "local" and "me" in name
+    assert "worker" in cycle.summary
+    assert "GeneratorExit" in cycle.fix
+    assert not find_leaks(generator_holding_itself, cycle=False, make=stubborn_worker).found
+
+
+# lru_cache on a method -------------------------------------------------------------------
+
+
+class Model:
+    def __init__(self, *, cycle: bool) -> None:
+        self.weights = heavy()
+        if cycle:
+            self.predict = functools.lru_cache(maxsize=None)(self._predict)
+
+    def _predict(self, n: int) -> int:
+        return n
+
+
+def test_lru_cache_on_a_method() -> None:
+    """`self.predict = lru_cache(self._predict)`: the cache pattern, cut `.predict`."""
+    cycle = only_cycle(Model, cycle=True)
+    assert cycle.pattern == "method-cache"
+    assert cut_names(cycle) == [".predict"]
+    assert "Model._predict" in cycle.summary
+    assert "cached_property" in cycle.fix
+    assert not find_leaks(Model, cycle=False).found
+
+
+# autograd --------------------------------------------------------------------------------
+
+
+def test_autograd_ctx_attribute_holding_the_output() -> None:
+    """A custom Function storing its output on `ctx`: the cut is that ctx attribute."""
+    torch = pytest.importorskip("torch")
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: object, keep: bool) -> object:
+            out = x * 2  # type: ignore[operator]
+            if keep:
+                ctx.out = out  # type: ignore[attr-defined]
+            return out
+
+        @staticmethod
+        def backward(ctx: object, grad: object) -> tuple[object, None]:
+            return grad * 2, None  # type: ignore[operator]
+
+    def step(keep: bool) -> None:
+        x = torch.randn(64, 64, requires_grad=True)
+        Double.apply(x, keep)
+
+    cycle = only_cycle(step, True)
+    assert cycle.pattern == "autograd-node"
+    assert cut_names(cycle) == [".out"]
+    assert "DoubleBackward" in cycle.summary
+    assert "ctx.save_for_backward" in cycle.fix
+    assert not find_leaks(step, False).found
+
+
+def test_hooks_on_autograd_nodes_are_a_stated_blind_spot() -> None:
+    """A grad_fn hook capturing its tensor is owned by C++: not cyclic garbage, and we say so."""
+    torch = pytest.importorskip("torch")
+
+    def step() -> None:
+        x = torch.randn(8, requires_grad=True)
+        t = x * 2
+        t.grad_fn.register_hook(lambda *args: t)
+
+    report = find_leaks(step)
+    assert not report.found
+    assert any("C++ owners" in note for note in report.notes)
+
+
+# unrecognised ----------------------------------------------------------------------------
+
+
+class Blob:
+    pass
+
+
+def self_attribute(*, cycle: bool) -> None:
+    blob = Blob()
+    blob.data = heavy()  # type: ignore[attr-defined]
+    if cycle:
+        blob.me = blob  # type: ignore[attr-defined]
+
+
+def test_unrecognised_cycle_still_has_a_cut() -> None:
+    """An object holding itself in `.me` is unrecognised, yet cut at `.me`."""
+    cycle = only_cycle(self_attribute, cycle=True)
+    assert cycle.pattern == "unrecognised"
+    assert cut_names(cycle) == [".me"]
+    assert "Blob" in cycle.summary
+    assert not find_leaks(self_attribute, cycle=False).found
+
+
+# hostile objects -------------------------------------------------------------------------
+
+
+class HostileMeta(type):
+    """A metaclass whose `cls.__module__` runs user code that raises."""
+
+    @property
+    def __module__(cls) -> str:  # type: ignore[override]
+        raise RuntimeError("module")
+
+
+class Hostile(metaclass=HostileMeta):
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError("getattr")
+
+    def __getattribute__(self, name: str) -> object:
+        raise RuntimeError("getattribute")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+
+def hostile_cycle() -> None:
+    first, second = Hostile(), Hostile()
+    object.__setattr__(first, "peer", second)
+    object.__setattr__(second, "peer", first)
+    object.__setattr__(first, "data", heavy())
+
+
+def test_hostile_objects_degrade_to_a_report() -> None:
+    """Raising dunders and names inside a cycle never raise out of the analysis."""
+    report = find_leaks(hostile_cycle)
+    assert report.found
+    assert report.total_bytes == 256 * 4
+    assert report.cycles[0].pattern
+    assert str(report)
+
+
+class RaisingPattern:
+    """A pattern that always fails, as a matcher tripping on a hostile object would."""
+
+    name = "raising"
+    title = "raises"
+
+    def match(self, view: CycleView) -> None:
+        raise RuntimeError("matcher bug")
+
+
+def test_matcher_error_degrades_to_unrecognised() -> None:
+    """When a matcher raises, the cycle is diagnosed as unrecognised with a cut."""
+    items: list[object] = []
+    items.append(items)
+    graph = build_graph([items], KindResolver())
+    try:
+        view = view_cycle(graph, [0])
+        diagnosis = diagnose(view, patterns=(RaisingPattern(),))
+    finally:
+        graph.release()
+    assert diagnosis.match.pattern == "unrecognised"
+    assert [e.name.name for e in diagnosis.cut] == ["[0]"]
+
+
+# signatures ------------------------------------------------------------------------------
+
+
+def test_signature_equal_for_the_same_cycle_made_twice() -> None:
+    """The same code makes the same signature; different code a different one."""
+    first = only_cycle(stage_backward, [heavy()], fixed=False).signature
+    second = only_cycle(stage_backward, [heavy(), heavy(), heavy()], fixed=False).signature
+    other = only_cycle(parity, [heavy()], fixed=False).signature
+    tree_sig = only_cycle(tree, weak=False).signature
+    assert first == second
+    assert len({first, other, tree_sig}) == 3
+
+
+SCENARIO = textwrap.dedent(
+    """
+    import numpy
+    from whyalive import find_leaks
+
+    def stage_backward(outputs):
+        stage_output_tensors = []
+
+        def extract_tensors_with_grads(value):
+            if isinstance(value, list):
+                for item in value:
+                    extract_tensors_with_grads(item)
+            else:
+                stage_output_tensors.append(value)
+
+        extract_tensors_with_grads(outputs)
+
+    report = find_leaks(stage_backward, [numpy.zeros(N)])
+    print(report.cycles[0].signature)
+    """
+)
+
+
+def _signature_in_subprocess(size: int, tmp_path: object) -> str:
+    script = SCENARIO.replace("N", str(size))
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return out.stdout.strip()
+
+
+def test_signature_equal_across_processes(tmp_path: object) -> None:
+    """Two processes running the same scenario report the same signature."""
+    assert _signature_in_subprocess(10, tmp_path) == _signature_in_subprocess(2000, tmp_path)
+
+
+def test_allow_by_signature_and_by_pattern() -> None:
+    """`check_leaks(allow=[signature])` and `allow=[pattern]` suppress exactly that cycle."""
+    signature = only_cycle(stage_backward, [heavy()], fixed=False).signature
+    with check_leaks(allow=[signature]) as check:
+        stage_backward([heavy()], fixed=False)
+    assert check.report is not None and not check.report.found
+    with check_leaks(allow=["recursive-closure"]) as check:
+        stage_backward([heavy()], fixed=False)
+    assert check.report is not None and not check.report.found
+    with check_leaks(allow=[signature], on_leak="ignore") as check:
+        tree(weak=False)
+    assert check.report is not None and check.report.found

@@ -1,0 +1,185 @@
+"""Interfaces of the lint: `whyalive lint` (via command.run), flake8, SARIF, pre-commit."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from whyalive.lint import command
+from whyalive.lint.sarif import to_sarif
+
+ROOT = Path(__file__).parent.parent
+SEED = (
+    "def stage_backward(outputs):\n"
+    "    kept = []\n"
+    "    def extract(x):\n"
+    "        for y in x:\n"
+    "            extract(y)\n"
+    "        kept.append(x)\n"
+    "    extract(outputs)\n"
+)
+CLEAN = "def f(x):\n    return x\n"
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="whyalive lint")
+    command.add_arguments(parser)
+    out, err = io.StringIO(), io.StringIO()
+    code = command.run(parser.parse_args(list(argv)), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def seed(tmp_path: Path) -> Path:
+    """A file holding the seed's recursive closure."""
+    path = tmp_path / "seed.py"
+    path.write_text(SEED)
+    return path
+
+
+def test_clean_exit_zero(tmp_path: Path) -> None:
+    """A clean file exits 0 and prints nothing."""
+    (tmp_path / "ok.py").write_text(CLEAN)
+    assert _run(str(tmp_path)) == (0, "", "")
+
+
+def test_findings_exit_one_text(seed: Path) -> None:
+    """Findings exit 1 and print `path:line:col: message` lines."""
+    code, out, _ = _run(str(seed))
+    assert code == 1
+    assert out.startswith(f"{seed}:3:5: WAL101 nested function `extract` refers to itself")
+
+
+def test_select_and_ignore_options(seed: Path) -> None:
+    """--ignore drops a finding and --select limits the rules run."""
+    assert _run(str(seed), "--ignore", "WAL101")[0] == 0
+    assert _run(str(seed), "--select", "WAL2,WAL3")[0] == 0
+    assert _run(str(seed), "--select", "WAL1")[0] == 1
+
+
+def test_json_output(seed: Path) -> None:
+    """--format json prints a list of records with 1-based columns."""
+    code, out, _ = _run(str(seed), "--format", "json")
+    assert code == 1
+    (record,) = json.loads(out)
+    assert record == {
+        "path": str(seed),
+        "line": 3,
+        "column": 5,
+        "code": "WAL101",
+        "message": record["message"],
+    }
+
+
+def test_sarif_output(seed: Path) -> None:
+    """--format sarif prints a SARIF 2.1.0 log whose results point at known rules."""
+    code, out, _ = _run(str(seed), "--format", "sarif")
+    assert code == 1
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    (run,) = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    (result,) = run["results"]
+    assert rules[result["ruleIndex"]]["id"] == result["ruleId"] == "WAL101"
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 3, "startColumn": 5}
+
+
+def test_sarif_empty() -> None:
+    """An empty run is still a valid SARIF log with no results."""
+    assert to_sarif([])["runs"][0]["results"] == []
+
+
+def test_explain() -> None:
+    """--explain prints a rule's explanation; an unknown code is a usage error."""
+    code, out, _ = _run("--explain", "WAL101")
+    assert code == 0
+    assert out.startswith("WAL101 recursive-closure")
+    code, _, err = _run("--explain", "WAL777")
+    assert code == 2
+    assert "WAL777" in err
+
+
+def test_no_paths_is_usage_error() -> None:
+    """Running without paths or --explain exits 2."""
+    assert _run()[0] == 2
+
+
+def test_bad_input_reported_and_run_continues(tmp_path: Path, seed: Path) -> None:
+    """Missing, non-UTF-8 and unparsable files are reported; other files are still linted."""
+    (tmp_path / "latin.py").write_bytes(b"x = '\xff'\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    code, out, _ = _run(str(tmp_path / "missing.py"), str(tmp_path))
+    assert code == 2
+    lines = out.splitlines()
+    assert any(line.startswith(f"{tmp_path / 'missing.py'}:1:1: WAL001") for line in lines)
+    assert any(f"{tmp_path / 'latin.py'}:1:1: WAL002" in line for line in lines)
+    assert any(f"{tmp_path / 'broken.py'}:1:" in line and "WAL003" in line for line in lines)
+    assert any("WAL101" in line for line in lines)
+
+
+def test_coding_cookie_honoured(tmp_path: Path) -> None:
+    """A latin-1 coding cookie makes non-UTF-8 bytes valid source."""
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nx = '\xff'\n")
+    assert _run(str(path))[0] == 0
+
+
+def _flake8(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "flake8", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def flake8_file(tmp_path: Path) -> Path:
+    """A file with a WAL101 finding, a noqa'd one and an off-by-default WAL901 one."""
+    path = tmp_path / "cases.py"
+    path.write_text(
+        SEED
+        + "\n\ndef other(x):\n"
+        + "    def walk(n):  # noqa: WAL101\n"
+        + "        return walk(n)\n"
+        + "    return walk(x)\n"
+        + "\n\nclass A:\n"
+        + "    def __init__(self):\n"
+        + "        self.f = lambda x: x\n"
+    )
+    return path
+
+
+def test_flake8_plugin_same_findings(flake8_file: Path) -> None:
+    """flake8 --select WAL reports what whyalive lint reports, and honours noqa."""
+    codes = [
+        line.split(" ")[1] for line in _flake8("--select", "WAL", str(flake8_file)).splitlines()
+    ]
+    assert codes == ["WAL101"]
+    _, out, _ = _run(str(flake8_file))
+    assert len(out.splitlines()) == 2  # whyalive lint itself does not read noqa comments
+
+
+def test_flake8_off_by_default(flake8_file: Path) -> None:
+    """WAL9xx runs in flake8 only when selected with at least four characters."""
+    assert "WAL901" not in _flake8(str(flake8_file))
+    assert "WAL901" in _flake8("--select", "WAL9", str(flake8_file))
+    assert "WAL901" in _flake8("--extend-select", "WAL901", str(flake8_file))
+
+
+def test_pre_commit_hook_file() -> None:
+    """.pre-commit-hooks.yaml declares the whyalive-lint hook."""
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    for line in ("- id: whyalive-lint", "entry: whyalive lint", "language: python"):
+        assert line in text
+    assert "types: [python]" in text

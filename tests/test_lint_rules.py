@@ -1,0 +1,123 @@
+"""Rule behaviour: eval files in tests/lint_cases, the registry, self-clean and stdlib runs."""
+
+from __future__ import annotations
+
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from whyalive.lint import RULES, lint_paths, lint_source, select_rules
+from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, explain_rule
+
+# `*.py312` files hold syntax older Pythons (and ruff's py310 target) cannot parse.
+CASES = sorted(
+    p for p in (Path(__file__).parent / "lint_cases").iterdir() if p.suffix in (".py", ".py312")
+)
+EXPECTED = re.compile(r"(WAL\d{3}): (\d+), (\d+)")
+SRC = Path(__file__).parent.parent / "src" / "whyalive"
+
+
+def _expected(text: str) -> set[tuple[str, int, int]]:
+    found = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        for code, at, col in EXPECTED.findall(line):
+            assert int(at) == number, f"expectation on line {number} names line {at}"
+            found.add((code, int(at), int(col)))
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_eval_file(case: Path) -> None:
+    """Each eval file yields exactly the findings written in its `# CODE: line, col` comments."""
+    if case.suffix == ".py312" and sys.version_info < (3, 12):
+        pytest.skip("needs Python 3.12 syntax")
+    text = case.read_text()
+    family = "WAL" + case.stem[3]
+    got = {(f.code, f.line, f.col) for f in lint_source(text, str(case), select=[family])}
+    assert got == _expected(text)
+
+
+def test_every_rule_has_an_eval_case() -> None:
+    """Every rule code appears in at least one eval file."""
+    written = "".join(c.read_text() for c in CASES)
+    assert [r.code for r in RULES if f"{r.code}: " not in written] == []
+
+
+def test_rule_codes_and_messages() -> None:
+    """Codes are unique, fit flake8's pattern, and every message starts with its code."""
+    codes = [r.code for r in RULES]
+    assert len(codes) == len(set(codes))
+    for rule in RULES:
+        assert re.fullmatch(r"WAL[1-9]\d\d", rule.code)
+        assert rule.message.startswith(rule.code + " ")
+        assert rule.explanation
+        assert rule.default_enabled is not rule.code.startswith("WAL9")
+    assert set(codes).isdisjoint(INPUT_PROBLEMS)
+
+
+def test_pattern_map_points_at_rules() -> None:
+    """RULE_FOR_PATTERN uses runtime pattern names and names existing rules."""
+    names = {
+        "recursive-closure",
+        "bound-method-on-self",
+        "exception-traceback",
+        "parent-child",
+        "self-containing-container",
+        "autograd-node",
+        "generator-frame",
+        "method-cache",
+        "unrecognised",
+    }
+    assert set(RULE_FOR_PATTERN) <= names
+    assert set(RULE_FOR_PATTERN.values()) <= {r.code for r in RULES}
+
+
+def test_explain_rule() -> None:
+    """explain_rule gives the long text for rules and input codes and rejects unknown codes."""
+    assert "pipelining" in explain_rule("wal101")
+    assert "B019" in explain_rule("WAL501")
+    assert "off by default" in explain_rule("WAL901")
+    assert explain_rule("WAL003").startswith("WAL003 syntax-error")
+    with pytest.raises(KeyError):
+        explain_rule("WAL999")
+
+
+def test_select_and_ignore() -> None:
+    """Longest prefix wins, and 9xx rules need a select prefix of four characters."""
+    default = {r.code for r in select_rules()}
+    assert "WAL101" in default
+    assert "WAL901" not in default
+    assert {r.code for r in select_rules(["WAL"])} == default
+    assert {r.code for r in select_rules("WAL9")} == {"WAL901", "WAL902"}
+    assert {r.code for r in select_rules(ignore="WAL1")} == default - {"WAL101", "WAL102"}
+    assert {r.code for r in select_rules(["WAL101"], ["WAL1"])} == {"WAL101"}
+
+
+def test_syntax_error_is_a_finding() -> None:
+    """A module that does not parse gives one WAL003 finding at the error."""
+    (finding,) = lint_source("def f(:\n", "bad.py")
+    assert (finding.code, finding.path, finding.line) == ("WAL003", "bad.py", 1)
+    assert lint_source("x = 1\x00\n")[0].code == "WAL003"
+
+
+def test_deep_nesting_does_not_crash() -> None:
+    """Deeply nested expressions are walked without recursion limits."""
+    source = "def f():\n    x = " + "(" * 150 + "1" + ")" * 150 + "\n"
+    assert lint_source(source) == []
+
+
+def test_project_source_is_clean() -> None:
+    """whyalive's own source has no findings."""
+    assert lint_paths([SRC]) == []
+
+
+def test_stdlib_sample_does_not_crash() -> None:
+    """A sample of the CPython standard library lints with no internal errors."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)[::15]
+    assert len(files) > 50
+    findings = lint_paths(files, select=["WAL"])
+    assert [f for f in findings if f.code == "WAL000"] == []
