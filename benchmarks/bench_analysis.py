@@ -9,7 +9,11 @@ still has to build the graph and find the cycles of all of it.
 Also: ``check_leaks()`` with an empty body on a torch-sized heap vs one full collection,
 and, when installed, ``torch.utils.viz._cycles.create_graph`` and ``refcycle``.
 
-    python benchmarks/bench_analysis.py [--sizes 10000 100000 1000000]
+    python benchmarks/bench_analysis.py [--payload numpy|torch|bytes] [--sizes 10000 100000 1000000]
+
+With ``--payload numpy`` (default) the process heap is small, so a plain collection
+costs about what the garbage costs: the strict comparison. ``--payload torch`` imports
+torch (a heap of ~170k objects), as in a real job.
 """
 
 from __future__ import annotations
@@ -27,14 +31,8 @@ from whyalive import check_leaks
 from whyalive.analysis import analyze
 from whyalive.capture import GarbageWatch
 
-try:
-    import torch
-except ImportError:
-    torch = None
-try:
-    import numpy
-except ImportError:
-    numpy = None
+torch: Any = None
+numpy: Any = None
 
 
 def _payload() -> object:
@@ -43,6 +41,19 @@ def _payload() -> object:
     if numpy is not None:
         return numpy.zeros(64)
     return bytearray(1 << 20)
+
+
+def load_payload_modules(payload: str) -> None:
+    """Import only what the payload needs: torch makes the heap ~170k objects bigger."""
+    global torch, numpy
+    if payload == "torch":
+        import torch as torch_module
+
+        torch = torch_module
+    if payload in ("torch", "numpy"):
+        import numpy as numpy_module
+
+        numpy = numpy_module
 
 
 def make_seed_cycle(data: list[Any]) -> None:
@@ -81,14 +92,9 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def make_all_garbage(size: int, heavy_every: int) -> None:
-    """Make the garbage with automatic GC off, so none of it is collected early."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        make_garbage(size, heavy_every)
-    finally:
-        if enabled:
-            gc.enable()
+    """Make the garbage; main() keeps automatic GC off so none of it is collected early."""
+    assert not gc.isenabled(), "an automatic collection would free the garbage untimed"
+    make_garbage(size, heavy_every)
 
 
 def plain_collect(size: int, heavy_every: int) -> float:
@@ -129,6 +135,8 @@ def peak_bytes_per_object(size: int, heavy_every: int) -> float:
 
 
 def torch_create_graph(size: int, heavy_every: int) -> float | None:
+    if torch is None:
+        return None
     try:
         from torch.utils.viz._cycles import create_graph
     except ImportError:
@@ -181,7 +189,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heavy-every", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-others", action="store_true", help="skip torch/refcycle")
+    parser.add_argument(
+        "--payload",
+        choices=("torch", "numpy", "bytes"),
+        default="numpy",
+        help="heavy object in the leaking cycles (torch also imports torch: a bigger heap)",
+    )
     args = parser.parse_args(argv)
+    load_payload_modules(args.payload)
+    gc.disable()
+    try:
+        run(args)
+    finally:
+        gc.enable()
+
+
+def run(args: argparse.Namespace) -> None:
+    """Print the table: every tool measured on the same garbage, automatic GC off."""
     from whyalive import graphcore
 
     print(f"python {sys.version.split()[0]}, graph core: {graphcore.IMPLEMENTATION}, "
@@ -198,11 +222,13 @@ def main(argv: list[str] | None = None) -> None:
         p, w = statistics.median(plain), statistics.median(ours)
         others = []
         for fn in (torch_create_graph, refcycle_garbage):
+            # The others take tens of seconds at 10^6: measured up to 10^5.
             value = None if args.skip_others or size > 100_000 else fn(size, args.heavy_every)
             others.append(f"{value / p:12.1f}x" if value else f"{'-':>13}")
         per_object = peak_bytes_per_object(size, args.heavy_every)
         print(f"{count:>9} {p * 1e3:9.1f}ms {w * 1e3:7.1f}ms {w / p:5.2f}x "
               f"{others[0]} {others[1]:>9} {per_object:9.0f}   ({found} leaking cycles grouped)")
+    gc.enable()
     check, collect, heap = empty_check_on_big_heap(5)
     print(f"empty check_leaks() on a heap of {heap} objects: {check * 1e3:.2f}ms vs one "
           f"gc.collect() {collect * 1e3:.2f}ms = {check / collect:.3f}x")

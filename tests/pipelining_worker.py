@@ -5,8 +5,10 @@ MASTER_PORT set. For each scenario it runs one warm-up step, then one step
 inside ``check_leaks(gather=True)``, and pickles every rank's report, the
 bytes the leaky code captured, and (on rank 0) the gathered summary to
 ``--out``. Scenario names are ``<schedule>:<variant>``; the variant ``prefix``
-patches torch's stage module with the pre-fix ``stage_backward``. The scenario
-``missing`` makes the last rank exit before gathering.
+patches torch's stage module with the pre-fix ``stage_backward``;
+``prefix-split`` with the pre-fix split (zero-bubble) input and weight backward. The scenario
+``missing`` makes the last rank exit before gathering; ``subgroup`` gathers on a
+group of the last two ranks.
 """
 
 from __future__ import annotations
@@ -22,16 +24,19 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.autograd.graph import GradientEdge
 from torch.distributed.pipelining import (
     PipelineStage,
     Schedule1F1B,
     ScheduleGPipe,
     ScheduleInterleaved1F1B,
     ScheduleInterleavedZeroBubble,
+    _backward,
 )
 from torch.distributed.pipelining import stage as stage_module
 
 from whyalive import check_leaks
+from whyalive.demo import run_demo
 from whyalive.distributed import gather_summary
 
 WIDTH = 64
@@ -39,6 +44,12 @@ BATCH = 8
 MICROBATCHES = 4
 # Every tensor the pre-fix helper captured this step, weakly, with its storage's bytes.
 CAPTURED: list[tuple[weakref.ref[torch.Tensor], int, int, bool]] = []
+# Which functions of torch's stage module each variant replaces with its pre-fix version.
+PATCHES: dict[str, tuple[str, ...]] = {
+    "shipped": (),
+    "prefix": ("stage_backward",),
+    "prefix-split": ("stage_backward_input", "stage_backward_weight"),
+}
 
 
 def stage_backward(
@@ -90,6 +101,86 @@ def stage_backward(
     return tuple(grad_inputs)
 
 
+def stage_backward_input(
+    stage_outputs_or_loss: list[torch.Tensor],
+    output_grads: list[torch.Tensor] | None,
+    input_values: list[Any],
+    weights: Any,
+) -> tuple[tuple[torch.Tensor | None, ...], list[dict[str, Any]]]:
+    """torch's split (zero-bubble) input backward before the fix: its hooks are never removed.
+
+    Each hook's closure holds its parameter group, whose ``"intermediates"``
+    hold the autograd nodes the hook is registered on: a cycle through the
+    nodes that keeps the group's saved ``"grads"`` alive.
+    """
+    valid_outputs = [o for o in stage_outputs_or_loss if o.requires_grad or o.grad_fn is not None]
+    valid_grads = [
+        torch.ones_like(o) if output_grads is None else output_grads[i]
+        for i, o in enumerate(stage_outputs_or_loss)
+        if o.requires_grad or o.grad_fn is not None
+    ]
+    output_fns = list(filter(None, map(_backward._get_grad_fn_or_grad_acc, valid_outputs)))
+    tensors = [i for i in input_values if isinstance(i, torch.Tensor)]
+    input_fns = list(filter(None, map(_backward._get_grad_fn_or_grad_acc, tensors)))
+    weight_fns = list(filter(None, map(_backward._get_grad_fn_or_grad_acc, weights)))
+    reverse_edges = _backward.construct_reverse_graph(output_fns)
+    param_groups = _backward.get_param_groups(input_fns, weight_fns, reverse_edges)
+    for param_group in param_groups:
+        intermediates = list(param_group["intermediates"])
+        param_group["intermediates"] = intermediates
+        for i, intermediate in enumerate(intermediates):
+
+            def get_hook(param_group: dict[str, Any], i: int) -> Any:
+                def hook(grad_inputs: Any) -> None:
+                    if param_group.get("grads") is None:
+                        param_group["grads"] = [None] * len(param_group["intermediates"])
+                    param_group["grads"][i] = grad_inputs
+
+                return hook
+
+            intermediate.register_prehook(get_hook(param_group, i))
+    dinputs = _backward._autograd_grad_for_inputs(
+        valid_outputs, input_values, valid_grads, retain_graph=True, allow_unused=True
+    )
+    for inp, dinput in zip(input_values, dinputs, strict=True):
+        if isinstance(inp, torch.Tensor) and dinput is not None:
+            inp.grad = dinput if inp.grad is None else inp.grad + dinput
+    for t in stage_outputs_or_loss:
+        t.detach_()
+    return dinputs, param_groups
+
+
+def stage_backward_weight(
+    weights: Any, param_groups: list[dict[str, Any]], retain_graph: bool = False
+) -> tuple[torch.Tensor | None, ...]:
+    """torch's weight backward before the fix: it keeps ``"intermediates"`` and ``"grads"``."""
+    grad_acc_to_weight = {}
+    weight_grads: list[torch.Tensor | None] = []
+    for index, weight in enumerate(weights):
+        grad_acc_to_weight[_backward._get_grad_fn_or_grad_acc(weight)] = weight, index
+        weight_grads.append(weight.grad)
+    for param_group in param_groups:
+        edges, grads = [], []
+        for grads_tuple, intermediate in zip(
+            param_group["grads"], param_group["intermediates"], strict=True
+        ):
+            for i, grad in enumerate(grads_tuple):
+                if grad is not None:
+                    edges.append(GradientEdge(intermediate, i))
+                    grads.append(grad)
+                    storage = grad.untyped_storage()
+                    CAPTURED.append((weakref.ref(grad), storage.data_ptr(), storage.nbytes(), True))
+        if edges:
+            weights_edges = tuple(GradientEdge(w, 0) for w in param_group["params"])
+            dweights = torch.autograd.grad(
+                edges, weights_edges, grad_outputs=grads, retain_graph=retain_graph
+            )
+            for grad_acc, dw in zip(param_group["params"], dweights, strict=True):
+                weight, index = grad_acc_to_weight[grad_acc]
+                weight.grad = dw if weight.grad is None else weight.grad + dw
+    return tuple(weight_grads)
+
+
 def _stage_indices(schedule: str, rank: int, world: int) -> list[int]:
     if schedule in ("gpipe", "1f1b"):
         return [rank]
@@ -139,9 +230,9 @@ def _step(built: Any, indices: list[int], num_stages: int) -> None:
 def run_scenario(name: str, rank: int, world: int) -> dict[str, Any]:
     """Warm up, then check one step; return what the parent test asserts on."""
     schedule, _, variant = name.partition(":")
-    original = stage_module.stage_backward
-    if variant == "prefix":
-        stage_module.stage_backward = stage_backward  # type: ignore[assignment]
+    originals = {name: getattr(stage_module, name) for name in PATCHES[variant]}
+    for name in PATCHES[variant]:
+        setattr(stage_module, name, globals()[name])
     try:
         built, indices, num_stages = _build(schedule, rank, world)
         _step(built, indices, num_stages)  # shape inference and lazy buffers happen here
@@ -150,7 +241,8 @@ def run_scenario(name: str, rank: int, world: int) -> dict[str, Any]:
         with check:
             _step(built, indices, num_stages)
     finally:
-        stage_module.stage_backward = original
+        for name, function in originals.items():
+            setattr(stage_module, name, function)
     assert check.report is not None
     summary = check.summary
     # What collecting the garbage freed: captured tensors that nothing else kept alive.
@@ -165,6 +257,17 @@ def run_scenario(name: str, rank: int, world: int) -> dict[str, Any]:
         "summary": summary,
         "summary_text": str(summary) if summary is not None else None,
     }
+
+
+def run_subgroup(rank: int, world: int) -> dict[str, Any]:
+    """The last two ranks gather on their own group: its first rank gets their summary."""
+    members = [world - 2, world - 1]
+    group = dist.new_group(members)  # every rank takes part in creating a group
+    if rank not in members:
+        return {"summary": None}
+    _, report = run_demo()  # the seed's leak, re-created: one cycle on each member
+    summary = gather_summary(report, group=group, timeout=30.0)
+    return {"summary": summary, "report": report.to_dict()}
 
 
 def main() -> int:
@@ -188,6 +291,9 @@ def main() -> int:
                     pass
                 summary = gather_summary(check, timeout=3.0)
                 results[name] = {"summary": summary, "summary_text": str(summary)}
+                continue
+            if name == "subgroup":
+                results[name] = run_subgroup(rank, world)
                 continue
             results[name] = run_scenario(name, rank, world)
     except BaseException:

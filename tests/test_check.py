@@ -37,12 +37,8 @@ def stage_backward(outputs: list, *, fixed: bool) -> None:
 
 def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
     """The recursive closure is found, holding 4 x 16 KiB, named by the user's variables."""
-    refs: list[weakref.ref] = []
-
     def step() -> None:
-        outputs = [heavy(16, 256) for _ in range(4)]
-        refs.extend(weakref.ref(t) for t in outputs)
-        stage_backward(outputs, fixed=False)
+        stage_backward([heavy(16, 256) for _ in range(4)], fixed=False)
 
     report = find_leaks(step)
     assert len(report.cycles) == 1
@@ -57,7 +53,47 @@ def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
     assert [e.name for e in cycle.cut.edges] == ["cell_contents"]
     path_names = [e.name for e in cycle.holder_paths[0].edges]
     assert path_names[0].endswith("stage_output_tensors")
-    assert all(r() is None for r in refs), "the check kept a tensor alive"
+
+
+
+class Marker:
+    """Instances are GC-tracked, so gc.get_objects() finds any that survive."""
+
+
+def test_reported_objects_are_freed_after_the_check() -> None:
+    """Nothing the check captured survives it: no marker object is alive afterwards."""
+
+    def leak() -> None:
+        holder: list[object] = [Marker(), heavy(1000)]
+        holder.append(holder)
+
+    with check_leaks(on_leak="ignore") as check:
+        leak()
+    assert check.report is not None and check.report.found
+    assert not [o for o in gc.get_objects() if type(o) is Marker]
+
+
+def test_release_frees_heavy_objects_weakref_after_capture() -> None:
+    """Weakrefs taken after capture (the capture clears older ones) die on release."""
+    from whyalive.analysis import analyze
+    from whyalive.capture import GarbageWatch
+
+    watch = GarbageWatch()
+    watch.begin()
+    try:
+        stage_backward([heavy(16, 256) for _ in range(4)], fixed=False)
+        captured = watch.end()
+        report = analyze(captured.objects)
+        lists = [o for o in captured.objects if type(o) is list and len(o) == 4]
+        refs = [weakref.ref(a) for lst in lists for a in lst]
+        refs += [weakref.ref(o) for o in captured.objects if callable(o)]
+        del lists
+        assert report.total_bytes == 4 * 16 * 256 * 4
+        assert len(refs) == 5
+        captured.release()
+        assert all(r() is None for r in refs), "released garbage is still alive"
+    finally:
+        watch.finish()
 
 
 def test_seed_pattern_fixed_reports_nothing() -> None:

@@ -8,13 +8,13 @@ its processes are killed in ``finally`` whatever happens.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ SCHEDULES = (*SCHEDULES_FULL_BACKWARD, "zerobubble")
 TWO_RANK_SCENARIOS = (
     *(f"{s}:shipped" for s in SCHEDULES),
     *(f"{s}:prefix" for s in SCHEDULES_FULL_BACKWARD),
+    "zerobubble:prefix-split",
     "missing",
 )
 
@@ -67,6 +68,11 @@ def _free_port() -> int:
 
 def launch(world: int, scenarios: tuple[str, ...], out: Path, *, deadline: float) -> Launch:
     """Run the worker on ``world`` ranks; kill whatever is still running at the deadline."""
+    return start_ranks(world, [str(WORKER), "--out", str(out), *scenarios], out, deadline=deadline)
+
+
+def start_ranks(world: int, argv: list[str], out: Path, *, deadline: float) -> Launch:
+    """Run ``python argv`` once per rank, as torchrun would; kill what outlives the deadline."""
     env = {
         **os.environ,
         "WORLD_SIZE": str(world),
@@ -81,8 +87,8 @@ def launch(world: int, scenarios: tuple[str, ...], out: Path, *, deadline: float
         for rank in range(world):
             with logs[rank].open("wb") as log:
                 processes.append(
-                    subprocess.Popen(  # noqa: S603 - our own worker script
-                        [sys.executable, str(WORKER), "--out", str(out), *scenarios],
+                    subprocess.Popen(
+                        [sys.executable, *argv],
                         env={**env, "RANK": str(rank)},
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -103,16 +109,18 @@ def launch(world: int, scenarios: tuple[str, ...], out: Path, *, deadline: float
     for rank in range(world):
         path = out / f"rank{rank}.pickle"
         results.append(pickle.loads(path.read_bytes()) if path.exists() else {})
-    texts = [f"--- rank {r} ---\n" + p.read_text(errors="replace")[-3000:] for r, p in enumerate(logs)]
+    texts = [
+        f"--- rank {r} ---\n" + p.read_text(errors="replace")[-3000:] for r, p in enumerate(logs)
+    ]
     return Launch([p.returncode for p in processes], results, texts)
 
 
 @pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launch]:
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Launch:
     """All 2-rank scenarios in one launch (torch starts once per rank, not once per test)."""
     pytest.importorskip("torch.distributed.pipelining")
     out = tmp_path_factory.mktemp("two_ranks")
-    yield launch(2, TWO_RANK_SCENARIOS, out, deadline=150)
+    return launch(2, TWO_RANK_SCENARIOS, out, deadline=150)
 
 
 def _reports(results: list[dict[str, Any]]) -> list[Report]:
@@ -125,6 +133,16 @@ def _union(reports: list[Report]) -> dict[str, dict[int, int]]:
         for cycle in report.cycles:
             union.setdefault(cycle.signature, {})[rank] = cycle.total_bytes
     return union
+
+
+def _assert_summary_is_union_of(summary: Summary, by_rank: dict[int, dict[str, Any]]) -> None:
+    reports = {rank: Report.from_dict(data) for rank, data in by_rank.items()}
+    union: dict[str, dict[int, int]] = {}
+    for rank, report in reports.items():
+        for cycle in report.cycles:
+            union.setdefault(cycle.signature, {})[rank] = cycle.total_bytes
+    assert union, "the demo leak was found on the subgroup's ranks"
+    assert {row.signature: row.bytes_by_rank for row in summary.rows} == union
 
 
 def _assert_summary_is_union(summary: Summary, reports: list[Report]) -> None:
@@ -165,7 +183,8 @@ def test_summarize_is_the_union_of_rank_reports() -> None:
     """Rows join ranks by signature; bytes per rank come from each rank's report."""
     _, leaky = run_demo()
     _, fixed = run_demo(fixed=True)
-    summary = summarize({0: rank_cycles([leaky]), 1: rank_cycles([fixed]), 2: rank_cycles([leaky])}, 4)
+    per_rank = {0: rank_cycles([leaky]), 1: rank_cycles([fixed]), 2: rank_cycles([leaky])}
+    summary = summarize(per_rank, 4)
     (row,) = summary.rows
     assert row.signature == leaky.cycles[0].signature
     assert row.bytes_by_rank == {0: leaky.total_bytes, 2: leaky.total_bytes}
@@ -175,7 +194,11 @@ def test_summarize_is_the_union_of_rank_reports() -> None:
     text = str(summary)
     assert "3 of 4 rank(s) reported" in text
     assert "missing: rank(s) 3" in text
-    assert row.signature in text and "recursive-closure" in text
+    assert row.signature in text
+    assert "recursive-closure" in text
+    data = json.loads(json.dumps(summary.to_dict()))
+    assert data["missing"] == [3]
+    assert data["rows"][0]["bytes_by_rank"] == {"0": leaky.total_bytes, "2": leaky.total_bytes}
 
 
 def test_gather_outside_a_group_and_check_leaks_gather() -> None:
@@ -233,11 +256,31 @@ def test_prefix_stage_backward_found_on_every_rank(two_ranks: Launch, schedule: 
         assert result["activations_freed"]
         assert result["activation_bytes"] > 0
         assert report.total_bytes == result["freed_bytes"]
-    assert len({r.cycles[0].signature for r in reports}) == 1, "one leak, one signature on all ranks"
+    assert len({r.cycles[0].signature for r in reports}) == 1, "one leak: one signature everywhere"
     summary = results[0]["summary"]
     _assert_summary_is_union(summary, reports)
     assert summary.leaking_ranks == (0, 1)
     assert "recursive-closure" in results[0]["summary_text"]
+
+
+def test_prefix_split_backward_param_groups_found_on_every_rank(two_ranks: Launch) -> None:
+    """Zero-bubble's pre-fix split backward: a parameter group's intermediates hold its hooks."""
+    results = two_ranks.scenario("zerobubble:prefix-split")
+    reports = _reports(results)
+    for rank, (report, result) in enumerate(zip(reports, results, strict=True)):
+        assert report.run.rank == rank
+        (cycle,) = report.cycles
+        assert cycle.pattern == "autograd-node"
+        names = {e.name for e in cycle.edges}
+        assert "['intermediates']" in names
+        assert "cell_contents" in names, "the hook's closure holds the group"
+        assert any(e.name == "['grads']" for p in cycle.holder_paths for e in p.edges)
+        assert cycle.cut is not None
+        assert report.total_bytes == result["freed_bytes"] > 0
+        assert result["activations_freed"], "every saved gradient was freed by collecting"
+    summary = results[0]["summary"]
+    _assert_summary_is_union(summary, reports)
+    assert summary.leaking_ranks == (0, 1)
 
 
 def test_crashed_rank_is_reported_missing(two_ranks: Launch) -> None:
@@ -250,10 +293,24 @@ def test_crashed_rank_is_reported_missing(two_ranks: Launch) -> None:
     assert "missing: rank(s) 1" in first["missing"]["summary_text"]
 
 
-def test_four_ranks_gpipe_prefix(tmp_path: Path) -> None:
-    """Four ranks of GPipe with the pre-fix helper: every rank leaks, the summary says so."""
+def test_example_prints_the_summary_on_rank_zero(tmp_path: Path) -> None:
+    """examples/pipelining_monitor.py --leak on 2 ranks, the monitor on: one table naming both."""
     pytest.importorskip("torch.distributed.pipelining")
-    run = launch(4, ("gpipe:prefix",), tmp_path, deadline=150)
+    example = Path(__file__).parents[1] / "examples" / "pipelining_monitor.py"
+    argv = [str(example), "--leak", "--steps", "2", "--gather-every", "2"]
+    run = start_ranks(2, argv, tmp_path, deadline=150)
+    assert run.returncodes == [0, 0], "\n".join(run.logs)
+    text = run.logs[0]
+    assert "whyalive summary: 2 of 2 rank(s) reported" in text
+    (row,) = [line for line in text.splitlines() if "recursive-closure" in line and " 0,1 " in line]
+    assert row.split()[-1] == "16", "2 ranks x 2 steps x 4 microbatches"
+    assert "whyalive summary" not in run.logs[1], "only rank 0 prints the summary"
+
+
+def test_four_ranks_gpipe_prefix_and_a_subgroup(tmp_path: Path) -> None:
+    """Four ranks of GPipe with the pre-fix helper all leak; a 2-rank subgroup gathers alone."""
+    pytest.importorskip("torch.distributed.pipelining")
+    run = launch(4, ("gpipe:prefix", "subgroup"), tmp_path, deadline=150)
     assert run.returncodes == [0, 0, 0, 0], "\n".join(run.logs)
     results = run.scenario("gpipe:prefix")
     reports = _reports(results)
@@ -262,3 +319,8 @@ def test_four_ranks_gpipe_prefix(tmp_path: Path) -> None:
     _assert_summary_is_union(summary, reports)
     assert summary.leaking_ranks == (0, 1, 2, 3)
     assert all(result["summary"] is None for result in results[1:])
+    sub = run.scenario("subgroup")
+    assert [r["summary"] is None for r in sub] == [True, True, False, True]
+    summary = sub[2]["summary"]
+    assert (summary.world_size, summary.ranks, summary.missing) == (2, (2, 3), ())
+    _assert_summary_is_union_of(summary, {2: sub[2]["report"], 3: sub[3]["report"]})

@@ -10,9 +10,13 @@ __version__ = "0.1.0"
 
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
+from whyalive.explain import Explanation, explain
+from whyalive.monitor import GcMonitor, monitor
 from whyalive.report import Report
 
 __all__ = [
+    "Explanation",
+    "GcMonitor",
     "LeakError",
     "LeakWarning",
     "Report",
@@ -20,5 +24,7 @@ __all__ = [
     "__version__",
     "assert_no_leaks",
     "check_leaks",
+    "explain",
     "find_leaks",
+    "monitor",
 ]

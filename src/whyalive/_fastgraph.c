@@ -163,6 +163,10 @@ table_grow(ptrtable *t)
 /* Graph builder                                                       */
 
 #define TYPE_CACHE_SIZE 64
+/* Live objects that garbage refers to (module globals, classes, builtins) recur
+ * on almost every node; remembering recent misses keeps those lookups out of
+ * the big table, whose slots for far-away addresses are cache misses. */
+#define LIVE_CACHE_SIZE 1024
 
 typedef struct {
     ptrtable table;
@@ -179,6 +183,7 @@ typedef struct {
     Py_ssize_t nfollow;
     PyTypeObject *type_cache[TYPE_CACHE_SIZE];
     char type_follows[TYPE_CACHE_SIZE];
+    PyObject *live_cache[LIVE_CACHE_SIZE];
 } builder;
 
 static int
@@ -254,9 +259,18 @@ visit_referent(PyObject *o, void *arg)
     slot_t *s;
     if (PyObject_GC_IsTracked(o)) {
         /* Tracked objects outside the input are live objects: not part of the
-         * captured garbage, so they are neither nodes nor edge targets. */
+         * captured garbage, so they are neither nodes nor edge targets. Only
+         * untracked extras are ever added, so a tracked miss stays a miss. */
+        size_t h = ((uintptr_t)o >> 4) & (LIVE_CACHE_SIZE - 1);
+        if (b->live_cache[h] == o) {
+            return 0;
+        }
         s = table_lookup(&b->table, o);
-        return s->key == o ? push_target(b, s->val) : 0;
+        if (s->key == o) {
+            return push_target(b, s->val);
+        }
+        b->live_cache[h] = o;
+        return 0;
     }
     /* Most referents are untracked atoms (names, ints) that no node can be:
      * the type check rejects them before any table lookup. */

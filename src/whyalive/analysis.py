@@ -13,7 +13,7 @@ import gc
 import sys
 import types
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
@@ -57,6 +57,9 @@ class AnalysisOptions:
     where: str | None = None
     notes: tuple[str, ...] = ()
     allocation_sites: dict[int, str] = field(default_factory=dict)
+    # Asked only for the heavy objects a report shows (NumPy arrays are not in the
+    # captured garbage, so the caller cannot key them by id beforehand).
+    site_of: Callable[[object], str | None] | None = None
 
 
 @dataclass
@@ -460,7 +463,7 @@ def _heavy_table(
                     storage_id=storages[fact.storage],
                     counted=counted,
                     shared_with_live=fact.storage_users > storage_users[fact.storage],
-                    allocation_site=options.allocation_sites.get(id(table.graph.nodes[node])),
+                    allocation_site=_allocation_site(table.graph.nodes[node], options),
                 )
             )
     return result
@@ -472,6 +475,13 @@ def _platform() -> tuple[str, str]:
 
     # platform.platform() may run a subprocess: once per process is enough.
     return platform.python_version(), platform.platform(terse=True)
+
+
+def _allocation_site(obj: object, options: AnalysisOptions) -> str | None:
+    site = options.allocation_sites.get(id(obj))
+    if site is None and options.site_of is not None:
+        site = options.site_of(obj)
+    return site
 
 
 def run_info(where: str | None = None) -> RunInfo:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -18,7 +19,9 @@ from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.report import Report
 
 if TYPE_CHECKING:
+    from whyalive.allocations import AllocationRecorder
     from whyalive.distributed import Summary
+    from whyalive.explain import HeavyCensus
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -73,10 +76,16 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         allow: signatures or pattern names of known cycles not to report.
         all_cycles: also report cycles that hold no heavy object.
         report_to: write the report here (format from the suffix) when a leak is found.
+        record_allocations: record where each heavy object was allocated (NumPy through
+            ``tracemalloc``, torch CPU tensors through a dispatch mode), inside the block
+            only; off by default, and then it costs nothing.
         gather: in a ``torch.distributed`` job, after the check call
             :func:`whyalive.distributed.gather_summary` on every rank; the first
             rank gets the :class:`~whyalive.distributed.Summary` on ``.summary``.
             Every rank of the group must run the check, as with a collective.
+        census: also report heavy objects created inside the block that are still
+            alive (not garbage) after it, with what holds them (``Report.alive``,
+            see :func:`whyalive.explain`); they fail the check like a leak.
 
     .. versionadded:: 0.1
     """
@@ -90,6 +99,8 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         all_cycles: bool = False,
         report_to: str | os.PathLike[str] | None = None,
         gather: bool = False,
+        record_allocations: bool = False,
+        census: bool = False,
     ) -> None:
         if on_leak not in ("raise", "warn", "ignore"):
             raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
@@ -103,6 +114,10 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         self.all_cycles = all_cycles
         self.report_to = Path(report_to) if report_to is not None else None
         self.gather = gather
+        self.record_allocations = record_allocations
+        self.census = census
+        self._census: HeavyCensus | None = None
+        self._recorder: AllocationRecorder | None = None
         self.report: Report | None = None
         self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
@@ -117,6 +132,8 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
             all_cycles=self.all_cycles,
             report_to=self.report_to,
             gather=self.gather,
+            record_allocations=self.record_allocations,
+            census=self.census,
         )
 
     def __enter__(self) -> check_leaks:
@@ -125,6 +142,17 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         self._location = _user_location()
         self._gc_was_enabled = gc.isenabled()
         self.report = None
+        if self.census:
+            from whyalive.explain import HeavyCensus
+
+            self._census = HeavyCensus()
+            self._census.begin()
+        if self.record_allocations:
+            from whyalive.allocations import AllocationRecorder
+
+            # Before the baseline, so what starting it creates is never the block's.
+            self._recorder = AllocationRecorder()
+            self._recorder.start()
         self._watch = GarbageWatch()
         self._watch.begin()
         return self
@@ -139,6 +167,9 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         self._watch = None
         if watch is None:
             return
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            recorder.stop()
         captured = watch.end()
         try:
             filename, line, function = self._location
@@ -153,11 +184,20 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
                 allow=self.allow,
                 where=f"{os.path.basename(filename)}:{line} in {function}",
                 notes=tuple(notes),
+                site_of=recorder.site_of if recorder is not None else None,
             )
             self.report = analyze(captured.objects, options)
+            if recorder is not None:
+                self.report = _note_unrecorded(self.report)
         finally:
+            if recorder is not None:
+                recorder.close()
             captured.release()
             watch.finish()
+        census, self._census = self._census, None
+        if census is not None:
+            # After the garbage is freed and the baseline unfrozen: what is left is alive.
+            self.report = census.finish(self.report, min_bytes=self.min_bytes)
         if self.gather:
             # Before raising: a rank that raised here would leave the first rank waiting.
             from whyalive.distributed import gather_summary
@@ -191,6 +231,20 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
                 return fn(*args, **kwargs)
 
         return checked
+
+
+def _note_unrecorded(report: Report) -> Report:
+    """Say plainly which heavy objects have no recorded allocation site, and why."""
+    missing = [h for h in report.heavy_objects if h.allocation_site is None]
+    if not missing:
+        return report
+    note = (
+        f"Allocation site not recorded for {len(missing)} of {len(report.heavy_objects)} "
+        "heavy object(s): only NumPy arrays (through tracemalloc) and torch CPU tensors "
+        "created inside the block are recorded; CUDA tensors, buffers and objects "
+        "allocated before the block are not."
+    )
+    return dataclasses.replace(report, notes=(*report.notes, note))
 
 
 def find_leaks(fn: Callable[..., object], /, *args: object, **kwargs: object) -> Report:

@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     lint = commands.add_parser("lint", help="flag code that makes reference cycles, before it runs")
     lint_command.add_arguments(lint)
     lint.set_defaults(handler=lint_command.run)
+
+    from whyalive import run_command
+
+    run = commands.add_parser("run", help="run a Python program and explain the cycles it leaves")
+    run_command.add_arguments(run)
+    run.set_defaults(handler=run_command.run)
     return parser
 
 

@@ -23,6 +23,7 @@ reads ``sys.modules`` only, and :func:`gather_summary` imports
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import sys
@@ -34,6 +35,8 @@ from typing import Any
 from whyalive.errors import UsageError
 from whyalive.report import Report
 from whyalive.words import size_to_words
+
+logger = logging.getLogger("whyalive")
 
 _KEY_PREFIX = "whyalive/summary"
 # Calls per group, so that two gathers on one group never read each other's keys.
@@ -131,6 +134,28 @@ class Summary:
     def total_bytes(self) -> int:
         """Bytes held by reported cycles on all ranks together."""
         return sum(row.total_bytes for row in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (rank keys become strings, as JSON needs)."""
+        return {
+            "world_size": self.world_size,
+            "ranks": list(self.ranks),
+            "missing": list(self.missing),
+            "reports_by_rank": {str(k): v for k, v in self.reports_by_rank.items()},
+            "rows": [
+                {
+                    "signature": row.signature,
+                    "pattern": row.pattern,
+                    "title": row.title,
+                    "cut": row.cut,
+                    "ranks": list(row.ranks),
+                    "total_bytes": row.total_bytes,
+                    "bytes_by_rank": {str(k): v for k, v in row.bytes_by_rank.items()},
+                    "occurrences_by_rank": {str(k): v for k, v in row.occurrences_by_rank.items()},
+                }
+                for row in self.rows
+            ],
+        }
 
     def __str__(self) -> str:
         return render_summary(self)
@@ -306,7 +331,8 @@ def _gather_through_store(
 
     from torch.distributed import distributed_c10d as c10d
 
-    members = [int(r) for r in dist.get_process_group_ranks(group or dist.group.WORLD)]
+    chosen = dist.group.WORLD if group is None else group
+    members = [int(r) for r in dist.get_process_group_ranks(chosen)]
     me = int(dist.get_rank())
     if me not in members:
         raise UsageError(f"rank {me} is not a member of the group passed to gather_summary()")
@@ -317,8 +343,16 @@ def _gather_through_store(
     store = c10d._get_default_store()
     prefix = f"{_KEY_PREFIX}/{group_key}/{call}"
     payload = pickle.dumps((report_count, [_row_tuple(r) for r in rows]), protocol=4)
-    store.set(f"{prefix}/{me}", payload)  # type: ignore[arg-type] # the store takes bytes
-    if me != members[0]:
+    first = me == members[0]
+    try:
+        store.set(f"{prefix}/{me}", payload)  # type: ignore[arg-type] # the store takes bytes
+    except Exception as error:  # the store's host is gone: say so, never fail the caller's step
+        logger.warning("%scould not send the whyalive summary: %s", rank_tag(), error)
+        if not first:
+            return None
+        alone = {me: rows}
+        return summarize(alone, len(members), expected=members, reports_by_rank={me: report_count})
+    if not first:
         return None
 
     per_rank: dict[int, list[RankCycle]] = {}

@@ -16,6 +16,7 @@ bracket, so a suite's own "gc state unchanged" fixture sees nothing move.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from whyalive.capture import GarbageWatch
+    from whyalive.gcstate import GcSettings
     from whyalive.report import Report
 
 HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
@@ -66,51 +67,78 @@ class TestWatch:
     options: TestOptions
     where: str
     label: str = "setup"
-    watches: list[GarbageWatch] = field(default_factory=list)
     leaks: list[Leak] = field(default_factory=list)
     reported: int = 0
+    _user: GcSettings | None = None
+    _start: int = 0
+    _froze: bool = False
 
     def begin(self) -> None:
-        """Start the first segment; the first watch freezes the baseline."""
-        from whyalive.capture import GarbageWatch
+        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved."""
+        from whyalive import capture
+        from whyalive.gcstate import GcSettings
 
-        watch = GarbageWatch()
-        watch.begin()
-        self.watches.append(watch)
+        user = GcSettings.current()
+        gc.collect(1)
+        self._user = user
+        capture._ACTIVE.append(user)
+        self._start = len(gc.garbage)
+        gc.set_debug(user.debug | gc.DEBUG_SAVEALL)
 
     def checkpoint(self, next_label: str | None) -> None:
-        """Take the current segment's garbage, blame it on ``label``, start the next one."""
-        from whyalive.analysis import AnalysisOptions, analyze
-        from whyalive.capture import GarbageWatch
+        """Take the segment's garbage, blame it on ``label``, and go on as ``next_label``.
 
-        watch = self.watches[-1]
-        if watch.active:
-            captured = watch.end()
-            try:
-                if captured.objects:
-                    report = analyze(
-                        captured.objects,
-                        AnalysisOptions(
-                            min_bytes=self.options.min_bytes,
-                            allow=self.options.allow,
-                            where=f"{self.where} ({self.label})",
-                        ),
-                    )
-                    if report.found:
-                        self.leaks.append(Leak(self.label, report))
-            finally:
-                captured.release()
+        The call segment freezes its baseline and ends with a full collection, which
+        then traverses only what the test body created. Setup and teardown segments
+        run user fixtures, which a suite may ask about the freeze count, so they end
+        with a young-generation collection instead (fixture cycles are young).
+        """
+        from whyalive.analysis import AnalysisOptions, analyze
+        from whyalive.capture import CapturedGarbage
+        from whyalive.gcstate import user_saves_all
+
+        user = self._user
+        if user is None:
+            return
+        gc.collect(2 if self._froze else 1)
+        start = min(self._start, len(gc.garbage))
+        captured = CapturedGarbage(gc.garbage[start:], user_keeps=user_saves_all(user))
+        del gc.garbage[start:]
+        try:
+            if captured.objects:
+                options = AnalysisOptions(
+                    min_bytes=self.options.min_bytes,
+                    allow=self.options.allow,
+                    where=f"{self.where} ({self.label})",
+                )
+                report = analyze(captured.objects, options)
+                if report.found:
+                    self.leaks.append(Leak(self.label, report))
+        finally:
+            captured.release()
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()
         if next_label is None:
-            # Give back every freeze we own, newest first (a test may have unfrozen ours).
-            for owned in reversed(self.watches):
-                owned.finish()
-            self.watches.clear()
+            self._close(user)
             return
         self.label = next_label
-        # The baseline is still frozen, so this watch's opening collection is cheap.
-        fresh = GarbageWatch()
-        fresh.begin()
-        self.watches.append(fresh)
+        if next_label == "call" and gc.get_freeze_count() == 0:
+            self._froze = True
+            gc.freeze()
+        # A test may reset the debug flags (gc.set_debug(0)); watching goes on regardless.
+        gc.set_debug(gc.get_debug() | gc.DEBUG_SAVEALL)
+        self._start = len(gc.garbage)
+
+    def _close(self, user: GcSettings) -> None:
+        from whyalive import capture
+
+        self._user = None
+        gc.set_debug(gc.get_debug() & ~gc.DEBUG_SAVEALL | (user.debug & gc.DEBUG_SAVEALL))
+        for index in range(len(capture._ACTIVE) - 1, -1, -1):
+            if capture._ACTIVE[index] is user:
+                del capture._ACTIVE[index]
+                break
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""
@@ -136,10 +164,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Options ``--whyalive-<thing>`` with ini twins ``whyalive_<thing>`` (one help each)."""
     group = parser.getgroup("whyalive", "whyalive: reference cycles that hold tensors")
     group.addoption("--whyalive", action="store_true", default=None, help=HELP_ENABLE)
-    group.addoption("--whyalive-min-bytes", type=int, default=None, help=HELP_MIN_BYTES)
     group.addoption(
-        "--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK
+        "--whyalive-min-bytes", type=int, metavar="N", default=None, help=HELP_MIN_BYTES
     )
+    group.addoption("--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK)
     group.addoption("--whyalive-report", metavar="DIR", default=None, help=HELP_REPORT)
     parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
     parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
@@ -340,8 +368,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     options = state.defaults
     return (
-        f"whyalive: checking every test (min_bytes={options.min_bytes}, "
-        f"on_leak={options.on_leak})"
+        f"whyalive: checking every test (min_bytes={options.min_bytes}, on_leak={options.on_leak})"
     )
 
 

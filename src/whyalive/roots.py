@@ -54,20 +54,44 @@ class HeapGraph:
     """
 
     nodes: list[object]
-    offsets: list[int]
-    targets: list[int]
+    offsets: Sequence[int]
+    targets: Sequence[int]
     target_nodes: list[int]
     buffers: tuple[memoryview, memoryview] | None = None
-    root_kind: dict[int, int] = field(default_factory=dict)
+    target_bytes: bytes = b""
+    root_kind: bytearray = field(default_factory=bytearray)
     root_words: dict[int, str] = field(default_factory=dict)
     excluded: set[int] = field(default_factory=set)
+    excluded_ids: set[int] = field(default_factory=set)
     frozen_range: range = range(0)
+
+    def edges_into(self, node: int) -> list[int]:
+        """Positions in ``targets`` of every edge into ``node`` (one C scan of the raw bytes)."""
+        raw = self.target_bytes
+        needle = node.to_bytes(8, sys.byteorder, signed=True)
+        found: list[int] = []
+        position = raw.find(needle)
+        while position >= 0:
+            if position % 8 == 0:
+                found.append(position // 8)
+                position = raw.find(needle, position + 8)
+            else:  # straddles two entries: not an edge
+                position = raw.find(needle, position + 1)
+        return found
+
+    def is_excluded(self, node: int) -> bool:
+        """Our own containers and frames: never on a path, never blamed."""
+        obj = self.nodes[node]
+        if node in self.excluded or id(obj) in self.excluded_ids:
+            return True
+        return type(obj) is types.FrameType and is_tool_frame(obj)
 
     def release(self) -> None:
         """Drop every strong reference (call before returning to the user)."""
         self.nodes = []
-        self.offsets = []
-        self.targets = []
+        self.offsets = ()
+        self.targets = ()
+        self.target_bytes = b""
         self.buffers = None
 
     def reaching(self, seeds: list[int]) -> bytes:
@@ -81,8 +105,8 @@ def is_tool_frame(frame: types.FrameType) -> bool:
     return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR)
 
 
-def _thread_frames() -> tuple[list[types.FrameType], dict[int, str], set[int]]:
-    """Every thread's frames (top to bottom) but ours, their thread names, and our frames' ids.
+def _thread_frames() -> tuple[list[types.FrameType], dict[int, str]]:
+    """Every thread's frames (top to bottom) but whyalive's own, and their thread names.
 
     Our own frame objects are never stored: a list of them held by a local of
     one of them would be a cycle keeping the tool's locals alive.
@@ -90,19 +114,16 @@ def _thread_frames() -> tuple[list[types.FrameType], dict[int, str], set[int]]:
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     frames: list[types.FrameType] = []
     words: dict[int, str] = {}
-    tool: set[int] = set()
     current = sys._current_frames()
     for ident in list(current):
         thread = names.get(ident, f"thread {ident}")
         frame: types.FrameType | None = current.pop(ident)
         while frame is not None:
-            if is_tool_frame(frame):
-                tool.add(id(frame))
-            else:
+            if not is_tool_frame(frame):
                 frames.append(frame)
                 words[id(frame)] = thread
             frame = frame.f_back
-    return frames, words, tool
+    return frames, words
 
 
 def _frozen_objects(seen: list[object]) -> list[object]:
@@ -119,7 +140,7 @@ def _frozen_objects(seen: list[object]) -> list[object]:
         referents = gc.get_referents(*frontier)
         by_id = dict(zip(map(id, referents), referents, strict=True))
         fresh = list(filter(gc.is_tracked, map(by_id.__getitem__, by_id.keys() - known)))
-        known.update(map(id, fresh))
+        known.update(by_id)  # untracked ones too: each id is looked at once
         found.extend(fresh)
         frontier = fresh
     return found
@@ -128,44 +149,42 @@ def _frozen_objects(seen: list[object]) -> list[object]:
 def snapshot_heap(
     targets: Sequence[object], resolver: KindResolver, own: Sequence[object]
 ) -> HeapGraph:
-    """One graph of the live heap with ``targets`` in it; ``own`` objects are excluded."""
-    frames, thread_of, tool_frames = _thread_frames()
-    own_ids = {id(frames), *map(id, own), *tool_frames}
-    objects = gc.get_objects()
+    """One graph of the live heap with ``targets`` in it; ``own`` objects are excluded.
+
+    The targets, our own containers and the threads' frames go first in the node
+    list, so their indices are known without a search (``build_graph`` points
+    every edge at an object's first index; later copies have no holders).
+    """
+    frames, thread_of = _thread_frames()
+    head: list[object] = [*targets, *own, frames, *frames]
+    objects = head + gc.get_objects()
     frozen_start = len(objects)
     if gc.get_freeze_count():
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
-    index = dict(zip(map(id, objects), range(len(objects)), strict=True))
-    target_nodes: list[int] = []
-    for target in targets:
-        found = index.get(id(target))
-        if found is None:
-            found = len(objects)
-            objects.append(target)
-            index[id(target)] = found
-        target_nodes.append(found)
     follow = resolver.covered_types + _UNTRACKED_CONTAINERS
     nodes, offsets, edge_targets = graphcore.build_graph(objects, follow)
-    del objects
+    head_id = id(head)  # the snapshot lists `head` itself: one of our containers
+    del objects, head
+    count = len(targets)
     graph = HeapGraph(
         nodes,
-        offsets.tolist(),
-        edge_targets.tolist(),
-        target_nodes,
+        offsets,
+        edge_targets,
+        list(range(count)),
         buffers=(offsets, edge_targets),
         frozen_range=frozen_range,
     )
-    graph.excluded = {index[i] for i in own_ids if i in index}
-    kinds = _RootKinds()
-    for node, kind in enumerate(map(kinds.__getitem__, map(type, nodes))):
-        if kind:
-            graph.root_kind[node] = kind
-    for frame in frames:
-        node = index.get(id(frame))
-        if node is not None:
-            graph.root_kind[node] = FRAME
-            graph.root_words[node] = thread_of[id(frame)]
+    # Raw int64 edge targets: bytes.find locates a node's holders at memory speed.
+    graph.target_bytes = edge_targets.tobytes()
+    first_frame = count + len(own) + 1
+    graph.excluded = set(range(count, first_frame))
+    # The snapshot holds second copies of our containers: exclude those by identity.
+    graph.excluded_ids = {head_id, id(frames), *map(id, own)}
+    graph.root_kind = bytearray(map(_RootKinds().__getitem__, map(type, nodes)))
+    for node, frame in enumerate(frames, first_frame):
+        graph.root_kind[node] = FRAME
+        graph.root_words[node] = thread_of[id(frame)]
     return graph
 
 

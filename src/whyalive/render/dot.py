@@ -85,8 +85,15 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
         drawn = _collect(edges, set())
         nodes = _nodes_of((alive.node_id,), drawn)
         views.append(
-            GraphView(f"alive-{number}", f"Still alive {number}: {alive.description}",
-                      nodes, drawn, (), 0, 0)
+            GraphView(
+                f"alive-{number}",
+                f"Still alive {number}: {alive.description}",
+                nodes,
+                drawn,
+                (),
+                0,
+                0,
+            )
         )
     return tuple(views)
 
@@ -126,11 +133,14 @@ class DotRenderer:
         lines = [
             "digraph whyalive {",
             f"  graph [rankdir={self.rankdir}, fontname=Helvetica, fontsize=11];",
-            "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f3f4f6\", "
+            '  node [shape=box, style="rounded,filled", fillcolor="#f3f4f6", '
             "fontname=Helvetica, fontsize=10];",
-            "  edge [fontname=Helvetica, fontsize=9, color=\"#6b7280\"];",
+            '  edge [fontname=Helvetica, fontsize=9, color="#6b7280"];',
         ]
-        for view in graph_views(report):
+        views = graph_views(report)
+        if not views:
+            lines.append(f"  label={quote('No cyclic garbage holds heavy objects.')};")
+        for view in views:
             lines.extend(self._view(report, view))
         lines.append("}")
         return "\n".join(lines) + "\n"
@@ -144,8 +154,12 @@ class DotRenderer:
         if node.heavy:
             text = f"{_shorten(node.label)}\n{size_to_words(node.size)}"
             attrs[0] = f"label={quote(text)}"
-            attrs += ['fillcolor="#fde68a"', "penwidth=2",
-                      f"width={heavy_width(node.size)}", f"height={heavy_width(node.size) / 2:.2f}"]
+            attrs += [
+                'fillcolor="#fde68a"',
+                "penwidth=2",
+                f"width={heavy_width(node.size)}",
+                f"height={heavy_width(node.size) / 2:.2f}",
+            ]
         elif member:
             attrs.append('fillcolor="#fecaca"')
         return f"    {prefix}n{node_id} [{', '.join(attrs)}];"
@@ -153,16 +167,27 @@ class DotRenderer:
     def _view(self, report: Report, view: GraphView) -> list[str]:
         # Node names are prefixed per view so a node shown by two views appears in both.
         prefix = view.key.replace("-", "_") + "_"
-        lines = [f"  subgraph cluster_{prefix.rstrip('_')} {{",
-                 f"    label={quote(view.title)};", "    color=\"#d1d5db\";"]
+        lines = [
+            f"  subgraph cluster_{prefix.rstrip('_')} {{",
+            f"    label={quote(view.title)};",
+            '    color="#d1d5db";',
+        ]
         members = set(view.members)
-        lines.extend(self._node(report, prefix, n, n in members) for n in view.nodes
-                     if 0 <= n < len(report.nodes))
+        lines.extend(
+            self._node(report, prefix, n, n in members)
+            for n in view.nodes
+            if 0 <= n < len(report.nodes)
+        )
         for edge in view.edges:
             attrs = [f"label={quote(_shorten(edge.name, 40))}"]
             if edge.cut:
-                attrs += ['color="#dc2626"', "penwidth=2.5", 'fontcolor="#dc2626"',
-                          "style=dashed", f"tooltip={quote('suggested cut: ' + edge.name)}"]
+                attrs += [
+                    'color="#dc2626"',
+                    "penwidth=2.5",
+                    'fontcolor="#dc2626"',
+                    "style=dashed",
+                    f"tooltip={quote('suggested cut: ' + edge.name)}",
+                ]
             lines.append(
                 f"    {prefix}n{edge.source} -> {prefix}n{edge.target} [{', '.join(attrs)}];"
             )

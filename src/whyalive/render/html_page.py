@@ -100,9 +100,12 @@ def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
 
 
 def _graphviz_source(view: dict[str, Any]) -> str:
-    lines = ["digraph g {", "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
-             "  node [shape=box, fixedsize=true, label=\"\"];",
-             "  edge [fontname=Courier, fontsize=10];"]
+    lines = [
+        "digraph g {",
+        "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
+        '  node [shape=box, fixedsize=true, label=""];',
+        "  edge [fontname=Courier, fontsize=10];",
+    ]
     for node in view["nodes"]:
         width = node["w"] / _POINTS_PER_INCH
         height = node["h"] / _POINTS_PER_INCH
@@ -133,21 +136,35 @@ def _parse_plain(text: str) -> dict[str, Any]:
         elif parts[0] == "edge":
             count = int(parts[3])
             flat = [float(p) * _POINTS_PER_INCH for p in parts[4 : 4 + 2 * count]]
-            points = [[round(flat[i], 1), round(height - flat[i + 1], 1)]
-                      for i in range(0, len(flat), 2)]
+            points = [
+                [round(flat[i], 1), round(height - flat[i + 1], 1)] for i in range(0, len(flat), 2)
+            ]
             label = None
             # After the points come: ["label" xl yl] style color; labels may hold spaces.
             if len(parts) > 4 + 2 * count + 2:
                 xl, yl = float(parts[-4]), float(parts[-3])
-                label = [round(xl * _POINTS_PER_INCH, 1),
-                         round(height - yl * _POINTS_PER_INCH, 1)]
-            layout["edges"].append({"points": points, "label": label})
+                label = [round(xl * _POINTS_PER_INCH, 1), round(height - yl * _POINTS_PER_INCH, 1)]
+            tail, head = parts[1].removeprefix("n"), parts[2].removeprefix("n")
+            layout["edges"].append({"points": points, "label": label, "ends": [tail, head]})
     return layout
 
 
 def _graphviz_layout(view: dict[str, Any]) -> dict[str, Any]:
-    return _parse_plain(run_dot(_graphviz_source(view), "plain", purpose="html layout")
-                        .decode("utf-8"))
+    layout = _parse_plain(
+        run_dot(_graphviz_source(view), "plain", purpose="html layout").decode("utf-8")
+    )
+    # Graphviz lists edges by node, not in input order: match them back by their ends
+    # (edges between the same two nodes keep their relative order).
+    queues: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for geometry in layout["edges"]:
+        tail, head = geometry.pop("ends")
+        queues.setdefault((tail, head), []).append(geometry)
+    ordered: list[dict[str, Any] | None] = []
+    for edge in view["edges"]:
+        queue = queues.get((str(edge["source"]), str(edge["target"])))
+        ordered.append(queue.pop(0) if queue else None)
+    layout["edges"] = ordered
+    return layout
 
 
 class HtmlRenderer:

@@ -78,5 +78,6 @@ class PngRenderer:
 
     def render(self, report: Report) -> str:
         """PNG is binary: there is no text form to return."""
-        raise UsageError("png is a binary format: write it to a file (-o out.png) or use "
-                         "render_bytes()")
+        raise UsageError(
+            "png is a binary format: write it to a file (-o out.png) or use render_bytes()"
+        )

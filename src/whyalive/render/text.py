@@ -132,11 +132,9 @@ class TextRenderer:
         allocated = [
             h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
         ]
-        for heavy in allocated[:3]:
-            lines.append(f"  Allocated: {heavy.description} at {heavy.allocation_site}")
-        lines.append(
-            f"  Signature: {cycle.signature} (to allow it: check_leaks(allow=[{cycle.signature!r}]))"
-        )
+        lines.extend(f"  Allocated: {h.description} at {h.allocation_site}" for h in allocated[:3])
+        allow = f"check_leaks(allow=[{cycle.signature!r}])"
+        lines.append(f"  Signature: {cycle.signature} (to allow it: {allow})")
         if cycle.lint_rule:
             lines.append(f"  Lint: `whyalive lint` rule {cycle.lint_rule} catches this pattern.")
         return lines

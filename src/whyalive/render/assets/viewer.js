@@ -230,16 +230,19 @@
       g.addEventListener("click", function (ev) { ev.stopPropagation(); showNode(n.id); });
       world.appendChild(g);
     });
-    fit(layout.width, layout.height);
+    fit(layout.width, layout.height, true);
   }
 
   var extent = { w: 1, h: 1 };
-  function fit(w, h) {
+  /* readable: a long cycle shown whole would be unreadably small, so start at a legible
+     scale at its left end and let the user pan; the "fit" button shows it whole. */
+  function fit(w, h, readable) {
     extent = { w: w || 1, h: h || 1 };
     var box = graphSvg.getBoundingClientRect();
     var k = Math.min((box.width - 20) / extent.w, (box.height - 20) / extent.h, 1.5);
     state.k = k > 0 ? k : 1;
     state.x = (box.width - extent.w * state.k) / 2;
+    if (readable && state.k < 0.45) { state.k = 0.45; state.x = 10; }
     state.y = (box.height - extent.h * state.k) / 2;
     applyTransform();
   }

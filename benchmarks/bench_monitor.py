@@ -1,0 +1,194 @@
+"""Step time of a CPU MLP training loop with and without the garbage monitor, in one process.
+
+Each step: forward, backward and SGD on a small MLP, then realistic Python churn
+(a metrics dict, a list of per-sample records, formatted strings). The leaking
+variant also calls the seed's recursive closure once per step, holding the
+step's detached outputs. Configurations are interleaved and repeated; the
+fastest and the median run of each are reported; ratios use the fastest run
+(the machine is shared, so the median carries other processes' noise).
+Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, and
+automatic GC off with a scheduled collection each step.
+
+    python benchmarks/bench_monitor.py [--steps 300] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+import whyalive
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+MODEL = nn.Sequential(
+    nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10)
+)
+OPT = torch.optim.SGD(MODEL.parameters(), lr=0.01)
+LOSS = nn.CrossEntropyLoss()
+X = torch.randn(32, 64)
+Y = torch.randint(0, 10, (32,))
+
+
+def stage_backward(outputs: list[Any]) -> None:
+    """The seed's leak: a recursive closure whose cell keeps the outputs in a cycle."""
+    stage_output_tensors: list[Any] = []
+
+    def extract_tensors_with_grads(value: Any) -> None:
+        if isinstance(value, list):
+            for item in value:
+                extract_tensors_with_grads(item)
+        else:
+            stage_output_tensors.append(value)
+
+    extract_tensors_with_grads(outputs)
+
+
+def train_step(i: int, leak: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    OPT.zero_grad()
+    out = MODEL(X)
+    loss = LOSS(out, Y)
+    loss.backward()
+    OPT.step()
+    value = float(loss.detach())
+    metrics = {"step": i, "loss": value, "lr": 0.01, "tag": f"step-{i}-{value:.4f}"}
+    records = [{"i": j, "pair": (j, j + 1), "name": f"s{j}"} for j in range(32)]
+    if leak:
+        stage_backward([out.detach(), [loss.detach()]])
+    return metrics, records
+
+
+def run(steps: int, leak: bool, after_step: Callable[[], None]) -> float:
+    """Mean step time in seconds over ``steps`` steps."""
+    began = time.perf_counter()
+    for i in range(steps):
+        train_step(i, leak)
+        after_step()
+    return (time.perf_counter() - began) / steps
+
+
+def nothing() -> None:
+    pass
+
+
+def baseline(steps: int, leak: bool) -> dict[str, Any]:
+    return {"step": run(steps, leak, nothing)}
+
+
+def monitored(steps: int, leak: bool, **options: Any) -> dict[str, Any]:
+    mon = whyalive.monitor(log=False, **options)
+    with mon:
+        seconds = run(steps, leak, mon.step)
+    found = sum(c.occurrences for r in mon.summary_reports() for c in r.cycles)
+    return {"step": seconds, "found": found, "stats": mon.stats}
+
+
+def observed(steps: int, leak: bool) -> dict[str, Any]:
+    from torch.utils.viz._cycles import observe_garbage
+
+    found = [0]
+
+    def observer(garbage: list[Any]) -> None:
+        found[0] += sum(
+            1 for o in garbage if getattr(o, "__name__", None) == "extract_tensors_with_grads"
+        )
+
+    debug = gc.get_debug()
+    remove = observe_garbage(observer)
+    try:
+        seconds = run(steps, leak, nothing)
+    finally:
+        remove()
+        gc.set_debug(debug)  # observe_garbage sets the flags to 0 or SAVEALL, never back
+    return {"step": seconds, "found": found[0]}
+
+
+def scheduled(steps: int, leak: bool, use_monitor: bool, generation: int) -> dict[str, Any]:
+    full = [0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full[0] += 1
+
+    gc.disable()
+    gc.callbacks.append(count)
+    try:
+        if use_monitor:
+            mon = whyalive.monitor(log=False, collect_generation=generation)
+            with mon:
+                seconds = run(steps, leak, lambda: mon.step(collect=True))
+                fulls = full[0]
+            found = sum(c.occurrences for r in mon.summary_reports() for c in r.cycles)
+            return {"step": seconds, "found": found, "full": fulls}
+        seconds = run(steps, leak, lambda: gc.collect(generation))
+        return {"step": seconds, "full": full[0]}
+    finally:
+        gc.callbacks.remove(count)
+        gc.enable()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    for i in range(50):  # warm up the allocator, autograd and the model
+        train_step(i, False)
+    gc.collect()
+    configs: dict[str, Callable[[], dict[str, Any]]] = {
+        "no leak, baseline": lambda: baseline(args.steps, False),
+        "no leak, monitor": lambda: monitored(args.steps, False),
+        "leak, baseline": lambda: baseline(args.steps, True),
+        "leak, monitor": lambda: monitored(args.steps, True),
+        "leak, monitor freeze=False": lambda: monitored(args.steps, True, freeze=False),
+        "leak, observe_garbage": lambda: observed(args.steps, True),
+        "gc off, leak, gc.collect(1) per step": lambda: scheduled(args.steps, True, False, 1),
+        "gc off, leak, monitor.step(collect=True) gen 1": lambda: scheduled(
+            args.steps, True, True, 1
+        ),
+    }
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    for _ in range(args.repeats):
+        for name, config in configs.items():
+            try:
+                results[name].append(config())
+            except Exception as error:  # observe_garbage may refuse a CPU build
+                results[name].append({"error": f"{type(error).__name__}: {error}"})
+            gc.collect()
+    best: dict[str, float] = {}
+    for name, runs in results.items():
+        errors = [r["error"] for r in runs if "error" in r]
+        if errors:
+            print(f"{name:48s} raised {errors[0]}")
+            continue
+        best[name] = min(r["step"] for r in runs)
+        median = statistics.median(r["step"] for r in runs)
+        extra = ""
+        if "found" in runs[0]:
+            extra += f"  found {[r['found'] for r in runs]} of {args.steps}"
+        if "full" in runs[0]:
+            extra += f"  full collections {[r['full'] for r in runs]}"
+        print(f"{name:48s} {best[name] * 1e3:7.3f} ms/step (median {median * 1e3:.3f}){extra}")
+    pairs = [
+        ("no leak, monitor", "no leak, baseline"),
+        ("leak, monitor", "leak, baseline"),
+        ("leak, monitor freeze=False", "leak, baseline"),
+        ("leak, observe_garbage", "leak, baseline"),
+        ("gc off, leak, monitor.step(collect=True) gen 1", "gc off, leak, gc.collect(1) per step"),
+    ]
+    for with_, without in pairs:
+        if with_ in best and without in best:
+            print(f"ratio {with_} / {without}: {best[with_] / best[without]:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Where each heavy object was allocated: opt-in recording inside a checked block.
+
+``check_leaks(record_allocations=True)`` starts an :class:`AllocationRecorder` for
+the block only, and the analysis asks it for the ``file:line`` of the user's
+frame that created each heavy object it reports:
+
+- NumPy reports its data buffers to ``tracemalloc`` in its own domain, keyed by
+  the data pointer. ``tracemalloc.Snapshot`` traces carry no address, so we ask
+  the interpreter for the traceback of that (domain, address) directly.
+  Tracing is started only when it is not already on, and stopped after the
+  analysis only when we started it.
+- torch CPU tensors: a ``TorchDispatchMode`` active only inside the block notes,
+  for every op whose output has a new storage, the first frame outside torch
+  and whyalive, keyed by the storage's data pointer (views share their base's
+  storage and keep its site).
+- CUDA tensors are not recorded (``torch.cuda.memory._record_memory_history``
+  needs process-wide setup and its stack format changes between releases);
+  reports say so.
+
+Nothing here runs, or is imported, when recording is off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import tracemalloc
+from types import FrameType
+from typing import Any
+
+# numpy/_core/include/numpy/ndarraytypes.h: NPY_TRACE_DOMAIN.
+NUMPY_TRACE_DOMAIN = 389047
+FRAMES = 32
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _library_dir(module_name: str) -> str | None:
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if isinstance(path, str) else None
+
+
+def _is_internal(filename: str, skip: tuple[str, ...]) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(skip) or filename.startswith("<frozen ")
+
+
+def _site(filename: str, line: int) -> str:
+    return f"{os.path.basename(filename)}:{line}"
+
+
+def _traceback_lookup() -> Any:
+    """The interpreter's (domain, address) -> traceback function, or None."""
+    try:
+        lookup = ctypes.pythonapi._PyTraceMalloc_GetTraceback
+    except AttributeError:  # not exported by this build
+        return None
+    lookup.restype = ctypes.py_object
+    lookup.argtypes = [ctypes.c_uint, ctypes.c_size_t]
+    return lookup
+
+
+class _TorchSites:
+    """A dispatch mode that records the user's frame for each newly allocated storage."""
+
+    def __init__(self, torch: Any, sites: dict[int, str], skip: tuple[str, ...]) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tensor_type = torch.Tensor
+        tree_leaves = torch.utils._pytree.tree_leaves
+
+        def data_ptr(value: object) -> int | None:
+            if not isinstance(value, tensor_type) or value.device.type != "cpu":
+                return None
+            try:
+                return int(value.untyped_storage().data_ptr())
+            except Exception:  # storage-less layouts (sparse, nested)
+                return None
+
+        def user_site() -> str | None:
+            frame: FrameType | None = sys._getframe(2)
+            while frame is not None:
+                if not _is_internal(frame.f_code.co_filename, skip):
+                    return _site(frame.f_code.co_filename, frame.f_lineno)
+                frame = frame.f_back
+            return None
+
+        class RecordingMode(TorchDispatchMode):  # type: ignore[misc]
+            def __torch_dispatch__(
+                self,
+                func: Any,
+                types: Any,
+                args: tuple[object, ...] = (),
+                kwargs: dict[str, object] | None = None,
+            ) -> object:
+                out = func(*args, **(kwargs or {}))
+                inputs = {data_ptr(a) for a in tree_leaves((args, kwargs))}
+                site: str | None = None
+                for value in tree_leaves(out):
+                    pointer = data_ptr(value)
+                    # A storage no input shares is new memory: a view or an
+                    # in-place op keeps the site of the storage it reuses.
+                    if pointer and pointer not in inputs:
+                        site = site or user_site()
+                        if site is not None:
+                            sites[pointer] = site
+                return out
+
+        self.mode = RecordingMode()
+
+
+class AllocationRecorder:
+    """Records allocation sites between :meth:`start` and :meth:`stop`; see the module doc."""
+
+    def __init__(self) -> None:
+        self._started_tracing = False
+        self._tracing = False
+        self._torch_sites: dict[int, str] = {}
+        self._torch_mode: Any = None
+        self._lookup: Any = None
+        self._skip: tuple[str, ...] = (_PACKAGE_DIR,)
+
+    def start(self) -> None:
+        """Begin recording (only inside the checked block)."""
+        skip = [_PACKAGE_DIR]
+        for name in ("numpy", "torch"):
+            found = _library_dir(name)
+            if found is not None:
+                skip.append(found)
+        self._skip = tuple(skip)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            self._start_torch(torch)
+        # Last, so that nothing above (torch's lazy imports) is traced.
+        if "numpy" in sys.modules:
+            self._lookup = _traceback_lookup()
+            if self._lookup is not None:
+                if not tracemalloc.is_tracing():
+                    tracemalloc.start(FRAMES)
+                    self._started_tracing = True
+                self._tracing = True
+
+    def _start_torch(self, torch: Any) -> None:
+        try:
+            mode = _TorchSites(torch, self._torch_sites, self._skip).mode
+            mode.__enter__()
+        except Exception:  # a torch without dispatch modes: tensors go unrecorded
+            return
+        self._torch_mode = mode
+        try:
+            # The first op under a dispatch mode imports torch._dynamo (seconds, once per
+            # process): pay it here, before tracing starts, not inside the user's block.
+            torch.empty(0)
+        except Exception:
+            self.stop()
+        self._torch_sites.clear()
+
+    def stop(self) -> None:
+        """Stop recording new sites; keep what was recorded for :meth:`site_of`."""
+        mode, self._torch_mode = self._torch_mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)
+
+    def close(self) -> None:
+        """Forget everything and restore tracemalloc exactly as it was."""
+        self.stop()
+        self._torch_sites.clear()
+        self._tracing = False
+        if self._started_tracing:
+            self._started_tracing = False
+            tracemalloc.stop()
+
+    def site_of(self, obj: object) -> str | None:
+        """``file:line`` of the user's frame that allocated ``obj``'s memory, else None."""
+        try:
+            return self._site_of(obj)
+        except Exception:  # a half-dead or hostile object simply has no recorded site
+            return None
+
+    def _site_of(self, obj: object) -> str | None:
+        numpy = sys.modules.get("numpy")
+        ndarray = getattr(numpy, "ndarray", None)
+        if isinstance(ndarray, type) and issubclass(type(obj), ndarray):
+            return self._numpy_site(obj, ndarray)
+        torch = sys.modules.get("torch")
+        if torch is not None and issubclass(type(obj), torch._C.TensorBase):
+            with torch._C.DisableTorchFunctionSubclass():
+                storage = torch._C.TensorBase.untyped_storage(obj)
+                return self._torch_sites.get(int(storage.data_ptr()))
+        return None
+
+    def _numpy_site(self, obj: object, ndarray: Any) -> str | None:
+        if not self._tracing or self._lookup is None:
+            return None
+        root = obj
+        base = ndarray.base.__get__(root)
+        while base is not None and issubclass(type(base), ndarray):
+            root = base
+            base = ndarray.base.__get__(root)
+        pointer = ndarray.__array_interface__.__get__(root)["data"][0]
+        frames = self._lookup(NUMPY_TRACE_DOMAIN, pointer)
+        for filename, line in frames or ():
+            if not _is_internal(filename, self._skip):
+                return _site(filename, line)
+        return None

@@ -1,0 +1,661 @@
+"""Watch a long run: a tiny gc callback saves chosen collections, safe points analyse them.
+
+The callback (:meth:`GcMonitor._on_gc`) only flips ``DEBUG_SAVEALL`` on for the
+collections the sampling policy picks and moves what they saved out of
+``gc.garbage``; it never collects, imports, logs or analyses (DESIGN §3.3). The
+analysis runs at a safe point: :meth:`GcMonitor.step`, :meth:`GcMonitor.poll`,
+the end of the ``with`` block, or a helper thread (``poll_interval=``). Nothing
+here uses ``sys.setprofile`` or ``sys.settrace`` (DESIGN §3.4).
+
+Saved objects move to the next generation (DESIGN §3.2), so where they were
+saved decides what releasing them costs: garbage from a young collection is
+freed by a cheap collection of generation 1, garbage from an older one only by
+a full collection. The monitor therefore freezes the heap that exists at
+start (``gc.freeze``, undone at stop), so a full collection only traverses what
+the run made; with ``freeze=False`` older collections are examined only within
+a time budget (``max_overhead``). With automatic GC off,
+``step(collect=True)`` sweeps the young generations with ``DEBUG_SAVEALL`` and
+then runs the scheduled collection, which is also the one that frees what was
+analysed: no full collection beyond the scheduled one.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.errors import UsageError
+from whyalive.report import CycleReport, Report
+from whyalive.words import plural, size_to_words
+
+logger = logging.getLogger("whyalive")
+
+_SAVEALL = gc.DEBUG_SAVEALL
+# Rough cost of traversing one object in a full collection, until one is measured.
+_OBJECT_SECONDS = 0.5e-6
+# A full release this cheap is allowed at once, whatever the budget says so far.
+_FULL_GRACE = 0.002
+_ACTIVE: weakref.WeakSet[GcMonitor] = weakref.WeakSet()
+
+OnCycle = Callable[[CycleReport, Report], object]
+
+_INCREMENTAL_GC = (3, 14, 0) <= sys.version_info[:3] < (3, 14, 5)
+_FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def older_generation(generation: int) -> int:
+    """The generation that objects saved by a ``generation`` collection were moved to."""
+    if _INCREMENTAL_GC or _FREE_THREADED:  # pragma: no cover - not on the CI interpreters
+        return 2  # one old space (incremental) or one heap (free-threaded): full collection
+    return min(generation + 1, 2)
+
+
+def cuda_allocated() -> int | None:
+    """CUDA bytes allocated now, or None unless torch has already initialised CUDA."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None:
+        return None
+    try:
+        if not cuda.is_initialized():
+            return None
+        return int(cuda.memory_allocated())
+    except Exception:
+        return None
+
+
+@dataclass
+class MonitorStats:
+    """What the monitor did; read ``monitor.stats`` at any time."""
+
+    steps: int = 0
+    examined: int = 0
+    saved_objects: int = 0
+    unexamined_objects: int = 0
+    deferred_objects: int = 0
+    analyses: int = 0
+    full_releases: int = 0
+    seconds: float = 0.0
+
+    def words(self) -> str:
+        """One sentence for report notes and the final log line."""
+        text = (
+            f"Monitor: {plural(self.steps, 'step')}, {plural(self.examined, 'collection')} "
+            f"examined, {plural(self.saved_objects, 'garbage object')} analysed in "
+            f"{self.seconds * 1000:.1f} ms"
+        )
+        if self.unexamined_objects:
+            text += (
+                f"; {plural(self.unexamined_objects, 'object')} freed by collections "
+                "that were not examined"
+            )
+        return text + "."
+
+
+@dataclass
+class _Seen:
+    """One cycle signature over the run: its first report and running counts."""
+
+    cycle: CycleReport
+    report_index: int
+    first_step: int
+    occurrences: int = 0
+    total_bytes: int = 0
+    last_step: int = 0
+    announced: int = 0
+    announced_at: float = 0.0
+
+    def cumulative(self) -> CycleReport:
+        return replace(self.cycle, occurrences=self.occurrences, total_bytes=self.total_bytes)
+
+
+class SignatureLog:
+    """Each signature once, then rate-limited updates, through logging, a callback, files."""
+
+    def __init__(self, out: logging.Logger | None, interval: float, report_dir: Path | None):
+        self.out = out
+        self.interval = interval
+        self.report_dir = report_dir
+        self.seen: dict[str, _Seen] = {}
+        self.reports: list[Report] = []
+        self.files: list[Path] = []
+
+    def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
+        """Count the cycles of one analysis; announce new ones and due updates."""
+        if report is None or not report.cycles:
+            return
+        new: list[_Seen] = []
+        for cycle in report.cycles:
+            seen = self.seen.get(cycle.signature)
+            if seen is None:
+                seen = _Seen(cycle, len(self.reports), step)
+                self.seen[cycle.signature] = seen
+                new.append(seen)
+            seen.occurrences += cycle.occurrences
+            seen.total_bytes += cycle.total_bytes
+            seen.last_step = step
+        if new:
+            self.reports.append(report)
+            self._write(len(self.reports) - 1, report)
+        now = time.monotonic()
+        for cycle in report.cycles:
+            seen = self.seen[cycle.signature]
+            if seen in new or now - seen.announced_at >= self.interval:
+                self._announce(seen, report, now, on_cycle)
+
+    def _announce(self, seen: _Seen, report: Report, now: float, on_cycle: OnCycle | None) -> None:
+        first = seen.announced == 0
+        seen.announced, seen.announced_at = seen.occurrences, now
+        cycle = seen.cumulative()
+        if self.out is not None:
+            if first:
+                self.out.warning(
+                    "whyalive: cycle %s (%s) first seen at step %d: %s\n  Fix: %s",
+                    cycle.signature, cycle.pattern, seen.first_step, cycle.summary, cycle.fix,
+                )
+            else:
+                self.out.warning(
+                    "whyalive: cycle %s (%s) seen %s by step %d, %s held in all",
+                    cycle.signature, cycle.pattern, plural(cycle.occurrences, "time"),
+                    seen.last_step, size_to_words(cycle.total_bytes),
+                )
+        if on_cycle is not None:
+            try:
+                on_cycle(cycle, report)
+            except Exception:
+                logging.getLogger("whyalive").exception("whyalive on_cycle callback failed")
+
+    def finish(self, stats: MonitorStats, where: str) -> None:
+        """Last updates, files rewritten with the counts over the whole run."""
+        now = time.monotonic()
+        for seen in self.seen.values():
+            if seen.occurrences > seen.announced:
+                self._announce(seen, self.reports[seen.report_index], now, None)
+        for index, report in enumerate(self.summary_reports(stats, where)):
+            self._write(index, report)
+        if self.out is not None and self.seen:
+            self.out.warning(
+                "whyalive: %s; %s", plural(len(self.seen), "cycle signature"), stats.words()
+            )
+
+    def summary_reports(self, stats: MonitorStats, where: str) -> list[Report]:
+        """The first-sighting reports, each with the cycles first seen there, counted so far."""
+        result = []
+        for index, report in enumerate(self.reports):
+            cycles = tuple(s.cumulative() for s in self.seen.values() if s.report_index == index)
+            by_device: dict[str, int] = {}
+            for cycle in cycles:
+                held = sum(cycle.bytes_by_device.values()) or 1
+                for device, nbytes in cycle.bytes_by_device.items():
+                    share = cycle.total_bytes * nbytes // held
+                    by_device[device] = by_device.get(device, 0) + share
+            result.append(
+                replace(
+                    report,
+                    run=replace(report.run, where=where),
+                    cycles=cycles,
+                    total_bytes=sum(c.total_bytes for c in cycles),
+                    bytes_by_device=by_device,
+                    notes=(*report.notes, stats.words()),
+                )
+            )
+        return result
+
+    def _write(self, index: int, report: Report) -> None:
+        if self.report_dir is None:
+            return
+        from whyalive.render import RENDERERS
+
+        rank = report.run.rank
+        tag = f"rank{rank}" if rank is not None else f"pid{report.run.pid}"
+        stem = self.report_dir / f"whyalive-monitor-{tag}-{index:03d}"
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        paths = [report.save(stem.with_suffix(".json"))]
+        html = RENDERERS.get("html")
+        if html is not None:
+            page = stem.with_suffix(".html")
+            page.write_text(html().render(report), encoding="utf-8")
+            paths.append(page)
+        self.files.extend(p for p in paths if p not in self.files)
+
+
+
+def _mute_in_child() -> None:
+    # A forked worker inherits gc.callbacks but never calls step(): never save there.
+    for active in list(_ACTIVE):
+        active._off = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mute_in_child)
+
+
+class GcMonitor:
+    """Observe the garbage collector during a long run and report each cycle signature once.
+
+    Use :func:`whyalive.monitor` to make one. Call :meth:`step` once per
+    training step (``step(collect=True)`` when automatic GC is off and the
+    loop collects on a schedule). See ``docs/monitor.md``.
+
+    Args:
+        every: examine every N-th young collection while collections find nothing
+            (1: all); one that follows an unexamined collection that freed
+            cyclic garbage is always examined.
+        min_bytes, allow, all_cycles: as for :func:`~whyalive.check_leaks`.
+        on_cycle: called as ``on_cycle(cycle, report)`` when a signature is first
+            seen and at each rate-limited update, with the running counts.
+        log: log on the ``whyalive`` logger; ``log_interval`` seconds between
+            updates of one signature.
+        report_dir: write a JSON (and, when registered, HTML) report per first
+            sighting; rewritten at :meth:`stop` with the counts of the run.
+        collect_generation: what ``step(collect=True)`` collects on schedule.
+        max_overhead: share of the run's time that releases needing a full
+            collection may take (matters with ``freeze=False``).
+        max_pending: most saved objects held between two safe points.
+        cuda_growth: CUDA bytes of growth between steps that forces the next
+            collection to be examined (``every > 1`` only; read only when torch
+            has already initialised CUDA).
+        gather_every: every N-th :meth:`step` calls
+            :func:`whyalive.distributed.gather_summary`; result in ``last_summary``.
+        poll_interval: run :meth:`poll` in a helper thread this often (seconds).
+        freeze: freeze the heap present at :meth:`start` (when nothing is frozen).
+
+    .. versionadded:: 0.1
+    """
+
+    def __init__(
+        self,
+        *,
+        every: int = 1,
+        min_bytes: int = 0,
+        allow: Iterable[str] = (),
+        all_cycles: bool = False,
+        on_cycle: OnCycle | None = None,
+        log: bool = True,
+        log_interval: float = 60.0,
+        report_dir: str | os.PathLike[str] | None = None,
+        collect_generation: int = 2,
+        max_overhead: float = 0.02,
+        max_pending: int = 1_000_000,
+        cuda_growth: int = 64 << 20,
+        gather_every: int | None = None,
+        poll_interval: float | None = None,
+        freeze: bool = True,
+    ) -> None:
+        if isinstance(every, bool) or every < 1:
+            raise UsageError(f"every must be a positive int, not {every!r}")
+        if collect_generation not in (0, 1, 2):
+            raise UsageError(f"collect_generation must be 0, 1 or 2, not {collect_generation!r}")
+        if not 0 < max_overhead <= 1:
+            raise UsageError(f"max_overhead must be in (0, 1], not {max_overhead!r}")
+        if gather_every is not None:
+            if isinstance(gather_every, bool) or gather_every < 1:
+                raise UsageError(f"gather_every must be a positive int, not {gather_every!r}")
+            try:
+                from whyalive.distributed import gather_summary  # noqa: F401
+            except ImportError as error:
+                raise UsageError(f"gather_every needs whyalive.distributed: {error}") from None
+        if poll_interval is not None and poll_interval <= 0:
+            raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
+        self.every = every
+        self.options = AnalysisOptions(
+            min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
+        )
+        self.on_cycle = on_cycle
+        self.collect_generation = collect_generation
+        self.max_overhead = max_overhead
+        self.max_pending = max_pending
+        self.cuda_growth = cuda_growth
+        self.gather_every = gather_every
+        self.poll_interval = poll_interval
+        self.last_summary: object = None
+        self.stats = MonitorStats()
+        self._log = SignatureLog(
+            logger if log else None, log_interval, Path(report_dir) if report_dir else None
+        )
+        # The callback reads only these attributes and bound C functions, which
+        # survive the module teardown of interpreter shutdown.
+        self._off = True
+        self._quiet = False
+        self._forced = False
+        self._signal = False
+        self._boost = False
+        self._due = False
+        self._armed: int | None = None
+        self._armed_generation = 0
+        self._armed_start = 0
+        self._young_seen = 0
+        self._full_spent = 0.0
+        self._full_cost = 0.0
+        self.freeze = freeze
+        self._froze = False
+        self._saved: list[object] = []
+        self._held_in = 0
+        self._garbage = gc.garbage
+        self._get_debug = gc.get_debug
+        self._set_debug = gc.set_debug
+        self._clock = time.perf_counter
+        self._is_finalizing = sys.is_finalizing
+        self._dispatch = self._on_gc
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop_thread = threading.Event()
+        self._cuda_before: int | None = None
+        self._started_at = 0.0
+
+    # -- life cycle -----------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """True between :meth:`start` and :meth:`stop`."""
+        return self._dispatch in gc.callbacks
+
+    def start(self) -> GcMonitor:
+        """Install the callback (once); returns ``self``."""
+        if self.active:
+            raise UsageError("this GcMonitor is already started")
+        self._froze = self.freeze and gc.get_freeze_count() == 0
+        if self._froze:
+            # The heap before the run leaves the collector's view: full collections (the
+            # user's and the ones that free old saved garbage) then cost what the run made.
+            gc.freeze()
+        else:
+            self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
+        self._started_at = self._clock()
+        self._off = False
+        gc.callbacks.append(self._dispatch)
+        _ACTIVE.add(self)
+        if self.poll_interval is not None:
+            self._stop_thread.clear()
+            self._thread = threading.Thread(
+                target=self._poll_loop, name="whyalive-monitor", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Analyse what is pending, remove the callback and put every gc setting back."""
+        if not self.active:
+            return
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._stop_thread.set()
+            thread.join()
+        try:
+            if not sys.is_finalizing():
+                self._flush()
+        except Exception:  # never raise into user code from a monitor
+            logger.exception("whyalive monitor failed while stopping")
+        finally:
+            self._off = True
+            if self._armed is not None:  # unreachable unless stop() ran inside a collection
+                self._set_debug(self._armed)
+                self._armed = None
+            self._saved = []
+            gc.callbacks.remove(self._dispatch)
+            _ACTIVE.discard(self)
+            if self._froze:
+                self._froze = False
+                gc.unfreeze()
+        try:
+            self._log.finish(self.stats, self._steps_words())
+        except Exception:
+            logger.exception("whyalive monitor failed to write its final report")
+
+    def __enter__(self) -> GcMonitor:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- safe points ------------------------------------------------------------------
+
+    def step(self, *, collect: bool = False) -> None:
+        """A safe point: call once per training step (``collect=True``: and collect).
+
+        Analyses what the chosen collections saved since the last safe point and
+        frees it before returning; ``collect=True`` first runs the scheduled
+        collection of ``collect_generation``. Never raises (errors are logged).
+        """
+        self.stats.steps += 1
+        if self._off:
+            if collect:
+                gc.collect(self.collect_generation)
+            return
+        try:
+            if collect:
+                self._scheduled_collection()
+            elif self._saved and self._due:
+                self._process()
+            if self.every > 1 and self.cuda_growth:
+                self._check_cuda()
+            if self.gather_every is not None and self.stats.steps % self.gather_every == 0:
+                self._gather()
+        except Exception:
+            logger.exception("whyalive monitor failed at step %d", self.stats.steps)
+
+    def poll(self) -> None:
+        """A safe point without counting a step: analyse and free what is pending."""
+        if self._off or not self._saved or not self._due:
+            return
+        try:
+            self._process()
+        except Exception:
+            logger.exception("whyalive monitor failed while polling")
+
+    def summary_reports(self) -> list[Report]:
+        """One report per first sighting so far, each cycle with its counts over the run."""
+        return self._log.summary_reports(self.stats, self._steps_words())
+
+    # -- the callback -------------------------------------------------------------------
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        # Inside the collector: no collection, import, logging or analysis here.
+        if phase == "start":
+            if self._off or self._is_finalizing():
+                return
+            generation = info["generation"]
+            if self._saved and generation >= self._held_in:
+                self._held_in = older_generation(generation)  # what we hold is promoted
+            if self._quiet:
+                return
+            if self._forced or self._wants(generation):
+                debug = self._get_debug()
+                if not debug & _SAVEALL:  # the user's own SAVEALL garbage stays theirs
+                    self._armed = debug
+                    self._armed_generation = generation
+                    self._armed_start = len(self._garbage)
+                    self._set_debug(debug | _SAVEALL)
+            return
+        armed = self._armed
+        if armed is not None:
+            self._armed = None
+            self._set_debug(armed)
+            garbage = self._garbage
+            start = min(self._armed_start, len(garbage))
+            # Legacy uncollectables come last; they would be in gc.garbage anyway.
+            end = max(start, len(garbage) - info["uncollectable"])
+            self._signal = end > start
+            if end > start:
+                # What a freeing collection found waits for the next automatic one.
+                self._due = self._due or not self._forced
+                self._saved.extend(garbage[start:end])
+                del garbage[start:end]
+                self._held_in = max(self._held_in, older_generation(self._armed_generation))
+            self.stats.examined += 1
+        elif not (self._off or self._quiet):
+            collected = info["collected"]
+            self._signal = collected > 0
+            self.stats.unexamined_objects += collected
+
+    def _wants(self, generation: int) -> bool:
+        if len(self._saved) >= self.max_pending:
+            return False
+        if older_generation(generation) < 2:
+            self._young_seen += 1
+            if self._signal or self._boost or self._young_seen % self.every == 0:
+                self._boost = False
+                return True
+            return False
+        # Freeing what an older collection saves takes a full collection: budget it.
+        allowed = self.max_overhead * (self._clock() - self._started_at) + _FULL_GRACE
+        return self._full_spent + self._full_cost <= allowed
+
+    # -- analysis and release --------------------------------------------------------------
+
+    def _process(self) -> None:
+        with self._lock:
+            objects, self._saved = self._saved, []
+            held_in, self._held_in = self._held_in, 0
+            self._due = False
+            if objects:
+                self._analyse(objects, held_in)
+
+    def _analyse(self, objects: list[object], held_in: int | None) -> None:
+        """Analyse, then free the objects (``held_in=None``: the caller's collection frees them)."""
+        began = self._clock()
+        report: Report | None = None
+        self._quiet = True  # collections run by the analysis itself are not ours to save
+        try:
+            self.stats.saved_objects += len(objects)
+            report = analyze(objects, self.options)
+        finally:
+            self._quiet = False
+            heavy = report is None or report.cycle_count > report.light_cycle_count
+            if held_in is None:
+                objects.clear()
+            elif held_in < 2 or heavy or self._froze:
+                self._free(objects, held_in)
+            else:
+                # Light garbage only, already old: the next full collection frees it.
+                self.stats.deferred_objects += len(objects)
+                objects.clear()
+            self.stats.analyses += 1
+            self.stats.seconds += self._clock() - began
+        self._log.record(report, self.stats.steps, self.on_cycle)
+
+    def _free(self, objects: list[object], held_in: int) -> None:
+        """Drop ``objects`` and collect where they are, seeing what else that collection frees.
+
+        While the heap is frozen a full collection is cheap, so the freeing
+        collection is itself saved: other garbage it finds (cycles promoted while
+        they were alive) is kept for the next safe point instead of going unseen;
+        ours is picked out by id (every saved object is alive until collected).
+        """
+        count = len(objects)
+        if not self._froze:
+            objects.clear()
+            collected = self._release(held_in)
+            self.stats.unexamined_objects += max(collected - count, 0)
+            return
+        mine = set(map(id, objects))
+        objects.clear()
+        self._forced = True
+        try:
+            gc.collect(held_in)
+        finally:
+            self._forced = False
+        saved, self._saved = self._saved, []
+        self._saved = [o for o in saved if id(o) not in mine]
+        saved.clear()
+        self._release(2)
+
+    def _release(self, generation: int, *, scheduled: bool = False) -> int:
+        """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
+        began = self._clock()
+        debug = self._get_debug()
+        self._quiet = True
+        try:
+            self._set_debug(debug & ~_SAVEALL)
+            return gc.collect(generation)
+        finally:
+            self._set_debug(debug)
+            self._quiet = False
+            if generation == 2 and not scheduled:
+                self._full_cost = self._clock() - began
+                self._full_spent += self._full_cost
+                self.stats.full_releases += 1
+
+    def _scheduled_collection(self) -> None:
+        """Sweep the young generations saving, analyse, then run the scheduled collection."""
+        scheduled = self.collect_generation
+        sweep = max(scheduled - 1, 0)
+        final = max(scheduled, older_generation(sweep))
+        with self._lock:
+            self._forced = True
+            try:
+                gc.collect(sweep)
+            finally:
+                self._forced = False
+            objects, self._saved = self._saved, []
+            held_in, self._held_in = self._held_in, 0
+            self._due = False
+            released = len(objects)
+            if objects and held_in <= final:
+                self._analyse(objects, None)  # the scheduled collection below frees them
+            elif objects:  # promoted past the scheduled generation by a nested collection
+                self._analyse(objects, held_in)
+                released = 0
+            collected = self._release(final, scheduled=True)
+            self.stats.unexamined_objects += max(collected - released, 0)
+
+    def _flush(self) -> None:
+        """At stop: save one last collection so the last steps' cycles are counted.
+
+        Generation 1 too when automatic GC is on (cycles promoted while alive end
+        there); with automatic GC off only the young one, which needs no full release.
+        """
+        self._forced = True
+        try:
+            gc.collect(1 if gc.isenabled() else 0)
+        finally:
+            self._forced = False
+        self._process()
+
+    # -- signals, helpers -----------------------------------------------------------------
+
+    def _check_cuda(self) -> None:
+        allocated = cuda_allocated()
+        if allocated is None:
+            return
+        before, self._cuda_before = self._cuda_before, allocated
+        if before is not None and allocated - before >= self.cuda_growth:
+            self._boost = True  # memory grew: examine the next collection whatever the sampling
+
+    def _gather(self) -> None:
+        from whyalive.distributed import gather_summary
+
+        self.last_summary = gather_summary(self)
+
+    def _poll_loop(self) -> None:
+        while not self._stop_thread.wait(self.poll_interval):
+            self.poll()
+
+    def _steps_words(self) -> str:
+        return f"GcMonitor over {self.stats.steps} step(s)"
+
+
+def monitor(**options: Any) -> GcMonitor:
+    """A :class:`GcMonitor` (not started): ``with whyalive.monitor() as mon: ... mon.step()``.
+
+    Takes the keyword arguments of :class:`GcMonitor`.
+
+    .. versionadded:: 0.1
+    """
+    return GcMonitor(**options)

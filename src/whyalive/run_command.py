@@ -1,0 +1,229 @@
+"""``whyalive run [--on-exit | --every-step] (script.py | -m module) [args...]``.
+
+Runs a program the way ``python -m cProfile`` does: ``sys.argv`` is the
+program's own, it runs as ``__main__`` and its directory is ``sys.path[0]``.
+Then it reports the cycles holding heavy objects that the program created.
+
+Exit codes (see :mod:`whyalive.errors`): 0 clean, 1 leaks found (or the program
+raised: its traceback is printed after the report), 2 usage error (missing
+script or module, syntax error in it, unknown option). A program that calls
+``sys.exit(n)`` without leaking exits ``n``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import CodeType
+
+from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
+from whyalive.report import Report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``run`` subcommand's options."""
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument(
+        "--on-exit",
+        dest="every_step",
+        action="store_false",
+        help="keep the program's cyclic garbage and explain it when the program ends (default)",
+    )
+    when.add_argument(
+        "--every-step",
+        dest="every_step",
+        action="store_true",
+        help="analyse and free garbage at each collection while the program runs (long runs)",
+    )
+    parser.add_argument(
+        "-m",
+        dest="module",
+        action="store_true",
+        help="run library module as a script: the first argument is a module name",
+    )
+    parser.add_argument("-o", "--output", help="also write the report here (.json, .html, ...)")
+    parser.add_argument(
+        "--min-bytes", type=int, default=0, help="report only cycles holding this many bytes"
+    )
+    parser.add_argument(
+        "program", nargs=argparse.REMAINDER, help="script.py [args...] or -m module [args...]"
+    )
+    parser.set_defaults(every_step=False)
+
+
+def _compile_script(path: str) -> CodeType:
+    try:
+        source = Path(path).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot open script {path!r}: {error.strerror}") from None
+    try:
+        return compile(source, path, "exec")
+    except (SyntaxError, ValueError) as error:
+        raise UsageError(f"cannot run {path}: {_syntax_words(error)}") from None
+
+
+def _syntax_words(error: SyntaxError | ValueError) -> str:
+    if isinstance(error, SyntaxError):
+        return f"syntax error at line {error.lineno}: {error.msg}"
+    return str(error)
+
+
+def _module_runner(name: str, argv: list[str]) -> Callable[[], None]:
+    """Check the module exists and compiles, then return a call that runs it as __main__."""
+    import runpy
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as error:
+        raise UsageError(f"cannot find module {name!r}: {error}") from None
+    if spec is None or spec.loader is None:
+        raise UsageError(f"no module named {name!r}")
+    get_code = getattr(spec.loader, "get_code", None)
+    if get_code is not None and not spec.submodule_search_locations:
+        try:
+            get_code(name)
+        except SyntaxError as error:
+            raise UsageError(f"cannot run module {name}: {_syntax_words(error)}") from None
+
+    def run_module() -> None:
+        sys.argv[:] = [spec.origin or name, *argv]
+        runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+    return run_module
+
+
+def _script_runner(path: str, argv: list[str]) -> Callable[[], None]:
+    code = _compile_script(path)
+
+    def run_script() -> None:
+        sys.argv[:] = [path, *argv]
+        sys.path[0] = os.path.dirname(os.path.abspath(path))
+        main_globals = {
+            "__name__": "__main__",
+            "__file__": path,
+            "__package__": None,
+            "__spec__": None,
+            "__cached__": None,
+            "__builtins__": __builtins__,
+        }
+        exec(code, main_globals)
+
+    return run_script
+
+
+def _call(program: Callable[[], None]) -> tuple[BaseException | None, int | None]:
+    """Run the program; return what it raised (not SystemExit) and its exit code."""
+    saved_argv, saved_path0 = list(sys.argv), sys.path[0]
+    try:
+        program()
+    except SystemExit as stop:
+        code = stop.code
+        if code is None:
+            return None, EXIT_OK
+        if isinstance(code, int):
+            return None, code
+        sys.stderr.write(f"{code}\n")
+        return None, EXIT_FOUND
+    except Exception as error:
+        return error, None
+    finally:
+        sys.argv[:] = saved_argv
+        sys.path[0] = saved_path0
+    return None, None
+
+
+def _on_exit(
+    program: Callable[[], None], where: str, min_bytes: int
+) -> tuple[list[Report], BaseException | None, int | None]:
+    from whyalive.analysis import AnalysisOptions, analyze
+    from whyalive.capture import GarbageWatch
+
+    watch = GarbageWatch()
+    watch.begin()
+    try:
+        error, code = _call(program)
+    finally:
+        captured = watch.end()
+        try:
+            report = analyze(captured.objects, AnalysisOptions(min_bytes=min_bytes, where=where))
+        finally:
+            captured.release()
+            watch.finish()
+    return [report], error, code
+
+
+def _every_step(
+    program: Callable[[], None], min_bytes: int
+) -> tuple[list[Report], BaseException | None, int | None]:
+    from whyalive.monitor import GcMonitor
+
+    # No training loop calls step(): a helper thread gives the monitor its safe points.
+    monitor = GcMonitor(min_bytes=min_bytes, log=False, poll_interval=0.5)
+    monitor.start()
+    try:
+        error, code = _call(program)
+    finally:
+        monitor.stop()
+    return monitor.summary_reports(), error, code
+
+
+def _write_outputs(reports: list[Report], output: str) -> list[Path]:
+    from whyalive.render import renderer_for_path
+
+    renderer = renderer_for_path(output)
+    target = Path(output)
+    written = []
+    for number, report in enumerate(reports, 1):
+        path = target if number == 1 else target.with_name(f"{target.stem}-{number}{target.suffix}")
+        path.write_text(renderer().render(report), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the program under whyalive and return the exit code."""
+    if not args.program:
+        raise UsageError("run needs a script (whyalive run script.py [args...]) or -m module")
+    target, *argv = args.program
+    if args.output:
+        from whyalive.render import renderer_for_path
+
+        renderer_for_path(args.output)  # a bad suffix is a usage error before the program runs
+    if args.module:
+        program, where = _module_runner(target, argv), f"module {target}"
+    else:
+        program, where = _script_runner(target, argv), os.path.basename(target)
+    if args.every_step:
+        reports, error, code = _every_step(program, args.min_bytes)
+    else:
+        reports, error, code = _on_exit(program, where, args.min_bytes)
+    found = [report for report in reports if report.found]
+    for report in found or reports[:1]:
+        sys.stderr.write(report.render("text"))
+    if args.output and (found or reports):
+        for path in _write_outputs(found or reports[:1], args.output):
+            sys.stderr.write(f"whyalive: report written to {path}\n")
+    if error is not None:
+        # Printed as the interpreter would, without whyalive's own frames.
+        tb = error.__traceback__
+        while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb, file=sys.stderr)
+        return EXIT_FOUND
+    if found:
+        return EXIT_FOUND
+    return code if code is not None else EXIT_OK
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _is_ours(filename: str) -> bool:
+    return os.path.dirname(os.path.abspath(filename)) == _HERE or (
+        os.path.basename(filename) == "runpy.py"
+    )

@@ -1,0 +1,112 @@
+"""Opt-in allocation sites: the reported `file:line` is the line that made the heavy object."""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+
+import pytest
+
+from whyalive import check_leaks
+from whyalive.report import Report
+
+numpy = pytest.importorskip("numpy")
+
+HERE = os.path.basename(__file__)
+
+
+def line_of(marker: str) -> int:
+    """The line number in this file of the line carrying ``marker``."""
+    with open(__file__, encoding="utf-8") as source:
+        for number, text in enumerate(source, start=1):
+            if marker in text and "line_of(" not in text:
+                return number
+    raise AssertionError(marker)
+
+
+def numpy_leak() -> None:
+    state = {"weights": numpy.ones((32, 32))}  # numpy allocation here
+    state["view"] = state["weights"][1:]
+    state["me"] = state
+
+
+def checked(fn: object, **options: object) -> Report:
+    """Run ``fn`` under ``check_leaks(on_leak="ignore", **options)`` and return the report."""
+    with check_leaks(on_leak="ignore", **options) as check:  # type: ignore[arg-type]
+        fn()  # type: ignore[operator]
+    assert check.report is not None
+    return check.report
+
+
+def test_numpy_site_is_the_creating_line() -> None:
+    """The array and its view both point at the line that called numpy.ones."""
+    report = checked(numpy_leak, record_allocations=True)
+    sites = {h.allocation_site for h in report.heavy_objects}
+    assert sites == {f"{HERE}:{line_of('# numpy allocation here')}"}
+
+
+def test_sites_are_not_recorded_when_off() -> None:
+    """Without record_allocations no site is recorded and tracemalloc stays off."""
+    report = checked(numpy_leak)
+    assert report.found
+    assert all(h.allocation_site is None for h in report.heavy_objects)
+    assert not tracemalloc.is_tracing()
+
+
+def test_tracemalloc_is_restored_exactly() -> None:
+    """Started only when off and stopped after; a user's tracing is left running as it was."""
+    checked(numpy_leak, record_allocations=True)
+    assert not tracemalloc.is_tracing()
+    tracemalloc.start(3)
+    try:
+        report = checked(numpy_leak, record_allocations=True)
+        assert tracemalloc.is_tracing()
+        assert tracemalloc.get_traceback_limit() == 3
+        assert report.heavy_objects[0].allocation_site == (
+            f"{HERE}:{line_of('# numpy allocation here')}"
+        )
+    finally:
+        tracemalloc.stop()
+
+
+def test_unrecorded_site_is_said_plainly() -> None:
+    """An array made before the block has no site, and a note says why."""
+    early = numpy.zeros(64)
+
+    def leak() -> None:
+        holder = [early]
+        holder.append(holder)
+
+    report = checked(leak, record_allocations=True)
+    del early
+    assert report.heavy_objects[0].allocation_site is None
+    assert any("Allocation site not recorded for 1 of 1" in note for note in report.notes)
+
+
+def test_torch_cpu_tensor_site_is_the_creating_line() -> None:
+    """A tensor made by a factory and one made by an op point at their own lines."""
+    torch = pytest.importorskip("torch")
+
+    def leak() -> None:
+        base = torch.randn(64, 64)  # torch factory here
+        doubled = base * 2  # torch op here
+        holder = [base, doubled, doubled.view(-1)]
+        holder.append(holder)
+
+    report = checked(leak, record_allocations=True)
+    sites = {h.description: h.allocation_site for h in report.heavy_objects}
+    assert sorted(set(sites.values())) == sorted(
+        {f"{HERE}:{line_of('# torch factory here')}", f"{HERE}:{line_of('# torch op here')}"}
+    )
+    assert sites["Tensor(float32[4096], cpu)"] == f"{HERE}:{line_of('# torch op here')}"
+
+
+def test_torch_mode_is_only_active_inside_the_block() -> None:
+    """After the block no dispatch mode is left on torch's mode stack."""
+    torch = pytest.importorskip("torch")
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    with check_leaks(record_allocations=True):
+        assert _get_current_dispatch_mode() is not None
+        torch.ones(3)
+    assert _get_current_dispatch_mode() is None

@@ -1,0 +1,277 @@
+"""The HTML viewer in real headless Chromium, offline: it draws, it clicks, it executes nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from whyalive.report import (
+    AliveObject,
+    Cut,
+    CycleReport,
+    Edge,
+    HeavyObject,
+    HolderPath,
+    Node,
+    Report,
+)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("Debian chromium and chromium-driver are not installed", allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+SCRIPT_CLOSE = '</script><img src=x onerror="window.__whyalive_xss=1">'
+ATTR_BREAK = '"><svg onload="window.__whyalive_xss=2">'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module, with the network emulated offline."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,900",
+        # Belt and braces with the emulated offline mode: any request would go nowhere.
+        "--proxy-server=http://127.0.0.1:9",
+        "--disable-background-networking",
+        "--no-first-run",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd(
+            "Network.emulateNetworkConditions",
+            {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+        )
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _open(driver: Any, report: Report, path: Path, **options: Any) -> dict[str, list[Any]]:
+    """Write the page, load it by file:// URL and return the requests and console errors."""
+    path.write_text(report.render("html", **options), encoding="utf-8")
+    driver.get_log("browser")
+    driver.get_log("performance")  # drain what earlier pages left
+    driver.get(path.as_uri())
+    deadline = time.monotonic() + 5
+    while driver.execute_script("return document.body.dataset.ready") != "1":
+        assert time.monotonic() < deadline, "the viewer never finished drawing"
+        time.sleep(0.02)
+    requests, failed = [], []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            requests.append(message["params"]["request"]["url"])
+        elif message["method"] == "Network.loadingFailed":
+            failed.append(message["params"])
+    errors = [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    others = [url for url in requests if url != path.as_uri()]
+    return {"requests": others, "failed": failed, "errors": errors}
+
+
+def _demo_report() -> Report:
+    """The demo's stage_backward leak on NumPy arrays (importing torch would cost seconds)."""
+    numpy = pytest.importorskip("numpy")
+    from whyalive import find_leaks
+
+    def stage_backward(outputs: list[Any], grads: list[Any]) -> None:
+        stage_output_tensors: list[Any] = []
+        output_grad_tensors: list[Any] = []
+
+        def extract_tensors_with_grads(output_val: Any, grad_val: Any) -> None:
+            if isinstance(output_val, list):
+                for ov, gv in zip(output_val, grad_val, strict=True):
+                    extract_tensors_with_grads(ov, gv)
+            else:
+                stage_output_tensors.append(output_val)
+                output_grad_tensors.append(grad_val)
+
+        extract_tensors_with_grads(outputs, grads)
+
+    def step() -> None:
+        outputs = [numpy.ones((16, 256), dtype=numpy.float32) for _ in range(4)]
+        stage_backward(outputs, [numpy.ones_like(o) for o in outputs])
+
+    return find_leaks(step)
+
+
+@pytest.mark.parametrize("layout", ["dagre", "graphviz"])
+def test_viewer_draws_cycle_and_shows_details_offline(
+    browser: Any, tmp_path: Path, layout: str
+) -> None:
+    """The demo cycle's members are drawn, a click shows details, nothing is fetched or logged."""
+    if layout == "graphviz" and shutil.which("dot") is None:
+        pytest.skip("Graphviz dot is not installed")
+    report = _demo_report()
+    seen = _open(browser, report, tmp_path / "leak.html", layout=layout)
+    cycle = report.cycles[0]
+    members = browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")
+    assert sorted(int(m.get_attribute("data-node")) for m in members) == sorted(cycle.members)
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph .edge.cut")
+    assert cycle.fix in browser.find_element(By.ID, "cycle-details").text
+    browser.find_elements(By.CSS_SELECTOR, "#toolbar .tool")[2].click()  # fit: all in view
+    first = report.node(cycle.members[0])
+    browser.find_element(By.CSS_SELECTOR, f'#graph .node[data-node="{first.node_id}"]').click()
+    details = browser.find_element(By.ID, "details").text
+    assert first.type_name in details
+    assert first.label in details
+    heavy = report.node(cycle.holder_paths[0].heavy_node)
+    browser.find_element(By.CSS_SELECTOR, f'#graph .node[data-node="{heavy.node_id}"]').click()
+    assert "allocated at" in browser.find_element(By.ID, "details").text
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / f"whyalive-html-{layout}.png"))
+    assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+class _Link:
+    """One object of a ring; each holds a 1 KiB array."""
+
+    def __init__(self, numpy: Any) -> None:
+        self.next: _Link | None = None
+        self.payload = numpy.zeros(256, dtype=numpy.float32)
+
+
+def _ring(count: int) -> None:
+    numpy = pytest.importorskip("numpy")
+    first = last = _Link(numpy)
+    for _ in range(count - 1):
+        last.next = _Link(numpy)
+        last = last.next
+    last.next = first
+
+
+def test_viewer_lays_out_a_50_node_cycle_quickly(browser: Any, tmp_path: Path) -> None:
+    """dagre in the page lays out a 50-member cycle, all members drawn, within a second."""
+    from whyalive import find_leaks
+
+    report = find_leaks(_ring, 50)
+    started = time.monotonic()
+    seen = _open(browser, report, tmp_path / "ring.html", layout="dagre")
+    elapsed = time.monotonic() - started
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")) == 50
+    assert seen == {"requests": [], "failed": [], "errors": []}
+    assert elapsed < 5, "load, layout and drawing took too long"
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "whyalive-html-ring50.png"))
+
+
+def test_viewer_pans_and_zooms(browser: Any, tmp_path: Path) -> None:
+    """The zoom button and a drag change the graph's transform."""
+    _open(browser, _demo_report(), tmp_path / "zoom.html", layout="dagre")
+    world = browser.find_element(By.CSS_SELECTOR, "#graph g.world")
+    before = world.get_attribute("transform")
+    browser.find_element(By.CSS_SELECTOR, "#toolbar .tool").click()
+    zoomed = world.get_attribute("transform")
+    assert zoomed != before
+    webdriver.ActionChains(browser).move_to_element_with_offset(
+        browser.find_element(By.ID, "graph"), 5, 5
+    ).click_and_hold().move_by_offset(60, 40).release().perform()
+    assert world.get_attribute("transform") != zoomed
+
+
+def _hostile_report() -> Report:
+    """A report whose every string tries to break out of the page."""
+    nodes = (
+        Node(0, "dict", f"dict {{{SCRIPT_CLOSE!r}: ...}}", f"{ATTR_BREAK}.py:1", 232),
+        Node(1, f"Evil{ATTR_BREAK}", f"Evil {SCRIPT_CLOSE}", None, 56),
+        Node(2, "numpy.ndarray", f"ndarray {ATTR_BREAK}", None, 4096, heavy=True),
+    )
+    back = Edge(1, 0, "attribute", f".{ATTR_BREAK}")
+    edges = (Edge(0, 1, "dict-key", f"[{SCRIPT_CLOSE!r}]"), back)
+    path = HolderPath(2, (0, 1, 2), (*edges[:1], Edge(1, 2, "attribute", f".{SCRIPT_CLOSE}")))
+    cycle = CycleReport(
+        signature=SCRIPT_CLOSE,
+        pattern=ATTR_BREAK,
+        title=f"title {SCRIPT_CLOSE}",
+        summary=f"summary {ATTR_BREAK}",
+        explanation=f"why {SCRIPT_CLOSE}",
+        fix=f"fix {ATTR_BREAK}",
+        members=(0, 1),
+        edges=edges,
+        heavy=(2,),
+        holder_paths=(path,),
+        cut=Cut((back,), f"cut {SCRIPT_CLOSE}", True),
+        bytes_held=4096,
+        total_bytes=4096,
+        heavy_count=1,
+    )
+    heavy = HeavyObject(
+        2,
+        "numpy.ndarray",
+        f"ndarray {SCRIPT_CLOSE}",
+        4096,
+        "cpu",
+        1,
+        True,
+        allocation_site=f"{ATTR_BREAK}:3",
+    )
+    root = Node(3, "module", f"module {ATTR_BREAK}", None, 72)
+    held = Node(4, "torch.Tensor", f"Tensor {SCRIPT_CLOSE}", None, 1 << 20, heavy=True)
+    alive_path = HolderPath(4, (3, 4), (Edge(3, 4, "global", f"global {ATTR_BREAK}"),))
+    alive = AliveObject(
+        4, f"Tensor {SCRIPT_CLOSE}", 1 << 20, "cpu", (alive_path,), root=f"root {ATTR_BREAK}"
+    )
+    return Report(
+        nodes=(*nodes, root, held),
+        cycles=(cycle,),
+        heavy_objects=(heavy,),
+        total_bytes=4096,
+        notes=(SCRIPT_CLOSE,),
+        alive=(alive,),
+    )
+
+
+@pytest.mark.parametrize("layout", ["dagre", "graphviz"])
+def test_hostile_strings_show_as_text_and_execute_nothing(
+    browser: Any, tmp_path: Path, layout: str
+) -> None:
+    """`</script><img onerror>` and `"><svg onload>` in keys and reprs are text, never markup."""
+    if layout == "graphviz" and shutil.which("dot") is None:
+        pytest.skip("Graphviz dot is not installed")
+    seen = _open(browser, _hostile_report(), tmp_path / "xss.html", layout=layout)
+    browser.find_element(By.CSS_SELECTOR, '#graph .node[data-node="1"]').click()
+    assert browser.execute_script("return window.__whyalive_xss") is None
+    injected = "return document.querySelectorAll('img, [onerror], [onload], svg svg').length"
+    assert browser.execute_script(injected) == 0
+    details = browser.find_element(By.ID, "details").text
+    assert f"Evil {SCRIPT_CLOSE}" in details
+    assert f"Evil{ATTR_BREAK}" in details
+    side = browser.find_element(By.ID, "cycle-details").text
+    assert f"fix {ATTR_BREAK}" in side
+    assert f"cut {SCRIPT_CLOSE}" in side
+    labels = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#graph .edge text'), t => t.textContent)"
+    )
+    assert f"[{SCRIPT_CLOSE!r}]"[:31] + "\u2026" in labels
+    browser.find_elements(By.CSS_SELECTOR, "#cycles .cycle-item")[1].click()  # the alive view
+    assert f"root {ATTR_BREAK}" in browser.find_element(By.ID, "cycle-details").text
+    browser.find_element(By.CSS_SELECTOR, '#graph .node[data-node="4"]').click()
+    assert f"Tensor {SCRIPT_CLOSE}" in browser.find_element(By.ID, "details").text
+    assert browser.execute_script("return window.__whyalive_xss") is None
+    assert browser.execute_script(injected) == 0
+    assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+def test_empty_report_page_loads_cleanly(browser: Any, tmp_path: Path) -> None:
+    """An empty Report() gives a page that says so, with no errors and no requests."""
+    seen = _open(browser, Report(), tmp_path / "empty.html")
+    assert "No cyclic garbage" in browser.find_element(By.ID, "headline").text
+    assert seen == {"requests": [], "failed": [], "errors": []}

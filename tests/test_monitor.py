@@ -1,0 +1,358 @@
+"""The garbage monitor: cycles counted per signature, memory freed, gc state and tracers kept."""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import inspect
+import logging
+import os
+import pstats
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import whyalive
+from whyalive import GcMonitor, Report
+from whyalive.errors import UsageError
+
+numpy = pytest.importorskip("numpy")
+
+
+def stage_backward(outputs: list) -> None:
+    """The seed's helper: a recursive closure that keeps the outputs in a cycle."""
+    stage_output_tensors: list = []
+
+    def extract_tensors_with_grads(value):
+        if isinstance(value, list):
+            for item in value:
+                extract_tensors_with_grads(item)
+        else:
+            stage_output_tensors.append(value)
+
+    extract_tensors_with_grads(outputs)
+
+
+def leak_steps(mon: GcMonitor, steps: int, *, collect: bool = False) -> list[weakref.ref]:
+    """Run ``steps`` steps that each leak one closure cycle holding a 4 KiB array."""
+    refs = []
+    for _ in range(steps):
+        array = numpy.zeros(1024, dtype=numpy.float32)
+        refs.append(weakref.ref(array))
+        stage_backward([array])
+        del array
+        mon.step(collect=collect)
+    return refs
+
+
+def occurrences(mon: GcMonitor) -> dict[str, int]:
+    """Occurrences by pattern over the reports gathered so far."""
+    counts: dict[str, int] = {}
+    for report in mon.summary_reports():
+        for cycle in report.cycles:
+            counts[cycle.pattern] = counts.get(cycle.pattern, 0) + cycle.occurrences
+    return counts
+
+
+@pytest.fixture
+def gc_off() -> Iterator[None]:
+    """Automatic GC off for the test, as large training jobs run."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_every_leaking_step_counted_and_freed() -> None:
+    """With automatic GC on, each of 60 leaking steps is one occurrence; every array is freed."""
+    with whyalive.monitor(log=False) as mon:
+        refs = leak_steps(mon, 60)
+    assert occurrences(mon) == {"recursive-closure": 60}
+    cycle = mon.summary_reports()[0].cycles[0]
+    assert cycle.total_bytes == 60 * 4096
+    gc.collect()
+    assert all(r() is None for r in refs), "the monitor kept an array alive"
+
+
+def test_torch_tensors_counted_and_freed() -> None:
+    """Tensors held by the seed cycle are counted with their bytes and freed by the monitor."""
+    torch = pytest.importorskip("torch")
+    refs = []
+    with whyalive.monitor(log=False) as mon:
+        for _ in range(20):
+            tensor = torch.zeros(16, 16)
+            refs.append(weakref.ref(tensor))
+            stage_backward([tensor, [tensor[0]]])
+            del tensor
+            mon.step()
+    cycle = mon.summary_reports()[0].cycles[0]
+    assert (cycle.occurrences, cycle.total_bytes) == (20, 20 * 16 * 16 * 4)
+    assert all(r() is None for r in refs)
+
+
+def test_without_freeze_still_frees_and_restores() -> None:
+    """freeze=False leaves the heap unfrozen; leaks are still found and every array freed."""
+    with whyalive.monitor(log=False, freeze=False) as mon:
+        assert gc.get_freeze_count() == 0
+        refs = leak_steps(mon, 30)
+    assert 0 < occurrences(mon)["recursive-closure"] <= 30
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_memory_released_before_the_next_step() -> None:
+    """Arrays saved by an examined collection are freed by the step() that analyses them."""
+    with whyalive.monitor(log=False) as mon:
+        array = numpy.zeros(1024, dtype=numpy.float32)
+        ref = weakref.ref(array)
+        stage_backward([array])
+        del array
+        gc.collect(0)  # an automatic-style young collection: saved, not freed
+        assert ref() is not None
+        mon.step()
+        assert ref() is None
+    assert occurrences(mon) == {"recursive-closure": 1}
+
+
+def test_collect_mode_runs_no_extra_full_collection(gc_off: None) -> None:
+    """With automatic GC off, step(collect=True) counts every leak, one full collection a step."""
+    full = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    mon = whyalive.monitor(log=False)
+    mon.start()
+    gc.callbacks.append(count)
+    try:
+        refs = leak_steps(mon, 25, collect=True)
+        assert len(full) == 25
+        assert all(r() is None for r in refs), "freed by the scheduled collection itself"
+    finally:
+        gc.callbacks.remove(count)
+        mon.stop()
+    assert occurrences(mon) == {"recursive-closure": 25}
+    assert mon.stats.full_releases == 0
+
+
+def test_collect_mode_generation_one(gc_off: None) -> None:
+    """A framework-style gen-1 schedule: leaks counted, no full collection during the steps."""
+    full = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    with whyalive.monitor(log=False, collect_generation=1) as mon:
+        gc.callbacks.append(count)
+        try:
+            leak_steps(mon, 10, collect=True)
+        finally:
+            gc.callbacks.remove(count)
+    assert full == []
+    assert occurrences(mon) == {"recursive-closure": 10}
+
+
+def test_gc_settings_and_user_garbage_restored() -> None:
+    """Thresholds, flags, callbacks and the user's gc.garbage entries are exactly as before."""
+    threshold = gc.get_threshold()
+    callbacks = list(gc.callbacks)
+    mine = object()
+    gc.garbage.append(mine)
+    gc.set_threshold(500, 7, 9)
+    try:
+        with whyalive.monitor(log=False) as mon:
+            leak_steps(mon, 5)
+            assert gc.get_debug() == 0
+        assert gc.get_threshold() == (500, 7, 9)
+        assert gc.get_debug() == 0
+        assert gc.callbacks == callbacks
+        assert gc.garbage[-1] is mine
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*threshold)
+        gc.garbage.remove(mine)
+
+
+def test_users_own_saveall_garbage_left_alone() -> None:
+    """When the user runs with DEBUG_SAVEALL, the saved garbage stays in their gc.garbage."""
+    start = len(gc.garbage)
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        with whyalive.monitor(log=False) as mon:
+            leak_steps(mon, 3)
+            gc.collect(0)
+            assert len(gc.garbage) > start
+        assert occurrences(mon) == {}
+        assert len(gc.garbage) > start
+    finally:
+        gc.set_debug(0)
+        del gc.garbage[start:]
+        gc.collect()
+
+
+def test_profiler_and_coverage_still_record() -> None:
+    """cProfile and coverage running around a monitored loop see every call and line."""
+    coverage = pytest.importorskip("coverage")
+    cov = coverage.Coverage(data_file=None, config_file=False, include=[__file__])
+    profiler = cProfile.Profile()
+    trace_before = sys.gettrace()
+    cov.start()
+    profiler.enable()
+    try:
+        with whyalive.monitor(log=False) as mon:
+            leak_steps(mon, 20)
+            assert sys.getprofile() is not None
+    finally:
+        profiler.disable()
+        cov.stop()
+    assert sys.gettrace() is trace_before
+    calls = {
+        func[2]: stats[1] for func, stats in pstats.Stats(profiler).stats.items()  # type: ignore[attr-defined]
+    }
+    assert calls["stage_backward"] == 20
+    assert calls["extract_tensors_with_grads"] == 40
+    lines = set(cov.get_data().lines(__file__) or ())
+    source, first = inspect.getsourcelines(stage_backward)
+    wanted = {first + i for i, text in enumerate(source) if "append" in text or "(outputs)" in text}
+    assert wanted <= lines, "coverage lost lines of the monitored loop"
+    assert occurrences(mon) == {"recursive-closure": 20}
+
+
+def test_report_dir_files_exist_with_run_counts(tmp_path: Path) -> None:
+    """report_dir gets a JSON report that holds the counts over the whole run."""
+    with whyalive.monitor(log=False, report_dir=tmp_path) as mon:
+        leak_steps(mon, 12)
+    files = sorted(tmp_path.glob("whyalive-monitor-*.json"))
+    assert len(files) == 1
+    report = Report.load(files[0])
+    assert [c.occurrences for c in report.cycles] == [12]
+    assert report.total_bytes == 12 * 4096
+    assert "12 steps" in report.notes[-1]
+
+
+def test_logged_once_then_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
+    """A signature is logged when first seen and once at stop with its count, not per step."""
+    seen: list[tuple[str, int]] = []
+    caplog.set_level(logging.WARNING, logger="whyalive")
+    with whyalive.monitor(on_cycle=lambda c, r: seen.append((c.pattern, c.occurrences))) as mon:
+        leak_steps(mon, 10)
+        gc.collect(0)  # found mid-run: logged now, counted again at stop
+        leak_steps(mon, 20)
+    first = [r for r in caplog.records if "first seen" in r.getMessage()]
+    assert len(first) == 1
+    assert "extract_tensors_with_grads" in first[0].getMessage()
+    counts = [r for r in caplog.records if "seen 30 times" in r.getMessage()]
+    assert len(counts) == 1
+    assert seen == [("recursive-closure", 10)]
+    assert len(caplog.records) <= 5
+
+
+def test_never_raises_into_user_code(caplog: pytest.LogCaptureFixture) -> None:
+    """A failing on_cycle callback is logged; step() and stop() return normally."""
+
+    def broken(cycle: object, report: object) -> None:
+        raise RuntimeError("boom")
+
+    with whyalive.monitor(log=False, on_cycle=broken) as mon:
+        leak_steps(mon, 3)
+    assert any("on_cycle callback failed" in r.getMessage() for r in caplog.records)
+    assert occurrences(mon) == {"recursive-closure": 3}
+
+
+def test_helper_thread_polls() -> None:
+    """With poll_interval, a helper thread analyses saved garbage without any step() call."""
+    with whyalive.monitor(log=False, poll_interval=0.01) as mon:
+        array = numpy.zeros(16)
+        ref = weakref.ref(array)
+        stage_backward([array])
+        del array
+        gc.collect(0)
+        deadline = time.monotonic() + 5
+        while ref() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ref() is None
+    assert occurrences(mon) == {"recursive-closure": 1}
+
+
+def test_sampling_every_nth_young_collection() -> None:
+    """With every=3 and nothing found, only every third young collection is saved."""
+    with whyalive.monitor(log=False, every=3) as mon:
+        for _ in range(9):
+            gc.collect(0)
+        assert mon.stats.examined == 3
+
+
+def test_gather_every_calls_distributed_summary() -> None:
+    """gather_every=2 gathers a summary every second step (one process: its own summary)."""
+    pytest.importorskip("whyalive.distributed")
+    with whyalive.monitor(log=False, gather_every=2) as mon:
+        leak_steps(mon, 4)
+    assert mon.last_summary is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"every": 0}, {"collect_generation": 3}, {"max_overhead": 0}, {"gather_every": 0}],
+)
+def test_bad_options_raise_usage_error(options: dict[str, int]) -> None:
+    """Invalid options fail at construction with a UsageError."""
+    with pytest.raises(UsageError):
+        whyalive.monitor(**options)
+
+
+def test_start_twice_is_an_error() -> None:
+    """Starting an active monitor again is refused; stop() twice is harmless."""
+    mon = whyalive.monitor(log=False)
+    with mon, pytest.raises(UsageError):
+        mon.start()
+    mon.stop()
+    assert not mon.active
+
+
+CHILD_AND_SHUTDOWN = """
+import gc, os, sys
+import whyalive
+
+def leak():
+    def f():
+        return f
+    f.data = bytearray(1 << 16)
+
+mon = whyalive.monitor(log=False).start()
+pid = os.fork()
+if pid == 0:
+    leak()
+    gc.collect(0)
+    os._exit(0 if mon._off and not mon._saved else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+leak()
+sys.exit(0)  # never stopped: the callback must stay quiet through shutdown
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_muted_and_shutdown_quiet() -> None:
+    """A forked worker never saves garbage; an unstopped monitor exits the interpreter cleanly."""
+    src = str(Path(whyalive.__file__).parent.parent)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD_AND_SHUTDOWN],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": src},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "child 0" in result.stdout
+    assert result.stderr == ""

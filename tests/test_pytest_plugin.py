@@ -1,0 +1,271 @@
+"""The pytest plugin, run through pytester: real pytest runs in a subprocess where gc matters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from whyalive.report import Report
+
+pytest.importorskip("numpy")
+
+SUITE = """
+import gc
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+from whyalive import LeakError
+
+
+def make_cycle(nbytes):
+    holder = [numpy.zeros(nbytes // 8)]
+    holder.append(holder)
+
+
+@pytest.fixture
+def leaky_fixture():
+    make_cycle(8000)
+    return 1
+
+
+@pytest.fixture
+def leaky_teardown():
+    yield 1
+    make_cycle(16000)
+
+
+def test_clean():
+    activations = [numpy.zeros(100)]
+
+
+def test_recursive_closure():
+    stage_output_tensors = [numpy.zeros((16, 256), dtype=numpy.float32)]
+
+    def extract_tensors_with_grads(value):
+        stage_output_tensors.append(value)
+        return extract_tensors_with_grads
+
+    extract_tensors_with_grads(1)
+
+
+def test_fixture_leak(leaky_fixture):
+    pass
+
+
+def test_teardown_leak(leaky_teardown):
+    pass
+
+
+@pytest.mark.whyalive_skip
+def test_opted_out_leaves_garbage():
+    make_cycle(64000)
+
+
+def test_after_earlier_garbage():
+    gc.collect()
+
+
+def test_spawns_a_subprocess():
+    code = "import numpy; h = [numpy.zeros(1000)]; h.append(h)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_own_handle(whyalive):
+    with pytest.raises(LeakError):
+        with whyalive:
+            make_cycle(800)
+    assert whyalive.report.total_bytes == 800
+
+
+@pytest.mark.whyalive(min_bytes=10**9)
+def test_below_the_marker_threshold():
+    make_cycle(8000)
+"""
+
+
+def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
+    pytester: pytest.Pytester,
+) -> None:
+    """--whyalive fails the leaking tests, names the user's code, blames fixtures and phases."""
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=7, failed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*whyalive: leak in call of test_suite.py::test_recursive_closure",
+            "*recursive-closure*",
+            "*extract_tensors_with_grads*stage_output_tensors*",
+            "*Fix:*del extract_tensors_with_grads*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*whyalive: leak in setup (fixture leaky_fixture) of test_suite.py::test_fixture_leak"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*whyalive: leak in teardown (fixture leaky_teardown) of "
+            "test_suite.py::test_teardown_leak"
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*= whyalive =*",
+            "3 tests left heavy objects in cyclic garbage:",
+            "  test_suite.py::test_fixture_leak [setup (fixture leaky_fixture)]: 7.8 KiB "
+            "(self-containing-container)",
+            "  test_suite.py::test_recursive_closure [call]: 16.0 KiB (recursive-closure)",
+            "  test_suite.py::test_teardown_leak [teardown (fixture leaky_teardown)]: 15.6 KiB "
+            "(self-containing-container)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_suite.py::test_recursive_closure*",
+            "FAILED test_suite.py::test_fixture_leak*",
+            "ERROR test_suite.py::test_teardown_leak*",
+        ],
+        consecutive=False,
+    )
+    assert "test_after_earlier_garbage [" not in result.stdout.str()
+    assert "62.5 KiB" not in result.stdout.str(), "the opted-out test's garbage was re-reported"
+
+
+INERT = """
+import gc
+
+import numpy
+import pytest
+
+
+def make_cycle():
+    holder = [numpy.zeros(1000)]
+    holder.append(holder)
+
+
+def test_unmarked_leak_is_not_checked():
+    make_cycle()
+    assert gc.get_debug() == 0
+    assert gc.get_freeze_count() == 0
+    assert gc.callbacks == []
+
+
+@pytest.mark.whyalive
+def test_marked_leak_is_checked():
+    make_cycle()
+"""
+
+
+def test_inert_without_the_flag_and_marker_checks_one_test(pytester: pytest.Pytester) -> None:
+    """Without --whyalive nothing is checked and gc is untouched; the marker checks one test."""
+    pytester.makepyfile(test_inert=INERT)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*whyalive: leak in call of test_inert.py::test_marked_leak*"])
+
+
+def test_ini_twin_warn_mode_and_report_directory(pytester: pytest.Pytester) -> None:
+    """`whyalive = true` in the ini, --whyalive-on-leak=warn and --whyalive-report=DIR."""
+    pytester.makeini("[pytest]\nwhyalive = true\nwhyalive_report = leak-reports\n")
+    pytester.makepyfile(
+        test_warned="""
+        import numpy
+
+        def test_leaks():
+            state = {"intermediates": [numpy.zeros(64)]}
+            state["self"] = state
+        """
+    )
+    result = pytester.runpytest_subprocess("--whyalive-on-leak=warn", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["whyalive: checking every test (min_bytes=0, on_leak=warn)"])
+    result.stdout.fnmatch_lines(["*LeakWarning: whyalive: leak in call*"])
+    (written,) = (pytester.path / "leak-reports").glob("*.json")
+    report = Report.load(written)
+    assert report.total_bytes == 64 * 8
+    assert report.cycles[0].pattern == "self-containing-container"
+    assert json.loads(written.read_text())["schema_version"] == report.schema_version
+
+
+def test_min_bytes_option_hides_small_leaks(pytester: pytest.Pytester) -> None:
+    """--whyalive-min-bytes raises the threshold for every test."""
+    pytester.makepyfile(
+        test_small="""
+        import numpy
+
+        def test_small_leak():
+            holder = [numpy.zeros(10)]
+            holder.append(holder)
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--whyalive", "--whyalive-min-bytes=1000", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_help_lists_options_with_ini_twins(pytester: pytest.Pytester) -> None:
+    """--help shows every --whyalive option and its ini twin with the same help text."""
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*whyalive: reference cycles that hold tensors*",
+            "*--whyalive *check every test for heavy objects*",
+            "*--whyalive-min-bytes=N*",
+            "*--whyalive-on-leak=*",
+            "*--whyalive-report=DIR*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*whyalive (bool):*check every test*", "*whyalive_min_bytes (string):*", "*report only*"]
+    )
+
+
+def test_markers_are_listed(pytester: pytest.Pytester) -> None:
+    """--markers lists the whyalive and whyalive_skip markers."""
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.whyalive(min_bytes=0*", "@pytest.mark.whyalive_skip*"]
+    )
+
+
+def test_xdist_workers_check_themselves_and_torch_leaks_are_named(
+    pytester: pytest.Pytester,
+) -> None:
+    """With -n 2 each worker checks its tests, and the controller's summary lists the leaks."""
+    pytest.importorskip("xdist")
+    pytest.importorskip("torch")
+    pytester.makepyfile(
+        test_dist="""
+        import numpy
+        import pytest
+        import torch
+
+        class Trainer:
+            def __init__(self):
+                self.buffer = torch.zeros(256)
+                self.callback = self.on_step
+
+            def on_step(self):
+                pass
+
+        def test_torch_bound_method():
+            Trainer()
+
+        @pytest.mark.parametrize("n", range(6))
+        def test_clean(n):
+            assert numpy.zeros(n).sum() == 0
+        """
+    )
+    result = pytester.runpytest_subprocess("--whyalive", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*bound-method-on-self*",
+            "*1 test left heavy objects in cyclic garbage:",
+            "  test_dist.py::test_torch_bound_method [call]: 1.0 KiB (bound-method-on-self)",
+        ]
+    )

@@ -1,0 +1,448 @@
+"""Renderers: golden files for text/JSON/DOT, the JSON schema, DOT/SVG/PNG, HTML, CLI, API.
+
+Golden files live in ``tests/snapshots/``. After an intended change of output run
+``WHYALIVE_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_render.py`` and
+review the diff of the rewritten files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from whyalive import LeakError, check_leaks, find_leaks
+from whyalive.cli import main
+from whyalive.errors import EXIT_MISSING_TOOL, EXIT_USAGE, MissingToolError
+from whyalive.render import RENDERERS, get_renderer, render_bytes, renderer_for_path
+from whyalive.render.dot import DotRenderer, heavy_width, quote
+from whyalive.render.html_page import HtmlRenderer
+from whyalive.report import (
+    AliveObject,
+    Cut,
+    CycleReport,
+    Edge,
+    HeavyObject,
+    HolderPath,
+    Node,
+    Report,
+    RunInfo,
+)
+
+numpy = pytest.importorskip("numpy")
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+UPDATE = os.environ.get("WHYALIVE_UPDATE_SNAPSHOTS") == "1"
+HAVE_DOT = shutil.which("dot") is not None
+needs_dot = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz dot is not installed")
+
+
+# ---- fixed scenarios (real garbage, NumPy arrays so they run without torch) ----
+
+
+def recursive_closure() -> None:
+    """The seed's pipelining helper: a nested function that calls itself by name."""
+    outputs = [numpy.zeros((16, 256), dtype=numpy.float32) for _ in range(2)]
+    stage_output_tensors: list[Any] = []
+
+    def extract_tensors_with_grads(value: Any) -> None:
+        if isinstance(value, list):
+            for item in value:
+                extract_tensors_with_grads(item)
+        else:
+            stage_output_tensors.append(value)
+
+    extract_tensors_with_grads(outputs)
+
+
+class Trainer:
+    """Stores its own bound method: `self.callback = self.on_step`."""
+
+    def __init__(self) -> None:
+        self.buffer = numpy.zeros(4096, dtype=numpy.uint8)
+        self.callback = self.on_step
+
+    def on_step(self) -> None:
+        """Nothing."""
+
+
+def bound_method() -> None:
+    """One trainer, dropped."""
+    Trainer()
+
+
+class Ring:
+    """A link of a ring of objects, each holding an array."""
+
+    def __init__(self, size: int) -> None:
+        self.next: Ring | None = None
+        self.payload = numpy.zeros(size, dtype=numpy.float32)
+
+
+def ring(count: int = 50) -> None:
+    """A cycle of ``count`` objects."""
+    first = last = Ring(256)
+    for _ in range(count - 1):
+        link = Ring(256)
+        last.next = link
+        last = link
+    last.next = first
+
+
+def nothing() -> None:
+    """No garbage at all."""
+
+
+SCENARIOS: dict[str, Callable[[], None]] = {
+    "recursive_closure": recursive_closure,
+    "bound_method": bound_method,
+    "no_leak": nothing,
+}
+_LINE = re.compile(r"(\w+\.py):\d+")
+
+
+def masked(report: Report) -> Report:
+    """The report with run metadata, line numbers and signatures (which hash lines) fixed."""
+    text = report.to_json()
+    for number, cycle in enumerate(report.cycles, 1):
+        text = text.replace(cycle.signature, f"signature{number}")
+    data = json.loads(_LINE.sub(r"\1:<line>", text))
+    data["run"] = RunInfo(where=data["run"]["where"], gc_note=data["run"]["gc_note"]).__dict__
+    return Report.from_dict(data)
+
+
+def scenario_report(name: str) -> Report:
+    """The masked report of one fixed scenario."""
+    return masked(find_leaks(SCENARIOS[name]))
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "dot"])
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_golden_files(scenario: str, fmt: str) -> None:
+    """Text, JSON and DOT of each fixed scenario equal the reviewed golden file."""
+    suffix = {"text": "txt"}.get(fmt, fmt)
+    path = SNAPSHOTS / f"{scenario}.{suffix}"
+    document = scenario_report(scenario).render(fmt)
+    if UPDATE:
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(document, encoding="utf-8")
+    assert path.exists(), f"no golden file {path.name}: run with WHYALIVE_UPDATE_SNAPSHOTS=1"
+    assert document == path.read_text(encoding="utf-8")
+
+
+# ---- JSON ----
+
+
+def _schema() -> dict[str, Any]:
+    source = resources.files("whyalive") / "schema" / "report.schema.json"
+    return json.loads(source.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _rich_report() -> Report:
+    """A hand-made report using every field: cut, heavy objects, allocation site, alive."""
+    nodes = (
+        Node(0, "dict", "dict {'</script><b>': ...}", 'evil".py:1', 232),
+        Node(1, "Model", 'Model "a\\b"\nnext line', None, 56),
+        Node(2, "numpy.ndarray", "ndarray(float32[1024], cpu)", None, 4096, heavy=True),
+        Node(3, "numpy.ndarray", "ndarray(float32[1 << 20], cpu)", None, 1 << 22, heavy=True),
+        Node(4, "module", "module __main__", None, 72),
+    )
+    back = Edge(1, 0, "attribute", ".registry")
+    edges = (Edge(0, 1, "dict-key", "['</script><b>']"), back)
+    path = HolderPath(2, (0, 1, 2), (edges[0], Edge(1, 2, "attribute", ".weight")))
+    cycle = CycleReport(
+        signature="0123456789abcdef",
+        pattern="parent-child",
+        title="back reference",
+        summary="s",
+        explanation="e",
+        fix="use weakref",
+        members=(0, 1),
+        edges=edges,
+        heavy=(2,),
+        holder_paths=(path,),
+        cut=Cut((back,), "the attribute `registry`", True),
+        bytes_held=4096,
+        bytes_by_device={"cpu": 4096},
+        total_bytes=4096,
+        heavy_count=1,
+    )
+    heavy = HeavyObject(
+        2,
+        "numpy.ndarray",
+        "ndarray(float32[1024], cpu)",
+        4096,
+        "cpu",
+        7,
+        True,
+        allocation_site="train.py:12 in step",
+    )
+    alive_path = HolderPath(3, (4, 3), (Edge(4, 3, "global", "global CACHE"),))
+    alive = AliveObject(
+        3,
+        "ndarray(float32[1 << 20], cpu)",
+        1 << 22,
+        "cpu",
+        (alive_path,),
+        root="module __main__",
+        allocation_site="train.py:3",
+    )
+    return Report(
+        nodes=nodes,
+        cycles=(cycle,),
+        heavy_objects=(heavy,),
+        total_bytes=4096,
+        bytes_by_device={"cpu": 4096},
+        alive=(alive,),
+        notes=("a note",),
+    )
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_json_matches_the_shipped_schema(scenario: str) -> None:
+    """Real reports validate against report.schema.json."""
+    jsonschema = pytest.importorskip("jsonschema")
+    document = json.loads(find_leaks(SCENARIOS[scenario]).render("json"))
+    jsonschema.validate(document, _schema())
+
+
+def test_schema_rejects_a_wrong_report() -> None:
+    """The schema is strict: an unknown field or a wrong type fails validation."""
+    jsonschema = pytest.importorskip("jsonschema")
+    data = _rich_report().to_dict()
+    jsonschema.validate(data, _schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**data, "extra": 1}, _schema())
+    data["nodes"][0]["size"] = "big"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, _schema())
+
+
+def test_schema_lists_every_report_field() -> None:
+    """Each dataclass field of Report and its parts is in the schema (so it is kept in step)."""
+    from dataclasses import fields
+
+    schema = _schema()
+    assert {f.name for f in fields(Report)} == set(schema["properties"])
+    for cls in (RunInfo, Node, Edge, HeavyObject, HolderPath, Cut, CycleReport, AliveObject):
+        assert {f.name for f in fields(cls)} == set(schema["$defs"][cls.__name__]["properties"])
+
+
+def test_json_round_trips_and_is_deterministic() -> None:
+    """from_dict(json) gives the same report back, and rendering twice gives the same text."""
+    report = _rich_report()
+    document = report.render("json")
+    assert Report.from_dict(json.loads(document)) == report
+    assert document == report.render("json")
+    assert list(json.loads(document)) == sorted(json.loads(document))
+
+
+# ---- every renderer ----
+
+
+@pytest.mark.parametrize("renderer", list(RENDERERS.values()), ids=list(RENDERERS))
+def test_empty_report_does_not_crash(renderer: Any) -> None:
+    """Every registered renderer renders an empty Report() to a non-empty document."""
+    if renderer.name in ("svg", "png") and not HAVE_DOT:
+        pytest.skip("Graphviz dot is not installed")
+    document = render_bytes(renderer(), Report())
+    assert document
+
+
+def test_renderers_found_by_name_and_suffix() -> None:
+    """Names and output suffixes pick the renderer; an unknown suffix is a usage error."""
+    for name in ("text", "json", "dot", "svg", "png", "html"):
+        assert get_renderer(name).name == name
+    pairs = {
+        "a.json": "json",
+        "a.dot": "dot",
+        "a.gv": "dot",
+        "a.svg": "svg",
+        "a.PNG": "png",
+        "a.html": "html",
+        "a.htm": "html",
+        "a.txt": "text",
+    }
+    assert {p: renderer_for_path(p).name for p in pairs} == pairs
+    assert get_renderer("whyalive.render.dot:DotRenderer") is DotRenderer
+
+
+# ---- DOT ----
+
+
+def test_quote_escapes_everything_dot_would_read() -> None:
+    """Quotes, backslashes, line breaks and control characters cannot end or bend a DOT ID."""
+    assert quote('a"b') == '"a\\"b"'
+    assert quote("a\\b") == '"a\\\\b"'
+    assert quote("a\nb\r\nc") == '"a\\nb\\nc"'
+    assert quote("a\x00b\x1b") == '"a b "'
+
+
+def test_dot_marks_cut_sizes_heavy_and_shows_alive() -> None:
+    """The cut edge is red and dashed, heavy nodes grow with bytes, alive paths are drawn."""
+    source = _rich_report().render("dot")
+    cut_line = next(line for line in source.splitlines() if '"' + ".registry" + '"' in line)
+    assert 'color="#dc2626"' in cut_line
+    assert "style=dashed" in cut_line
+    assert heavy_width(1 << 22) > heavy_width(4096) > heavy_width(10)
+    assert f"width={heavy_width(4096)}" in source
+    assert "cluster_alive_1" in source
+    assert '"global CACHE"' in source
+
+
+def test_dot_never_shows_the_debugging_apparatus() -> None:
+    """The check's own objects (gc.garbage, the watch, check_leaks) never appear in the graph."""
+    source = find_leaks(recursive_closure).render("dot")
+    for word in ("gc.garbage", "GarbageWatch", "check_leaks", "find_leaks", "whyalive"):
+        assert word not in source.replace("digraph whyalive", "")
+
+
+@needs_dot
+def test_dot_output_is_valid_graphviz_for_hostile_strings() -> None:
+    """Graphviz parses the DOT of a report full of quotes and markup, and draws SVG from it."""
+    svg = _rich_report().render("svg")
+    assert "<svg" in svg
+    assert "&lt;/script&gt;" in svg
+    assert "</script>" not in svg
+
+
+@needs_dot
+def test_png_is_binary() -> None:
+    """PNG comes as bytes from render_bytes; render() explains it has no text form."""
+    data = render_bytes(get_renderer("png")(), _rich_report())
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    with pytest.raises(Exception, match="binary"):
+        _rich_report().render("png")
+
+
+def test_missing_graphviz_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without `dot` on PATH: one line naming dot and the html/dot ways out; CLI exits 3."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MissingToolError, match="`dot`") as caught:
+        _rich_report().render("svg")
+    assert "\n" not in str(caught.value)
+    assert "-f html" in str(caught.value)
+    assert "-f dot" in str(caught.value)
+    saved = _rich_report().save(tmp_path / "r.json")
+    assert main(["render", str(saved), "-o", str(tmp_path / "out.svg")]) == EXIT_MISSING_TOOL
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+    assert not (tmp_path / "out.svg").exists()
+    # HTML still works, laid out by the embedded dagre.
+    page = _rich_report().render("html")
+    assert '"layout":null' in page
+
+
+# ---- HTML ----
+
+
+def _embedded(page: str) -> dict[str, Any]:
+    match = re.search(
+        r'<script type="application/json" id="whyalive-data">(.*?)</script>', page, re.S
+    )
+    assert match is not None
+    return json.loads(match.group(1))  # type: ignore[no-any-return]
+
+
+def test_html_embeds_the_report_data_safely() -> None:
+    """The page carries report.to_dict() as JSON that no string can close or break."""
+    report = _rich_report()
+    page = report.render("html", layout="dagre")
+    assert page.startswith("<!DOCTYPE html>")
+    assert _embedded(page)["report"] == report.to_dict()
+    assert page.count("</script>") == 3
+    assert "<b>" not in page
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
+    assert csp is not None
+    assert "default-src 'none'" in csp.group(1)
+    assert "unsafe-inline" not in csp.group(1)
+    assert csp.group(1).count("'sha256-") == 3
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}, "only the SVG namespace name, never a fetch"
+
+
+@needs_dot
+def test_html_uses_graphviz_coordinates_when_installed() -> None:
+    """With dot installed, each view carries Graphviz positions for every node and edge."""
+    report = find_leaks(recursive_closure)
+    views = _embedded(report.render("html"))["views"]
+    layout = views[0]["layout"]
+    assert layout is not None
+    assert {str(n["id"]) for n in views[0]["nodes"]} == set(layout["nodes"])
+    assert len(layout["edges"]) == len(views[0]["edges"])
+    assert all(edge is not None for edge in layout["edges"])
+
+
+@pytest.mark.parametrize("layout", ["dagre", pytest.param("graphviz", marks=needs_dot)])
+def test_html_for_a_50_node_cycle_is_small_and_fast(layout: str) -> None:
+    """A 50-node cycle's page is at most 2 MiB with the layout engine, and renders within 1 s."""
+    report = find_leaks(ring)
+    assert len(report.cycles[0].members) == 50
+    renderer = HtmlRenderer(layout=layout)  # type: ignore[arg-type]
+    started = time.perf_counter()
+    page = renderer.render(report)
+    elapsed = time.perf_counter() - started
+    assert len(page.encode("utf-8")) <= 2 * 1024 * 1024
+    assert elapsed <= 1.0
+
+
+# ---- CLI and API ----
+
+
+@pytest.mark.parametrize(
+    ("suffix", "marker"),
+    [
+        (".html", "<!DOCTYPE html>"),
+        (".dot", "digraph whyalive"),
+        (".json", '"schema_version"'),
+        pytest.param(".svg", "<svg", marks=needs_dot),
+        pytest.param(".png", "PNG", marks=needs_dot),
+    ],
+)
+def test_cli_render_writes_by_suffix(tmp_path: Path, suffix: str, marker: str) -> None:
+    """`whyalive render REPORT.json -o out.<suffix>` writes that format."""
+    saved = _rich_report().save(tmp_path / "r.json")
+    out = tmp_path / f"out{suffix}"
+    assert main(["render", str(saved), "-o", str(out)]) == 0
+    assert marker.encode() in out.read_bytes()[:4096]
+
+
+def test_cli_render_to_stdout_with_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o -` and `--format dot` write to stdout; an unknown suffix exits 2."""
+    saved = _rich_report().save(tmp_path / "r.json")
+    assert main(["render", str(saved), "--format", "dot", "-o", "-"]) == 0
+    assert capsys.readouterr().out.startswith("digraph whyalive {")
+    assert main(["render", str(saved), "-o", str(tmp_path / "out.xyz")]) == EXIT_USAGE
+
+
+def test_check_leaks_report_to_writes_html_and_names_it(tmp_path: Path) -> None:
+    """check_leaks(report_to="leak.html") writes the page and the LeakError names the file."""
+    target = tmp_path / "reports" / "leak.html"
+    with pytest.raises(LeakError) as caught, check_leaks(report_to=target):
+        recursive_closure()
+    assert str(target) in str(caught.value)
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert _embedded(target.read_text(encoding="utf-8"))["report"]["cycles"]
+
+
+@needs_dot
+def test_cli_png_to_stdout_is_raw_bytes(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """`--format png -o -` writes the PNG bytes themselves to stdout."""
+    saved = _rich_report().save(tmp_path / "r.json")
+    assert main(["render", str(saved), "--format", "png", "-o", "-"]) == 0
+    assert capsysbinary.readouterr().out.startswith(b"\x89PNG\r\n\x1a\n")

@@ -1,0 +1,158 @@
+"""`whyalive run`: programs run as __main__ with their own argv; exit codes 0, 1 and 2."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from whyalive.cli import main
+from whyalive.report import Report
+
+pytest.importorskip("numpy")
+
+LEAKY = """
+import sys
+import numpy
+
+print("argv", sys.argv, __name__)
+
+
+def train_step():
+    activation_cache = {"activations": numpy.zeros(1000)}
+    activation_cache["self"] = activation_cache
+
+
+train_step()
+if "--boom" in sys.argv:
+    raise RuntimeError("boom from the program")
+"""
+
+
+def write(tmp_path: Path, name: str, source: str) -> str:
+    """Write a program into tmp_path and return its path as a string."""
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    return str(path)
+
+
+def test_leaking_script_exits_1_with_explanation_and_its_own_argv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script that leaks runs as __main__ with its argv, and the report names its dict."""
+    script = write(tmp_path, "train.py", LEAKY)
+    assert main(["run", script, "--lr", "3"]) == 1
+    out, err = capsys.readouterr()
+    assert f"argv [{script!r}, '--lr', '3'] __main__" in out
+    assert "self-containing-container" in err
+    assert "['activations']" in err
+    assert "at train.py" in err
+
+
+def test_clean_script_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A script that makes no cycles holding heavy objects exits 0."""
+    script = write(tmp_path, "clean.py", "import numpy\nx = [numpy.zeros(10)]\n")
+    assert main(["run", script]) == 0
+    assert "no cyclic garbage holds heavy objects" in capsys.readouterr().err
+
+
+def test_program_exception_is_printed_after_the_report_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The program's own exception comes after the report, traceback without whyalive frames."""
+    script = write(tmp_path, "boom.py", LEAKY)
+    assert main(["run", script, "--boom"]) == 1
+    err = capsys.readouterr().err
+    assert err.index("self-containing-container") < err.index("Traceback (most recent call last)")
+    assert err.rstrip().endswith("RuntimeError: boom from the program")
+    assert "run_command.py" not in err
+
+
+def test_sys_exit_code_of_a_clean_program_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sys.exit(3)` in a program that leaks nothing makes `whyalive run` exit 3."""
+    script = write(tmp_path, "exits.py", "import sys\nsys.exit(3)\n")
+    assert main(["run", script]) == 3
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "no_such_script.py"], "cannot open script 'no_such_script.py'"),
+        (["run"], "run needs a script"),
+        (["run", "-m", "no_such_module_whyalive"], "no module named 'no_such_module_whyalive'"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing script or module is one clear line on stderr and exit code 2."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_syntax_error_in_script_exits_2_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script that does not compile is a usage error naming its line, not a traceback."""
+    script = write(tmp_path, "broken.py", "x = 1\ndef f(:\n")
+    assert main(["run", script]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "syntax error at line 2" in err
+
+
+def test_unknown_option_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """An option `run` does not know (before the script) is exit code 2 with one line."""
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--bogus", "x.py"])
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_module_runs_as_main_and_json_report_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run -m pkg.mod -o leak.json` runs the module as __main__ and writes a loadable report."""
+    package = tmp_path / "leakpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "job.py").write_text(LEAKY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    out_file = tmp_path / "leak.json"
+    assert main(["run", "-o", str(out_file), "-m", "leakpkg.job", "--flag"]) == 1
+    out, err = capsys.readouterr()
+    assert "'--flag'] __main__" in out
+    assert f"report written to {out_file}" in err
+    report = Report.load(out_file)
+    assert report.total_bytes == 8000
+    assert report.cycles[0].pattern == "self-containing-container"
+    sys.modules.pop("leakpkg", None)
+
+
+def test_output_with_unknown_suffix_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o report.xyz` fails before the program runs, naming the known suffixes."""
+    script = write(tmp_path, "train.py", LEAKY)
+    assert main(["run", "-o", str(tmp_path / "report.xyz"), script]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "cannot tell the format" in err
+
+
+@pytest.mark.whyalive_skip  # the gc monitor and the plugin's bracket would both claim the leak
+def test_every_step_finds_the_leak_while_the_program_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--every-step uses the gc monitor: the leak is reported and exit code is 1."""
+    script = write(tmp_path, "train.py", LEAKY)
+    assert main(["run", "--every-step", script]) == 1
+    assert "self-containing-container" in capsys.readouterr().err
