@@ -78,7 +78,6 @@ def test_unrecorded_site_is_said_plainly() -> None:
         holder.append(holder)
 
     report = checked(leak, record_allocations=True)
-    del early
     assert report.heavy_objects[0].allocation_site is None
     assert any("Allocation site not recorded for 1 of 1" in note for note in report.notes)
 
@@ -110,3 +109,21 @@ def test_torch_mode_is_only_active_inside_the_block() -> None:
         assert _get_current_dispatch_mode() is not None
         torch.ones(3)
     assert _get_current_dispatch_mode() is None
+
+
+def test_recording_off_imports_nothing() -> None:
+    """A check without record_allocations never imports the recorder or starts tracing."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy, whyalive\n"
+        "with whyalive.check_leaks(on_leak='ignore'):\n"
+        "    x = [numpy.ones(8)]; x.append(x)\n"
+        "import tracemalloc\n"
+        "print('whyalive.allocations' in sys.modules, tracemalloc.is_tracing())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split() == ["False", "False"]

@@ -251,3 +251,23 @@ def test_long_chain_uses_forward_search(holders: types.ModuleType) -> None:
     assert len(path.edges) == 71
     assert path.edges[0].name == ".DEEP"
     assert all(edge.name == "[0]" for edge in path.edges[1:])
+
+
+def test_census_of_a_chain_blames_only_the_hidden_owner() -> None:
+    """Two new tensors, one holding the other, behind a C++ owner: only the owner is blamed."""
+    with check_leaks(census=True, on_leak="ignore") as check:
+        output_ref, handle = _hook_cycle()
+        output = output_ref()
+        assert output is not None
+        output.extra = torch.ones(2)  # a second new tensor, held only through the first
+        del output
+    try:
+        report = check.report
+        assert report is not None
+        extra = next(a for a in report.alive if a.description == "Tensor(float32[2], cpu)")
+        assert extra.paths[0].edges[-1].name == ".extra"
+        assert "autograd node MulBackward0" in (extra.note or "")
+    finally:
+        handle.remove()
+    gc.collect()
+    assert output_ref() is None

@@ -23,6 +23,9 @@ Nothing here runs, or is imported, when recording is off.
 from __future__ import annotations
 
 import ctypes
+import functools
+import gc
+import importlib
 import os
 import sys
 import tracemalloc
@@ -31,7 +34,8 @@ from typing import Any
 
 # numpy/_core/include/numpy/ndarraytypes.h: NPY_TRACE_DOMAIN.
 NUMPY_TRACE_DOMAIN = 389047
-FRAMES = 32
+# Enough for NumPy's Python wrappers plus a helper or two; each frame costs on every allocation.
+FRAMES = 8
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -42,6 +46,7 @@ def _library_dir(module_name: str) -> str | None:
     return os.path.dirname(os.path.abspath(path)) + os.sep if isinstance(path, str) else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str, skip: tuple[str, ...]) -> bool:
     path = os.path.abspath(filename)
     return path.startswith(skip) or filename.startswith("<frozen ")
@@ -66,8 +71,8 @@ class _TorchSites:
     """A dispatch mode that records the user's frame for each newly allocated storage."""
 
     def __init__(self, torch: Any, sites: dict[int, str], skip: tuple[str, ...]) -> None:
-        from torch.utils._python_dispatch import TorchDispatchMode
-
+        dispatch: Any = importlib.import_module("torch.utils._python_dispatch")
+        dispatch_mode: Any = dispatch.TorchDispatchMode
         tensor_type = torch.Tensor
         tree_leaves = torch.utils._pytree.tree_leaves
 
@@ -87,7 +92,7 @@ class _TorchSites:
                 frame = frame.f_back
             return None
 
-        class RecordingMode(TorchDispatchMode):  # type: ignore[misc]
+        class RecordingMode(dispatch_mode):  # type: ignore[misc]
             def __torch_dispatch__(
                 self,
                 func: Any,
@@ -118,6 +123,7 @@ class AllocationRecorder:
         self._started_tracing = False
         self._tracing = False
         self._torch_sites: dict[int, str] = {}
+        self._numpy_sites: dict[int, str | None] = {}
         self._torch_mode: Any = None
         self._lookup: Any = None
         self._skip: tuple[str, ...] = (_PACKAGE_DIR,)
@@ -163,14 +169,55 @@ class AllocationRecorder:
         if mode is not None:
             mode.__exit__(None, None, None)
 
-    def close(self) -> None:
-        """Forget everything and restore tracemalloc exactly as it was."""
-        self.stop()
-        self._torch_sites.clear()
+    def resolve(self, garbage: list[object]) -> None:
+        """Look up the NumPy arrays that ``garbage`` holds, then stop tracing if we started it.
+
+        Done once, right after the collection: the analysis that follows would
+        otherwise run traced (tens of times slower) just to keep the traces.
+        """
+        numpy = sys.modules.get("numpy")
+        ndarray = getattr(numpy, "ndarray", None)
+        try:
+            if self._tracing and isinstance(ndarray, type):
+                self._resolve_arrays(garbage, ndarray)
+        finally:
+            self._stop_tracing()
+
+    def _resolve_arrays(self, garbage: list[object], ndarray: type) -> None:
+        seen: set[int] = set()
+        # Arrays are untracked: reach them through the garbage and the untracked
+        # tuples and dicts that hold them (as the graph does).
+        pending = list(gc.get_referents(*garbage))
+        while pending:
+            obj = pending.pop()
+            cls = type(obj)
+            if cls in (tuple, dict) and not gc.is_tracked(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                pending.extend(gc.get_referents(obj))
+            elif issubclass(cls, ndarray):
+                pointer = _data_pointer(obj, ndarray)
+                if pointer not in self._numpy_sites:
+                    self._numpy_sites[pointer] = self._numpy_lookup(pointer)
+
+    def _numpy_lookup(self, pointer: int) -> str | None:
+        frames = self._lookup(NUMPY_TRACE_DOMAIN, pointer) if self._lookup else None
+        for filename, line in frames or ():
+            if not _is_internal(filename, self._skip):
+                return _site(filename, line)
+        return None
+
+    def _stop_tracing(self) -> None:
         self._tracing = False
         if self._started_tracing:
             self._started_tracing = False
             tracemalloc.stop()
+
+    def close(self) -> None:
+        """Forget everything and restore tracemalloc exactly as it was."""
+        self.stop()
+        self._stop_tracing()
+        self._torch_sites.clear()
+        self._numpy_sites.clear()
 
     def site_of(self, obj: object) -> str | None:
         """``file:line`` of the user's frame that allocated ``obj``'s memory, else None."""
@@ -192,16 +239,17 @@ class AllocationRecorder:
         return None
 
     def _numpy_site(self, obj: object, ndarray: Any) -> str | None:
-        if not self._tracing or self._lookup is None:
-            return None
-        root = obj
+        pointer = _data_pointer(obj, ndarray)
+        if pointer in self._numpy_sites:
+            return self._numpy_sites[pointer]
+        return self._numpy_lookup(pointer) if self._tracing else None
+
+
+def _data_pointer(obj: object, ndarray: Any) -> int:
+    """The data pointer of the array that owns ``obj``'s memory (a view's base)."""
+    root = obj
+    base = ndarray.base.__get__(root)
+    while base is not None and issubclass(type(base), ndarray):
+        root = base
         base = ndarray.base.__get__(root)
-        while base is not None and issubclass(type(base), ndarray):
-            root = base
-            base = ndarray.base.__get__(root)
-        pointer = ndarray.__array_interface__.__get__(root)["data"][0]
-        frames = self._lookup(NUMPY_TRACE_DOMAIN, pointer)
-        for filename, line in frames or ():
-            if not _is_internal(filename, self._skip):
-                return _site(filename, line)
-        return None
+    return int(ndarray.__array_interface__.__get__(root)["data"][0])

@@ -10,7 +10,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions, analyze
@@ -33,12 +33,12 @@ _CONTEXTLIB = os.path.dirname(os.path.abspath(functools.__file__))
 
 def _user_location() -> tuple[str, int, str]:
     """The first frame outside whyalive and contextlib: the user's ``with`` or call line."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
         if not filename.startswith(_PACKAGE_DIR) and os.path.basename(filename) != "contextlib.py":
             return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return "<unknown>", 0, "<unknown>"
 
 
@@ -62,7 +62,7 @@ def _callable_location(fn: Callable[..., object]) -> tuple[str, int, str]:
     return code.co_filename, code.co_firstlineno, str(name)
 
 
-class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
+class check_leaks:  # lower case: used like a function, `with check_leaks():`
     """Check that a block leaves no heavy objects that only reference cycles keep alive.
 
     A context manager and a decorator. Only cyclic garbage created inside the
@@ -104,7 +104,8 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
     ) -> None:
         if on_leak not in ("raise", "warn", "ignore"):
             raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
-        if not isinstance(min_bytes, int) or min_bytes < 0:
+        given: object = min_bytes  # checked at run time: callers need not be typed
+        if not isinstance(given, int) or isinstance(given, bool) or given < 0:
             raise UsageError(f"min_bytes must be a non-negative int, not {min_bytes!r}")
         if isinstance(allow, str):
             allow = (allow,)
@@ -171,6 +172,8 @@ class check_leaks:  # noqa: N801 - used like a function: `with check_leaks():`
         if recorder is not None:
             recorder.stop()
         captured = watch.end()
+        if recorder is not None:
+            recorder.resolve(captured.objects)
         try:
             filename, line, function = self._location
             notes = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +38,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     name, report = run_demo(fixed=args.fixed)
     version = "fixed" if args.fixed else "pre-fix"
-    sys.stdout.write(f"whyalive demo: pipelining stage_backward ({version}, {name} backend)\n\n")
+    banner = f"whyalive demo: pipelining stage_backward ({version}, {name} backend)\n"
+    # Only a text document on stdout gets the banner in front of it.
+    to_stdout_text = args.output in (None, "-") and args.format in (None, "text")
+    (sys.stdout if to_stdout_text else sys.stderr).write(banner + ("\n" if to_stdout_text else ""))
     _render_to(report, args.format, args.output)
     return EXIT_FOUND if report.found else EXIT_OK
 
@@ -110,3 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WhyaliveError as error:
         sys.stderr.write(f"whyalive: error: {error}\n")
         return error.exit_code
+    except BrokenPipeError:
+        # `whyalive render x.json | head`: the reader left; not an error of ours. Point
+        # stdout at /dev/null so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK

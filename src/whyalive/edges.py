@@ -14,6 +14,7 @@ import sys
 import types
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 # Edge kinds: a small closed vocabulary that patterns and cut ranking read.
 CLOSURE = "closure"  # function -> cell, through __closure__[i] (the tuple collapsed)
@@ -85,12 +86,12 @@ def code_location(code: types.CodeType) -> str:
     return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
-def _code_of(obj: object) -> types.CodeType | None:
+def _code_of(obj: Any) -> types.CodeType | None:
     cls = type(obj)
     if cls is types.FunctionType:
-        return obj.__code__  # type: ignore[attr-defined, no-any-return]
+        return obj.__code__  # type: ignore[no-any-return]
     if cls is types.FrameType:
-        return obj.f_code  # type: ignore[attr-defined, no-any-return]
+        return obj.f_code  # type: ignore[no-any-return]
     if cls in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
         for attr in ("gi_code", "cr_code", "ag_code"):
             code = getattr(obj, attr, None)
@@ -99,11 +100,11 @@ def _code_of(obj: object) -> types.CodeType | None:
     return None
 
 
-def _qualname(code: types.CodeType, owner: object = None) -> str:
+def _qualname(code: types.CodeType, owner: Any = None) -> str:
     """``co_qualname`` (3.11+); on 3.10 the function's or generator's ``__qualname__``."""
     found = getattr(code, "co_qualname", None)
     if found is None and type(owner) in (types.FunctionType, *_GENERATORS):
-        found = owner.__qualname__  # type: ignore[attr-defined]
+        found = owner.__qualname__
     return str(found or code.co_name)
 
 
@@ -122,20 +123,20 @@ def _safe_type_name(obj: object) -> str:
         return "object"
 
 
-def _name_node(obj: object, variable: str | None) -> NodeName:
+def _name_node(obj: Any, variable: str | None) -> NodeName:
     cls = type(obj)
     tname = type_name(obj)
     suffix = f" {variable}" if variable else ""
     code = _code_of(obj)
     if code is not None:
         if cls is types.FrameType:
-            line = obj.f_lineno  # type: ignore[attr-defined]
+            line = obj.f_lineno
             where = f"{os.path.basename(code.co_filename)}:{line}"
             return NodeName(tname, f"frame of {_qualname(code)}", where)
-        kind = {types.FunctionType: "function"}.get(cls, cls.__name__)
+        kind = "function" if cls is types.FunctionType else cls.__name__
         return NodeName(tname, f"{kind} {_qualname(code, obj)}", code_location(code))
     if cls is types.MethodType:
-        func = obj.__func__  # type: ignore[attr-defined]
+        func = obj.__func__
         func_code = _code_of(func)
         fname = _qualname(func_code, func) if func_code else safe_repr(func)
         loc = code_location(func_code) if func_code else None
@@ -143,8 +144,8 @@ def _name_node(obj: object, variable: str | None) -> NodeName:
     if cls is types.CellType:
         return NodeName(tname, f"cell{suffix}", None)
     if cls is types.TracebackType:
-        frame = obj.tb_frame  # type: ignore[attr-defined]
-        where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"  # type: ignore[attr-defined]
+        frame = obj.tb_frame
+        where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"
         return NodeName(tname, f"traceback in {_qualname(frame.f_code)}", where)
     if issubclass(cls, type):
         return NodeName(tname, f"class {obj.__qualname__}", None)
@@ -152,7 +153,7 @@ def _name_node(obj: object, variable: str | None) -> NodeName:
         return NodeName(tname, f"{cls.__qualname__} exception{suffix}", None)
     if cls in (list, dict, tuple, set, frozenset):
         try:
-            size = len(obj)  # type: ignore[arg-type]
+            size = len(obj)
         except Exception:
             size = -1
         count = f" of {size}" if size >= 0 else ""
@@ -180,34 +181,31 @@ def name_edge(source: object, target: object) -> EdgeName:
     return found or EdgeName(UNKNOWN, f"-> {_safe_type_name(target)}")
 
 
-def _name_edge(source: object, target: object) -> EdgeName | None:
-    cls = type(source)
+def _name_edge(source: Any, target: object) -> EdgeName | None:
+    cls: type[Any] = type(source)
     if cls is types.FunctionType:
         return _name_function_edge(source, target)
     if cls is types.CellType:
         return EdgeName(CELL, "cell_contents")
     if cls is types.MethodType:
-        if source.__self__ is target:  # type: ignore[attr-defined]
+        if source.__self__ is target:
             return EdgeName(BOUND_SELF, "__self__")
         return EdgeName(BOUND_FUNC, "__func__")
     if cls in (list, tuple):
-        for index, item in enumerate(source):  # type: ignore[arg-type]
+        for index, item in enumerate(source):
             if item is target:
                 return EdgeName(INDEX, f"[{index}]")
         return None
     if cls is dict:
-        return _name_dict_edge(source, target)  # type: ignore[arg-type]
+        return _name_dict_edge(source, target)
     if cls is types.TracebackType:
         for attr in ("tb_frame", "tb_next"):
             if getattr(source, attr) is target:
                 return EdgeName(TRACEBACK, attr)
         return None
-    if issubclass(cls, BaseException):
-        for attr in ("__traceback__", "__context__", "__cause__"):
-            if getattr(source, attr, None) is target:
-                return EdgeName(TRACEBACK, attr)
-        if target is BaseException.args.__get__(source):
-            return EdgeName(INTERNAL, "args")
+    exception_edge = _name_exception_edge(source, target)
+    if exception_edge is not None:
+        return exception_edge
     if cls in _FRAME_LIKE:
         return _name_frame_edge(source, target)
     if cls in (set, frozenset):
@@ -217,6 +215,18 @@ def _name_edge(source: object, target: object) -> EdgeName | None:
     if issubclass(cls, type):
         return _name_class_edge(source, target)
     return _name_instance_edge(source, target)
+
+
+def _name_exception_edge(source: Any, target: object) -> EdgeName | None:
+    if not issubclass(type(source), BaseException):
+        return None
+    for attr in ("__traceback__", "__context__", "__cause__"):
+        if getattr(source, attr, None) is target:
+            return EdgeName(TRACEBACK, attr)
+    args_descriptor: Any = BaseException.__dict__["args"]
+    if target is args_descriptor.__get__(source):
+        return EdgeName(INTERNAL, "args")
+    return None
 
 
 def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | None:
@@ -304,7 +314,7 @@ def _name_class_edge(cls: type, target: object) -> EdgeName | None:
     return None
 
 
-def _name_frame_edge(source: object, target: object) -> EdgeName | None:
+def _name_frame_edge(source: Any, target: object) -> EdgeName | None:
     """Name a frame's (or generator's) reference by position among its referents.
 
     ``gc.get_referents`` lists the fast locals in ``co_varnames + co_cellvars +
@@ -316,9 +326,9 @@ def _name_frame_edge(source: object, target: object) -> EdgeName | None:
     if code is None:
         return None
     if type(source) is types.FrameType:
-        if source.f_back is target:  # type: ignore[attr-defined]
+        if source.f_back is target:
             return EdgeName(FRAME, "f_back")
-        if source.f_globals is target:  # type: ignore[attr-defined]
+        if source.f_globals is target:
             return EdgeName(GLOBALS, "f_globals")
     elif getattr(source, "gi_frame", getattr(source, "cr_frame", None)) is target:
         return EdgeName(FRAME, "frame")
@@ -334,7 +344,7 @@ def _name_frame_edge(source: object, target: object) -> EdgeName | None:
     while tail and type(tail[0]) is types.FunctionType and tail[0].__code__ is code:
         tail = tail[1:]  # the frame's own function (3.11+ visits it next to the code)
     if type(source) is types.FrameType and sys.version_info < (3, 11):
-        skip = (source.f_builtins, source.f_globals)  # type: ignore[attr-defined]
+        skip = (source.f_builtins, source.f_globals)
         while tail and any(tail[0] is s for s in skip):
             tail = tail[1:]
     names = code.co_varnames + code.co_cellvars + code.co_freevars
@@ -356,7 +366,7 @@ def is_dead_proxy(obj: object) -> bool:
     return type(obj) in (weakref.ProxyType, weakref.CallableProxyType)
 
 
-def is_owned_part(owner: object, part: object) -> bool:
+def is_owned_part(owner: Any, part: object) -> bool:
     """True when ``part`` is an interpreter-made piece of ``owner`` that paths hide.
 
     A function's ``__closure__`` tuple and an instance's ``__dict__`` are shown as
@@ -365,7 +375,7 @@ def is_owned_part(owner: object, part: object) -> bool:
     try:
         cls = type(owner)
         if cls is types.FunctionType:
-            return owner.__closure__ is part  # type: ignore[attr-defined, no-any-return]
+            return owner.__closure__ is part
         if type(part) is dict and cls not in (dict, type) and not issubclass(cls, type):
             return _instance_dict(owner) is part
     except Exception:

@@ -1,10 +1,12 @@
 """``explain(obj)``: why is this object still alive? Shortest holder paths from roots.
 
 One pass builds a graph of the live heap (:func:`whyalive.roots.snapshot_heap`,
-in C); the C reverse search marks the objects that can reach a target; a
-breadth-first search from the roots (modules, classes, every thread's frames)
-runs over that marked part only and stops once the targets are reached. No heap
-scan per visited node, as a ``gc.get_referrers`` search would do.
+in C). A search from the object back to the nearest roots (modules, classes,
+every thread's frames) then finds the holders of a whole level at once, with one
+C-speed scan of the edge list (:func:`whyalive.roots.reverse_search`); a deep and
+wide ancestry switches to one forward search from the roots over the part of the
+heap that can reach the object. No heap scan per visited node, as a
+``gc.get_referrers`` search (objgraph) does.
 
 When no root reaches a target, the references Python cannot see are counted
 (``sys.getrefcount`` against the references found in the graph) and stated:
@@ -18,8 +20,7 @@ import sys
 import threading
 import types
 import weakref
-from bisect import bisect_right
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import compress
@@ -32,16 +33,17 @@ from whyalive.graph import ObjectGraph
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.paths import NamedEdge, named_path
 from whyalive.report import AliveObject, HolderPath, Report
-from whyalive.roots import CLASS, FRAME, MODULE, HeapGraph, heavy_census, snapshot_heap
+from whyalive.roots import (
+    CLASS,
+    MODULE,
+    HeapGraph,
+    forward_search,
+    heavy_census,
+    nearest_path,
+    reverse_search,
+    snapshot_heap,
+)
 
-# How many BFS levels past the first path we keep looking for other holders.
-_EXTRA_LEVELS = 1
-# Past this many edge-list scans the reverse search gives way to one forward search
-# (a deep and wide ancestry); a scan is one bytes.find over the raw edge list.
-_MAX_SCANS = 60
-# Up to this frontier size, one bytes.find scan per node beats one byte-mask gather.
-_SCAN_PER_NODE = 6
-_ROOT_ORDER = {MODULE: 0, CLASS: 1, FRAME: 2}
 _type_subclasscheck = type.__subclasscheck__
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 INVISIBLE_LOCALS = sys.version_info[:2] in ((3, 11), (3, 12))
@@ -156,9 +158,9 @@ def _report(
 ) -> Report:
     holders: dict[int, list[list[int]]] = {}
     for target in graph.target_nodes:
-        found = _reverse_search(graph, target, max_paths)
+        found = reverse_search(graph, target, max_paths)
         if found is None:  # a long chain: one forward search over the marked part instead
-            holders.update(_forward_search(graph, graph.reaching([target]), max_paths))
+            holders.update(forward_search(graph, graph.reaching([target]), max_paths))
         else:
             holders[target] = found
     view = ObjectGraph(graph.nodes, graph.offsets, graph.targets, len(graph.nodes))
@@ -205,189 +207,6 @@ def _sizeof(obj: object) -> int:
         return 0
 
 
-def _forward_search(graph: HeapGraph, mask: bytes, max_paths: int) -> dict[int, list[list[int]]]:
-    """BFS from every root that can reach a target; paths end at distinct last holders.
-
-    The fallback for long chains, where the level-by-level reverse search would
-    scan the edges too many times.
-
-    The search stops as soon as every target and the direct holders that can give
-    it more paths (up to ``max_paths``) are reached, or a few levels past the first
-    path, whichever comes first.
-    """
-    roots = sorted(
-        (
-            n
-            for n in compress(range(len(mask)), mask)
-            if graph.root_kind[n] and not graph.is_excluded(n)
-        ),
-        key=lambda n: _ROOT_ORDER[graph.root_kind[n]],
-    )
-    holders = {t: _direct_holders(graph, t, mask, max_paths) for t in graph.target_nodes}
-    goals = set(graph.target_nodes).union(*holders.values())
-    parent: dict[int, int] = dict.fromkeys(roots, -1)
-    depth: dict[int, int] = dict.fromkeys(roots, 0)
-    unreached = goals - parent.keys()
-    queue = deque(roots)
-    offsets, targets = graph.offsets, graph.targets
-    stop_depth: int | None = None
-    while queue and unreached:
-        node = queue.popleft()
-        level = depth[node]
-        if stop_depth is not None and level > stop_depth:
-            break
-        for succ in targets[offsets[node] : offsets[node + 1]]:
-            if succ not in parent and mask[succ] and not graph.is_excluded(succ):
-                parent[succ] = node
-                depth[succ] = level + 1
-                queue.append(succ)
-                if succ in unreached:
-                    unreached.discard(succ)
-                    if stop_depth is None and succ in holders:
-                        stop_depth = level + 1 + _EXTRA_LEVELS
-    paths: dict[int, list[list[int]]] = {}
-    for target, direct in holders.items():
-        if target not in parent:
-            paths[target] = []
-            continue
-        found = [_chain(parent, target)]
-        seen_last = {found[0][-2]} if len(found[0]) > 1 else set()
-        for holder in direct:
-            if len(found) >= max_paths:
-                break
-            if holder in parent and holder not in seen_last and holder != target:
-                seen_last.add(holder)
-                found.append([*_chain(parent, holder), target])
-        found.sort(key=len)
-        paths[target] = found
-    return paths
-
-
-def _reverse_search(graph: HeapGraph, target: int, max_paths: int) -> list[list[int]] | None:
-    """Level-by-level search from ``target`` back to the nearest roots.
-
-    Each level finds the holders of the whole frontier in one C-speed scan of the
-    edge list (``bytes.find`` for a small frontier, a byte-mask gather for a big
-    one). Roots are not expanded. Returns None past ``_MAX_SCANS`` scans.
-    """
-    towards: dict[int, int] = {target: -1}  # node -> the node it refers to, one step nearer
-    if graph.root_kind[target]:
-        return [[target]]
-    frontier = [target]
-    found_roots: list[int] = []
-    direct: list[int] = []
-    stop_level: int | None = None
-    level = scans = 0
-    while frontier:
-        level += 1
-        scans += min(len(frontier), _SCAN_PER_NODE)
-        if scans > _MAX_SCANS:
-            return None
-        following: list[int] = []
-        for source, succ in _holders_of(graph, frontier):
-            if source in towards or graph.is_excluded(source):
-                continue
-            towards[source] = succ
-            if level == 1:
-                direct.append(source)
-            if graph.root_kind[source]:
-                found_roots.append(source)
-            else:
-                following.append(source)
-        if found_roots and stop_level is None:
-            stop_level = level + _EXTRA_LEVELS
-        if stop_level is not None and (
-            level >= stop_level or _enough(found_roots, towards, target, max_paths)
-        ):
-            break
-        frontier = following
-    if not found_roots:
-        return []
-    paths = _paths_from(found_roots, towards, graph, max_paths)
-    # Holders whose own way up was cut short by a shared ancestor get a search each.
-    shown = {path[-2] for path in paths if len(path) > 1}
-    for holder in direct:
-        if len(paths) >= max_paths:
-            break
-        if holder in shown:
-            continue
-        more = _reverse_search(graph, holder, 1)
-        if more and target not in more[0]:
-            paths.append([*more[0], target])
-            shown.add(holder)
-    return paths
-
-
-def _enough(roots: list[int], towards: dict[int, int], target: int, max_paths: int) -> bool:
-    return len({_last_holder(r, towards, target) for r in roots}) >= max_paths
-
-
-def _last_holder(node: int, towards: dict[int, int], target: int) -> int:
-    while towards[node] != target and towards[node] != -1:
-        node = towards[node]
-    return node
-
-
-def _paths_from(
-    roots: list[int], towards: dict[int, int], graph: HeapGraph, max_paths: int
-) -> list[list[int]]:
-    """Shortest first, modules before classes before frames, one per last holder."""
-    chains = []
-    for root in roots:
-        chain = [root]
-        while towards[chain[-1]] != -1:
-            chain.append(towards[chain[-1]])
-        chains.append(chain)
-    chains.sort(key=lambda c: (len(c), _ROOT_ORDER[graph.root_kind[c[0]]]))
-    paths: list[list[int]] = []
-    seen: set[int] = set()
-    for chain in chains:
-        last = chain[-2]
-        if last not in seen:
-            seen.add(last)
-            paths.append(chain)
-        if len(paths) >= max_paths:
-            break
-    return paths
-
-
-def _holders_of(graph: HeapGraph, frontier: list[int]) -> list[tuple[int, int]]:
-    """(source, target) for every edge into ``frontier``, in edge order."""
-    offsets, targets = graph.offsets, graph.targets
-    if len(frontier) <= _SCAN_PER_NODE:
-        edges: list[int] = []
-        for node in frontier:
-            edges.extend(graph.edges_into(node))
-        edges.sort()
-    else:
-        marked = bytearray(len(offsets))
-        for node in frontier:
-            marked[node] = 1
-        edges = list(compress(range(len(targets)), map(marked.__getitem__, targets)))
-    return [(bisect_right(offsets, e) - 1, targets[e]) for e in edges]
-
-
-def _direct_holders(graph: HeapGraph, target: int, mask: bytes, limit: int) -> list[int]:
-    """Up to ``limit`` + 1 nodes with a reference to ``target`` (C-speed scans of the edges)."""
-    found: list[int] = []
-    for position in graph.edges_into(target):
-        if len(found) > limit:
-            break
-        source = bisect_right(graph.offsets, position) - 1
-        if source == target or not mask[source] or source in found:
-            continue
-        if not graph.is_excluded(source):
-            found.append(source)
-    return found
-
-
-def _chain(parent: dict[int, int], node: int) -> list[int]:
-    chain = [node]
-    while parent[chain[-1]] != -1:
-        chain.append(parent[chain[-1]])
-    return chain[::-1]
-
-
 def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[list[list[int]], str]:
     """No root reaches ``target``: find where the chain of visible holders starts.
 
@@ -408,16 +227,18 @@ def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[li
                 indegree[succ] += 1
     unseen: dict[int, int] = {}
     counted: set[int] = set()
+    targets_here = set(graph.target_nodes)
     for node in members:
         key = id(graph.nodes[node])
         if key in counted:
             continue
         counted.add(key)
-        mine = copies[key] + (own_refs if node == target else 0)
+        # A target is also held by our own: the caller's (own_refs) and the snapshot's head list.
+        mine = copies[key] + (own_refs + 1 if node in targets_here else 0)
         extra = sys.getrefcount(graph.nodes[node]) - 1 - mine - indegree[node]
         if 0 < extra < 1 << 30:  # immortal objects report huge counts
             unseen[node] = extra
-    tops = _nearest(graph, members, unseen, target)
+    tops = nearest_path(graph, members, unseen, target)
     if not tops:
         return [], (
             "No root reaches it and every reference to it is accounted for: it is "
@@ -442,27 +263,6 @@ def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[li
         "Python objects (sys.getrefcount)."
     )
     return [tops], note
-
-
-def _nearest(
-    graph: HeapGraph, members: list[int], unseen: dict[int, int], target: int
-) -> list[int]:
-    """The shortest path from an object with unseen references to ``target``."""
-    if not unseen:
-        return []
-    member_set = set(members)
-    parent: dict[int, int] = dict.fromkeys(unseen, -1)
-    queue = deque(unseen)
-    offsets, targets = graph.offsets, graph.targets
-    while queue:
-        node = queue.popleft()
-        if node == target:
-            return _chain(parent, node)
-        for succ in targets[offsets[node] : offsets[node + 1]]:
-            if succ in member_set and succ not in parent:
-                parent[succ] = node
-                queue.append(succ)
-    return []
 
 
 def _autograd_owner(graph: HeapGraph, path: list[int]) -> str | None:

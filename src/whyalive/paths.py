@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
 import types
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
@@ -70,9 +70,13 @@ def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
     owner_of: dict[int, int] = {}
     for node in members:
         for succ in graph.successors(node):
-            if succ in member_set and succ not in owner_of and succ != node:
-                if is_owned_part(graph.nodes[node], graph.nodes[succ]):
-                    owner_of[succ] = node
+            if (
+                succ in member_set
+                and succ not in owner_of
+                and succ != node
+                and is_owned_part(graph.nodes[node], graph.nodes[succ])
+            ):
+                owner_of[succ] = node
     shown = sorted(
         (node for node in members if node not in owner_of),
         key=lambda node: _SHOW_FIRST.get(type(graph.nodes[node]), 1),
@@ -85,7 +89,8 @@ def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
             ends = graph.successors(succ) if owner_of.get(succ) == node else (succ,)
             for end in ends:
                 if end in member_set and end not in owner_of and (node, end) not in found:
-                    found[node, end] = NamedEdge(node, end, name_edge(graph.nodes[node], graph.nodes[end]))
+                    name = name_edge(graph.nodes[node], graph.nodes[end])
+                    found[node, end] = NamedEdge(node, end, name)
     return CycleView(graph, members, shown, _walk_order(shown, found), owner_of=owner_of)
 
 
@@ -103,8 +108,7 @@ def _walk_order(shown: list[int], found: dict[tuple[int, int], NamedEdge]) -> li
             if node in seen_nodes:
                 continue
             seen_nodes.add(node)
-            for edge in out[node]:
-                ordered.append(edge)
+            ordered.extend(out[node])
             stack.extend(edge.target for edge in reversed(out[node]))
     return ordered
 

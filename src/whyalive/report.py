@@ -171,7 +171,8 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (lists, dicts, str, int, bool, None)."""
-        return _to_plain(asdict(self))
+        plain: dict[str, Any] = _to_plain(asdict(self))
+        return plain
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:

@@ -1,4 +1,6 @@
-"""The live heap as one graph, and its roots: modules, classes, every thread's frames.
+"""The live heap as one graph, its roots, and the search from an object back to them.
+
+Roots are modules, classes and every thread's frames.
 
 ``snapshot_heap`` takes one graph of everything the collector tracks (plus the
 frozen objects it can find, and the untracked containers and heavy objects they
@@ -14,8 +16,11 @@ import os
 import sys
 import threading
 import types
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
 from whyalive import graphcore
 from whyalive.kinds import KindResolver
@@ -196,3 +201,219 @@ def heavy_census(resolver: KindResolver) -> list[object]:
     found = [obj for obj, kind in zip(nodes, kinds, strict=True) if kind is not None]
     del nodes
     return [obj for obj in found if resolver.describe(obj) is not None]
+
+
+# The search from an object back to the roots that keep it alive.
+
+# How many levels past the first root we keep looking for other holders.
+_EXTRA_LEVELS = 1
+# Past this many edge-list scans the reverse search gives way to one forward search
+# (a deep and wide ancestry); a scan is one bytes.find over the raw edge list.
+_MAX_SCANS = 60
+# Up to this frontier size, one bytes.find scan per node beats one byte-mask gather.
+_SCAN_PER_NODE = 6
+_ROOT_ORDER = {MODULE: 0, CLASS: 1, FRAME: 2}
+
+
+def forward_search(graph: HeapGraph, mask: bytes, max_paths: int) -> dict[int, list[list[int]]]:
+    """BFS from every root that can reach a target; paths end at distinct last holders.
+
+    The fallback for long chains, where the level-by-level reverse search would
+    scan the edges too many times.
+
+    The search stops as soon as every target and the direct holders that can give
+    it more paths (up to ``max_paths``) are reached, or a few levels past the first
+    path, whichever comes first.
+    """
+    roots = sorted(
+        (
+            n
+            for n in compress(range(len(mask)), mask)
+            if graph.root_kind[n] and not graph.is_excluded(n)
+        ),
+        key=lambda n: _ROOT_ORDER[graph.root_kind[n]],
+    )
+    holders = {t: _direct_holders(graph, t, mask, max_paths) for t in graph.target_nodes}
+    goals = set(graph.target_nodes).union(*holders.values())
+    parent: dict[int, int] = dict.fromkeys(roots, -1)
+    depth: dict[int, int] = dict.fromkeys(roots, 0)
+    unreached = goals - parent.keys()
+    queue = deque(roots)
+    offsets, targets = graph.offsets, graph.targets
+    stop_depth: int | None = None
+    while queue and unreached:
+        node = queue.popleft()
+        level = depth[node]
+        if stop_depth is not None and level > stop_depth:
+            break
+        for succ in targets[offsets[node] : offsets[node + 1]]:
+            if succ not in parent and mask[succ] and not graph.is_excluded(succ):
+                parent[succ] = node
+                depth[succ] = level + 1
+                queue.append(succ)
+                if succ in unreached:
+                    unreached.discard(succ)
+                    if stop_depth is None and succ in holders:
+                        stop_depth = level + 1 + _EXTRA_LEVELS
+    paths: dict[int, list[list[int]]] = {}
+    for target, direct in holders.items():
+        if target not in parent:
+            paths[target] = []
+            continue
+        found = [_chain(parent, target)]
+        seen_last = {found[0][-2]} if len(found[0]) > 1 else set()
+        for holder in direct:
+            if len(found) >= max_paths:
+                break
+            if holder in parent and holder not in seen_last and holder != target:
+                seen_last.add(holder)
+                found.append([*_chain(parent, holder), target])
+        found.sort(key=len)
+        paths[target] = found
+    return paths
+
+
+def reverse_search(graph: HeapGraph, target: int, max_paths: int) -> list[list[int]] | None:
+    """Level-by-level search from ``target`` back to the nearest roots.
+
+    Each level finds the holders of the whole frontier in one C-speed scan of the
+    edge list (``bytes.find`` for a small frontier, a byte-mask gather for a big
+    one). Roots are not expanded. Returns None past ``_MAX_SCANS`` scans.
+    """
+    towards: dict[int, int] = {target: -1}  # node -> the node it refers to, one step nearer
+    if graph.root_kind[target]:
+        return [[target]]
+    frontier = [target]
+    found_roots: list[int] = []
+    direct: list[int] = []
+    stop_level: int | None = None
+    level = scans = 0
+    while frontier:
+        level += 1
+        scans += min(len(frontier), _SCAN_PER_NODE)
+        if scans > _MAX_SCANS:
+            return None
+        following: list[int] = []
+        for source, succ in _holders_of(graph, frontier):
+            if source in towards or graph.is_excluded(source):
+                continue
+            towards[source] = succ
+            if level == 1:
+                direct.append(source)
+            if graph.root_kind[source]:
+                found_roots.append(source)
+            else:
+                following.append(source)
+        if found_roots and stop_level is None:
+            stop_level = level + _EXTRA_LEVELS
+        if stop_level is not None and (
+            level >= stop_level or _enough(found_roots, towards, target, max_paths)
+        ):
+            break
+        frontier = following
+    if not found_roots:
+        return []
+    paths = _paths_from(found_roots, towards, graph, max_paths)
+    # Holders whose own way up was cut short by a shared ancestor get a search each.
+    shown = {path[-2] for path in paths if len(path) > 1}
+    for holder in direct:
+        if len(paths) >= max_paths:
+            break
+        if holder in shown:
+            continue
+        more = reverse_search(graph, holder, 1)
+        if more and target not in more[0]:
+            paths.append([*more[0], target])
+            shown.add(holder)
+    return paths
+
+
+def _enough(roots: list[int], towards: dict[int, int], target: int, max_paths: int) -> bool:
+    return len({_last_holder(r, towards, target) for r in roots}) >= max_paths
+
+
+def _last_holder(node: int, towards: dict[int, int], target: int) -> int:
+    while towards[node] != target and towards[node] != -1:
+        node = towards[node]
+    return node
+
+
+def _paths_from(
+    roots: list[int], towards: dict[int, int], graph: HeapGraph, max_paths: int
+) -> list[list[int]]:
+    """Shortest first, modules before classes before frames, one per last holder."""
+    chains = []
+    for root in roots:
+        chain = [root]
+        while towards[chain[-1]] != -1:
+            chain.append(towards[chain[-1]])
+        chains.append(chain)
+    chains.sort(key=lambda c: (len(c), _ROOT_ORDER[graph.root_kind[c[0]]]))
+    paths: list[list[int]] = []
+    seen: set[int] = set()
+    for chain in chains:
+        last = chain[-2]
+        if last not in seen:
+            seen.add(last)
+            paths.append(chain)
+        if len(paths) >= max_paths:
+            break
+    return paths
+
+
+def _holders_of(graph: HeapGraph, frontier: list[int]) -> list[tuple[int, int]]:
+    """(source, target) for every edge into ``frontier``, in edge order."""
+    offsets, targets = graph.offsets, graph.targets
+    if len(frontier) <= _SCAN_PER_NODE:
+        edges: list[int] = []
+        for node in frontier:
+            edges.extend(graph.edges_into(node))
+        edges.sort()
+    else:
+        marked = bytearray(len(offsets))
+        for node in frontier:
+            marked[node] = 1
+        edges = list(compress(range(len(targets)), map(marked.__getitem__, targets)))
+    return [(bisect_right(offsets, e) - 1, targets[e]) for e in edges]
+
+
+def _direct_holders(graph: HeapGraph, target: int, mask: bytes, limit: int) -> list[int]:
+    """Up to ``limit`` + 1 nodes with a reference to ``target`` (C-speed scans of the edges)."""
+    found: list[int] = []
+    for position in graph.edges_into(target):
+        if len(found) > limit:
+            break
+        source = bisect_right(graph.offsets, position) - 1
+        if source == target or not mask[source] or source in found:
+            continue
+        if not graph.is_excluded(source):
+            found.append(source)
+    return found
+
+
+def _chain(parent: dict[int, int], node: int) -> list[int]:
+    chain = [node]
+    while parent[chain[-1]] != -1:
+        chain.append(parent[chain[-1]])
+    return chain[::-1]
+
+
+def nearest_path(
+    graph: HeapGraph, members: list[int], unseen: dict[int, int], target: int
+) -> list[int]:
+    """The shortest path from an object with unseen references to ``target``."""
+    if not unseen:
+        return []
+    member_set = set(members)
+    parent: dict[int, int] = dict.fromkeys(unseen, -1)
+    queue = deque(unseen)
+    offsets, targets = graph.offsets, graph.targets
+    while queue:
+        node = queue.popleft()
+        if node == target:
+            return _chain(parent, node)
+        for succ in targets[offsets[node] : offsets[node + 1]]:
+            if succ in member_set and succ not in parent:
+                parent[succ] = node
+                queue.append(succ)
+    return []

@@ -8,11 +8,10 @@ matches. Nothing here can make an analysis fail.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from whyalive import edges as ek
-from collections.abc import Sequence
-
 from whyalive.diagnose.patterns import PATTERNS, UNRECOGNISED, Pattern, PatternMatch
 from whyalive.edges import name_node
 from whyalive.paths import CycleView, NamedEdge, choose_cut
@@ -46,7 +45,8 @@ def diagnose(view: CycleView, patterns: Sequence[Pattern] = PATTERNS) -> Diagnos
     try:
         signature = cycle_signature(view)
     except Exception:  # names come from hostile objects; the shape alone still groups
-        signature = hashlib.sha1(str(len(view.shown)).encode(), usedforsecurity=False).hexdigest()[:16]
+        shape = str(len(view.shown)).encode()
+        signature = hashlib.sha1(shape, usedforsecurity=False).hexdigest()[:16]
     return Diagnosis(match, cut, signature)
 
 

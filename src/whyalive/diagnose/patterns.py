@@ -54,7 +54,7 @@ def label(view: CycleView, node: int, variable: str | None = None) -> str:
 def qualname_of(obj: object) -> str:
     """The qualified name of a function's or method's code, else the type's name."""
     if type(obj) is types.MethodType:
-        obj = obj.__func__  # type: ignore[attr-defined]
+        obj = obj.__func__
     if type(obj) is types.FunctionType:
         # A plain function's __qualname__ is a C-level slot: no user code runs.
         return str(obj.__qualname__)
@@ -102,11 +102,11 @@ def chain(view: CycleView, start: int, goal: int) -> list[NamedEdge]:
     steps: list[NamedEdge] = []
     node = goal
     while True:
-        edge = parent[node]
-        if edge is None:
+        step = parent[node]
+        if step is None:
             break
-        steps.append(edge)
-        node = edge.source
+        steps.append(step)
+        node = step.source
         if node == start:
             break
     return steps[::-1]
@@ -137,9 +137,11 @@ class RecursiveClosurePattern:
         for edge in view.edges:
             if edge.name.kind != ek.CLOSURE:
                 continue
-            for back in view.edges_from(edge.target):
-                if back.name.kind == ek.CELL and type(view.obj(back.target)) is types.FunctionType:
-                    loops.append((edge.source, edge, back))
+            loops.extend(
+                (edge.source, edge, back)
+                for back in view.edges_from(edge.target)
+                if back.name.kind == ek.CELL and type(view.obj(back.target)) is types.FunctionType
+            )
         self_loops = [(fn, e, b) for fn, e, b in loops if b.target == fn]
         if self_loops:
             fn, closure_edge, back = self_loops[0]
@@ -244,8 +246,9 @@ class BoundMethodOnSelfPattern:
         attr = where.lstrip(".") if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE else None
         stored = f"`self.{attr}`" if attr else f"`{where}`"
         summary = f"a `{cls}` object stores its own bound method `{func}` in {stored}"
+        method_name = func.rsplit(".", 1)[-1]
         explanation = (
-            f"A bound method holds its instance in `__self__`. Storing `self.{func.rsplit('.', 1)[-1]}` "
+            f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
             f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
             f"method hold the object, so neither is freed by reference counting."
         )

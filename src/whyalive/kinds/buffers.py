@@ -34,7 +34,7 @@ class BufferKind:
                 storage=("buffer", id(owner)),
                 owner=owner,
             )
-        if not issubclass(type(obj), (bytes, bytearray)):
+        if not isinstance(obj, (bytes, bytearray)):  # bytes/bytearray subclasses run no code here
             return None
         size = len(obj)
         if size < self.min_bytes:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from whyalive.errors import UsageError
-from whyalive.render.base import Renderer
+from whyalive.render.base import BinaryRenderer, Renderer
 from whyalive.render.dot import DotRenderer
 from whyalive.render.html_page import HtmlRenderer
 from whyalive.render.json_doc import JsonRenderer
@@ -24,7 +24,7 @@ RENDERERS: dict[str, type[Any]] = {
 def render_bytes(renderer: Renderer, report: Report) -> bytes:
     """The document as bytes: a binary renderer's own (``render_bytes``), text as UTF-8."""
     if renderer.binary:
-        return renderer.render_bytes(report)  # type: ignore[attr-defined, no-any-return]
+        return cast(BinaryRenderer, renderer).render_bytes(report)
     return renderer.render(report).encode("utf-8")
 
 

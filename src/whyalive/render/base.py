@@ -17,3 +17,11 @@ class Renderer(Protocol):
     def render(self, report: Report) -> str:
         """The whole document."""
         ...
+
+
+class BinaryRenderer(Renderer, Protocol):
+    """A renderer whose document is bytes (``binary = True``), such as PNG."""
+
+    def render_bytes(self, report: Report) -> bytes:
+        """The whole document as bytes."""
+        ...
