@@ -300,10 +300,27 @@ def main() -> int:
         traceback.print_exc()
         code = 1
     _write(args.out, rank, results)
+    _wait_for_peers(rank, world, args.scenarios)
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip process-group teardown: with a crashed peer it can block, and the parent waits.
     os._exit(code)
+
+
+def _wait_for_peers(rank: int, world: int, scenarios: list[str]) -> None:
+    """Rank 0 hosts the store: it stays until the others are done (a crashed rank never is)."""
+    if not dist.is_initialized():
+        return
+    from torch.distributed import distributed_c10d as c10d
+
+    store = c10d._get_default_store()
+    try:
+        store.set(f"worker/done/{rank}", "1")
+        if rank == 0:
+            alive = range(world - 1 if "missing" in scenarios else world)
+            store.wait([f"worker/done/{r}" for r in alive], datetime.timedelta(seconds=60))
+    except Exception:
+        traceback.print_exc()
 
 
 def _write(out: str, rank: int, results: dict[str, Any]) -> None:

@@ -251,6 +251,8 @@ def test_parent_child_back_reference() -> None:
     cycle = only_cycle(tree, weak=False)
     assert cycle.pattern == "parent-child"
     assert cut_names(cycle) == [".parent", ".parent"]  # one per child: minimal, not one
+    assert cycle.cut is not None
+    assert cycle.cut.description == "the attribute `.parent` of a `TreeNode` object (each of 2)"
     assert "TreeNode" in cycle.summary
     assert "weakref.ref" in cycle.fix
     assert ".parent" in cycle.fix

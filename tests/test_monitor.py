@@ -108,6 +108,16 @@ def test_without_freeze_still_frees_and_restores() -> None:
     assert all(r() is None for r in refs)
 
 
+def test_unfrozen_old_collections_wait_for_the_budget() -> None:
+    """Without freeze, a gen-1 collection right after start is over budget: counted, not saved."""
+    with whyalive.monitor(log=False, freeze=False, max_overhead=0.01) as mon:
+        stage_backward([numpy.zeros(16)])
+        gc.collect(1)
+        assert mon.stats.examined == 0
+        assert mon.stats.unexamined_objects > 0
+    assert occurrences(mon) == {}
+
+
 def test_memory_released_before_the_next_step() -> None:
     """Arrays saved by an examined collection are freed by the step() that analyses them."""
     with whyalive.monitor(log=False) as mon:

@@ -195,9 +195,11 @@ class AllocationRecorder:
                 seen.add(id(obj))
                 pending.extend(gc.get_referents(obj))
             elif issubclass(cls, ndarray):
-                pointer = _data_pointer(obj, ndarray)
-                if pointer not in self._numpy_sites:
-                    self._numpy_sites[pointer] = self._numpy_lookup(pointer)
+                # Keyed by the owning array's id: the garbage keeps it alive until
+                # the analysis is over, and an id is far cheaper than the pointer.
+                root = _owner(obj, ndarray)
+                if id(root) not in self._numpy_sites:
+                    self._numpy_sites[id(root)] = self._numpy_lookup(_data_pointer(root, ndarray))
 
     def _numpy_lookup(self, pointer: int) -> str | None:
         frames = self._lookup(NUMPY_TRACE_DOMAIN, pointer) if self._lookup else None
@@ -239,17 +241,22 @@ class AllocationRecorder:
         return None
 
     def _numpy_site(self, obj: object, ndarray: Any) -> str | None:
-        pointer = _data_pointer(obj, ndarray)
-        if pointer in self._numpy_sites:
-            return self._numpy_sites[pointer]
-        return self._numpy_lookup(pointer) if self._tracing else None
+        root = _owner(obj, ndarray)
+        if id(root) in self._numpy_sites:
+            return self._numpy_sites[id(root)]
+        return self._numpy_lookup(_data_pointer(root, ndarray)) if self._tracing else None
 
 
-def _data_pointer(obj: object, ndarray: Any) -> int:
-    """The data pointer of the array that owns ``obj``'s memory (a view's base)."""
+def _owner(obj: object, ndarray: Any) -> object:
+    """The array that owns ``obj``'s memory (a view's base, followed to the end)."""
     root = obj
     base = ndarray.base.__get__(root)
     while base is not None and issubclass(type(base), ndarray):
         root = base
         base = ndarray.base.__get__(root)
+    return root
+
+
+def _data_pointer(root: object, ndarray: Any) -> int:
+    """The address NumPy reported to tracemalloc for ``root``'s buffer."""
     return int(ndarray.__array_interface__.__get__(root)["data"][0])

@@ -430,7 +430,11 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             phrases.append(f"item `{edge.name.name}` of a `{type(source).__name__}`")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
-    return " and ".join(phrases)
+    # A tree's cut is every child's `.parent`: say it once, with the count.
+    counts = dict.fromkeys(phrases, 0)
+    for phrase in phrases:
+        counts[phrase] += 1
+    return " and ".join(p if n == 1 else f"{p} (each of {n})" for p, n in counts.items())
 
 
 def _heavy_table(

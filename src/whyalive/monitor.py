@@ -347,7 +347,6 @@ class GcMonitor:
         self._set_debug = gc.set_debug
         self._clock = time.perf_counter
         self._is_finalizing = sys.is_finalizing
-        self._dispatch = self._on_gc
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop_thread = threading.Event()
@@ -359,7 +358,7 @@ class GcMonitor:
     @property
     def active(self) -> bool:
         """True between :meth:`start` and :meth:`stop`."""
-        return self._dispatch in gc.callbacks
+        return self._on_gc in gc.callbacks
 
     def start(self) -> GcMonitor:
         """Install the callback (once); returns ``self``."""
@@ -374,7 +373,7 @@ class GcMonitor:
             self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
         self._started_at = self._clock()
         self._off = False
-        gc.callbacks.append(self._dispatch)
+        gc.callbacks.append(self._on_gc)
         _ACTIVE.add(self)
         if self.poll_interval is not None:
             self._stop_thread.clear()
@@ -403,7 +402,7 @@ class GcMonitor:
                 self._set_debug(self._armed)
                 self._armed = None
             self._saved = []
-            gc.callbacks.remove(self._dispatch)
+            gc.callbacks.remove(self._on_gc)  # equal: same __self__ and __func__
             _ACTIVE.discard(self)
             if self._froze:
                 self._froze = False

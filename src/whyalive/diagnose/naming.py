@@ -1,0 +1,102 @@
+"""How a diagnosis names things in sentences: nodes, closure variables, chains of references.
+
+Shared by the patterns and the analysis, so a cycle is named the same way in
+its summary, its cut and its fix.
+"""
+
+from __future__ import annotations
+
+import types
+from collections import deque
+
+from whyalive import edges as ek
+from whyalive.edges import name_node
+from whyalive.paths import CycleView, NamedEdge
+
+
+def label(view: CycleView, node: int, variable: str | None = None) -> str:
+    """``function `f.<locals>.g` (file.py:12)``: how a sentence names a node."""
+    named = name_node(view.obj(node), variable)
+    kind, _, rest = named.label.partition(" ")
+    text = f"{kind} `{rest}`" if rest else f"`{kind}`"
+    return f"{text} ({named.location})" if named.location else text
+
+
+def qualname_of(obj: object) -> str:
+    """The qualified name of a function's or method's code, else the type's name."""
+    if type(obj) is types.MethodType:
+        obj = obj.__func__
+    if type(obj) is types.FunctionType:
+        # A plain function's __qualname__ is a C-level slot: no user code runs.
+        return str(obj.__qualname__)
+    return type(obj).__qualname__
+
+
+def enclosing_function(qualname: str) -> str:
+    """``stage_backward.<locals>.helper`` -> ``stage_backward``."""
+    head, sep, _ = qualname.rpartition(".<locals>.")
+    return head if sep else qualname
+
+
+def cell_variable(view: CycleView, cell: int) -> str | None:
+    """The closure variable a cell stands for, from a function that holds it."""
+    for edge in view.edges:
+        if edge.target == cell and edge.name.kind == ek.CLOSURE:
+            return edge.name.name.split(" ", 1)[1]
+    obj = view.obj(cell)
+    for node in view.members:
+        fn = view.obj(node)
+        if type(fn) is types.FunctionType and fn.__closure__:
+            for index, held in enumerate(fn.__closure__):
+                if held is obj:
+                    return str(fn.__code__.co_freevars[index])
+    return None
+
+
+def chain(view: CycleView, start: int, goal: int) -> list[NamedEdge]:
+    """Shortest chain of shown edges from ``start`` to ``goal`` inside the cycle."""
+    parent: dict[int, NamedEdge | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal and node != start:
+            break
+        for edge in view.edges_from(node):
+            if edge.target not in parent or (edge.target == goal == start):
+                parent[edge.target] = edge
+                if edge.target == goal:
+                    queue.clear()
+                    break
+                queue.append(edge.target)
+    if goal not in parent or parent[goal] is None:
+        return []
+    steps: list[NamedEdge] = []
+    node = goal
+    while True:
+        step = parent[node]
+        if step is None:
+            break
+        steps.append(step)
+        node = step.source
+        if node == start:
+            break
+    return steps[::-1]
+
+
+def path_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """``.cb`` or ``.hooks -> [0]``: the names along a chain of references."""
+    return " -> ".join(edge.name.name for edge in steps)
+
+
+def captured_variables(view: CycleView, fn_node: int, skip: str | None) -> list[str]:
+    """Closure variables of a function other than ``skip``."""
+    fn = view.obj(fn_node)
+    if type(fn) is not types.FunctionType:
+        return []
+    return [name for name in fn.__code__.co_freevars if name != skip]
+
+
+def variable_of(edge: NamedEdge) -> str:
+    """``me`` for ``local me``; the edge's name otherwise."""
+    name = edge.name.name
+    return name.split(" ", 1)[1] if name.startswith("local ") else name
