@@ -369,6 +369,31 @@ def test_lru_cache_on_a_method() -> None:
     assert not find_leaks(Model, cycle=False).found
 
 
+def class_level_cache(*, cycle: bool) -> None:
+    class Encoder:
+        def __init__(self) -> None:
+            self.weights = heavy()
+
+        @functools.cache  # noqa: B019 - the leak under test
+        def features(self) -> int:
+            return 1
+
+    encoder = Encoder()
+    encoder.features()
+    if not cycle:
+        Encoder.features.cache_clear()
+
+
+def test_class_level_cache_of_a_local_class() -> None:
+    """`@functools.cache` on a method: the cut is the cache entry, the fix says cache_clear."""
+    cycle = only_cycle(class_level_cache, cycle=True)
+    assert cycle.pattern == "method-cache"
+    assert cycle.cut is not None
+    assert [e.kind for e in cycle.cut.edges] == ["key"]
+    assert "`Encoder.features.cache_clear()`" in cycle.fix
+    assert not find_leaks(class_level_cache, cycle=False).found
+
+
 # autograd --------------------------------------------------------------------------------
 
 

@@ -199,6 +199,12 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
         return [first_edge]
     if first and _is_acyclic(view.shown, view.edges, set(first)):
         return _prune(view, first)
+    if first:
+        # A loop the user cannot remove (a class and its own dict) may remain, as
+        # long as every heavy object is freed: the cut is what matters to memory.
+        total = bytes_freed(view, set(view.edges))
+        if total and bytes_freed(view, set(first)) == total:
+            return first
     others = [edge for edge in view.edges if edge not in first]
     freed = {edge: bytes_freed(view, {edge}) for edge in others}
     ranked = first + sorted(others, key=lambda edge: (-edge.score, -freed[edge]))

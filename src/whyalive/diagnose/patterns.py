@@ -385,18 +385,28 @@ class MethodCachePattern:
             "per-instance cache), the objects hold the cache and the cache holds the objects."
         )
         into = [e for e in view.edges if e.target == cache]
+        cut = into[:1]
         stored = (
             f" Here the cache is stored in `{into[0].name.name}`: drop it "
             f"(`del self{into[0].name.name}`) when done."
             if into and into[0].name.kind == ek.ATTRIBUTE
             else ""
         )
+        if any(issubclass(type(view.obj(n)), type) for n in view.shown):
+            # A class-level cache: the class is always a cycle of its own, so the cut
+            # is the cache's entry that holds the instance (and its heavy objects).
+            owners = [n for n in view.shown if _is_instance_node(view.obj(n))]
+            steps = chain(view, cache, owners[0]) if owners else []
+            entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+            cut = entries[:1] or cut
+            short = name.rpartition(".<locals>.")[2]
+            stored = f" Or empty the cache when done: `{short}.cache_clear()`."
         fix = (
             f"Do not put `lru_cache`/`cache` on `{name}` (a method): use "
             "`functools.cached_property`, a dict on the instance, or cache a module-level "
             f"function of the fields you need.{stored}"
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, into[:1], "WAL501")
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL501")
 
 
 _BACK_NAMES = ("parent", "owner", "_parent", "_owner", "up", "prev", "root", "module", "model")
