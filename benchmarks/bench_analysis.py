@@ -208,10 +208,14 @@ def run(args: argparse.Namespace) -> None:
     """Print the table: every tool measured on the same garbage, automatic GC off."""
     from whyalive import graphcore
 
-    print(f"python {sys.version.split()[0]}, graph core: {graphcore.IMPLEMENTATION}, "
-          f"payload: {type(_payload()).__name__}, 1 heavy seed cycle in {args.heavy_every}")
-    print(f"{'objects':>9} {'gc.collect':>11} {'whyalive':>9} {'ratio':>6} "
-          f"{'create_graph':>13} {'refcycle':>9} {'B/object':>9}")
+    print(
+        f"python {sys.version.split()[0]}, graph core: {graphcore.IMPLEMENTATION}, "
+        f"payload: {type(_payload()).__name__}, 1 heavy seed cycle in {args.heavy_every}"
+    )
+    print(
+        f"{'objects':>9} {'gc.collect':>11} {'whyalive':>9} {'ratio':>6} "
+        f"{'create_graph':>13} {'refcycle':>9} {'B/object':>9}"
+    )
     gc.collect()
     for size in args.sizes:
         plain, ours = [], []
@@ -226,12 +230,16 @@ def run(args: argparse.Namespace) -> None:
             value = None if args.skip_others or size > 100_000 else fn(size, args.heavy_every)
             others.append(f"{value / p:12.1f}x" if value else f"{'-':>13}")
         per_object = peak_bytes_per_object(size, args.heavy_every)
-        print(f"{count:>9} {p * 1e3:9.1f}ms {w * 1e3:7.1f}ms {w / p:5.2f}x "
-              f"{others[0]} {others[1]:>9} {per_object:9.0f}   ({found} leaking cycles grouped)")
+        print(
+            f"{count:>9} {p * 1e3:9.1f}ms {w * 1e3:7.1f}ms {w / p:5.2f}x "
+            f"{others[0]} {others[1]:>9} {per_object:9.0f}   ({found} leaking cycles grouped)"
+        )
     gc.enable()
     check, collect, heap = empty_check_on_big_heap(5)
-    print(f"empty check_leaks() on a heap of {heap} objects: {check * 1e3:.2f}ms vs one "
-          f"gc.collect() {collect * 1e3:.2f}ms = {check / collect:.3f}x")
+    print(
+        f"empty check_leaks() on a heap of {heap} objects: {check * 1e3:.2f}ms vs one "
+        f"gc.collect() {collect * 1e3:.2f}ms = {check / collect:.3f}x"
+    )
 
 
 if __name__ == "__main__":

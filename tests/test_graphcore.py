@@ -25,7 +25,6 @@ IMPLS = [PY] if C is None else [PY, C]
 IMPL_IDS = [impl.name for impl in IMPLS]
 
 
-
 needs_c = pytest.mark.skipif(IMPLEMENTATION != "c", reason="C extension not compiled")
 
 Edges = list[tuple[int, int]]

@@ -78,7 +78,8 @@ def test_release_frees_captured_cycles_without_a_collection() -> None:
 @needs_c
 def test_clear_objects_survives_objects_without_tp_clear() -> None:
     """Objects whose type has no tp_clear (str, int) are skipped, the rest cleared."""
-    assert c_impl is not None and c_impl.clear_objects is not None
+    assert c_impl is not None
+    assert c_impl.clear_objects is not None
     holder: list[object] = ["text", 5]
     holder.append(holder)
     objects: list[object] = [holder, "text", 7]

@@ -17,14 +17,12 @@ def two_views(*, cycle: bool) -> None:
         holder.append(holder)
 
 
-
 def test_two_views_of_one_storage_count_once() -> None:
     """Two views of one 4 MiB storage report 4 MiB, not 8."""
     report = find_leaks(two_views, cycle=True)
     assert report.total_bytes == 4 << 20
     assert report.cycles[0].bytes_held == 4 << 20
     assert sum(h.counted for h in report.heavy_objects) == 1
-
 
 
 def test_meta_and_fake_tensors_hold_zero_bytes() -> None:
@@ -36,13 +34,15 @@ def test_meta_and_fake_tensors_hold_zero_bytes() -> None:
         holder.append(holder)
 
     report = find_leaks(meta)
-    assert report.found and report.total_bytes == 0
+    assert report.found
+    assert report.total_bytes == 0
     from whyalive.kinds import KindResolver
 
     with FakeTensorMode():
         fake = torch.zeros(1000)
     facts = KindResolver().describe(fake)
-    assert facts is not None and facts.nbytes == 0
+    assert facts is not None
+    assert facts.nbytes == 0
 
 
 def test_seed_on_real_tensors_names_tensors() -> None:

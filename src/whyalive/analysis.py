@@ -303,7 +303,7 @@ def _variables_along(edges: list[NamedEdge], start: str | None = None) -> list[s
 
 
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
-    """"the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
+    """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     groups: dict[tuple[str, int], list[int]] = defaultdict(list)
     exits: dict[tuple[str, int], str] = {}
     for nodes, edges in view.holder_paths:
@@ -318,7 +318,8 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
         elif first.name.kind == ek.ATTRIBUTE:
             exit_words = f"its attribute `{first.name.name}`"
         elif first.name.kind == ek.LOCAL:
-            exit_words = f"the {first.name.name.replace('local ', 'local `', 1)}` of {label(view, first.source)}"
+            local = first.name.name.replace("local ", "local `", 1)
+            exit_words = f"the {local}` of {label(view, first.source)}"
         else:
             exit_words = f"`{first.name.name}` of {label(view, first.source)}"
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
@@ -353,12 +354,14 @@ def _cycle_report(
     view, diagnosis = group.view, group.diagnosis
     match = diagnosis.match
     for node in view.shown:
-        table.add(node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None)
+        table.add(
+            node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None
+        )
     cycle_edges = [table.edge(e) for e in view.edges]
     holder_paths: list[HolderPath] = []
     for nodes, edges in view.holder_paths[: options.max_paths]:
         names = _variables_along(edges)
-        for node, variable in zip(nodes[1:], names):
+        for node, variable in zip(nodes[1:], names, strict=True):
             table.add(node, variable)
         holder_paths.append(
             HolderPath(
@@ -421,9 +424,15 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             owner = enclosing_function(qualname_of(view.obj(edge.target)))
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
-            phrases.append(f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object")
+            phrases.append(
+                f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object"
+            )
         elif kind == ek.LOCAL:
-            phrases.append(f"the {edge.name.name.replace('local ', 'local variable `', 1)}` of {label(view, edge.source)}")
+            phrases.append(
+                "the "
+                + edge.name.name.replace("local ", "local variable `", 1)
+                + f"` of {label(view, edge.source)}"
+            )
         elif kind == ek.KEY:
             phrases.append(f"the entry `{edge.name.name}` of a `{type(source).__name__}`")
         elif kind == ek.INDEX:

@@ -55,7 +55,9 @@ def _render_to(report: object, format_name: str | None, output: str | None) -> N
         renderer = renderer_for_path(output)
     else:
         renderer = get_renderer("text")
-    options = {"color": sys.stdout.isatty()} if renderer.name == "text" and output in (None, "-") else {}
+    options = (
+        {"color": sys.stdout.isatty()} if renderer.name == "text" and output in (None, "-") else {}
+    )
     instance = renderer(**options)
     if renderer.binary:
         from whyalive.render import render_bytes

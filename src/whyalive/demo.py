@@ -35,7 +35,7 @@ def stage_backward(
 
     def extract_tensors_with_grads(output_val: Any, grad_val: Any) -> None:
         if isinstance(output_val, (tuple, list)):
-            for ov, gv in zip(output_val, grad_val):
+            for ov, gv in zip(output_val, grad_val):  # noqa: B905 - as in the original code
                 extract_tensors_with_grads(ov, gv)
         elif isinstance(output_val, dict):
             for key in output_val:
@@ -46,8 +46,10 @@ def stage_backward(
 
     try:
         extract_tensors_with_grads(stage_output, output_grads)
-        if torch is not None and stage_output_tensors and isinstance(
-            stage_output_tensors[0], torch.Tensor
+        if (
+            torch is not None
+            and stage_output_tensors
+            and isinstance(stage_output_tensors[0], torch.Tensor)
         ):
             torch.autograd.backward(stage_output_tensors, grad_tensors=output_grad_tensors)
             return [value.grad for value in input_values]

@@ -291,15 +291,19 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
     return None
 
 
+def _tensor_attribute(torch: Any, tensor: object, attr: str) -> object:
+    try:
+        return getattr(torch._C.TensorBase, attr).__get__(tensor)
+    except Exception:  # a tensor subclass or a dead tensor: no such attribute
+        return None
+
+
 def _name_tensor_edge(tensor: object, target: object) -> EdgeName | None:
     torch = sys.modules["torch"]
     with torch._C.DisableTorchFunctionSubclass():
         for attr in ("grad_fn", "grad", "_base"):
-            try:
-                if getattr(torch._C.TensorBase, attr).__get__(tensor) is target:
-                    return EdgeName(ATTRIBUTE, f".{attr}")
-            except Exception:
-                continue
+            if _tensor_attribute(torch, tensor, attr) is target:
+                return EdgeName(ATTRIBUTE, f".{attr}")
     return EdgeName(INTERNAL, "tensor internals")
 
 

@@ -43,9 +43,9 @@ __all__ = [
     "IMPLEMENTATION",
     "GraphImplementation",
     "build_graph",
+    "c_implementation",
     "clear_objects",
     "cyclic_members",
-    "c_implementation",
     "find_components",
     "indices_of_types",
     "nodes_reaching",
@@ -268,9 +268,7 @@ def _py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memo
 
 def _py_indices_of_types(nodes: list[object], types: tuple[type, ...]) -> list[int]:
     return [
-        i
-        for i, node in enumerate(nodes)
-        if any(_type_subclasscheck(t, type(node)) for t in types)
+        i for i, node in enumerate(nodes) if any(_type_subclasscheck(t, type(node)) for t in types)
     ]
 
 

@@ -162,13 +162,20 @@ class SignatureLog:
             if first:
                 self.out.warning(
                     "whyalive: cycle %s (%s) first seen at step %d: %s\n  Fix: %s",
-                    cycle.signature, cycle.pattern, seen.first_step, cycle.summary, cycle.fix,
+                    cycle.signature,
+                    cycle.pattern,
+                    seen.first_step,
+                    cycle.summary,
+                    cycle.fix,
                 )
             else:
                 self.out.warning(
                     "whyalive: cycle %s (%s) seen %s by step %d, %s held in all",
-                    cycle.signature, cycle.pattern, plural(cycle.occurrences, "time"),
-                    seen.last_step, size_to_words(cycle.total_bytes),
+                    cycle.signature,
+                    cycle.pattern,
+                    plural(cycle.occurrences, "time"),
+                    seen.last_step,
+                    size_to_words(cycle.total_bytes),
                 )
         if on_cycle is not None:
             try:
@@ -228,7 +235,6 @@ class SignatureLog:
             page.write_text(html().render(report), encoding="utf-8")
             paths.append(page)
         self.files.extend(p for p in paths if p not in self.files)
-
 
 
 def _mute_in_child() -> None:

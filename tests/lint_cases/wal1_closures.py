@@ -1,4 +1,5 @@
 """Eval cases for 1xx (recursive closures). Expectations: `# CODE: line, col` (col 0-based)."""
+
 import functools
 
 

@@ -1,4 +1,5 @@
 """Eval cases for 2xx (self-references). Expectations: `# CODE: line, col` (col 0-based)."""
+
 import functools
 import weakref
 

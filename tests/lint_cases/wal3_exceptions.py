@@ -1,4 +1,5 @@
 """Eval cases for 3xx (exceptions, tracebacks, frames). `# CODE: line, col` (col 0-based)."""
+
 import inspect
 import sys
 import traceback

@@ -1,4 +1,5 @@
 """Eval cases for 4xx (autograd hooks and nodes). `# CODE: line, col` (col 0-based)."""
+
 import functools
 import weakref
 

@@ -70,9 +70,7 @@ class RecursiveClosurePattern:
             qualname = qualname_of(view.obj(fn))
             outer = enclosing_function(qualname)
             others = captured_variables(view, fn, variable)
-            summary = (
-                f"{label(view, fn)} refers to itself through its closure cell `{variable}`"
-            )
+            summary = f"{label(view, fn)} refers to itself through its closure cell `{variable}`"
             also = (
                 f" Everything else the closure captures ({', '.join(f'`{v}`' for v in others)})"
                 " stays alive with it."
@@ -86,8 +84,12 @@ class RecursiveClosurePattern:
                 f"free this pair; only the cyclic garbage collector can, whenever it next "
                 f"runs.{also}"
             )
-            data = f" Deleting only the data (`del {others[0]}`) frees it but leaves the " \
-                "function/cell cycle for the collector." if others else ""
+            data = (
+                f" Deleting only the data (`del {others[0]}`) frees it but leaves the "
+                "function/cell cycle for the collector."
+                if others
+                else ""
+            )
             fix = (
                 f"Break the self-reference: `del {variable}` in `{outer}` after its last use "
                 f"(in a `finally:` so an error cannot skip it), pass the function to itself as "
@@ -122,9 +124,7 @@ class RecursiveClosurePattern:
             f"`finally:` so an error cannot skip it), pass the functions as arguments, or "
             f"move them to module level."
         )
-        return PatternMatch(
-            self.name, self.title, summary, explanation, fix, [back], "WAL101"
-        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL101")
 
 
 def _is_instance_node(obj: object) -> bool:

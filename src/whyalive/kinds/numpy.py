@@ -7,7 +7,6 @@ from typing import Any
 
 from whyalive.kinds import HeavyFacts
 
-
 # str(dtype) runs Python code in NumPy (~50 us); dtypes are few and immutable.
 _DTYPE_NAMES: dict[object, str] = {}
 
