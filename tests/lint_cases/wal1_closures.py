@@ -1,5 +1,4 @@
 """Eval cases for 1xx (recursive closures). Expectations: `# CODE: line, col` (col 0-based)."""
-
 import functools
 
 

@@ -1,5 +1,4 @@
 """Eval cases for 2xx (self-references). Expectations: `# CODE: line, col` (col 0-based)."""
-
 import functools
 import weakref
 

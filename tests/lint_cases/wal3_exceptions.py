@@ -1,5 +1,4 @@
 """Eval cases for 3xx (exceptions, tracebacks, frames). `# CODE: line, col` (col 0-based)."""
-
 import inspect
 import sys
 import traceback

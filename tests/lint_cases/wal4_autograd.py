@@ -1,5 +1,4 @@
 """Eval cases for 4xx (autograd hooks and nodes). `# CODE: line, col` (col 0-based)."""
-
 import functools
 import weakref
 

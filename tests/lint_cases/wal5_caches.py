@@ -1,5 +1,4 @@
 """Eval cases for 5xx (caches). Expectations: `# CODE: line, col` (col 0-based)."""
-
 import functools
 from functools import cache, lru_cache
 
