@@ -165,7 +165,8 @@ def test_exception_stored_on_self() -> None:
     cycle = only_cycle(lambda cycle: Step().run(cycle=cycle), cycle=True)
     assert cycle.pattern == "exception-traceback"
     assert cut_names(cycle) == [".error"]
-    assert "Step.run" in cycle.summary
+    # 3.10 code objects have no co_qualname and frames no __qualname__: just the name.
+    assert ("Step.run" if sys.version_info >= (3, 11) else "`run`") in cycle.summary
     assert "activations" in cycle.explanation
     assert "traceback.clear_frames" in cycle.fix
     assert not find_leaks(lambda: Step().run(cycle=False)).found
@@ -365,7 +366,10 @@ def test_generator_whose_frame_refers_to_it() -> None:
         assert "me" in name
         assert "worker" in cycle.summary
         assert "GeneratorExit" in cycle.fix
-        assert not find_leaks(generator_holding_itself, cycle=False, make=stubborn_worker).found
+        # The fixed code closes properly. The collector can never free the stubborn
+        # one, so without freeing it here a later collection would see it again.
+        close_stubborn_workers()
+        assert not find_leaks(generator_holding_itself, cycle=False, make=worker).found
     finally:
         close_stubborn_workers()
 

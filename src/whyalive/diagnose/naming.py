@@ -17,9 +17,32 @@ from whyalive.paths import CycleView, NamedEdge
 def label(view: CycleView, node: int, variable: str | None = None) -> str:
     """``function `f.<locals>.g` (file.py:12)``: how a sentence names a node."""
     named = name_node(view.obj(node), variable)
-    kind, _, rest = named.label.partition(" ")
-    text = f"{kind} `{rest}`" if rest else f"`{kind}`"
+    text = _quote_name(named.label)
     return f"{text} ({named.location})" if named.location else text
+
+
+_KIND_PREFIXES = (
+    "frame of ",
+    "bound method ",
+    "traceback in ",
+    "function ",
+    "generator ",
+    "coroutine ",
+    "async_generator ",
+    "cell ",
+    "class ",
+)
+
+
+def _quote_name(text: str) -> str:
+    """Backticks around the name, not the kind: ``frame of `Step.run```, ```Step` object``."""
+    for prefix in _KIND_PREFIXES:
+        if text.startswith(prefix) and len(text) > len(prefix):
+            return f"{prefix}`{text[len(prefix) :]}`"
+    head, sep, tail = text.partition(" object")
+    if sep and head:
+        return f"`{head}` object{tail}"
+    return f"`{text}`"
 
 
 def qualname_of(obj: object) -> str:
