@@ -56,7 +56,6 @@ class AnalysisOptions:
     max_paths: int = 5
     where: str | None = None
     notes: tuple[str, ...] = ()
-    allocation_sites: dict[int, str] = field(default_factory=dict)
     # Asked only for the heavy objects a report shows (NumPy arrays are not in the
     # captured garbage, so the caller cannot key them by id beforehand).
     site_of: Callable[[object], str | None] | None = None
@@ -107,10 +106,8 @@ class _NodeTable:
         self.ids[node] = report_id
         return report_id
 
-    def edge(self, edge: NamedEdge, variable: str | None = None) -> Edge:
-        return Edge(
-            self.add(edge.source), self.add(edge.target, variable), edge.name.kind, edge.name.name
-        )
+    def edge(self, edge: NamedEdge) -> Edge:
+        return Edge(self.add(edge.source), self.add(edge.target), edge.name.kind, edge.name.name)
 
 
 _TYPE_MODULE = type.__dict__["__module__"]
@@ -191,7 +188,7 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
         group = groups.get(key)
         if group is None:
             view = view_cycle(graph, members)
-            view.holder_paths = _holder_paths(graph, view, retained, facts, limit=None)
+            view.holder_paths = _holder_paths(graph, view, retained, facts)
             view.heavy_bytes = {node: facts[node].nbytes for node in retained}
             diagnosis = diagnose(view)
             group = by_signature.get(diagnosis.signature)
@@ -248,15 +245,26 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
     )
 
 
-def _bytes(heavy: list[int], facts: dict[int, HeavyFacts]) -> int:
+def _storage_bytes(
+    heavy: list[int], facts: dict[int, HeavyFacts], storage_users: dict[object, int]
+) -> tuple[dict[str, int], int]:
+    """Bytes by device, each storage counted once, and how much of it live objects share."""
+    by_device: dict[str, int] = defaultdict(int)
+    shared = 0
     seen: set[object] = set()
-    total = 0
     for node in heavy:
         fact = facts[node]
-        if fact.storage not in seen:
-            seen.add(fact.storage)
-            total += fact.nbytes
-    return total
+        if fact.storage in seen:
+            continue
+        seen.add(fact.storage)
+        by_device[fact.device] += fact.nbytes
+        if fact.storage_users > storage_users.get(fact.storage, 0):
+            shared += fact.nbytes
+    return dict(by_device), shared
+
+
+def _bytes(heavy: list[int], facts: dict[int, HeavyFacts]) -> int:
+    return sum(_storage_bytes(heavy, facts, {})[0].values())
 
 
 def _holder_paths(
@@ -264,11 +272,8 @@ def _holder_paths(
     view: CycleView,
     retained: list[int],
     facts: dict[int, HeavyFacts],
-    limit: int | None,
 ) -> list[tuple[list[int], list[NamedEdge]]]:
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
-    if limit is not None:
-        goals = goals[:limit]
     found = graph.shortest_paths(view.members, goals)
     paths: list[tuple[list[int], list[NamedEdge]]] = []
     for goal in goals:
@@ -289,10 +294,10 @@ def _holder_paths(
     return ordered
 
 
-def _variables_along(edges: list[NamedEdge], start: str | None = None) -> list[str | None]:
+def _variables_along(edges: list[NamedEdge]) -> list[str | None]:
     """The user's variable name each path node gets (a cell's contents inherit it)."""
     names: list[str | None] = []
-    current = start
+    current: str | None = None
     for edge in edges:
         given = variable_name(edge.name)
         if edge.name.kind == ek.CELL:
@@ -380,17 +385,7 @@ def _cycle_report(
             _cut_words(view, diagnosis.cut),
             all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
         )
-    by_device: dict[str, int] = defaultdict(int)
-    seen: set[object] = set()
-    shared = 0
-    for node in group.retained:
-        fact = facts[node]
-        if fact.storage in seen:
-            continue
-        seen.add(fact.storage)
-        by_device[fact.device] += fact.nbytes
-        if fact.storage_users > storage_users[fact.storage]:
-            shared += fact.nbytes
+    by_device, shared = _storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
     return CycleReport(
         signature=diagnosis.signature,
@@ -405,7 +400,7 @@ def _cycle_report(
         holder_paths=tuple(holder_paths),
         cut=cut,
         bytes_held=held,
-        bytes_by_device=dict(by_device),
+        bytes_by_device=by_device,
         bytes_shared=shared,
         occurrences=group.occurrences,
         total_bytes=group.total_bytes,
@@ -491,10 +486,7 @@ def _platform() -> tuple[str, str]:
 
 
 def _allocation_site(obj: object, options: AnalysisOptions) -> str | None:
-    site = options.allocation_sites.get(id(obj))
-    if site is None and options.site_of is not None:
-        site = options.site_of(obj)
-    return site
+    return options.site_of(obj) if options.site_of is not None else None
 
 
 def run_info(where: str | None = None) -> RunInfo:

@@ -27,6 +27,19 @@ from whyalive.gcstate import GcSettings, user_saves_all
 _ACTIVE: list[GcSettings] = []
 
 
+def watch_opened(settings: GcSettings) -> None:
+    """Note that a watch saw the user's ``settings``; nested watches read the outermost."""
+    _ACTIVE.append(settings)
+
+
+def watch_closed(settings: GcSettings) -> None:
+    """Forget the watch opened with ``settings`` (by identity, innermost first)."""
+    for index in range(len(_ACTIVE) - 1, -1, -1):
+        if _ACTIVE[index] is settings:
+            del _ACTIVE[index]
+            return
+
+
 @dataclass
 class CapturedGarbage:
     """Strong references to the captured garbage; short-lived, call :meth:`release`.
@@ -68,6 +81,18 @@ class CapturedGarbage:
                 gc.set_debug(debug)
 
 
+def take_saved_garbage(start: int) -> list[object]:
+    """Remove and return what collections appended to ``gc.garbage`` after index ``start``.
+
+    Entries before ``start`` are the user's (or legacy uncollectables) and stay. If the
+    user shortened the list meanwhile, whatever is left past the old end is ours.
+    """
+    start = min(start, len(gc.garbage))
+    objects = gc.garbage[start:]
+    del gc.garbage[start:]
+    return objects
+
+
 class GarbageWatch:
     """Bracket a block of code and capture the cyclic garbage it created."""
 
@@ -105,7 +130,7 @@ class GarbageWatch:
             gc.collect()
         self._settings = settings
         self._user_keeps = user_saves_all(_ACTIVE[0] if _ACTIVE else settings)
-        _ACTIVE.append(settings)
+        watch_opened(settings)
         self._start = len(gc.garbage)
         gc.set_debug(settings.debug | gc.DEBUG_SAVEALL)
 
@@ -119,16 +144,10 @@ class GarbageWatch:
             if sys.is_finalizing():
                 return CapturedGarbage()
             gc.collect()
-            start = min(self._start, len(gc.garbage))
-            objects = gc.garbage[start:]
-            del gc.garbage[start:]
-            return CapturedGarbage(objects, user_keeps=self._user_keeps)
+            return CapturedGarbage(take_saved_garbage(self._start), user_keeps=self._user_keeps)
         finally:
             gc.set_debug(settings.debug)
-            for index in range(len(_ACTIVE) - 1, -1, -1):
-                if _ACTIVE[index] is settings:
-                    del _ACTIVE[index]
-                    break
+            watch_closed(settings)
 
     def finish(self) -> None:
         """Give back the frozen baseline; call after the captured garbage is released."""

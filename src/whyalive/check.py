@@ -214,12 +214,10 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             return
         message = report.render("text")
         if self.report_to is not None:
-            from whyalive.render import render_bytes, renderer_for_path
+            from whyalive.render import write_report
 
-            document = render_bytes(renderer_for_path(self.report_to)(), report)
-            self.report_to.parent.mkdir(parents=True, exist_ok=True)
-            self.report_to.write_bytes(document)
-            message += f"Report written to {self.report_to.resolve()}\n"
+            written = write_report(report, self.report_to)
+            message += f"Report written to {written.resolve()}\n"
         if self.on_leak == "raise":
             raise LeakError(message, report)
         filename, line, _ = self._location

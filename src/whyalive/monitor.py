@@ -222,18 +222,12 @@ class SignatureLog:
     def _write(self, index: int, report: Report) -> None:
         if self.report_dir is None:
             return
-        from whyalive.render import RENDERERS
+        from whyalive.render import write_report
 
         rank = report.run.rank
         tag = f"rank{rank}" if rank is not None else f"pid{report.run.pid}"
         stem = self.report_dir / f"whyalive-monitor-{tag}-{index:03d}"
-        self.report_dir.mkdir(parents=True, exist_ok=True)
-        paths = [report.save(stem.with_suffix(".json"))]
-        html = RENDERERS.get("html")
-        if html is not None:
-            page = stem.with_suffix(".html")
-            page.write_text(html().render(report), encoding="utf-8")
-            paths.append(page)
+        paths = [write_report(report, stem.with_suffix(suffix)) for suffix in (".json", ".html")]
         self.files.extend(p for p in paths if p not in self.files)
 
 

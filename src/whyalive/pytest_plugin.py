@@ -81,7 +81,7 @@ class TestWatch:
         user = GcSettings.current()
         gc.collect(1)
         self._user = user
-        capture._ACTIVE.append(user)
+        capture.watch_opened(user)
         self._start = len(gc.garbage)
         gc.set_debug(user.debug | gc.DEBUG_SAVEALL)
 
@@ -94,16 +94,14 @@ class TestWatch:
         with a young-generation collection instead (fixture cycles are young).
         """
         from whyalive.analysis import AnalysisOptions, analyze
-        from whyalive.capture import CapturedGarbage
+        from whyalive.capture import CapturedGarbage, take_saved_garbage
         from whyalive.gcstate import user_saves_all
 
         user = self._user
         if user is None:
             return
         gc.collect(2 if self._froze else 1)
-        start = min(self._start, len(gc.garbage))
-        captured = CapturedGarbage(gc.garbage[start:], user_keeps=user_saves_all(user))
-        del gc.garbage[start:]
+        captured = CapturedGarbage(take_saved_garbage(self._start), user_keeps=user_saves_all(user))
         try:
             if captured.objects:
                 options = AnalysisOptions(
@@ -135,10 +133,7 @@ class TestWatch:
 
         self._user = None
         gc.set_debug(gc.get_debug() & ~gc.DEBUG_SAVEALL | (user.debug & gc.DEBUG_SAVEALL))
-        for index in range(len(capture._ACTIVE) - 1, -1, -1):
-            if capture._ACTIVE[index] is user:
-                del capture._ACTIVE[index]
-                break
+        capture.watch_closed(user)
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""
@@ -248,19 +243,16 @@ def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: boo
     pytest.fail(message, pytrace=False)
 
 
+_OUTPUTS = (".json", ".html")
+
+
 def _write_report(state: PluginState, item: pytest.Item, leak: Leak) -> list[Path]:
     if state.report_dir is None:
         return []
-    from whyalive.render import RENDERERS
+    from whyalive.render import write_report
 
-    state.report_dir.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{leak.phase}").strip("_")
-    written = [leak.report.save(state.report_dir / f"{stem}.json")]
-    if "html" in RENDERERS:
-        html = state.report_dir / f"{stem}.html"
-        html.write_text(RENDERERS["html"]().render(leak.report), encoding="utf-8")
-        written.append(html)
-    return written
+    return [write_report(leak.report, state.report_dir / f"{stem}{suffix}") for suffix in _OUTPUTS]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -173,16 +173,16 @@ def _every_step(
 
 
 def _write_outputs(reports: list[Report], output: str) -> list[Path]:
-    from whyalive.render import renderer_for_path
+    from whyalive.render import write_report
 
-    renderer = renderer_for_path(output)
     target = Path(output)
-    written = []
-    for number, report in enumerate(reports, 1):
-        path = target if number == 1 else target.with_name(f"{target.stem}-{number}{target.suffix}")
-        path.write_text(renderer().render(report), encoding="utf-8")
-        written.append(path)
-    return written
+    return [
+        write_report(
+            report,
+            target if number == 1 else target.with_name(f"{target.stem}-{number}{target.suffix}"),
+        )
+        for number, report in enumerate(reports, 1)
+    ]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,6 +28,15 @@ def render_bytes(renderer: Renderer, report: Report) -> bytes:
     return renderer.render(report).encode("utf-8")
 
 
+def write_report(report: Report, path: str | Path) -> Path:
+    """Render ``report`` in the format ``path``'s suffix names and write it there."""
+    target = Path(path)
+    document = render_bytes(renderer_for_path(target)(), report)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(document)
+    return target
+
+
 def get_renderer(name: str) -> type[Renderer]:
     """A renderer class by format name, or by ``package.module:Class`` import path."""
     if name in RENDERERS:
