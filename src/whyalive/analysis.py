@@ -307,6 +307,17 @@ def _variables_along(edges: list[NamedEdge]) -> list[str | None]:
     return names
 
 
+def holder_path_record(table: _NodeTable, nodes: list[int], edges: list[NamedEdge]) -> HolderPath:
+    """The report's record of a named path; its nodes carry the user's variable names."""
+    for node, variable in zip(nodes[1:], _variables_along(edges), strict=True):
+        table.add(node, variable)
+    return HolderPath(
+        table.add(nodes[-1]),
+        tuple(table.add(n) for n in nodes),
+        tuple(table.edge(e) for e in edges),
+    )
+
+
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     groups: dict[tuple[str, int], list[int]] = defaultdict(list)
@@ -363,18 +374,10 @@ def _cycle_report(
             node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None
         )
     cycle_edges = [table.edge(e) for e in view.edges]
-    holder_paths: list[HolderPath] = []
-    for nodes, edges in view.holder_paths[: options.max_paths]:
-        names = _variables_along(edges)
-        for node, variable in zip(nodes[1:], names, strict=True):
-            table.add(node, variable)
-        holder_paths.append(
-            HolderPath(
-                table.add(nodes[-1]),
-                tuple(table.add(n) for n in nodes),
-                tuple(table.edge(e) for e in edges),
-            )
-        )
+    holder_paths = [
+        holder_path_record(table, nodes, edges)
+        for nodes, edges in view.holder_paths[: options.max_paths]
+    ]
     heavy_ids = tuple(table.add(n) for n in group.retained)
     holding = _holding_words(view, facts)
     summary = f"{match.summary}; {holding}." if holding else f"{match.summary}."

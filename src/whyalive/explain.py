@@ -25,13 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import compress
 
-from whyalive import edges as ek
-from whyalive.analysis import _NodeTable, _variables_along, run_info
-from whyalive.edges import EdgeName, name_node
+from whyalive.analysis import _NodeTable, holder_path_record, run_info
+from whyalive.edges import name_node
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.kinds import HeavyFacts, KindResolver
-from whyalive.paths import NamedEdge, named_path
+from whyalive.paths import named_path
 from whyalive.report import AliveObject, HolderPath, Report
 from whyalive.roots import (
     CLASS,
@@ -316,15 +315,7 @@ def _fold_class_dicts(graph: HeapGraph, path: list[int]) -> list[int]:
 
 
 def _holder_path(table: _NodeTable, view: ObjectGraph, path: list[int]) -> HolderPath:
-    nodes, edges = named_path(view, path)
-    edges = [_renamed_local(view, e) for e in edges]
-    for node, variable in zip(nodes[1:], _variables_along(edges), strict=True):
-        table.add(node, variable)
-    return HolderPath(
-        table.add(nodes[-1]),
-        tuple(table.add(n) for n in nodes),
-        tuple(table.edge(e) for e in edges),
-    )
+    return holder_path_record(table, *named_path(view, path))
 
 
 def _module_name(module: object) -> str:
@@ -364,34 +355,6 @@ def _relabel_root(table: _NodeTable, graph: HeapGraph, raw_paths: list[list[int]
             report_id = table.ids[node]
             label = f"module {_module_name(graph.nodes[node])}"
             table.nodes[report_id] = replace(table.nodes[report_id], label=label)
-
-
-def _renamed_local(view: ObjectGraph, edge: NamedEdge) -> NamedEdge:
-    """Name a suspended generator's local that :func:`name_edge` calls "evaluation stack".
-
-    On 3.11+ a generator's referents list its code object twice (``gi_code``,
-    then the frame's ``f_code``); the fast locals follow the *last* one.
-    """
-    source = view.nodes[edge.source]
-    if type(source) not in _GENERATOR_TYPES or edge.name.kind not in (ek.INTERNAL, ek.UNKNOWN):
-        return edge
-    code = getattr(source, "gi_code", None) or getattr(source, "cr_code", None)
-    if type(code) is not types.CodeType:
-        return edge
-    referents = gc.get_referents(source)
-    starts = [i for i, ref in enumerate(referents) if ref is code]
-    if not starts:
-        return edge
-    tail = referents[starts[-1] + 1 :]
-    names = code.co_varnames + code.co_cellvars + code.co_freevars
-    target = view.nodes[edge.target]
-    position = next((i for i, ref in enumerate(tail) if ref is target), None)
-    if position is None or position >= len(names):
-        return edge
-    unbound = len(names) - min(len(tail), len(names))
-    candidates = names[position : position + unbound + 1]
-    words = candidates[0] if len(candidates) == 1 else f"(one of {', '.join(candidates)})"
-    return NamedEdge(edge.source, edge.target, EdgeName(ek.LOCAL, f"local {words}"))
 
 
 class HeavyCensus:
