@@ -156,3 +156,15 @@ def test_every_step_finds_the_leak_while_the_program_runs(
     script = write(tmp_path, "train.py", LEAKY)
     assert main(["run", "--every-step", script]) == 1
     assert "self-containing-container" in capsys.readouterr().err
+
+
+def test_binary_output_format_is_written(tmp_path: Path) -> None:
+    """`-o leak.png` writes a real PNG (binary renderers go through render_bytes)."""
+    import shutil
+
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz `dot` is not installed")
+    script = write(tmp_path, "leaky.py", LEAKY)
+    out_file = tmp_path / "leak.png"
+    assert main(["run", "-o", str(out_file), script]) == 1
+    assert out_file.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
