@@ -361,14 +361,16 @@ def test_gc_settings_and_user_garbage_are_restored() -> None:
 @pytest.mark.whyalive_skip  # freezes inside the plugin's frozen baseline
 def test_user_frozen_objects_use_the_collect_baseline() -> None:
     """When the user froze objects, the check still works and leaves them frozen."""
+    marker: list[object] = []
     gc.freeze()
-    frozen = gc.get_freeze_count()
     try:
         with check_leaks(on_leak="ignore") as check:
             numpy_cycle()
         assert check.report is not None
         assert check.report.found
-        assert gc.get_freeze_count() == frozen
+        # Not an exact freeze count: other threads (xdist's) free frozen objects meanwhile.
+        # gc.get_objects() never lists the permanent generation.
+        assert not any(obj is marker for obj in gc.get_objects())
         assert any("frozen" in note for note in check.report.notes)
     finally:
         gc.unfreeze()

@@ -175,12 +175,14 @@ def test_random_object_graphs_match_oracle(graph: tuple[int, Edges], data: st.Da
         st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 3)), max_size=4), label="extras"
     )
     follow = data.draw(st.sampled_from([(tuple,), (tuple, bytes), (tuple, bytes, int, str), ()]))
+    mark = data.draw(st.sampled_from([(), (tuple,), (list, bytes), (object,)]))
     lists, objects = build_objects(n, edges, captured, extras)
     exp_nodes, exp_adj = expected_graph(lists, objects, follow)
     seeds = data.draw(st.lists(st.integers(0, len(exp_nodes) - 1), max_size=3), label="seeds")
     outputs = []
     for impl in IMPLS:
-        nodes, offsets, targets = impl.build_graph(objects, follow)
+        nodes, offsets, targets, marked = impl.build_graph(objects, follow, mark)
+        assert marked == [i for i, node in enumerate(nodes) if isinstance(node, mark)]
         assert offsets.format == "q"
         assert targets.format == "q"
         assert len(nodes) == len(exp_nodes)
@@ -230,18 +232,18 @@ def test_untracked_tuple_and_bytes_become_extra_nodes(impl: GraphImplementation)
     t = _untracked_tuples()[0]
     outsider: list[object] = ["live"]
     holder: list[object] = [t, outsider]
-    nodes, offsets, targets = impl.build_graph([holder], (tuple, bytes))
+    nodes, offsets, targets, _ = impl.build_graph([holder], (tuple, bytes), ())
     assert len(nodes) == 3
     assert nodes[0] is holder
     assert nodes[1] is t
     assert nodes[2] is t[0]
     assert adjacency(offsets, targets) == [[1], [2], []]  # the int 5 is not followed
 
-    nodes, offsets, targets = impl.build_graph([holder], (tuple,))
+    nodes, offsets, targets, _ = impl.build_graph([holder], (tuple,), ())
     assert [id(x) for x in nodes] == [id(holder), id(t)]
     assert adjacency(offsets, targets) == [[1], []]
 
-    nodes, offsets, targets = impl.build_graph([holder], ())
+    nodes, offsets, targets, _ = impl.build_graph([holder], (), ())
     assert nodes == [holder]
     assert adjacency(offsets, targets) == [[]]
 
@@ -253,7 +255,7 @@ def test_untracked_dict_is_traversed_and_subtypes_follow(impl: GraphImplementati
     d = {"k": True}
     assert not gc.is_tracked(d)
     holder: list[object] = [d]
-    nodes, offsets, targets = impl.build_graph([holder], (dict, int))  # bool subclasses int
+    nodes, offsets, targets, _ = impl.build_graph([holder], (dict, int), ())  # bool subclasses int
     assert nodes[1] is d
     assert nodes[2] is True
     assert adjacency(offsets, targets) == [[1], [2], []]
@@ -269,7 +271,7 @@ def test_edges_follow_tp_traverse_order_with_duplicates(impl: GraphImplementatio
     b["y"] = c
     a.append(a)
     objects: list[object] = [a, b, c]
-    _nodes, offsets, targets = impl.build_graph(objects, ())
+    _nodes, offsets, targets, _ = impl.build_graph(objects, (), ())
     pos = {id(o): i for i, o in enumerate(objects)}
     for i, o in enumerate(objects):
         expected = [pos[id(r)] for r in gc.get_referents(o) if id(r) in pos]
@@ -282,7 +284,7 @@ def test_repeated_input_object_keeps_first_index(impl: GraphImplementation) -> N
     """An object listed twice keeps both positions and edges point at the first."""
     a: list[object] = []
     b: list[object] = [a]
-    nodes, offsets, targets = impl.build_graph([b, a, a], ())
+    nodes, offsets, targets, _ = impl.build_graph([b, a, a], (), ())
     assert nodes == [b, a, a]
     assert adjacency(offsets, targets) == [[1], [], []]
 
@@ -330,7 +332,7 @@ def test_hostile_objects_are_compared_by_identity(impl: GraphImplementation) -> 
     del target
     holder: list[object] = [h1, h2, proxy, h1]
     objects: list[object] = [holder, h1, h2, proxy]
-    nodes, offsets, targets = impl.build_graph(objects, (_Followed, tuple))
+    nodes, offsets, targets, _ = impl.build_graph(objects, (_Followed, tuple), ())
     assert len(nodes) == 4
     assert all(a is b for a, b in zip(nodes, objects, strict=True))
     assert adjacency(offsets, targets)[0] == [1, 3, 2, 1]
@@ -344,9 +346,13 @@ def test_hostile_objects_are_compared_by_identity(impl: GraphImplementation) -> 
 def test_bad_arguments_raise_the_same_errors(impl: GraphImplementation) -> None:
     """Malformed follow_types, CSR arrays and seeds raise TypeError/ValueError/IndexError."""
     with pytest.raises(TypeError):
-        impl.build_graph([], [tuple])  # type: ignore[arg-type]
+        impl.build_graph([], [tuple], ())  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        impl.build_graph([], (tuple, 3))  # type: ignore[arg-type]
+        impl.build_graph([], (tuple, 3), ())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        impl.build_graph([], (tuple,), [tuple])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        impl.build_graph([], (), (tuple, "x"))  # type: ignore[arg-type]
     good_off, good_tgt = csr(2, [(0, 1)])
     with pytest.raises(TypeError):
         impl.find_components(array("i", [0, 1, 1]), good_tgt)
@@ -419,7 +425,7 @@ def test_long_ring_of_objects(impl: GraphImplementation) -> None:
         for i in range(n):
             ring[i].append(ring[(i + 1) % n])
         start = time.perf_counter()
-        nodes, offsets, targets = impl.build_graph(ring, ())
+        nodes, offsets, targets, _ = impl.build_graph(ring, (), ())
         _comp, count, cyclic = impl.find_components(offsets, targets)
         elapsed = time.perf_counter() - start
         assert len(nodes) == n
@@ -459,14 +465,14 @@ def test_no_leaks_and_refcounts_restored(impl: GraphImplementation) -> None:
     before = [sys.getrefcount(o) for o in objects]
     before_extra = [sys.getrefcount(x) for x in extras]
     for _ in range(3):
-        result = impl.build_graph(objects, (tuple, bytes, int, str))
+        result = impl.build_graph(objects, (tuple, bytes, int, str), ())
         assert len(result[0]) > len(objects)
         del result
     assert [sys.getrefcount(o) for o in objects] == before
     assert [sys.getrefcount(x) for x in extras] == before_extra
 
     refs = [weakref.ref(o) for o in objs]
-    result = impl.build_graph(objects, (tuple,))
+    result = impl.build_graph(objects, (tuple,), ())
     del objs, holders, objects, o
     for h in result[0]:
         if isinstance(h, list):
@@ -486,7 +492,7 @@ def test_c_memory_does_not_grow() -> None:
         r.append(_untracked_tuples()[i % 4])
 
     def once() -> None:
-        nodes, off, tgt = C.build_graph(ring, (tuple, bytes))
+        nodes, off, tgt, _ = C.build_graph(ring, (tuple, bytes), ())
         C.find_components(off, tgt)
         C.nodes_reaching(off, tgt, range(0, len(nodes), 3))
 
@@ -530,7 +536,7 @@ def test_gc_state_restored_and_no_collection_during_build(
             gc.disable()
         gc.set_threshold(1, 1, 1)  # any allocation would start a collection
         before = len(events)
-        result = impl.build_graph(objects, (tuple, int))
+        result = impl.build_graph(objects, (tuple, int), ())
         seen = len(events)  # read before anything else can allocate
         gc.set_threshold(*thresholds)
         assert gc.isenabled() == enabled

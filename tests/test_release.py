@@ -24,16 +24,46 @@ class Sub(int):
 
 
 @needs_c
-def test_indices_of_types_matches_python_twin() -> None:
+def test_marked_nodes_match_python_twin() -> None:
     """Subclasses count, exact and inherited types are found, order is node order."""
     assert c_impl is not None
     nodes: list[object] = [1, "a", Sub(3), 2.0, [], True, Payload(), {}]
     types = (int, list)
-    expected = py_impl.indices_of_types(nodes, types)
+    expected = py_impl.build_graph(nodes, (), types)[3]
     assert expected == [0, 2, 4, 5]
-    assert c_impl.indices_of_types(nodes, types) == expected
+    assert c_impl.build_graph(nodes, (), types)[3] == expected
+
+
+@pytest.mark.parametrize("impl", [c_impl, py_impl], ids=["c", "python"])
+@pytest.mark.parametrize("start", [0, 2, 5, 9, -3])
+def test_take_tail_moves_references_without_leaking(
+    impl: graphcore.GraphImplementation | None, start: int
+) -> None:
+    """The tail comes back in order, the head stays, every object is freed afterwards."""
+    if impl is None:
+        pytest.skip("C extension not compiled")
+    items: list[object] = [Payload() for _ in range(5)]
+    refs = [weakref.ref(item) for item in items]
+    identity = id(items)
+    expected_tail = items[max(0, start) :]
+    expected_head = items[: max(0, start)]
+    tail = impl.take_tail(items, start)
+    assert id(items) == identity
+    assert tail == expected_tail
+    assert items == expected_head
+    items.append(Payload())  # the shortened list still works
+    items.extend(tail)
+    del tail, expected_tail, expected_head, items
+    assert all(ref() is None for ref in refs)
+
+
+@needs_c
+def test_take_tail_rejects_bad_arguments() -> None:
+    assert c_impl is not None
     with pytest.raises(TypeError):
-        c_impl.indices_of_types(nodes, (int, "not a type"))  # type: ignore[arg-type]
+        c_impl.take_tail((1, 2), 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        c_impl.take_tail([1, 2], "0")  # type: ignore[arg-type]
 
 
 @needs_c
@@ -44,7 +74,7 @@ def test_cyclic_members_matches_python_twin() -> None:
     b: list[object] = [a]
     a.append(b)
     lone: list[object] = []
-    nodes, offsets, targets = c_impl.build_graph([a, b, lone], ())
+    nodes, offsets, targets, _ = c_impl.build_graph([a, b, lone], (), ())
     comp, _, cyclic = c_impl.find_components(offsets, targets)
     assert c_impl.cyclic_members(comp, cyclic, None) == py_impl.cyclic_members(comp, cyclic, None)
     assert c_impl.cyclic_members(comp, cyclic, None) == [0, 1]

@@ -18,18 +18,168 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if PY_VERSION_HEX < 0x030A0000
 #error "whyalive._fastgraph needs CPython >= 3.10 (PyGC_Disable)"
 #endif
 
 /* ------------------------------------------------------------------ */
-/* Pointer -> node index open-addressing table (linear probing).       */
+/* Big arrays                                                          */
+
+/* At 10^6 objects the table and the CSR arrays are tens of MiB of fresh
+ * memory. With 4 KiB pages the kernel's page faults cost about as much as
+ * building the graph, so big arrays are their own mappings with transparent
+ * huge pages requested (512 times fewer faults where the kernel grants them).
+ * A header in front records how each array was obtained. */
+#define BIG_HEADER 64 /* keeps the data cache-line aligned */
+/* tracemalloc domain of the mapped arrays, so memory profiles (and our
+ * benchmark's peak figure) still see them. */
+#define BIG_TRACE_DOMAIN 0x57484C56u
+#define BIG_MAP_MIN ((size_t)1 << 21)
 
 typedef struct {
-    PyObject *key; /* NULL marks an empty slot */
-    int64_t val;
-} slot_t;
+    size_t nbytes;
+    size_t maplen; /* 0: from PyMem_RawMalloc */
+} big_header;
+
+static void *
+big_alloc(size_t nbytes, int zeroed)
+{
+    size_t total = nbytes + BIG_HEADER;
+    char *base = NULL;
+    size_t maplen = 0;
+    if (nbytes > PY_SSIZE_T_MAX - BIG_HEADER) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+#if defined(__linux__) && defined(MAP_ANONYMOUS)
+    if (total >= BIG_MAP_MIN) {
+        void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+            (void)madvise(m, total, MADV_HUGEPAGE); /* a hint: refusal is fine */
+#endif
+            base = (char *)m; /* anonymous mappings are zero-filled */
+            maplen = total;
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)base, total);
+        }
+    }
+#endif
+    if (base == NULL) {
+        base = (char *)(zeroed ? PyMem_RawCalloc(1, total) : PyMem_RawMalloc(total));
+        if (base == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    ((big_header *)base)->nbytes = nbytes;
+    ((big_header *)base)->maplen = maplen;
+    return base + BIG_HEADER;
+}
+
+static void
+big_free(void *data)
+{
+    if (data == NULL) {
+        return;
+    }
+    char *base = (char *)data - BIG_HEADER;
+    size_t maplen = ((big_header *)base)->maplen;
+#if defined(__linux__) && defined(MAP_ANONYMOUS)
+    if (maplen != 0) {
+        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+        munmap(base, maplen);
+        return;
+    }
+#endif
+    (void)maplen;
+    PyMem_RawFree(base);
+}
+
+/* realloc() for big arrays; the contents up to the old size are kept. */
+static void *
+big_grow(void *data, size_t nbytes)
+{
+    size_t old = ((big_header *)((char *)data - BIG_HEADER))->nbytes;
+    void *grown = big_alloc(nbytes, 0);
+    if (grown == NULL) {
+        return NULL;
+    }
+    memcpy(grown, data, old < nbytes ? old : nbytes);
+    big_free(data);
+    return grown;
+}
+
+/* A read-only buffer that owns one big array: results reach Python as
+ * memoryviews over it, without a copy. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t nbytes;
+} BigArray;
+
+static void
+bigarray_dealloc(PyObject *self)
+{
+    big_free(((BigArray *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int
+bigarray_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    BigArray *a = (BigArray *)self;
+    return PyBuffer_FillInfo(view, self, a->data, a->nbytes, 1, flags);
+}
+
+static PyBufferProcs bigarray_as_buffer = {bigarray_getbuffer, NULL};
+
+static PyTypeObject BigArray_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "whyalive._fastgraph.BigArray",
+    .tp_basicsize = sizeof(BigArray),
+    .tp_dealloc = bigarray_dealloc,
+    .tp_as_buffer = &bigarray_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only array owned by whyalive._fastgraph.",
+};
+
+/* Memoryview (cast to fmt unless NULL) that takes over the big array *data;
+ * *data is NULL afterwards whether or not this succeeds. */
+static PyObject *
+view_of(void **data, Py_ssize_t nbytes, const char *fmt)
+{
+    BigArray *owner = PyObject_New(BigArray, &BigArray_Type);
+    if (owner == NULL) {
+        big_free(*data);
+        *data = NULL;
+        return NULL;
+    }
+    owner->data = *data;
+    owner->nbytes = nbytes;
+    *data = NULL;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
+    Py_DECREF(owner);
+    if (mv == NULL || fmt == NULL) {
+        return mv;
+    }
+    PyObject *cast = PyObject_CallMethod(mv, "cast", "s", fmt);
+    Py_DECREF(mv);
+    return cast;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pointer -> node index open-addressing table (linear probing).       */
+
+/* A slot holds node index + 1 (0: empty); the key is read from the node
+ * array. Four bytes a slot instead of sixteen: at 10^6 objects the table is
+ * the biggest array we touch, and fresh pages cost more than the extra read
+ * (neighbouring slots hold neighbouring nodes, so that read is usually cached). */
+typedef uint32_t slot_t;
+#define TABLE_MAX_NODES ((Py_ssize_t)UINT32_MAX - 1)
 
 typedef struct {
     slot_t *slots;
@@ -69,9 +219,8 @@ table_init(ptrtable *t, size_t min_entries, int mixing)
         cap <<= 1;
         bits++;
     }
-    t->slots = (slot_t *)PyMem_Calloc(cap, sizeof(slot_t));
+    t->slots = (slot_t *)big_alloc(cap * sizeof(slot_t), 1);
     if (t->slots == NULL) {
-        PyErr_NoMemory();
         return -1;
     }
     t->mask = cap - 1;
@@ -86,19 +235,19 @@ table_init(ptrtable *t, size_t min_entries, int mixing)
 static void
 table_free(ptrtable *t)
 {
-    PyMem_Free(t->slots);
+    big_free(t->slots);
     t->slots = NULL;
 }
 
 /* Returns the slot holding key, or the empty slot where it would go. */
 static inline slot_t *
-table_find(ptrtable *t, PyObject *key)
+table_find(ptrtable *t, PyObject *const *nodes, PyObject *key)
 {
     size_t i = ptr_slot(t, key);
     t->lookups++;
     for (;;) {
         slot_t *s = &t->slots[i];
-        if (s->key == key || s->key == NULL) {
+        if (*s == 0 || nodes[*s - 1] == key) {
             return s;
         }
         t->probes++;
@@ -107,7 +256,7 @@ table_find(ptrtable *t, PyObject *key)
 }
 
 static int
-table_rebuild(ptrtable *t, size_t min_entries, int mixing)
+table_rebuild(ptrtable *t, PyObject *const *nodes, size_t min_entries, int mixing)
 {
     ptrtable nt;
     size_t cap = t->mask + 1;
@@ -116,8 +265,8 @@ table_rebuild(ptrtable *t, size_t min_entries, int mixing)
     }
     for (size_t i = 0; i < cap; i++) {
         slot_t *s = &t->slots[i];
-        if (s->key != NULL) {
-            *table_find(&nt, s->key) = *s;
+        if (*s != 0) {
+            *table_find(&nt, nodes, nodes[*s - 1]) = *s;
         }
     }
     nt.used = t->used;
@@ -137,26 +286,26 @@ table_rebuild(ptrtable *t, size_t min_entries, int mixing)
  * cluster badly (linear probing would then go quadratic), so the worst case
  * stays linear in the number of lookups. */
 static inline slot_t *
-table_lookup(ptrtable *t, PyObject *key)
+table_lookup(ptrtable *t, PyObject *const *nodes, PyObject *key)
 {
-    slot_t *s = table_find(t, key);
+    slot_t *s = table_find(t, nodes, key);
     if (!t->mixing && (int64_t)t->probes > 4 * (int64_t)t->lookups + FG_CLUSTER_SLACK) {
         /* Same capacity: callers' load-factor bookkeeping stays valid. */
-        if (table_rebuild(t, (t->mask + 1) / 2, 1) < 0) {
+        if (table_rebuild(t, nodes, (t->mask + 1) / 2, 1) < 0) {
             /* Out of memory: keep the old table, slower but still correct. */
             PyErr_Clear();
             t->lookups = t->probes = 0;
             return s;
         }
-        s = table_find(t, key);
+        s = table_find(t, nodes, key);
     }
     return s;
 }
 
 static int
-table_grow(ptrtable *t)
+table_grow(ptrtable *t, PyObject *const *nodes)
 {
-    return table_rebuild(t, t->mask + 1, t->mixing); /* doubles capacity */
+    return table_rebuild(t, nodes, t->mask + 1, t->mixing); /* doubles capacity */
 }
 
 /* ------------------------------------------------------------------ */
@@ -179,19 +328,25 @@ typedef struct {
     int64_t *targets;
     Py_ssize_t ntargets;
     Py_ssize_t cap_targets;
-    PyTypeObject **follow;
+    PyTypeObject **follow; /* follow types, then mark types */
     Py_ssize_t nfollow;
+    Py_ssize_t nmark;
+    int64_t *marked;       /* indices of nodes of a mark type, ascending */
+    Py_ssize_t nmarked;
+    Py_ssize_t cap_marked;
     PyTypeObject *type_cache[TYPE_CACHE_SIZE];
-    char type_follows[TYPE_CACHE_SIZE];
+    char type_flags[TYPE_CACHE_SIZE];
     PyObject *live_cache[LIVE_CACHE_SIZE];
 } builder;
 
+#define TYPE_FOLLOWED 1
+#define TYPE_MARKED 2
+
 static int
-follows_type_slow(const builder *b, PyTypeObject *tp)
+is_subtype_of_any(PyTypeObject *tp, PyTypeObject *const *types, Py_ssize_t count)
 {
-    Py_ssize_t k;
-    for (k = 0; k < b->nfollow; k++) {
-        if (b->follow[k] == tp || PyType_IsSubtype(tp, b->follow[k])) {
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (types[k] == tp || PyType_IsSubtype(tp, types[k])) {
             return 1;
         }
     }
@@ -199,7 +354,7 @@ follows_type_slow(const builder *b, PyTypeObject *tp)
 }
 
 static inline int
-follows_type(builder *b, PyTypeObject *tp)
+type_flags(builder *b, PyTypeObject *tp)
 {
     /* Referents outside the garbage are mostly of a handful of types (str,
      * int, code, ...); a direct-mapped cache saves walking their tp_mro for
@@ -208,9 +363,28 @@ follows_type(builder *b, PyTypeObject *tp)
     size_t h = ((uintptr_t)tp >> 4) & (TYPE_CACHE_SIZE - 1);
     if (b->type_cache[h] != tp) {
         b->type_cache[h] = tp;
-        b->type_follows[h] = (char)follows_type_slow(b, tp);
+        b->type_flags[h] =
+            (char)((is_subtype_of_any(tp, b->follow, b->nfollow) ? TYPE_FOLLOWED : 0) |
+                   (is_subtype_of_any(tp, b->follow + b->nfollow, b->nmark) ? TYPE_MARKED : 0));
     }
-    return b->type_follows[h];
+    return b->type_flags[h];
+}
+
+static int
+push_marked(builder *b, Py_ssize_t idx)
+{
+    if (b->nmarked == b->cap_marked) {
+        Py_ssize_t ncap = b->cap_marked * 2 + 64;
+        int64_t *nm = (int64_t *)PyMem_Realloc(b->marked, (size_t)ncap * sizeof(int64_t));
+        if (nm == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->marked = nm;
+        b->cap_marked = ncap;
+    }
+    b->marked[b->nmarked++] = (int64_t)idx;
+    return 0;
 }
 
 static int
@@ -218,9 +392,8 @@ push_target(builder *b, int64_t idx)
 {
     if (b->ntargets == b->cap_targets) {
         Py_ssize_t ncap = b->cap_targets * 2 + 64;
-        int64_t *nt = (int64_t *)PyMem_Realloc(b->targets, (size_t)ncap * sizeof(int64_t));
+        int64_t *nt = (int64_t *)big_grow(b->targets, (size_t)ncap * sizeof(int64_t));
         if (nt == NULL) {
-            PyErr_NoMemory();
             return -1;
         }
         b->targets = nt;
@@ -235,15 +408,13 @@ reserve_node(builder *b)
 {
     if (b->nnodes == b->cap_nodes) {
         Py_ssize_t ncap = b->cap_nodes * 2 + 64;
-        PyObject **nn = (PyObject **)PyMem_Realloc(b->nodes, (size_t)ncap * sizeof(PyObject *));
+        PyObject **nn = (PyObject **)big_grow(b->nodes, (size_t)ncap * sizeof(PyObject *));
         if (nn == NULL) {
-            PyErr_NoMemory();
             return -1;
         }
         b->nodes = nn;
-        int64_t *no = (int64_t *)PyMem_Realloc(b->offsets, (size_t)(ncap + 1) * sizeof(int64_t));
+        int64_t *no = (int64_t *)big_grow(b->offsets, (size_t)(ncap + 1) * sizeof(int64_t));
         if (no == NULL) {
-            PyErr_NoMemory();
             return -1;
         }
         b->offsets = no;
@@ -257,7 +428,7 @@ visit_referent(PyObject *o, void *arg)
 {
     builder *b = (builder *)arg;
     slot_t *s;
-    if (PyObject_GC_IsTracked(o)) {
+    if (PyType_IS_GC(Py_TYPE(o)) && PyObject_GC_IsTracked(o)) {
         /* Tracked objects outside the input are live objects: not part of the
          * captured garbage, so they are neither nodes nor edge targets. Only
          * untracked extras are ever added, so a tracked miss stays a miss. */
@@ -265,37 +436,40 @@ visit_referent(PyObject *o, void *arg)
         if (b->live_cache[h] == o) {
             return 0;
         }
-        s = table_lookup(&b->table, o);
-        if (s->key == o) {
-            return push_target(b, s->val);
+        s = table_lookup(&b->table, b->nodes, o);
+        if (*s != 0) {
+            return push_target(b, (int64_t)*s - 1);
         }
         b->live_cache[h] = o;
         return 0;
     }
     /* Most referents are untracked atoms (names, ints) that no node can be:
      * the type check rejects them before any table lookup. */
-    if (!follows_type(b, Py_TYPE(o))) {
+    if (!(type_flags(b, Py_TYPE(o)) & TYPE_FOLLOWED)) {
         return 0;
     }
-    s = table_lookup(&b->table, o);
-    if (s->key == o) {
-        return push_target(b, s->val);
+    s = table_lookup(&b->table, b->nodes, o);
+    if (*s != 0) {
+        return push_target(b, (int64_t)*s - 1);
+    }
+    if (b->nnodes >= TABLE_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many objects for one graph");
+        return -1;
     }
     if (reserve_node(b) < 0) {
         return -1;
     }
     if ((b->table.used + 1) * 2 > b->table.mask + 1) {
-        if (table_grow(&b->table) < 0) {
+        if (table_grow(&b->table, b->nodes) < 0) {
             return -1;
         }
-        s = table_find(&b->table, o);
+        s = table_find(&b->table, b->nodes, o);
     }
     int64_t idx = (int64_t)b->nnodes;
-    s->key = o;
-    s->val = idx;
-    b->table.used++;
     Py_INCREF(o);
     b->nodes[b->nnodes++] = o;
+    *s = (slot_t)(idx + 1);
+    b->table.used++;
     return push_target(b, idx);
 }
 
@@ -308,43 +482,40 @@ builder_release(builder *b)
             Py_DECREF(b->nodes[i]);
         }
     }
-    PyMem_Free(b->nodes);
-    PyMem_Free(b->offsets);
-    PyMem_Free(b->targets);
+    big_free(b->nodes);
+    big_free(b->offsets);
+    big_free(b->targets);
     PyMem_Free(b->follow);
+    PyMem_Free(b->marked);
     table_free(&b->table);
     memset(b, 0, sizeof(*b));
 }
 
-/* memoryview over a fresh read-only bytes object holding a copy of data. */
-static PyObject *
-make_view(const void *data, Py_ssize_t nbytes, const char *fmt)
+static int
+check_types(PyObject *types, const char *name)
 {
-    PyObject *raw = PyBytes_FromStringAndSize((const char *)data, nbytes);
-    if (raw == NULL) {
-        return NULL;
+    if (PyTuple_Check(types)) {
+        Py_ssize_t i;
+        for (i = 0; i < PyTuple_GET_SIZE(types) && PyType_Check(PyTuple_GET_ITEM(types, i)); i++) {
+        }
+        if (i == PyTuple_GET_SIZE(types)) {
+            return 0;
+        }
     }
-    PyObject *mv = PyMemoryView_FromObject(raw);
-    Py_DECREF(raw);
-    if (mv == NULL || fmt == NULL) {
-        return mv;
-    }
-    PyObject *cast = PyObject_CallMethod(mv, "cast", "s", fmt);
-    Py_DECREF(mv);
-    return cast;
+    PyErr_Format(PyExc_TypeError, "%s must be a tuple of types", name);
+    return -1;
 }
 
 static PyObject *
-build_graph_impl(PyObject *objects, PyObject *follow_types)
+build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types)
 {
     builder b;
     PyObject *seq = NULL, *nodes_list = NULL, *offsets_mv = NULL, *targets_mv = NULL;
-    PyObject *result = NULL;
+    PyObject *marked_list = NULL, *result = NULL;
     Py_ssize_t i, n;
 
     memset(&b, 0, sizeof(b));
-    if (!PyTuple_Check(follow_types)) {
-        PyErr_SetString(PyExc_TypeError, "follow_types must be a tuple of types");
+    if (check_types(follow_types, "follow_types") < 0 || check_types(mark_types, "mark_types") < 0) {
         return NULL;
     }
     seq = PySequence_Fast(objects, "objects must be a sequence");
@@ -354,42 +525,44 @@ build_graph_impl(PyObject *objects, PyObject *follow_types)
     n = PySequence_Fast_GET_SIZE(seq);
 
     b.nfollow = PyTuple_GET_SIZE(follow_types);
-    b.follow = (PyTypeObject **)PyMem_Malloc((size_t)(b.nfollow + 1) * sizeof(PyTypeObject *));
+    b.nmark = PyTuple_GET_SIZE(mark_types);
+    b.follow = (PyTypeObject **)PyMem_Malloc((size_t)(b.nfollow + b.nmark + 1) *
+                                             sizeof(PyTypeObject *));
     if (b.follow == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (i = 0; i < b.nfollow; i++) {
-        PyObject *t = PyTuple_GET_ITEM(follow_types, i);
-        if (!PyType_Check(t)) {
-            PyErr_SetString(PyExc_TypeError, "follow_types must be a tuple of types");
-            goto done;
-        }
-        b.follow[i] = (PyTypeObject *)t;
+        b.follow[i] = (PyTypeObject *)PyTuple_GET_ITEM(follow_types, i);
+    }
+    for (i = 0; i < b.nmark; i++) {
+        b.follow[b.nfollow + i] = (PyTypeObject *)PyTuple_GET_ITEM(mark_types, i);
     }
 
+    if (n > TABLE_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many objects for one graph");
+        goto done;
+    }
     if (table_init(&b.table, (size_t)n, 0) < 0) {
         goto done;
     }
     b.cap_nodes = n + n / 8 + 64;
-    b.nodes = (PyObject **)PyMem_Malloc((size_t)b.cap_nodes * sizeof(PyObject *));
-    b.offsets = (int64_t *)PyMem_Malloc((size_t)(b.cap_nodes + 1) * sizeof(int64_t));
+    b.nodes = (PyObject **)big_alloc((size_t)b.cap_nodes * sizeof(PyObject *), 0);
+    b.offsets = (int64_t *)big_alloc((size_t)(b.cap_nodes + 1) * sizeof(int64_t), 0);
     b.cap_targets = 2 * n + 64;
-    b.targets = (int64_t *)PyMem_Malloc((size_t)b.cap_targets * sizeof(int64_t));
+    b.targets = (int64_t *)big_alloc((size_t)b.cap_targets * sizeof(int64_t), 0);
     if (b.nodes == NULL || b.offsets == NULL || b.targets == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     {
         PyObject **items = PySequence_Fast_ITEMS(seq);
         for (i = 0; i < n; i++) {
             PyObject *o = items[i];
-            slot_t *s = table_lookup(&b.table, o);
+            slot_t *s = table_lookup(&b.table, b.nodes, o);
             /* A repeated input object keeps its first index; later copies are
              * still nodes (so indices match the input) but nothing points at them. */
-            if (s->key == NULL) {
-                s->key = o;
-                s->val = (int64_t)i;
+            if (*s == 0) {
+                *s = (slot_t)(i + 1);
                 b.table.used++;
             }
             b.nodes[i] = o;
@@ -403,6 +576,12 @@ build_graph_impl(PyObject *objects, PyObject *follow_types)
         for (i = 0; i < b.nnodes; i++) {
             PyObject *o = b.nodes[i];
             b.offsets[i] = (int64_t)b.ntargets;
+            /* The type is read here anyway: selecting marked nodes now saves
+             * the caller a pass that would miss the cache on every object. */
+            if (b.nmark > 0 && (type_flags(&b, Py_TYPE(o)) & TYPE_MARKED) && push_marked(&b, i) < 0) {
+                failed = 1;
+                break;
+            }
             if (PyObject_IS_GC(o)) {
                 traverseproc trav = Py_TYPE(o)->tp_traverse;
                 if (trav != NULL && trav(o, visit_referent, &b) != 0) {
@@ -427,12 +606,25 @@ build_graph_impl(PyObject *objects, PyObject *follow_types)
                     PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
                 }
                 b.n_input = b.nnodes;
-                offsets_mv = make_view(b.offsets, (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+                offsets_mv = view_of((void **)&b.offsets,
+                                     (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
                 if (offsets_mv != NULL) {
-                    targets_mv = make_view(b.targets, b.ntargets * (Py_ssize_t)sizeof(int64_t), "q");
+                    targets_mv = view_of((void **)&b.targets,
+                                         b.ntargets * (Py_ssize_t)sizeof(int64_t), "q");
                 }
                 if (targets_mv != NULL) {
-                    result = PyTuple_Pack(3, nodes_list, offsets_mv, targets_mv);
+                    marked_list = PyList_New(b.nmarked);
+                }
+                for (i = 0; marked_list != NULL && i < b.nmarked; i++) {
+                    PyObject *index = PyLong_FromLongLong((long long)b.marked[i]);
+                    if (index == NULL) {
+                        Py_CLEAR(marked_list);
+                        break;
+                    }
+                    PyList_SET_ITEM(marked_list, i, index);
+                }
+                if (marked_list != NULL) {
+                    result = PyTuple_Pack(4, nodes_list, offsets_mv, targets_mv, marked_list);
                 }
             }
         }
@@ -442,6 +634,7 @@ done:
     Py_XDECREF(nodes_list);
     Py_XDECREF(offsets_mv);
     Py_XDECREF(targets_mv);
+    Py_XDECREF(marked_list);
     builder_release(&b);
     Py_DECREF(seq);
     return result;
@@ -451,15 +644,16 @@ static PyObject *
 fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "build_graph(objects, follow_types) takes 2 arguments");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "build_graph(objects, follow_types, mark_types) takes 3 arguments");
         return NULL;
     }
     /* Off for the whole call: PySequence_Fast, the result list and the byte
      * buffers allocate, and a collection could run finalizers, grow gc.garbage
      * or free objects while we hold raw pointers to them. */
     int was_enabled = PyGC_Disable();
-    PyObject *result = build_graph_impl(args[0], args[1]);
+    PyObject *result = build_graph_impl(args[0], args[1], args[2]);
     if (was_enabled) {
         PyGC_Enable();
     }
@@ -554,10 +748,10 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     csr_t g;
-    PyObject *comp_bytes = NULL, *comp_mv = NULL, *cyc_mv = NULL, *result = NULL;
+    PyObject *comp_mv = NULL, *cyc_mv = NULL, *result = NULL;
     int64_t *index = NULL, *low = NULL, *stack = NULL, *cs_node = NULL, *cs_edge = NULL;
+    int64_t *comp = NULL;
     uint8_t *cyclic = NULL;
-    int64_t *comp;
     Py_ssize_t n, v, sp = 0, csp = 0;
     int64_t counter = 0, ncomp = 0;
 
@@ -569,20 +763,15 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     n = g.n;
-    comp_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    if (comp_bytes == NULL) {
-        goto done;
-    }
-    /* comp doubles as the on-stack marker: -1 while unassigned. */
-    comp = (int64_t *)PyBytes_AS_STRING(comp_bytes);
     size_t sz = (size_t)(n + 1) * sizeof(int64_t);
-    index = (int64_t *)PyMem_Malloc(sz);
-    low = (int64_t *)PyMem_Malloc(sz);
-    stack = (int64_t *)PyMem_Malloc(sz);
-    cs_node = (int64_t *)PyMem_Malloc(sz);
-    cs_edge = (int64_t *)PyMem_Malloc(sz);
-    if (!index || !low || !stack || !cs_node || !cs_edge) {
-        PyErr_NoMemory();
+    /* comp doubles as the on-stack marker: -1 while unassigned. */
+    comp = (int64_t *)big_alloc(sz, 0);
+    index = (int64_t *)big_alloc(sz, 0);
+    low = (int64_t *)big_alloc(sz, 0);
+    stack = (int64_t *)big_alloc(sz, 0);
+    cs_node = (int64_t *)big_alloc(sz, 0);
+    cs_edge = (int64_t *)big_alloc(sz, 0);
+    if (!comp || !index || !low || !stack || !cs_node || !cs_edge) {
         goto done;
     }
     for (v = 0; v < n; v++) {
@@ -637,9 +826,8 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
 
     /* Reuse index[] as per-component sizes. */
-    cyclic = (uint8_t *)PyMem_Calloc((size_t)ncomp + 1, 1);
+    cyclic = (uint8_t *)big_alloc((size_t)ncomp + 1, 1);
     if (cyclic == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     memset(index, 0, (size_t)(ncomp + 1) * sizeof(int64_t));
@@ -658,31 +846,24 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
 
-    comp_mv = PyMemoryView_FromObject(comp_bytes);
+    comp_mv = view_of((void **)&comp, n * (Py_ssize_t)sizeof(int64_t), "q");
     if (comp_mv == NULL) {
         goto done;
     }
-    {
-        PyObject *cast = PyObject_CallMethod(comp_mv, "cast", "s", "q");
-        Py_SETREF(comp_mv, cast);
-    }
-    if (comp_mv == NULL) {
-        goto done;
-    }
-    cyc_mv = make_view(cyclic, (Py_ssize_t)ncomp, NULL);
+    cyc_mv = view_of((void **)&cyclic, (Py_ssize_t)ncomp, NULL);
     if (cyc_mv == NULL) {
         goto done;
     }
     result = Py_BuildValue("(OLO)", comp_mv, (long long)ncomp, cyc_mv);
 
 done:
-    PyMem_Free(index);
-    PyMem_Free(low);
-    PyMem_Free(stack);
-    PyMem_Free(cs_node);
-    PyMem_Free(cs_edge);
-    PyMem_Free(cyclic);
-    Py_XDECREF(comp_bytes);
+    big_free(comp);
+    big_free(index);
+    big_free(low);
+    big_free(stack);
+    big_free(cs_node);
+    big_free(cs_edge);
+    big_free(cyclic);
     Py_XDECREF(comp_mv);
     Py_XDECREF(cyc_mv);
     csr_release(&g);
@@ -697,10 +878,10 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     csr_t g;
-    PyObject *mask_bytes = NULL, *it = NULL, *item, *result = NULL;
+    PyObject *it = NULL, *item, *result = NULL;
     int64_t *roff = NULL, *rtgt = NULL, *queue = NULL;
     Py_ssize_t n, m, v, head = 0, tail = 0;
-    uint8_t *mask;
+    uint8_t *mask = NULL;
 
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError,
@@ -712,15 +893,9 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     n = g.n;
     m = g.m;
-    mask_bytes = PyBytes_FromStringAndSize(NULL, n);
-    if (mask_bytes == NULL) {
-        goto done;
-    }
-    mask = (uint8_t *)PyBytes_AS_STRING(mask_bytes);
-    memset(mask, 0, (size_t)n);
-    queue = (int64_t *)PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
-    if (queue == NULL) {
-        PyErr_NoMemory();
+    mask = (uint8_t *)big_alloc((size_t)n, 1);
+    queue = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    if (mask == NULL || queue == NULL) {
         goto done;
     }
 
@@ -750,10 +925,9 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
 
-    roff = (int64_t *)PyMem_Calloc((size_t)n + 2, sizeof(int64_t));
-    rtgt = (int64_t *)PyMem_Malloc((size_t)(m + 1) * sizeof(int64_t));
+    roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
+    rtgt = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
     if (roff == NULL || rtgt == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     /* Counting sort of edges by target; roff[w + 1] ends as the start of w+1. */
@@ -778,73 +952,20 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
-    result = PyMemoryView_FromObject(mask_bytes);
+    result = view_of((void **)&mask, n, NULL);
 
 done:
     Py_XDECREF(it);
-    Py_XDECREF(mask_bytes);
-    PyMem_Free(roff);
-    PyMem_Free(rtgt);
-    PyMem_Free(queue);
+    big_free(mask);
+    big_free(roff);
+    big_free(rtgt);
+    big_free(queue);
     csr_release(&g);
     return result;
 }
 
 /* ------------------------------------------------------------------ */
 /* Selections and release                                              */
-
-static PyObject *
-fg_indices_of_types(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    PyObject *nodes, *types, *result;
-    PyTypeObject *last_yes = NULL, *last_no = NULL;
-    if (nargs != 2 || !PyList_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "indices_of_types(nodes: list, types: tuple)");
-        return NULL;
-    }
-    nodes = args[0];
-    types = args[1];
-    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(types); t++) {
-        if (!PyType_Check(PyTuple_GET_ITEM(types, t))) {
-            PyErr_SetString(PyExc_TypeError, "types must be a tuple of types");
-            return NULL;
-        }
-    }
-    result = PyList_New(0);
-    if (result == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
-        PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(nodes, i));
-        int hit = 0;
-        /* Garbage comes in long runs of one type: remember the last answers. */
-        if (tp == last_yes) {
-            hit = 1;
-        }
-        else if (tp != last_no) {
-            for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(types) && !hit; t++) {
-                hit = PyType_IsSubtype(tp, (PyTypeObject *)PyTuple_GET_ITEM(types, t));
-            }
-            if (hit) {
-                last_yes = tp;
-            }
-            else {
-                last_no = tp;
-            }
-        }
-        if (hit) {
-            PyObject *index = PyLong_FromSsize_t(i);
-            if (index == NULL || PyList_Append(result, index) < 0) {
-                Py_XDECREF(index);
-                Py_DECREF(result);
-                return NULL;
-            }
-            Py_DECREF(index);
-        }
-    }
-    return result;
-}
 
 static PyObject *
 fg_cyclic_members(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -936,21 +1057,74 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* Move items[start:] into a new list. The references change owner instead of
+ * being copied and then dropped: at 10^6 objects, writing every reference
+ * count twice (a cache miss each) costs as much as building the graph. */
+static PyObject *
+fg_take_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "take_tail(items: list, start: int)");
+        return NULL;
+    }
+    Py_ssize_t start = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *items = args[0];
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    start = start < 0 ? 0 : (start > n ? n : start);
+#ifdef Py_GIL_DISABLED
+    /* The free-threaded list keeps its items in a different layout. */
+    PyObject *tail = PyList_GetSlice(items, start, n);
+    if (tail != NULL && PyList_SetSlice(items, start, n, NULL) < 0) {
+        Py_CLEAR(tail);
+    }
+    return tail;
+#else
+    PyListObject *src = (PyListObject *)items;
+    if (start == 0) {
+        PyListObject *all = (PyListObject *)PyList_New(0);
+        if (all == NULL) {
+            return NULL;
+        }
+        all->ob_item = src->ob_item;
+        all->allocated = src->allocated;
+        Py_SET_SIZE(all, n);
+        src->ob_item = NULL;
+        src->allocated = 0;
+        Py_SET_SIZE(src, 0);
+        return (PyObject *)all;
+    }
+    PyObject *tail = PyList_New(n - start);
+    if (tail == NULL) {
+        return NULL;
+    }
+    if (n > start) {
+        memcpy(((PyListObject *)tail)->ob_item, src->ob_item + start,
+               (size_t)(n - start) * sizeof(PyObject *));
+    }
+    Py_SET_SIZE(src, start);
+    return tail;
+#endif
+}
+
 /* ------------------------------------------------------------------ */
 
 static PyMethodDef fg_methods[] = {
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
-     "build_graph(objects, follow_types) -> (nodes, offsets, targets)"},
+     "build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)"},
     {"find_components", (PyCFunction)(void (*)(void))fg_find_components, METH_FASTCALL,
      "find_components(offsets, targets) -> (component_of_node, count, cyclic)"},
     {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,
      "nodes_reaching(offsets, targets, seeds) -> mask"},
-    {"indices_of_types", (PyCFunction)(void (*)(void))fg_indices_of_types, METH_FASTCALL,
-     "indices_of_types(nodes, types) -> indices of nodes whose type is a subtype of one"},
     {"cyclic_members", (PyCFunction)(void (*)(void))fg_cyclic_members, METH_FASTCALL,
      "cyclic_members(component_of, cyclic, mask) -> nodes in cyclic components (and mask)"},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
+    {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
+     "take_tail(items, start) -> items[start:], removed from items without copying"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -969,5 +1143,8 @@ static struct PyModuleDef fg_module = {
 PyMODINIT_FUNC
 PyInit__fastgraph(void)
 {
+    if (PyType_Ready(&BigArray_Type) < 0) {
+        return NULL;
+    }
     return PyModule_Create(&fg_module);
 }

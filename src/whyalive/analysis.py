@@ -156,7 +156,7 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
 def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions) -> Report:
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
-    for index in graphcore.indices_of_types(nodes, resolver.covered_types):
+    for index in graph.heavy_candidates:
         described = resolver.describe(nodes[index])
         if described is not None:
             facts[index] = described

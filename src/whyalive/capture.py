@@ -87,10 +87,7 @@ def take_saved_garbage(start: int) -> list[object]:
     Entries before ``start`` are the user's (or legacy uncollectables) and stay. If the
     user shortened the list meanwhile, whatever is left past the old end is ours.
     """
-    start = min(start, len(gc.garbage))
-    objects = gc.garbage[start:]
-    del gc.garbage[start:]
-    return objects
+    return graphcore.take_tail(gc.garbage, start)
 
 
 class GarbageWatch:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from whyalive import graphcore
 from whyalive.kinds import KindResolver
@@ -29,6 +29,8 @@ class ObjectGraph:
     offsets: Sequence[int]
     targets: Sequence[int]
     garbage_count: int
+    heavy_candidates: list[int] = field(default_factory=list)
+    """Nodes whose type some heavy-object kind covers, ascending."""
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -85,6 +87,8 @@ class ObjectGraph:
 
 def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:
     """One pass of referent traversal over the captured garbage (in C when compiled)."""
-    follow = resolver.covered_types + _UNTRACKED_CONTAINERS
-    nodes, offsets, targets = graphcore.build_graph(objects, follow)
-    return ObjectGraph(nodes, offsets, targets, len(objects))
+    covered = resolver.covered_types
+    nodes, offsets, targets, marked = graphcore.build_graph(
+        objects, covered + _UNTRACKED_CONTAINERS, covered
+    )
+    return ObjectGraph(nodes, offsets, targets, len(objects), marked)

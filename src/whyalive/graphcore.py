@@ -7,12 +7,13 @@ also what the equivalence tests compare against.
 
 Results:
 
-* ``build_graph(objects, follow_types) -> (nodes, offsets, targets)``:
+* ``build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)``:
   ``nodes`` is a new list starting with ``objects`` in order, followed by the
   *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
   ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
   If an object occurs more than once in ``objects``, edges point at its first
-  index.
+  index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
+  of ``mark_types``.
 * ``find_components(offsets, targets) -> (component_of_node, count, cyclic)``:
   ``component_of_node`` is a read-only int64 memoryview (``'q'``), ``cyclic``
   a read-only uint8 memoryview (``'B'``) with one entry per component.
@@ -47,19 +48,20 @@ __all__ = [
     "clear_objects",
     "cyclic_members",
     "find_components",
-    "indices_of_types",
     "nodes_reaching",
     "python_implementation",
+    "take_tail",
 ]
 
 BuildGraph = Callable[
-    [Sequence[object], "tuple[type, ...]"], "tuple[list[object], memoryview, memoryview]"
+    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]"],
+    "tuple[list[object], memoryview, memoryview, list[int]]",
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
-IndicesOfTypes = Callable[[list[object], "tuple[type, ...]"], "list[int]"]
 CyclicMembers = Callable[[Any, Any, Any], "list[int]"]
 ClearObjects = Callable[[list[object]], None]
+TakeTail = Callable[[list[object], int], "list[object]"]
 
 # Formats of 8-byte signed integers that CPython's struct/array/memoryview
 # produce on the platforms we support; the C side accepts exactly these too.
@@ -78,27 +80,32 @@ class GraphImplementation:
     build_graph: BuildGraph
     find_components: FindComponents
     nodes_reaching: NodesReaching
-    indices_of_types: IndicesOfTypes
     cyclic_members: CyclicMembers
     clear_objects: ClearObjects | None
+    take_tail: TakeTail
 
 
 def _readonly_int64(values: list[int]) -> memoryview:
     return memoryview(array("q", values)).toreadonly()
 
 
+def _check_types(given: object, name: str) -> None:
+    # Callers' annotations cannot be trusted.
+    if not isinstance(given, tuple) or not all(isinstance(t, type) for t in given):
+        raise TypeError(f"{name} must be a tuple of types")
+
+
 def _py_build_graph(
-    objects: Sequence[object], follow_types: tuple[type, ...]
-) -> tuple[list[object], memoryview, memoryview]:
+    objects: Sequence[object], follow_types: tuple[type, ...], mark_types: tuple[type, ...]
+) -> tuple[list[object], memoryview, memoryview, list[int]]:
     """Pure-Python twin of ``_fastgraph.build_graph``."""
     was_enabled = gc.isenabled()
     # Disabled before the first allocation: a collection during the build
     # could run finalizers and grow gc.garbage while it is being analysed.
     gc.disable()
     try:
-        given: object = follow_types  # callers' annotations cannot be trusted
-        if not isinstance(given, tuple) or not all(isinstance(t, type) for t in given):
-            raise TypeError("follow_types must be a tuple of types")
+        _check_types(follow_types, "follow_types")
+        _check_types(mark_types, "mark_types")
         nodes: list[object] = list(objects)
         # Keyed by id(): user __hash__/__eq__ must never run. Ids stay valid
         # because ``nodes`` holds a strong reference to every keyed object.
@@ -107,6 +114,8 @@ def _py_build_graph(
             index.setdefault(id(obj), i)
         # id(type) -> follows?  Types outlive the call: their instances are held.
         follow_cache: dict[int, bool] = {}
+        mark_cache: dict[int, bool] = {}
+        marked: list[int] = []
         offsets: list[int] = []
         targets: list[int] = []
         get_referents = gc.get_referents
@@ -116,6 +125,18 @@ def _py_build_graph(
         i = 0
         while i < len(nodes):
             add_offset(len(targets))
+            if mark_types:
+                node_type = type(nodes[i])
+                marks = mark_cache.get(id(node_type))
+                if marks is None:
+                    marks = False
+                    for t in mark_types:
+                        if _type_subclasscheck(t, node_type):
+                            marks = True
+                            break
+                    mark_cache[id(node_type)] = marks
+                if marks:
+                    marked.append(i)
             for ref in get_referents(nodes[i]):
                 j = index.get(id(ref))
                 if j is None:
@@ -140,7 +161,7 @@ def _py_build_graph(
                 add_target(j)
             i += 1
         add_offset(len(targets))
-        result = (nodes, _readonly_int64(offsets), _readonly_int64(targets))
+        result = (nodes, _readonly_int64(offsets), _readonly_int64(targets), marked)
     finally:
         if was_enabled:
             gc.enable()
@@ -266,10 +287,12 @@ def _py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memo
     return memoryview(bytes(mask))
 
 
-def _py_indices_of_types(nodes: list[object], types: tuple[type, ...]) -> list[int]:
-    return [
-        i for i, node in enumerate(nodes) if any(_type_subclasscheck(t, type(node)) for t in types)
-    ]
+def _py_take_tail(items: list[object], start: int) -> list[object]:
+    """Pure-Python twin of ``_fastgraph.take_tail``: remove and return ``items[start:]``."""
+    start = max(0, min(start, len(items)))
+    tail = items[start:]
+    del items[start:]
+    return tail
 
 
 def _py_cyclic_members(component_of: Any, cyclic: Any, mask: Any) -> list[int]:
@@ -288,10 +311,10 @@ _PYTHON = GraphImplementation(
     build_graph=_py_build_graph,
     find_components=_py_find_components,
     nodes_reaching=_py_nodes_reaching,
-    indices_of_types=_py_indices_of_types,
     cyclic_members=_py_cyclic_members,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
+    take_tail=_py_take_tail,
 )
 
 
@@ -305,9 +328,9 @@ def _load_c() -> GraphImplementation | None:
         build_graph=cast(BuildGraph, mod.build_graph),
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
-        indices_of_types=cast(IndicesOfTypes, mod.indices_of_types),
         cyclic_members=cast(CyclicMembers, mod.cyclic_members),
         clear_objects=cast(ClearObjects, mod.clear_objects),
+        take_tail=cast(TakeTail, mod.take_tail),
     )
 
 
@@ -330,6 +353,6 @@ IMPLEMENTATION: str = _ACTIVE.name
 build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
-indices_of_types: IndicesOfTypes = _ACTIVE.indices_of_types
 cyclic_members: CyclicMembers = _ACTIVE.cyclic_members
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
+take_tail: TakeTail = _ACTIVE.take_tail

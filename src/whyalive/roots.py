@@ -168,7 +168,7 @@ def snapshot_heap(
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
     follow = resolver.covered_types + _UNTRACKED_CONTAINERS
-    nodes, offsets, edge_targets = graphcore.build_graph(objects, follow)
+    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
     head_id = id(head)  # the snapshot lists `head` itself: one of our containers
     del objects, head
     count = len(targets)
@@ -195,10 +195,11 @@ def snapshot_heap(
 
 def heavy_census(resolver: KindResolver) -> list[object]:
     """Every heavy object alive now, tracked or not (one graph pass over the heap)."""
-    follow = resolver.covered_types + _UNTRACKED_CONTAINERS
-    nodes, _, _ = graphcore.build_graph(gc.get_objects(), follow)
-    kinds = map(resolver.__getitem__, map(type, nodes))
-    found = [obj for obj, kind in zip(nodes, kinds, strict=True) if kind is not None]
+    covered = resolver.covered_types
+    nodes, _, _, marked = graphcore.build_graph(
+        gc.get_objects(), covered + _UNTRACKED_CONTAINERS, covered
+    )
+    found = [nodes[index] for index in marked]
     del nodes
     return [obj for obj in found if resolver.describe(obj) is not None]
 
