@@ -127,3 +127,46 @@ def test_recording_off_imports_nothing() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_recording_never_initialises_cuda() -> None:
+    """CUDA sites come only from a process that already uses CUDA: we never start it."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_initialized():
+        pytest.skip("CUDA already initialised in this process")
+
+    def leak() -> None:
+        holder = [torch.ones(16)]
+        holder.append(holder)
+
+    report = checked(leak, record_allocations=True)
+    assert report.found
+    assert not torch.cuda.is_initialized()
+
+
+def test_cuda_tensor_site_is_the_creating_line() -> None:
+    """The caching allocator's history names the line; recording is off again afterwards."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    torch.ones(1, device="cuda")  # CUDA in use before the block, as in a training job
+    assert not torch._C._cuda_isHistoryEnabled()
+
+    def leak() -> None:
+        weights = torch.ones(256, 256, device="cuda")  # cuda allocation here
+        holder = [weights, weights[1:]]
+        holder.append(holder)
+
+    report = checked(leak, record_allocations=True)
+    assert [h.allocation_site for h in report.heavy_objects] == [
+        f"{HERE}:{line_of('# cuda allocation here')}"
+    ] * len(report.heavy_objects)
+    assert report.bytes_by_device == {"cuda:0": 256 * 256 * 4}
+    assert not torch._C._cuda_isHistoryEnabled()
+    torch.cuda.memory._record_memory_history(enabled="state", context="state", stacks="python")
+    try:  # the user's own recording is used and left on
+        report = checked(leak, record_allocations=True)
+        assert report.heavy_objects[0].allocation_site is not None
+        assert torch._C._cuda_isHistoryEnabled()
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)

@@ -13,15 +13,20 @@ frame that created each heavy object it reports:
   for every op whose output has a new storage, the first frame outside torch
   and whyalive, keyed by the storage's data pointer (views share their base's
   storage and keep its site).
-- CUDA tensors are not recorded (``torch.cuda.memory._record_memory_history``
-  needs process-wide setup and its stack format changes between releases);
-  reports say so.
+- CUDA tensors, when the process already uses CUDA (we never initialise it):
+  the caching allocator's own history, ``torch.cuda.memory._record_memory_history``
+  in its lightest mode (tracebacks of live blocks only, Python frames only), is
+  on for the block. Right after the collection each leaked tensor's storage
+  pointer is looked up (``_allocation_traceback``, or a ``_snapshot()`` on
+  releases without it) and recording is switched off again, unless the user
+  had it on already.
 
 Nothing here runs, or is imported, when recording is off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -116,6 +121,62 @@ class _TorchSites:
         self.mode = RecordingMode()
 
 
+def _is_python_frame(filename: str) -> bool:
+    # With the user's own stacks="all" the allocator mixes in C++ frames: never a site.
+    return filename.endswith(".py") or filename in ("<stdin>", "<string>")
+
+
+class _CudaHistory:
+    """Tracebacks of live CUDA allocations, from torch's caching allocator."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self._started = False
+
+    @staticmethod
+    def in_use(torch: Any) -> bool:
+        """Whether this process has initialised CUDA (asking never initialises it)."""
+        try:
+            return bool(torch.cuda.is_initialized())
+        except Exception:
+            return False
+
+    def start(self) -> bool:
+        """Make sure the allocator records; False when this torch cannot."""
+        try:
+            if self._torch._C._cuda_isHistoryEnabled():
+                return True  # the user's recording: use it, leave it on
+            self._torch.cuda.memory._record_memory_history(
+                enabled="state", context="state", stacks="python"
+            )
+        except Exception:
+            return False
+        self._started = True
+        return True
+
+    def stop(self) -> None:
+        """Switch recording off again if we switched it on."""
+        if self._started:
+            self._started = False
+            with contextlib.suppress(Exception):  # nothing else to restore
+                self._torch.cuda.memory._record_memory_history(enabled=None)
+
+    def frames_by_pointer(self, pointers: set[int]) -> dict[int, list[dict[str, Any]]]:
+        """Allocation frames (innermost first) of each live block in ``pointers``."""
+        memory = self._torch.cuda.memory
+        lookup = getattr(memory, "_allocation_traceback", None)
+        if lookup is not None:
+            found = {pointer: lookup(pointer) for pointer in pointers}
+            return {pointer: frames for pointer, frames in found.items() if frames}
+        by_pointer: dict[int, list[dict[str, Any]]] = {}
+        for device in range(self._torch.cuda.device_count()):
+            for segment in memory._snapshot(device).get("segments", ()):
+                for block in segment.get("blocks", ()):
+                    if block.get("address") in pointers and block.get("frames"):
+                        by_pointer[block["address"]] = block["frames"]
+        return by_pointer
+
+
 class AllocationRecorder:
     """Records allocation sites between :meth:`start` and :meth:`stop`; see the module doc."""
 
@@ -124,6 +185,9 @@ class AllocationRecorder:
         self._tracing = False
         self._torch_sites: dict[int, str] = {}
         self._numpy_sites: dict[int, str | None] = {}
+        # Keyed by (device index, storage pointer): each device has its own addresses.
+        self._cuda_sites: dict[tuple[int, int], str] = {}
+        self._cuda: _CudaHistory | None = None
         self._torch_mode: Any = None
         self._lookup: Any = None
         self._skip: tuple[str, ...] = (_PACKAGE_DIR,)
@@ -139,6 +203,9 @@ class AllocationRecorder:
         torch = sys.modules.get("torch")
         if torch is not None:
             self._start_torch(torch)
+            if _CudaHistory.in_use(torch):
+                cuda = _CudaHistory(torch)
+                self._cuda = cuda if cuda.start() else None
         # Last, so that nothing above (torch's lazy imports) is traced.
         if "numpy" in sys.modules:
             self._lookup = _traceback_lookup()
@@ -180,8 +247,35 @@ class AllocationRecorder:
         try:
             if self._tracing and isinstance(ndarray, type):
                 self._resolve_arrays(garbage, ndarray)
+            if self._cuda is not None:
+                self._resolve_cuda(garbage, self._cuda)
         finally:
             self._stop_tracing()
+            self._stop_cuda()
+
+    def _resolve_cuda(self, garbage: list[object], cuda: _CudaHistory) -> None:
+        torch: Any = sys.modules["torch"]
+        tensor_base = torch._C.TensorBase
+        keys = {
+            key
+            for obj in garbage
+            if issubclass(type(obj), tensor_base) and (key := _cuda_key(torch, obj)) is not None
+        }
+        try:
+            frames_of = cuda.frames_by_pointer({pointer for _, pointer in keys})
+        except Exception:  # a torch whose allocator history differs: sites stay unrecorded
+            return
+        for key in keys:
+            for frame in frames_of.get(key[1], ()):
+                filename = str(frame.get("filename", ""))
+                if _is_python_frame(filename) and not _is_internal(filename, self._skip):
+                    self._cuda_sites[key] = _site(filename, int(frame.get("line", 0)))
+                    break
+
+    def _stop_cuda(self) -> None:
+        cuda, self._cuda = self._cuda, None
+        if cuda is not None:
+            cuda.stop()
 
     def _resolve_arrays(self, garbage: list[object], ndarray: type) -> None:
         seen: set[int] = set()
@@ -218,8 +312,10 @@ class AllocationRecorder:
         """Forget everything and restore tracemalloc exactly as it was."""
         self.stop()
         self._stop_tracing()
+        self._stop_cuda()
         self._torch_sites.clear()
         self._numpy_sites.clear()
+        self._cuda_sites.clear()
 
     def site_of(self, obj: object) -> str | None:
         """``file:line`` of the user's frame that allocated ``obj``'s memory, else None."""
@@ -235,6 +331,9 @@ class AllocationRecorder:
             return self._numpy_site(obj, ndarray)
         torch = sys.modules.get("torch")
         if torch is not None and issubclass(type(obj), torch._C.TensorBase):
+            cuda_key = _cuda_key(torch, obj)
+            if cuda_key is not None:
+                return self._cuda_sites.get(cuda_key)
             with torch._C.DisableTorchFunctionSubclass():
                 storage = torch._C.TensorBase.untyped_storage(obj)
                 return self._torch_sites.get(int(storage.data_ptr()))
@@ -245,6 +344,21 @@ class AllocationRecorder:
         if id(root) in self._numpy_sites:
             return self._numpy_sites[id(root)]
         return self._numpy_lookup(_data_pointer(root, ndarray)) if self._tracing else None
+
+
+def _cuda_key(torch: Any, obj: object) -> tuple[int, int] | None:
+    """(device index, storage pointer) of a CUDA tensor, else None; never raises."""
+    try:
+        if not issubclass(type(obj), torch._C.TensorBase):
+            return None
+        with torch._C.DisableTorchFunctionSubclass():
+            device = torch._C.TensorBase.device.__get__(obj)
+            if device.type != "cuda":
+                return None
+            storage = torch._C.TensorBase.untyped_storage(obj)
+            return (device.index or 0, int(storage.data_ptr()))
+    except Exception:  # storage-less layouts, half-dead or hostile tensors
+        return None
 
 
 def _owner(obj: object, ndarray: Any) -> object:

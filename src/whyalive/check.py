@@ -77,8 +77,9 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         all_cycles: also report cycles that hold no heavy object.
         report_to: write the report here (format from the suffix) when a leak is found.
         record_allocations: record where each heavy object was allocated (NumPy through
-            ``tracemalloc``, torch CPU tensors through a dispatch mode), inside the block
-            only; off by default, and then it costs nothing.
+            ``tracemalloc``, torch CPU tensors through a dispatch mode, CUDA tensors through
+            the caching allocator's history when CUDA is in use), inside the block only;
+            off by default, and then it costs nothing.
         gather: in a ``torch.distributed`` job, after the check call
             :func:`whyalive.distributed.gather_summary` on every rank; the first
             rank gets the :class:`~whyalive.distributed.Summary` on ``.summary``.
@@ -241,9 +242,9 @@ def _note_unrecorded(report: Report) -> Report:
         return report
     note = (
         f"Allocation site not recorded for {len(missing)} of {len(report.heavy_objects)} "
-        "heavy object(s): only NumPy arrays (through tracemalloc) and torch CPU tensors "
-        "created inside the block are recorded; CUDA tensors, buffers and objects "
-        "allocated before the block are not."
+        "heavy object(s): only NumPy arrays (through tracemalloc), torch CPU tensors and "
+        "CUDA tensors (when CUDA was in use) created inside the block are recorded; "
+        "buffers and objects allocated before the block are not."
     )
     return dataclasses.replace(report, notes=(*report.notes, note))
 
