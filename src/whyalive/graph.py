@@ -18,7 +18,7 @@ from whyalive.kinds import KindResolver
 
 # Untracked containers worth following: the GC untracks tuples and dicts that hold
 # only untracked values (such as NumPy arrays), so they can hide heavy objects.
-_UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
+UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
 
 
 @dataclass
@@ -89,6 +89,6 @@ def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:
     """One pass of referent traversal over the captured garbage (in C when compiled)."""
     covered = resolver.covered_types
     nodes, offsets, targets, marked = graphcore.build_graph(
-        objects, covered + _UNTRACKED_CONTAINERS, covered
+        objects, covered + UNTRACKED_CONTAINERS, covered
     )
     return ObjectGraph(nodes, offsets, targets, len(objects), marked)

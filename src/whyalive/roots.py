@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 
 from whyalive import graphcore
+from whyalive.graph import UNTRACKED_CONTAINERS, build_graph
 from whyalive.kinds import KindResolver
 
 MODULE = 1
@@ -30,9 +31,6 @@ CLASS = 2
 FRAME = 3
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-# Followed although untracked: the GC untracks tuples and dicts holding only
-# untracked values (NumPy arrays), so they can hide heavy objects.
-_UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
 _type_subclasscheck = type.__subclasscheck__
 
 
@@ -167,7 +165,7 @@ def snapshot_heap(
     if gc.get_freeze_count():
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
-    follow = resolver.covered_types + _UNTRACKED_CONTAINERS
+    follow = resolver.covered_types + UNTRACKED_CONTAINERS
     nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
     head_id = id(head)  # the snapshot lists `head` itself: one of our containers
     del objects, head
@@ -195,12 +193,9 @@ def snapshot_heap(
 
 def heavy_census(resolver: KindResolver) -> list[object]:
     """Every heavy object alive now, tracked or not (one graph pass over the heap)."""
-    covered = resolver.covered_types
-    nodes, _, _, marked = graphcore.build_graph(
-        gc.get_objects(), covered + _UNTRACKED_CONTAINERS, covered
-    )
-    found = [nodes[index] for index in marked]
-    del nodes
+    graph = build_graph(gc.get_objects(), resolver)
+    found = [graph.nodes[index] for index in graph.heavy_candidates]
+    graph.release()
     return [obj for obj in found if resolver.describe(obj) is not None]
 
 
