@@ -64,6 +64,41 @@ def test_take_tail_rejects_bad_arguments() -> None:
         c_impl.take_tail((1, 2), 0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         c_impl.take_tail([1, 2], "0")  # type: ignore[arg-type]
+    assert c_impl.take_tail([1, 2], 2**70) == py_impl.take_tail([1, 2], 2**70) == []
+
+
+@needs_c
+@pytest.mark.whyalive_skip  # runs finalizers of its own cyclic garbage on purpose
+@pytest.mark.parametrize("start", [0, 3])
+def test_take_tail_holds_off_collections_that_resize_the_list(start: int) -> None:
+    """A finalizer that clears the list cannot run between reading its size and splitting it."""
+    assert c_impl is not None
+    items: list[object] = [Payload() for _ in range(40)]
+    expected = items[start:]
+
+    class ClearsOnDel:
+        def __del__(self) -> None:
+            items.clear()
+
+    thresholds = gc.get_threshold()
+    enabled = gc.isenabled()
+    try:
+        gc.disable()
+        cycle: list[object] = [ClearsOnDel()]
+        cycle.append(cycle)
+        del cycle
+        # Empty the list free list, so that take_tail's new list is a real GC allocation.
+        spare = [[] for _ in range(200)]
+        gc.set_threshold(1, 1, 1)  # the next GC allocation would collect, and run __del__
+        gc.enable()
+        tail = c_impl.take_tail(items, start)
+        assert tail == expected
+        del spare
+    finally:
+        gc.set_threshold(*thresholds)
+        if not enabled:
+            gc.disable()
+        gc.collect()
 
 
 @needs_c

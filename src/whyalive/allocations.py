@@ -168,12 +168,12 @@ class _CudaHistory:
         if lookup is not None:
             found = {pointer: lookup(pointer) for pointer in pointers}
             return {pointer: frames for pointer, frames in found.items() if frames}
+        # One snapshot covers every device; CUDA pointers are unique in a process.
         by_pointer: dict[int, list[dict[str, Any]]] = {}
-        for device in range(self._torch.cuda.device_count()):
-            for segment in memory._snapshot(device).get("segments", ()):
-                for block in segment.get("blocks", ()):
-                    if block.get("address") in pointers and block.get("frames"):
-                        by_pointer[block["address"]] = block["frames"]
+        for segment in memory._snapshot().get("segments", ()):
+            for block in segment.get("blocks", ()):
+                if block.get("address") in pointers and block.get("frames"):
+                    by_pointer[block["address"]] = block["frames"]
         return by_pointer
 
 
