@@ -112,6 +112,13 @@ def run_all(
     assert mask.format == "B"
     assert len(comp) == len(offsets) - 1
     assert len(cyclic) == count
+    # cycle_candidates must agree with the two above (each checked against an oracle).
+    in_cycle = [v for v, c in enumerate(comp) if cyclic[c]]
+    same_comp, cycle_count, reaching = impl.cycle_candidates(offsets, targets, seeds)
+    assert same_comp.tolist() == comp.tolist()
+    assert cycle_count == bytes(cyclic).count(1)
+    assert reaching == [v for v in in_cycle if mask[v]]
+    assert impl.cycle_candidates(offsets, targets, None)[2] == in_cycle
     return comp.tolist(), count, cyclic.tobytes(), mask.tobytes()
 
 

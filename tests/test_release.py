@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from array import array
 
 import pytest
 
@@ -101,24 +102,29 @@ def test_take_tail_holds_off_collections_that_resize_the_list(start: int) -> Non
         gc.collect()
 
 
-@needs_c
-def test_cyclic_members_matches_python_twin() -> None:
-    """Members of cyclic components, optionally masked, agree between implementations."""
-    assert c_impl is not None
-    a: list[object] = []
-    b: list[object] = [a]
-    a.append(b)
-    lone: list[object] = []
-    nodes, offsets, targets, _ = c_impl.build_graph([a, b, lone], (), ())
-    comp, _, cyclic = c_impl.find_components(offsets, targets)
-    assert c_impl.cyclic_members(comp, cyclic, None) == py_impl.cyclic_members(comp, cyclic, None)
-    assert c_impl.cyclic_members(comp, cyclic, None) == [0, 1]
-    mask = memoryview(bytes([0, 1, 1]))
-    assert c_impl.cyclic_members(comp, cyclic, mask) == [1]
-    assert py_impl.cyclic_members(comp, cyclic, mask) == [1]
-    with pytest.raises(ValueError, match="mask length"):
-        c_impl.cyclic_members(comp, cyclic, memoryview(b"\x01"))
-    del nodes
+@pytest.mark.parametrize("impl", [c_impl, py_impl], ids=["c", "python"])
+def test_cycle_candidates_keeps_cycles_that_reach_a_seed(
+    impl: graphcore.GraphImplementation | None,
+) -> None:
+    """0 <-> 1 -> 2 -> 3 (self-edge) <- 4 <-> 5, and 6 alone: who is a candidate for which seeds."""
+    if impl is None:
+        pytest.skip("C extension not compiled")
+    edges = {0: [1], 1: [0, 2], 2: [3], 3: [3], 4: [3, 5], 5: [4], 6: []}
+    offsets = array("q", [0])
+    targets = array("q")
+    for node in range(7):
+        targets.extend(edges[node])
+        offsets.append(len(targets))
+    comp, count, everything = impl.cycle_candidates(offsets, targets, None)
+    assert count == 3
+    assert everything == [0, 1, 3, 4, 5]
+    assert comp.tolist() == impl.find_components(offsets, targets)[0].tolist()
+    assert impl.cycle_candidates(offsets, targets, [2])[2] == [0, 1]
+    assert impl.cycle_candidates(offsets, targets, iter([3]))[2] == [0, 1, 3, 4, 5]
+    assert impl.cycle_candidates(offsets, targets, [5, 6])[2] == [4, 5]
+    assert impl.cycle_candidates(offsets, targets, [])[1:] == (3, [])
+    with pytest.raises(IndexError):
+        impl.cycle_candidates(offsets, targets, [7])
 
 
 def test_release_frees_captured_cycles_without_a_collection() -> None:

@@ -743,42 +743,52 @@ fail:
 /* ------------------------------------------------------------------ */
 /* Strongly connected components: iterative Tarjan                     */
 
-static PyObject *
-fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    csr_t g;
-    PyObject *comp_mv = NULL, *cyc_mv = NULL, *result = NULL;
-    int64_t *index = NULL, *low = NULL, *stack = NULL, *cs_node = NULL, *cs_edge = NULL;
-    int64_t *comp = NULL;
-    uint8_t *cyclic = NULL;
-    Py_ssize_t n, v, sp = 0, csp = 0;
-    int64_t counter = 0, ncomp = 0;
+/* Components of g, and with seed flags per node also which components reach
+ * a seed. Tarjan completes a component only after every component it has an
+ * edge to, so "reaches a seed" is settled at completion from the members'
+ * own edges: no reverse graph (tens of MiB at 10^6 objects) is needed. */
+typedef struct {
+    int64_t *comp;   /* component of each node; n entries */
+    uint8_t *cyclic; /* per component: more than one node, or a self-edge */
+    uint8_t *reach;  /* per component, only with seeds: reaches a seed */
+    int64_t ncomp;
+} sccs_t;
 
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "find_components(offsets, targets) takes 2 arguments");
-        return NULL;
-    }
-    if (csr_open(&g, args[0], args[1]) < 0) {
-        return NULL;
-    }
-    n = g.n;
+static void
+sccs_free(sccs_t *s)
+{
+    big_free(s->comp);
+    big_free(s->cyclic);
+    big_free(s->reach);
+    memset(s, 0, sizeof(*s));
+}
+
+static int
+compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
+{
+    Py_ssize_t n = g->n, v, sp = 0, csp = 0;
+    int64_t counter = 0, ncomp = 0;
+    const int64_t *off = g->off, *tgt = g->tgt;
     size_t sz = (size_t)(n + 1) * sizeof(int64_t);
+    int ok = 0;
+    memset(out, 0, sizeof(*out));
     /* comp doubles as the on-stack marker: -1 while unassigned. */
-    comp = (int64_t *)big_alloc(sz, 0);
-    index = (int64_t *)big_alloc(sz, 0);
-    low = (int64_t *)big_alloc(sz, 0);
-    stack = (int64_t *)big_alloc(sz, 0);
-    cs_node = (int64_t *)big_alloc(sz, 0);
-    cs_edge = (int64_t *)big_alloc(sz, 0);
-    if (!comp || !index || !low || !stack || !cs_node || !cs_edge) {
+    int64_t *comp = (int64_t *)big_alloc(sz, 0);
+    int64_t *index = (int64_t *)big_alloc(sz, 0);
+    int64_t *low = (int64_t *)big_alloc(sz, 0);
+    int64_t *stack = (int64_t *)big_alloc(sz, 0);
+    int64_t *cs_node = (int64_t *)big_alloc(sz, 0);
+    int64_t *cs_edge = (int64_t *)big_alloc(sz, 0);
+    /* At most n components; mapped memory costs only the pages touched. */
+    uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
+    uint8_t *cyclic = NULL;
+    if (!comp || !index || !low || !stack || !cs_node || !cs_edge || (seed && !reach)) {
         goto done;
     }
     for (v = 0; v < n; v++) {
         index[v] = -1;
         comp[v] = -1;
     }
-    const int64_t *off = g.off, *tgt = g.tgt;
     for (Py_ssize_t root = 0; root < n; root++) {
         if (index[root] >= 0) {
             continue;
@@ -809,10 +819,23 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 csp--;
                 if (low[u] == index[u]) {
                     int64_t w;
+                    uint8_t reaches = 0;
                     do {
                         w = stack[--sp];
                         comp[w] = ncomp;
+                        if (seed != NULL && !reaches) {
+                            /* Targets outside this component are completed (their
+                             * comp is below ncomp); members have ncomp or -1. */
+                            reaches = seed[w];
+                            for (int64_t f = off[w]; f < off[w + 1] && !reaches; f++) {
+                                int64_t c = comp[tgt[f]];
+                                reaches = c >= 0 && c < ncomp && reach[c];
+                            }
+                        }
                     } while (w != u);
+                    if (reach != NULL) {
+                        reach[ncomp] = reaches;
+                    }
                     ncomp++;
                 }
                 if (csp > 0) {
@@ -845,16 +868,14 @@ fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
-
-    comp_mv = view_of((void **)&comp, n * (Py_ssize_t)sizeof(int64_t), "q");
-    if (comp_mv == NULL) {
-        goto done;
-    }
-    cyc_mv = view_of((void **)&cyclic, (Py_ssize_t)ncomp, NULL);
-    if (cyc_mv == NULL) {
-        goto done;
-    }
-    result = Py_BuildValue("(OLO)", comp_mv, (long long)ncomp, cyc_mv);
+    out->comp = comp;
+    out->cyclic = cyclic;
+    out->reach = reach;
+    out->ncomp = ncomp;
+    comp = NULL;
+    cyclic = NULL;
+    reach = NULL;
+    ok = 1;
 
 done:
     big_free(comp);
@@ -864,8 +885,129 @@ done:
     big_free(cs_node);
     big_free(cs_edge);
     big_free(cyclic);
+    big_free(reach);
+    return ok ? 0 : -1;
+}
+
+/* Sets flags[s] for every seed s; with queue, also appends each new seed to it.
+ * Iterating runs arbitrary code, but callers hold only their own buffers then. */
+static int
+read_seeds(PyObject *seeds, Py_ssize_t n, uint8_t *flags, int64_t *queue, Py_ssize_t *queued)
+{
+    PyObject *it = PyObject_GetIter(seeds), *item;
+    if (it == NULL) {
+        return -1;
+    }
+    while ((item = PyIter_Next(it)) != NULL) {
+        Py_ssize_t s = PyNumber_AsSsize_t(item, PyExc_IndexError);
+        Py_DECREF(item);
+        if (s == -1 && PyErr_Occurred()) {
+            break;
+        }
+        if (s < 0 || s >= n) {
+            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, n);
+            break;
+        }
+        if (!flags[s]) {
+            flags[s] = 1;
+            if (queue != NULL) {
+                queue[(*queued)++] = s;
+            }
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *
+fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    sccs_t sccs;
+    PyObject *comp_mv = NULL, *cyc_mv = NULL, *result = NULL;
+
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "find_components(offsets, targets) takes 2 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (compute_sccs(&g, NULL, &sccs) < 0) {
+        csr_release(&g);
+        return NULL;
+    }
+    comp_mv = view_of((void **)&sccs.comp, g.n * (Py_ssize_t)sizeof(int64_t), "q");
+    if (comp_mv != NULL) {
+        cyc_mv = view_of((void **)&sccs.cyclic, (Py_ssize_t)sccs.ncomp, NULL);
+    }
+    if (cyc_mv != NULL) {
+        result = Py_BuildValue("(OLO)", comp_mv, (long long)sccs.ncomp, cyc_mv);
+    }
     Py_XDECREF(comp_mv);
     Py_XDECREF(cyc_mv);
+    sccs_free(&sccs);
+    csr_release(&g);
+    return result;
+}
+
+static PyObject *
+fg_cycle_candidates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    sccs_t sccs;
+    uint8_t *seed = NULL;
+    PyObject *comp_mv = NULL, *members = NULL, *result = NULL;
+    int64_t cycle_count = 0;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "cycle_candidates(offsets, targets, seeds_or_None) takes 3 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    memset(&sccs, 0, sizeof(sccs));
+    if (args[2] != Py_None) {
+        seed = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
+        if (seed == NULL || read_seeds(args[2], g.n, seed, NULL, NULL) < 0) {
+            goto done;
+        }
+    }
+    if (compute_sccs(&g, seed, &sccs) < 0) {
+        goto done;
+    }
+    for (int64_t c = 0; c < sccs.ncomp; c++) {
+        cycle_count += sccs.cyclic[c];
+    }
+    members = PyList_New(0);
+    if (members == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < g.n; v++) {
+        int64_t c = sccs.comp[v];
+        if (sccs.cyclic[c] && (seed == NULL || sccs.reach[c])) {
+            PyObject *index = PyLong_FromSsize_t(v);
+            if (index == NULL || PyList_Append(members, index) < 0) {
+                Py_XDECREF(index);
+                goto done;
+            }
+            Py_DECREF(index);
+        }
+    }
+    comp_mv = view_of((void **)&sccs.comp, g.n * (Py_ssize_t)sizeof(int64_t), "q");
+    if (comp_mv != NULL) {
+        result = Py_BuildValue("(OLO)", comp_mv, (long long)cycle_count, members);
+    }
+
+done:
+    Py_XDECREF(comp_mv);
+    Py_XDECREF(members);
+    big_free(seed);
+    sccs_free(&sccs);
     csr_release(&g);
     return result;
 }
@@ -878,7 +1020,7 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     csr_t g;
-    PyObject *it = NULL, *item, *result = NULL;
+    PyObject *result = NULL;
     int64_t *roff = NULL, *rtgt = NULL, *queue = NULL;
     Py_ssize_t n, m, v, head = 0, tail = 0;
     uint8_t *mask = NULL;
@@ -899,29 +1041,8 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
 
-    /* Seeds are read before the reverse CSR is built so that a bad seed
-     * fails fast; iterating runs arbitrary code, but we hold no raw object
-     * pointers here, only our own buffers. */
-    it = PyObject_GetIter(args[2]);
-    if (it == NULL) {
-        goto done;
-    }
-    while ((item = PyIter_Next(it)) != NULL) {
-        Py_ssize_t s = PyNumber_AsSsize_t(item, PyExc_IndexError);
-        Py_DECREF(item);
-        if (s == -1 && PyErr_Occurred()) {
-            goto done;
-        }
-        if (s < 0 || s >= n) {
-            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, n);
-            goto done;
-        }
-        if (!mask[s]) {
-            mask[s] = 1;
-            queue[tail++] = s;
-        }
-    }
-    if (PyErr_Occurred()) {
+    /* Seeds are read before the reverse CSR is built so that a bad seed fails fast. */
+    if (read_seeds(args[2], n, mask, queue, &tail) < 0) {
         goto done;
     }
 
@@ -955,7 +1076,6 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     result = view_of((void **)&mask, n, NULL);
 
 done:
-    Py_XDECREF(it);
     big_free(mask);
     big_free(roff);
     big_free(rtgt);
@@ -966,68 +1086,6 @@ done:
 
 /* ------------------------------------------------------------------ */
 /* Selections and release                                              */
-
-static PyObject *
-fg_cyclic_members(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    Py_buffer comp, cyclic, mask;
-    PyObject *result = NULL;
-    int have_mask;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError,
-                        "cyclic_members(component_of, cyclic, mask_or_None) takes 3 arguments");
-        return NULL;
-    }
-    have_mask = args[2] != Py_None;
-    if (PyObject_GetBuffer(args[0], &comp, PyBUF_SIMPLE) < 0) {
-        return NULL;
-    }
-    if (PyObject_GetBuffer(args[1], &cyclic, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&comp);
-        return NULL;
-    }
-    if (have_mask && PyObject_GetBuffer(args[2], &mask, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&comp);
-        PyBuffer_Release(&cyclic);
-        return NULL;
-    }
-    Py_ssize_t n = comp.len / (Py_ssize_t)sizeof(int64_t);
-    const int64_t *component = (const int64_t *)comp.buf;
-    const uint8_t *is_cyclic = (const uint8_t *)cyclic.buf;
-    if (have_mask && mask.len != n) {
-        PyErr_SetString(PyExc_ValueError, "mask length differs from component_of");
-        goto done;
-    }
-    result = PyList_New(0);
-    if (result == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t c = component[i];
-        if (c < 0 || c >= cyclic.len) {
-            PyErr_SetString(PyExc_ValueError, "component id out of range");
-            Py_CLEAR(result);
-            goto done;
-        }
-        if (is_cyclic[c] && (!have_mask || ((const uint8_t *)mask.buf)[i])) {
-            PyObject *index = PyLong_FromSsize_t(i);
-            if (index == NULL || PyList_Append(result, index) < 0) {
-                Py_XDECREF(index);
-                Py_CLEAR(result);
-                goto done;
-            }
-            Py_DECREF(index);
-        }
-    }
-done:
-    PyBuffer_Release(&comp);
-    PyBuffer_Release(&cyclic);
-    if (have_mask) {
-        PyBuffer_Release(&mask);
-    }
-    return result;
-}
 
 /* Break the captured cycles the way the collector's delete_garbage() does: the
  * objects are already finalized and their weakrefs cleared by the collection
@@ -1143,8 +1201,8 @@ static PyMethodDef fg_methods[] = {
      "find_components(offsets, targets) -> (component_of_node, count, cyclic)"},
     {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,
      "nodes_reaching(offsets, targets, seeds) -> mask"},
-    {"cyclic_members", (PyCFunction)(void (*)(void))fg_cyclic_members, METH_FASTCALL,
-     "cyclic_members(component_of, cyclic, mask) -> nodes in cyclic components (and mask)"},
+    {"cycle_candidates", (PyCFunction)(void (*)(void))fg_cycle_candidates, METH_FASTCALL,
+     "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members)"},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,

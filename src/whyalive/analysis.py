@@ -160,16 +160,10 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
         described = resolver.describe(nodes[index])
         if described is not None:
             facts[index] = described
-    component_of, _, cyclic = graphcore.find_components(graph.offsets, graph.targets)
-    cycle_count = bytes(cyclic).count(1)
-
-    if options.all_cycles:
-        candidates = graphcore.cyclic_members(component_of, cyclic, None)
-    elif facts:
-        reaching = graphcore.nodes_reaching(graph.offsets, graph.targets, facts)
-        candidates = graphcore.cyclic_members(component_of, cyclic, reaching)
-    else:
-        candidates = []
+    # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
+    component_of, cycle_count, candidates = graphcore.cycle_candidates(
+        graph.offsets, graph.targets, None if options.all_cycles else facts
+    )
     members_of: dict[int, list[int]] = defaultdict(list)
     for index in candidates:
         members_of[component_of[index]].append(index)

@@ -24,6 +24,12 @@ Results:
 * ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
   memoryview (``'B'``), 1 for every node from which some seed is reachable
   following edges forward (seeds included).
+* ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
+  ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
+  of cyclic components (more than one node, or a self-edge); ``members`` the
+  ascending nodes of cyclic components, only those from which a seed is
+  reachable unless ``seeds`` is None. The C version settles reachability while
+  completing the components, without a reverse graph.
 
 Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
 """
@@ -46,7 +52,7 @@ __all__ = [
     "build_graph",
     "c_implementation",
     "clear_objects",
-    "cyclic_members",
+    "cycle_candidates",
     "find_components",
     "nodes_reaching",
     "python_implementation",
@@ -59,7 +65,7 @@ BuildGraph = Callable[
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
-CyclicMembers = Callable[[Any, Any, Any], "list[int]"]
+CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, list[int]]"]
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -80,7 +86,7 @@ class GraphImplementation:
     build_graph: BuildGraph
     find_components: FindComponents
     nodes_reaching: NodesReaching
-    cyclic_members: CyclicMembers
+    cycle_candidates: CycleCandidates
     clear_objects: ClearObjects | None
     take_tail: TakeTail
 
@@ -295,15 +301,19 @@ def _py_take_tail(items: list[object], start: int) -> list[object]:
     return tail
 
 
-def _py_cyclic_members(component_of: Any, cyclic: Any, mask: Any) -> list[int]:
-    components = _int64_list(component_of, "component_of")
+def _py_cycle_candidates(
+    offsets: Any, targets: Any, seeds: Iterable[int] | None
+) -> tuple[memoryview, int, list[int]]:
+    """Pure-Python twin of ``_fastgraph.cycle_candidates``."""
+    component_of, _, cyclic = _py_find_components(offsets, targets)
     flags = bytes(cyclic)
-    keep = bytes(mask) if mask is not None else None
-    return [
+    keep = bytes(_py_nodes_reaching(offsets, targets, seeds)) if seeds is not None else None
+    members = [
         i
-        for i, component in enumerate(components)
+        for i, component in enumerate(component_of.tolist())
         if flags[component] and (keep is None or keep[i])
     ]
+    return component_of, flags.count(1), members
 
 
 _PYTHON = GraphImplementation(
@@ -311,7 +321,7 @@ _PYTHON = GraphImplementation(
     build_graph=_py_build_graph,
     find_components=_py_find_components,
     nodes_reaching=_py_nodes_reaching,
-    cyclic_members=_py_cyclic_members,
+    cycle_candidates=_py_cycle_candidates,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
     take_tail=_py_take_tail,
@@ -328,7 +338,7 @@ def _load_c() -> GraphImplementation | None:
         build_graph=cast(BuildGraph, mod.build_graph),
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
-        cyclic_members=cast(CyclicMembers, mod.cyclic_members),
+        cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
     )
@@ -353,6 +363,6 @@ IMPLEMENTATION: str = _ACTIVE.name
 build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
-cyclic_members: CyclicMembers = _ACTIVE.cyclic_members
+cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail
