@@ -34,6 +34,7 @@ import importlib
 import os
 import sys
 import tracemalloc
+from collections.abc import Iterable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -57,8 +58,18 @@ def _is_internal(filename: str, skip: tuple[str, ...]) -> bool:
     return path.startswith(skip) or filename.startswith("<frozen ")
 
 
-def _site(filename: str, line: int) -> str:
-    return f"{os.path.basename(filename)}:{line}"
+def _user_site(frames: Iterable[tuple[str, int]], skip: tuple[str, ...]) -> str | None:
+    """``file:line`` of the first (innermost) frame outside torch, NumPy and whyalive."""
+    for filename, line in frames:
+        if not _is_internal(filename, skip):
+            return f"{os.path.basename(filename)}:{line}"
+    return None
+
+
+def _live_frames(frame: FrameType | None) -> Iterator[tuple[str, int]]:
+    while frame is not None:
+        yield frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
 
 
 def _traceback_lookup() -> Any:
@@ -90,12 +101,7 @@ class _TorchSites:
                 return None
 
         def user_site() -> str | None:
-            frame: FrameType | None = sys._getframe(2)
-            while frame is not None:
-                if not _is_internal(frame.f_code.co_filename, skip):
-                    return _site(frame.f_code.co_filename, frame.f_lineno)
-                frame = frame.f_back
-            return None
+            return _user_site(_live_frames(sys._getframe(2)), skip)
 
         class RecordingMode(dispatch_mode):  # type: ignore[misc]
             def __torch_dispatch__(
@@ -121,9 +127,13 @@ class _TorchSites:
         self.mode = RecordingMode()
 
 
-def _is_python_frame(filename: str) -> bool:
-    # With the user's own stacks="all" the allocator mixes in C++ frames: never a site.
-    return filename.endswith(".py") or filename in ("<stdin>", "<string>")
+def _python_frames(frames: Iterable[dict[str, Any]]) -> Iterator[tuple[str, int]]:
+    """(filename, line) of the allocator's Python frames, in its order (innermost first)."""
+    for frame in frames:
+        filename = str(frame.get("filename", ""))
+        # With the user's own stacks="all" the allocator mixes in C++ frames: never a site.
+        if filename.endswith(".py") or filename in ("<stdin>", "<string>"):
+            yield filename, int(frame.get("line", 0))
 
 
 class _CudaHistory:
@@ -266,11 +276,9 @@ class AllocationRecorder:
         except Exception:  # a torch whose allocator history differs: sites stay unrecorded
             return
         for key in keys:
-            for frame in frames_of.get(key[1], ()):
-                filename = str(frame.get("filename", ""))
-                if _is_python_frame(filename) and not _is_internal(filename, self._skip):
-                    self._cuda_sites[key] = _site(filename, int(frame.get("line", 0)))
-                    break
+            site = _user_site(_python_frames(frames_of.get(key[1], ())), self._skip)
+            if site is not None:
+                self._cuda_sites[key] = site
 
     def _stop_cuda(self) -> None:
         cuda, self._cuda = self._cuda, None
@@ -297,10 +305,7 @@ class AllocationRecorder:
 
     def _numpy_lookup(self, pointer: int) -> str | None:
         frames = self._lookup(NUMPY_TRACE_DOMAIN, pointer) if self._lookup else None
-        for filename, line in frames or ():
-            if not _is_internal(filename, self._skip):
-                return _site(filename, line)
-        return None
+        return _user_site(frames or (), self._skip)
 
     def _stop_tracing(self) -> None:
         self._tracing = False
