@@ -1193,6 +1193,538 @@ take_tail_impl(PyObject *items, Py_ssize_t start)
 }
 
 /* ------------------------------------------------------------------ */
+/* Big components: reachability, shortest paths, edge classes, peeling */
+
+/* One flag per node from an optional uint8 buffer of length n (None: NULL). */
+static int
+get_node_flags(PyObject *obj, Py_ssize_t n, Py_buffer *view, const uint8_t **flags, const char *name)
+{
+    *flags = NULL;
+    if (obj == Py_None) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    if (view->len < n) {
+        PyErr_Format(PyExc_ValueError, "%s must have one byte per node", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *flags = (const uint8_t *)view->buf;
+    return 0;
+}
+
+static int
+get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **comp)
+{
+    if (get_i64_buffer(obj, view, "component_of") < 0) {
+        return -1;
+    }
+    if (view->len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "component_of must have one entry per node");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *comp = (const int64_t *)view->buf;
+    return 0;
+}
+
+/* reach(offsets, targets, sources, wanted, component_of, blocked) -> list:
+ * nodes reachable from sources, BFS order, sources first; only those with
+ * wanted[v] when wanted is not None. A node whose component is flagged in
+ * blocked (and is not a source's component) is neither listed nor entered. */
+static PyObject *
+fg_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    Py_buffer wb = {0}, cb = {0}, bb = {0};
+    const uint8_t *wanted = NULL, *blocked = NULL;
+    const int64_t *comp = NULL;
+    uint8_t *seen = NULL;
+    int64_t *queue = NULL;
+    Py_ssize_t head = 0, tail = 0;
+    PyObject *result = NULL, *out = NULL;
+
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "reach(offsets, targets, sources, wanted, component_of, blocked) takes 6 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (get_node_flags(args[3], g.n, &wb, &wanted, "wanted") < 0) {
+        goto done;
+    }
+    if (args[4] != Py_None) {
+        if (get_components(args[4], g.n, &cb, &comp) < 0) {
+            goto done;
+        }
+        if (args[5] != Py_None) {
+            if (PyObject_GetBuffer(args[5], &bb, PyBUF_C_CONTIGUOUS) < 0) {
+                goto done;
+            }
+            blocked = (const uint8_t *)bb.buf;
+        }
+    }
+    seen = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
+    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    if (seen == NULL || queue == NULL || read_seeds(args[2], g.n, seen, queue, &tail) < 0) {
+        goto done;
+    }
+    int64_t home = (tail > 0 && comp != NULL) ? comp[queue[0]] : -1;
+    while (head < tail) {
+        int64_t u = queue[head++];
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            int64_t w = g.tgt[e];
+            if (seen[w]) {
+                continue;
+            }
+            if (blocked != NULL && comp[w] != home && comp[w] < (int64_t)bb.len && blocked[comp[w]]) {
+                continue;
+            }
+            seen[w] = 1;
+            queue[tail++] = w;
+        }
+    }
+    out = PyList_New(0);
+    if (out == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        if (wanted != NULL && !wanted[queue[i]]) {
+            continue;
+        }
+        PyObject *index = PyLong_FromLongLong((long long)queue[i]);
+        if (index == NULL || PyList_Append(out, index) < 0) {
+            Py_XDECREF(index);
+            goto done;
+        }
+        Py_DECREF(index);
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    big_free(seen);
+    big_free(queue);
+    if (wb.obj) PyBuffer_Release(&wb);
+    if (cb.obj) PyBuffer_Release(&cb);
+    if (bb.obj) PyBuffer_Release(&bb);
+    csr_release(&g);
+    return result;
+}
+
+/* shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}:
+ * one BFS from all sources; stops once every goal is found. A source that is
+ * a goal gets the one-node path. */
+static PyObject *
+fg_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    int64_t *parent = NULL, *queue = NULL;
+    uint8_t *goal = NULL, *seen = NULL;
+    Py_ssize_t head = 0, tail = 0, wanted = 0, found = 0;
+    PyObject *result = NULL, *out = NULL;
+
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "shortest_paths(offsets, targets, sources, goals) takes 4 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    parent = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    goal = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
+    seen = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
+    if (parent == NULL || queue == NULL || goal == NULL || seen == NULL) {
+        goto done;
+    }
+    if (read_seeds(args[3], g.n, goal, NULL, NULL) < 0 || read_seeds(args[2], g.n, seen, queue, &tail) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < g.n; v++) {
+        wanted += goal[v];
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        parent[queue[i]] = -1;
+    }
+    out = PyDict_New();
+    if (out == NULL) {
+        goto done;
+    }
+    while (head < tail && found < wanted) {
+        int64_t u = queue[head++];
+        if (goal[u]) {
+            Py_ssize_t length = 1;
+            for (int64_t v = u; parent[v] != -1; v = parent[v]) {
+                length++;
+            }
+            PyObject *path = PyList_New(length);
+            if (path == NULL) {
+                goto done;
+            }
+            int64_t v = u;
+            for (Py_ssize_t k = length - 1; k >= 0; k--) {
+                PyObject *index = PyLong_FromLongLong((long long)v);
+                if (index == NULL) {
+                    Py_DECREF(path);
+                    goto done;
+                }
+                PyList_SET_ITEM(path, k, index);
+                v = parent[v];
+            }
+            PyObject *key = PyLong_FromLongLong((long long)u);
+            int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
+            Py_XDECREF(key);
+            Py_DECREF(path);
+            if (failed) {
+                goto done;
+            }
+            goal[u] = 0;
+            found++;
+        }
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            int64_t w = g.tgt[e];
+            if (!seen[w]) {
+                seen[w] = 1;
+                parent[w] = u;
+                queue[tail++] = w;
+            }
+        }
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    big_free(parent);
+    big_free(queue);
+    big_free(goal);
+    big_free(seen);
+    csr_release(&g);
+    return result;
+}
+
+/* Edge classes of one component: every edge u -> v inside it gets the class
+ * (type(u), type(v), position among u's edges inside the component, u's
+ * out-degree inside it), both numbers capped. Structures built by one piece of
+ * code (trees, rings, linked lists) fall into a few classes, each made by one
+ * line of code, so naming a few sample edges per class names them all. */
+#define CLASS_CAP 15
+
+typedef struct {
+    PyTypeObject *src, *dst;
+    int pos, deg;
+    int64_t count, next_sample, stride;
+    PyObject *samples; /* list of (u, v, edge position) */
+} edge_class_t;
+
+static size_t
+class_hash(PyTypeObject *s, PyTypeObject *d, int pos, int deg)
+{
+    uint64_t x = ((uint64_t)(uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ULL;
+    x ^= ((uint64_t)(uintptr_t)d >> 4) * 0xC2B2AE3D27D4EB4FULL;
+    x ^= (uint64_t)(pos * 31 + deg) * 0x165667B19E3779F9ULL;
+    return (size_t)(x ^ (x >> 29));
+}
+
+/* edge_classes(nodes, offsets, targets, component_of, component, samples)
+ *   -> (class_of_edge, keys, counts, samples)
+ * class_of_edge: int64 per CSR edge, -1 for edges not inside the component;
+ * keys[c] = (source type, target type, position, degree); samples[c]: up to
+ * ``samples`` (u, v, edge) triples spread evenly over the class. */
+static PyObject *
+fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    Py_buffer cb = {0};
+    const int64_t *comp = NULL;
+    int64_t *klass = NULL;
+    size_t *slots = NULL, cap = 64, nclasses = 0;
+    edge_class_t *classes = NULL;
+    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL, *klass_mv = NULL;
+    Py_ssize_t want = 0;
+    int64_t component;
+
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "edge_classes(nodes: list, offsets, targets, component_of, component, samples)");
+        return NULL;
+    }
+    if (csr_open(&g, args[1], args[2]) < 0) {
+        return NULL;
+    }
+    PyObject *nodes = args[0];
+    if (PyList_GET_SIZE(nodes) < g.n) {
+        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node");
+        csr_release(&g);
+        return NULL;
+    }
+    if (get_components(args[3], g.n, &cb, &comp) < 0) {
+        csr_release(&g);
+        return NULL;
+    }
+    component = PyLong_AsLongLong(args[4]);
+    want = PyNumber_AsSsize_t(args[5], PyExc_OverflowError);
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    klass = (int64_t *)big_alloc(((size_t)g.m + 1) * sizeof(int64_t), 0);
+    slots = (size_t *)PyMem_RawCalloc(cap, sizeof(size_t));
+    classes = (edge_class_t *)PyMem_RawCalloc(cap / 2, sizeof(edge_class_t));
+    if (klass == NULL || slots == NULL || classes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Pass 1: class of every edge, and counts. */
+    for (Py_ssize_t u = 0; u < g.n; u++) {
+        int64_t start = g.off[u], end = g.off[u + 1];
+        if (comp[u] != component) {
+            for (int64_t e = start; e < end; e++) {
+                klass[e] = -1;
+            }
+            continue;
+        }
+        int deg = 0;
+        for (int64_t e = start; e < end; e++) {
+            deg += comp[g.tgt[e]] == component;
+        }
+        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;
+        int pos = 0;
+        PyTypeObject *st = Py_TYPE(PyList_GET_ITEM(nodes, u));
+        for (int64_t e = start; e < end; e++) {
+            int64_t v = g.tgt[e];
+            if (comp[v] != component) {
+                klass[e] = -1;
+                continue;
+            }
+            PyTypeObject *dt = Py_TYPE(PyList_GET_ITEM(nodes, v));
+            int p = pos > CLASS_CAP ? CLASS_CAP : pos;
+            pos++;
+            size_t h = class_hash(st, dt, p, deg) & (cap - 1);
+            for (;;) {
+                size_t s = slots[h];
+                if (s == 0) {
+                    if (2 * (nclasses + 1) > cap) {
+                        /* Grow: double the table and the class array, rehash. */
+                        size_t ncap = cap * 2;
+                        size_t *nslots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
+                        edge_class_t *nclass = (edge_class_t *)PyMem_RawRealloc(
+                            classes, ncap / 2 * sizeof(edge_class_t));
+                        if (nslots == NULL || nclass == NULL) {
+                            PyMem_RawFree(nslots);
+                            if (nclass != NULL) classes = nclass;
+                            PyErr_NoMemory();
+                            goto done;
+                        }
+                        classes = nclass;
+                        memset(classes + cap / 2, 0, (ncap / 2 - cap / 2) * sizeof(edge_class_t));
+                        for (size_t c = 0; c < nclasses; c++) {
+                            edge_class_t *k = &classes[c];
+                            size_t hh = class_hash(k->src, k->dst, k->pos, k->deg) & (ncap - 1);
+                            while (nslots[hh] != 0) {
+                                hh = (hh + 1) & (ncap - 1);
+                            }
+                            nslots[hh] = c + 1;
+                        }
+                        PyMem_RawFree(slots);
+                        slots = nslots;
+                        cap = ncap;
+                        h = class_hash(st, dt, p, deg) & (cap - 1);
+                        continue;
+                    }
+                    edge_class_t *k = &classes[nclasses];
+                    k->src = st;
+                    k->dst = dt;
+                    k->pos = p;
+                    k->deg = deg;
+                    k->count = 0;
+                    slots[h] = ++nclasses;
+                    s = nclasses;
+                }
+                edge_class_t *k = &classes[s - 1];
+                if (k->src == st && k->dst == dt && k->pos == p && k->deg == deg) {
+                    k->count++;
+                    klass[e] = (int64_t)(s - 1);
+                    break;
+                }
+                h = (h + 1) & (cap - 1);
+            }
+        }
+    }
+    /* Pass 2: samples spread evenly over each class. */
+    for (size_t c = 0; c < nclasses; c++) {
+        edge_class_t *k = &classes[c];
+        k->stride = want > 0 && k->count > want ? k->count / want : 1;
+        k->next_sample = 0;
+        k->count = 0; /* recounted below as the running index */
+        k->samples = PyList_New(0);
+        if (k->samples == NULL) {
+            goto done;
+        }
+    }
+    for (Py_ssize_t u = 0; u < g.n; u++) {
+        if (comp[u] != component) {
+            continue;
+        }
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            if (klass[e] < 0) {
+                continue;
+            }
+            edge_class_t *k = &classes[klass[e]];
+            if (k->count++ == k->next_sample && PyList_GET_SIZE(k->samples) < want) {
+                PyObject *pair = Py_BuildValue("(nLL)", u, (long long)g.tgt[e], (long long)e);
+                if (pair == NULL || PyList_Append(k->samples, pair) < 0) {
+                    Py_XDECREF(pair);
+                    goto done;
+                }
+                Py_DECREF(pair);
+                k->next_sample += k->stride;
+            }
+        }
+    }
+    keys = PyList_New((Py_ssize_t)nclasses);
+    counts = PyList_New((Py_ssize_t)nclasses);
+    samples = PyList_New((Py_ssize_t)nclasses);
+    if (keys == NULL || counts == NULL || samples == NULL) {
+        goto done;
+    }
+    for (size_t c = 0; c < nclasses; c++) {
+        edge_class_t *k = &classes[c];
+        PyObject *key = Py_BuildValue("(OOii)", (PyObject *)k->src, (PyObject *)k->dst, k->pos, k->deg);
+        PyObject *count = PyLong_FromLongLong((long long)k->count);
+        if (key == NULL || count == NULL) {
+            Py_XDECREF(key);
+            Py_XDECREF(count);
+            goto done;
+        }
+        PyList_SET_ITEM(keys, (Py_ssize_t)c, key);
+        PyList_SET_ITEM(counts, (Py_ssize_t)c, count);
+        PyList_SET_ITEM(samples, (Py_ssize_t)c, k->samples);
+        k->samples = NULL;
+    }
+    klass_mv = view_of((void **)&klass, g.m * (Py_ssize_t)sizeof(int64_t), "q");
+    if (klass_mv != NULL) {
+        result = PyTuple_Pack(4, klass_mv, keys, counts, samples);
+    }
+done:
+    if (classes != NULL) {
+        for (size_t c = 0; c < nclasses; c++) {
+            Py_XDECREF(classes[c].samples);
+        }
+    }
+    Py_XDECREF(klass_mv);
+    Py_XDECREF(keys);
+    Py_XDECREF(counts);
+    Py_XDECREF(samples);
+    PyMem_RawFree(slots);
+    PyMem_RawFree(classes);
+    big_free(klass);
+    PyBuffer_Release(&cb);
+    csr_release(&g);
+    return result;
+}
+
+/* acyclic_without(offsets, targets, component_of, component, class_of_edge, removed,
+ *                 removed_edges) -> bool:
+ * whether the component has no loop left once every edge whose class is
+ * flagged in ``removed``, and every edge position in ``removed_edges``, is gone
+ * (Kahn's peeling over the component only). */
+static PyObject *
+fg_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    Py_buffer cb = {0}, kb = {0}, rb = {0};
+    const int64_t *comp = NULL, *klass = NULL;
+    int64_t *indegree = NULL, *queue = NULL;
+    uint8_t *cut = NULL;
+    Py_ssize_t head = 0, tail = 0, members = 0;
+    PyObject *result = NULL;
+    int64_t component;
+
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "acyclic_without(offsets, targets, component_of, component, class_of_edge, "
+                        "removed, removed_edges)");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (get_components(args[2], g.n, &cb, &comp) < 0) {
+        csr_release(&g);
+        return NULL;
+    }
+    component = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    if (get_i64_buffer(args[4], &kb, "class_of_edge") < 0) {
+        goto done;
+    }
+    if (kb.len / 8 != g.m) {
+        PyErr_SetString(PyExc_ValueError, "class_of_edge must have one entry per edge");
+        goto done;
+    }
+    klass = (const int64_t *)kb.buf;
+    if (PyObject_GetBuffer(args[5], &rb, PyBUF_C_CONTIGUOUS) < 0) {
+        goto done;
+    }
+    const uint8_t *removed = (const uint8_t *)rb.buf;
+    indegree = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 1);
+    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    cut = (uint8_t *)big_alloc((size_t)g.m + 1, 1);
+    if (indegree == NULL || queue == NULL || cut == NULL) {
+        goto done;
+    }
+    if (args[6] != Py_None && read_seeds(args[6], g.m, cut, NULL, NULL) < 0) {
+        goto done;
+    }
+#define KEPT(e) (klass[e] >= 0 && !cut[e] && !(klass[e] < rb.len && removed[klass[e]]))
+    for (Py_ssize_t u = 0; u < g.n; u++) {
+        if (comp[u] != component) {
+            continue;
+        }
+        members++;
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            if (KEPT(e)) {
+                indegree[g.tgt[e]]++;
+            }
+        }
+    }
+    for (Py_ssize_t u = 0; u < g.n; u++) {
+        if (comp[u] == component && indegree[u] == 0) {
+            queue[tail++] = u;
+        }
+    }
+    while (head < tail) {
+        int64_t u = queue[head++];
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            if (KEPT(e) && --indegree[g.tgt[e]] == 0) {
+                queue[tail++] = g.tgt[e];
+            }
+        }
+    }
+#undef KEPT
+    result = PyBool_FromLong(tail == members);
+done:
+    big_free(cut);
+    big_free(indegree);
+    big_free(queue);
+    if (kb.obj) PyBuffer_Release(&kb);
+    if (rb.obj) PyBuffer_Release(&rb);
+    PyBuffer_Release(&cb);
+    csr_release(&g);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
 
 static PyMethodDef fg_methods[] = {
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
@@ -1207,6 +1739,15 @@ static PyMethodDef fg_methods[] = {
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
+    {"reach", (PyCFunction)(void (*)(void))fg_reach, METH_FASTCALL,
+     "reach(offsets, targets, sources, wanted, component_of, blocked) -> [node, ...]"},
+    {"shortest_paths", (PyCFunction)(void (*)(void))fg_shortest_paths, METH_FASTCALL,
+     "shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}"},
+    {"edge_classes", (PyCFunction)(void (*)(void))fg_edge_classes, METH_FASTCALL,
+     "edge_classes(nodes, offsets, targets, component_of, component, samples) -> (class_of_edge, keys, counts, samples)"},
+    {"acyclic_without", (PyCFunction)(void (*)(void))fg_acyclic_without, METH_FASTCALL,
+     "acyclic_without(offsets, targets, component_of, component, class_of_edge, removed, "
+     "removed_edges) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 

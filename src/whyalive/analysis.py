@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import gc
 import sys
+import time
 import types
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from whyalive.diagnose.patterns import cell_variable, enclosing_function, label,
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import HeavyFacts, KindResolver
-from whyalive.paths import CycleView, NamedEdge, named_path, view_cycle
+from whyalive.paths import CycleView, NamedEdge, closed_loop, named_path, view_cycle
 from whyalive.report import (
     Cut,
     CycleReport,
@@ -34,6 +35,7 @@ from whyalive.report import (
     Report,
     RunInfo,
 )
+from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
 from whyalive.words import heavy_group_words
 
 BLIND_SPOTS = (
@@ -59,15 +61,19 @@ class AnalysisOptions:
     # Asked only for the heavy objects a report shows (NumPy arrays are not in the
     # captured garbage, so the caller cannot key them by id beforehand).
     site_of: Callable[[object], str | None] | None = None
+    # Seconds after which a long analysis says on stderr what it is doing (None: never).
+    progress_after: float | None = 2.0
 
 
 @dataclass
 class _Group:
-    """All cycles that share one signature."""
+    """All cycles that share one signature (or, before diagnosis, one quick key)."""
 
-    view: CycleView
-    diagnosis: Diagnosis
+    members: list[int]
     retained: list[int]
+    view: CycleView | None = None
+    diagnosis: Diagnosis | None = None
+    structure: Structure | None = None
     occurrences: int = 0
     heavy_count: int = 0
     storages: dict[object, tuple[int, str]] = field(default_factory=dict)
@@ -76,6 +82,42 @@ class _Group:
     def total_bytes(self) -> int:
         """Bytes held by every occurrence, each storage counted once."""
         return sum(nbytes for nbytes, _ in self.storages.values())
+
+    def absorb(self, other: _Group) -> None:
+        """Count another group's occurrences as this one's."""
+        self.occurrences += other.occurrences
+        self.heavy_count += other.heavy_count
+        self.storages.update(other.storages)
+
+
+class _Progress:
+    """Says on stderr what a long analysis is doing; silent when it is quick."""
+
+    def __init__(self, objects: int, after: float | None) -> None:
+        self.objects = objects
+        self.after = after
+        self.start = time.monotonic()
+        self.started = False
+
+    def stage(self, words: str) -> None:
+        """Report the stage about to run, once the analysis has run for ``after`` seconds."""
+        if self.after is None:
+            return
+        elapsed = time.monotonic() - self.start
+        if elapsed < self.after:
+            return
+        if not self.started:
+            self.started = True
+            _say(f"analysing {self.objects:,} garbage objects ({elapsed:.1f} s so far)...")
+        _say(f"  {words} ({elapsed:.1f} s)")
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(f"whyalive: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # no usable stderr: stay quiet
+        pass
 
 
 class _NodeTable:
@@ -137,15 +179,17 @@ def _quick_key(objects: Sequence[object], members: list[int], component: int) ->
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
+    progress = _Progress(len(objects), options.progress_after)
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: keep the collector off until we return.
     enabled = gc.isenabled()
     gc.disable()
     try:
         resolver = KindResolver()
+        progress.stage("building the reference graph")
         graph = build_graph(objects, resolver)
         try:
-            return _analyze_graph(graph, resolver, options)
+            return _analyze_graph(graph, resolver, options, progress)
         finally:
             graph.release()
     finally:
@@ -153,67 +197,90 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
             gc.enable()
 
 
-def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions) -> Report:
+def _analyze_graph(
+    graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions, progress: _Progress
+) -> Report:
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
     for index in graph.heavy_candidates:
         described = resolver.describe(nodes[index])
         if described is not None:
             facts[index] = described
+    progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
         graph.offsets, graph.targets, None if options.all_cycles else facts
     )
-    members_of: dict[int, list[int]] = defaultdict(list)
-    for index in candidates:
-        members_of[component_of[index]].append(index)
+    members_of = _members_by_component(component_of, candidates)
 
     storage_users: dict[object, int] = defaultdict(int)
     for fact in facts.values():
         storage_users[fact.storage] += 1
+    heavy_mask = bytearray(len(graph))
+    for index in facts:
+        heavy_mask[index] = 1
+    # A cycle retains what it reaches without passing through another cycle: a chain of
+    # cycles is then linear to analyse, and each heavy object is blamed on its nearest cycle.
+    blocked = bytearray(len(graph))
+    for component in members_of:
+        blocked[component] = 1
 
-    groups: dict[object, _Group] = {}
-    by_signature: dict[str, _Group] = {}
+    progress.stage(f"grouping {len(members_of):,} cycles")
+    quick: dict[object, _Group] = {}
     for component, members in members_of.items():
-        retained = [n for n in graph.reachable_from(members) if n in facts]
+        retained = graph.reachable_from(members, heavy_mask, component_of, blocked)
         if not retained and not options.all_cycles:
             continue
-        key = _quick_key(nodes, members, component)
-        group = groups.get(key)
+        # A big cycle is its own group: keying it would cost a sort of its members.
+        if len(members) >= STRUCTURE_MIN_MEMBERS:
+            key: object = ("structure", component)
+        else:
+            key = _quick_key(nodes, members, component)
+        group = quick.get(key)
         if group is None:
-            view = view_cycle(graph, members)
-            view.holder_paths = _holder_paths(graph, view, retained, facts)
-            view.heavy_bytes = {node: facts[node].nbytes for node in retained}
-            diagnosis = diagnose(view)
-            group = by_signature.get(diagnosis.signature)
-            if group is None:
-                group = _Group(view, diagnosis, retained)
-                by_signature[diagnosis.signature] = group
-            groups[key] = group
+            group = quick[key] = _Group(members, retained)
         group.occurrences += 1
         group.heavy_count += len(retained)
         for node in retained:
             fact = facts[node]
             group.storages[fact.storage] = (fact.nbytes, fact.device)
+    heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
+
+    # The costly per-cycle work (views, structures, patterns) only for what is reported.
+    by_signature: dict[str, _Group] = {}
+    below = 0
+    for group in sorted(quick.values(), key=lambda g: -g.total_bytes):
+        if group.total_bytes < options.min_bytes:
+            below += 1
+            continue
+        _diagnose_group(graph, group, component_of, facts, progress)
+        assert group.diagnosis is not None
+        same = by_signature.get(group.diagnosis.signature)
+        if same is None:
+            by_signature[group.diagnosis.signature] = group
+        else:
+            same.absorb(group)
 
     allowed = set(options.allow)
     kept = [
         g
         for g in by_signature.values()
         if g.total_bytes >= options.min_bytes
+        and g.diagnosis is not None
         and g.diagnosis.signature not in allowed
         and g.diagnosis.match.pattern not in allowed
     ]
     notes = list(options.notes)
-    skipped = len(by_signature) - len(kept)
+    skipped = below + len(by_signature) - len(kept)
     if skipped:
         notes.append(f"{skipped} cycle signature(s) below min_bytes or allowed were not reported.")
-    kept.sort(key=lambda g: (-g.total_bytes, -g.occurrences, g.diagnosis.signature))
+    kept.sort(key=lambda g: (-g.total_bytes, -g.occurrences, _signature(g)))
     if len(kept) > options.max_cycles:
         notes.append(f"{len(kept) - options.max_cycles} more cycle signature(s) not shown.")
         kept = kept[: options.max_cycles]
     notes.append(BLIND_SPOTS)
 
+    progress.stage("writing the report")
     table = _NodeTable(graph, facts)
     cycles = [_cycle_report(table, g, facts, storage_users, options) for g in kept]
     heavy_objects = _heavy_table(table, kept, facts, storage_users, options)
@@ -224,7 +291,7 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
     for nbytes, device in storages.values():
         by_device[device] += nbytes
     total = sum(by_device.values())
-    light = cycle_count - sum(g.occurrences for g in by_signature.values() if g.retained)
+    light = cycle_count - heavy_cycles
     return Report(
         run=run_info(options.where),
         nodes=tuple(table.nodes),
@@ -237,6 +304,48 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
         light_cycle_count=max(light, 0),
         notes=tuple(notes),
     )
+
+
+def _members_by_component(component_of: memoryview, candidates: list[int]) -> dict[int, list[int]]:
+    """Candidate nodes grouped by component, each list ascending."""
+    if not candidates:
+        return {}
+    components = component_of.tolist()
+    first = components[candidates[0]]
+    # A component is a candidate whole or not at all: one count tells one big cycle.
+    if components.count(first) == len(candidates):
+        return {first: candidates}
+    members_of: dict[int, list[int]] = defaultdict(list)
+    for index in candidates:
+        members_of[components[index]].append(index)
+    return members_of
+
+
+def _signature(group: _Group) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""
+
+
+def _diagnose_group(
+    graph: ObjectGraph,
+    group: _Group,
+    component_of: memoryview,
+    facts: dict[int, HeavyFacts],
+    progress: _Progress,
+) -> None:
+    """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
+    members = group.members
+    if len(members) >= STRUCTURE_MIN_MEMBERS:
+        progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
+        structure = find_structure(graph, component_of, component_of[members[0]], members)
+        shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))
+        view = CycleView(graph, members, shown, list(structure.loop))
+        group.structure = structure
+    else:
+        view = view_cycle(graph, members)
+    view.holder_paths = _holder_paths(graph, view, group.retained, facts)
+    view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
+    group.view = view
+    group.diagnosis = diagnose(view, structure=group.structure)
 
 
 def _storage_bytes(
@@ -362,6 +471,8 @@ def _cycle_report(
     options: AnalysisOptions,
 ) -> CycleReport:
     view, diagnosis = group.view, group.diagnosis
+    assert view is not None
+    assert diagnosis is not None
     match = diagnosis.match
     for node in view.shown:
         table.add(
@@ -379,11 +490,23 @@ def _cycle_report(
     if diagnosis.cut:
         cut = Cut(
             tuple(table.edge(e) for e in diagnosis.cut),
-            _cut_words(view, diagnosis.cut),
+            match.cut_words or _cut_words(view, diagnosis.cut),
             all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
         )
     by_device, shared = _storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
+    structure = group.structure
+    if structure is not None:
+        loop = [table.edge(e) for e in structure.loop]
+        hidden, hidden_after = structure.loop_hidden, structure.loop_hidden_after
+        member_count, member_types = structure.member_count, structure.member_types
+    else:
+        loop = [
+            table.edge(e) for e in closed_loop(view, diagnosis.cut[0] if diagnosis.cut else None)
+        ]
+        hidden = hidden_after = 0
+        member_count = len(view.shown)
+        member_types = dict(Counter(type_words(view.obj(n)) for n in view.shown).most_common())
     return CycleReport(
         signature=diagnosis.signature,
         pattern=match.pattern,
@@ -403,6 +526,12 @@ def _cycle_report(
         total_bytes=group.total_bytes,
         heavy_count=group.heavy_count,
         lint_rule=match.lint_rule,
+        loop=tuple(loop),
+        loop_hidden=hidden,
+        loop_hidden_after=hidden_after,
+        member_count=member_count,
+        member_types=member_types,
+        structure=match.summary if structure is not None else None,
     )
 
 

@@ -181,6 +181,55 @@ def name_edge(source: object, target: object) -> EdgeName:
     return found or EdgeName(UNKNOWN, f"-> {_safe_type_name(target)}")
 
 
+def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
+    """Name several references of one source, reading a big container once.
+
+    Same names as :func:`name_edge` target by target; a list, tuple, dict or
+    instance dict is scanned once for all of them instead of once per target.
+    """
+    if len(targets) < 2:
+        return [name_edge(source, target) for target in targets]
+    try:
+        names = _container_names(source)
+    except Exception:
+        names = None
+    if names is None:
+        return [name_edge(source, target) for target in targets]
+    found = []
+    for target in targets:
+        name = names.get(id(target))
+        found.append(name if name is not None else name_edge(source, target))
+    return found
+
+
+def _container_names(source: Any) -> dict[int, EdgeName] | None:
+    """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
+    cls = type(source)
+    names: dict[int, EdgeName] = {}
+    if cls in (list, tuple):
+        for index, item in enumerate(source):
+            names.setdefault(id(item), EdgeName(INDEX, f"[{index}]"))
+        return names
+    if cls is dict:
+        for key, value in source.items():
+            names.setdefault(id(value), EdgeName(KEY, f"[{safe_repr(key)}]"))
+            names.setdefault(id(key), EdgeName(KEY, "key"))
+        return names
+    if cls in (types.FunctionType, types.CellType, types.MethodType, set, frozenset):
+        return None
+    if issubclass(cls, (type, BaseException)) or cls in _FRAME_LIKE:
+        return None
+    attrs = _instance_dict(source)
+    if attrs is None:
+        return None
+    names[id(cls)] = EdgeName(CLASS, "__class__")
+    names[id(attrs)] = EdgeName(INTERNAL, "__dict__")
+    for key, value in attrs.items():
+        if type(key) is str:
+            names.setdefault(id(value), EdgeName(ATTRIBUTE, f".{key}"))
+    return names
+
+
 def _name_edge(source: Any, target: object) -> EdgeName | None:
     cls: type[Any] = type(source)
     if cls is types.FunctionType:

@@ -9,7 +9,6 @@ and never become nodes.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,44 +44,24 @@ class ObjectGraph:
         self.offsets = ()
         self.targets = ()
 
-    def reachable_from(self, sources: Iterable[int]) -> list[int]:
-        """Every node reachable from ``sources`` (sources included), BFS order."""
-        seen = set(sources)
-        order = list(seen)
-        queue = deque(order)
-        offsets, targets = self.offsets, self.targets
-        while queue:
-            node = queue.popleft()
-            for succ in targets[offsets[node] : offsets[node + 1]]:
-                if succ not in seen:
-                    seen.add(succ)
-                    order.append(succ)
-                    queue.append(succ)
-        return order
+    def reachable_from(
+        self,
+        sources: Iterable[int],
+        wanted: bytes | bytearray | None = None,
+        component_of: memoryview | None = None,
+        blocked: bytes | bytearray | None = None,
+    ) -> list[int]:
+        """Nodes reachable from ``sources`` (sources included), BFS order, in one pass.
+
+        Only nodes flagged in ``wanted`` are listed when it is given; with
+        ``component_of``, components flagged in ``blocked`` (other than the
+        sources' own) are not entered.
+        """
+        return graphcore.reach(self.offsets, self.targets, sources, wanted, component_of, blocked)
 
     def shortest_paths(self, sources: Iterable[int], goals: Iterable[int]) -> dict[int, list[int]]:
-        """Shortest node path from any of ``sources`` to each reachable goal (BFS)."""
-        wanted = set(goals)
-        parent: dict[int, int] = {}
-        queue: deque[int] = deque()
-        for source in sources:
-            if source not in parent:
-                parent[source] = -1
-                queue.append(source)
-        found: dict[int, list[int]] = {}
-        offsets, targets = self.offsets, self.targets
-        while queue and len(found) < len(wanted):
-            node = queue.popleft()
-            if node in wanted and node not in found:
-                path = [node]
-                while parent[path[-1]] != -1:
-                    path.append(parent[path[-1]])
-                found[node] = path[::-1]
-            for succ in targets[offsets[node] : offsets[node + 1]]:
-                if succ not in parent:
-                    parent[succ] = node
-                    queue.append(succ)
-        return found
+        """Shortest node path from any of ``sources`` to each reachable goal (one BFS)."""
+        return graphcore.shortest_paths(self.offsets, self.targets, sources, goals)
 
 
 def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:

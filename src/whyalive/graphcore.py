@@ -49,13 +49,17 @@ from typing import Any, cast
 __all__ = [
     "IMPLEMENTATION",
     "GraphImplementation",
+    "acyclic_without",
     "build_graph",
     "c_implementation",
     "clear_objects",
     "cycle_candidates",
+    "edge_classes",
     "find_components",
     "nodes_reaching",
     "python_implementation",
+    "reach",
+    "shortest_paths",
     "take_tail",
 ]
 
@@ -66,6 +70,14 @@ BuildGraph = Callable[
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, list[int]]"]
+Reach = Callable[[Any, Any, Iterable[int], Any, Any, Any], "list[int]"]
+ShortestPaths = Callable[[Any, Any, Iterable[int], Iterable[int]], "dict[int, list[int]]"]
+ClassKey = tuple[type, type, int, int]
+EdgeClasses = Callable[
+    [list[object], Any, Any, Any, int, int],
+    "tuple[memoryview, list[ClassKey], list[int], list[list[tuple[int, int, int]]]]",
+]
+AcyclicWithout = Callable[[Any, Any, Any, int, Any, Any, "Iterable[int] | None"], bool]
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -87,6 +99,10 @@ class GraphImplementation:
     find_components: FindComponents
     nodes_reaching: NodesReaching
     cycle_candidates: CycleCandidates
+    reach: Reach
+    shortest_paths: ShortestPaths
+    edge_classes: EdgeClasses
+    acyclic_without: AcyclicWithout
     clear_objects: ClearObjects | None
     take_tail: TakeTail
 
@@ -316,12 +332,181 @@ def _py_cycle_candidates(
     return component_of, flags.count(1), members
 
 
+def _py_reach(
+    offsets: Any, targets: Any, sources: Iterable[int], wanted: Any, component_of: Any, blocked: Any
+) -> list[int]:
+    """Pure-Python twin of ``_fastgraph.reach``."""
+    off, tgt, n = _open_csr(offsets, targets)
+    flags = bytes(wanted) if wanted is not None else None
+    comp = _int64_list(component_of, "component_of") if component_of is not None else None
+    stop = bytes(blocked) if (comp is not None and blocked is not None) else None
+    seen = bytearray(n)
+    order: list[int] = []
+    for source in sources:
+        s = operator.index(source)
+        if s < 0 or s >= n:
+            raise IndexError(f"seed {s} out of range for {n} nodes")
+        if not seen[s]:
+            seen[s] = 1
+            order.append(s)
+    home = comp[order[0]] if (order and comp is not None) else -1
+    head = 0
+    while head < len(order):
+        u = order[head]
+        head += 1
+        for w in tgt[off[u] : off[u + 1]]:
+            if seen[w]:
+                continue
+            if stop is not None and comp is not None:
+                c = comp[w]
+                if c != home and c < len(stop) and stop[c]:
+                    continue
+            seen[w] = 1
+            order.append(w)
+    return order if flags is None else [v for v in order if flags[v]]
+
+
+def _py_shortest_paths(
+    offsets: Any, targets: Any, sources: Iterable[int], goals: Iterable[int]
+) -> dict[int, list[int]]:
+    """Pure-Python twin of ``_fastgraph.shortest_paths``."""
+    off, tgt, n = _open_csr(offsets, targets)
+    wanted: set[int] = set()
+    for g in goals:
+        i = operator.index(g)
+        if i < 0 or i >= n:
+            raise IndexError(f"seed {i} out of range for {n} nodes")
+        wanted.add(i)
+    parent: dict[int, int] = {}
+    queue: list[int] = []
+    for source in sources:
+        s = operator.index(source)
+        if s < 0 or s >= n:
+            raise IndexError(f"seed {s} out of range for {n} nodes")
+        if s not in parent:
+            parent[s] = -1
+            queue.append(s)
+    found: dict[int, list[int]] = {}
+    head = 0
+    while head < len(queue) and len(found) < len(wanted):
+        u = queue[head]
+        head += 1
+        if u in wanted:
+            path = [u]
+            while parent[path[-1]] != -1:
+                path.append(parent[path[-1]])
+            found[u] = path[::-1]
+        for w in tgt[off[u] : off[u + 1]]:
+            if w not in parent:
+                parent[w] = u
+                queue.append(w)
+    return found
+
+
+_CLASS_CAP = 15
+
+
+def _py_edge_classes(
+    nodes: list[object], offsets: Any, targets: Any, component_of: Any, component: int, samples: int
+) -> tuple[memoryview, list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
+    """Pure-Python twin of ``_fastgraph.edge_classes``."""
+    off, tgt, n = _open_csr(offsets, targets)
+    comp = _int64_list(component_of, "component_of")
+    if len(nodes) < n:
+        raise ValueError("nodes must hold every graph node")
+    klass = [-1] * len(tgt)
+    ids: dict[tuple[int, int, int, int], int] = {}
+    keys: list[ClassKey] = []
+    counts: list[int] = []
+    for u in range(n):
+        if comp[u] != component:
+            continue
+        inside = [e for e in range(off[u], off[u + 1]) if comp[tgt[e]] == component]
+        deg = min(len(inside), _CLASS_CAP + 1)
+        src = type(nodes[u])
+        for pos, e in enumerate(inside):
+            dst = type(nodes[tgt[e]])
+            key = (id(src), id(dst), min(pos, _CLASS_CAP), deg)
+            c = ids.get(key)
+            if c is None:
+                c = ids[key] = len(keys)
+                keys.append((src, dst, key[2], deg))
+                counts.append(0)
+            counts[c] += 1
+            klass[e] = c
+    strides = [count // samples if samples > 0 and count > samples else 1 for count in counts]
+    seen = [0] * len(keys)
+    picked: list[list[tuple[int, int, int]]] = [[] for _ in keys]
+    for u in range(n):
+        if comp[u] != component:
+            continue
+        for e in range(off[u], off[u + 1]):
+            c = klass[e]
+            if c < 0:
+                continue
+            index = seen[c]
+            seen[c] += 1
+            if index % strides[c] == 0 and len(picked[c]) < samples:
+                picked[c].append((u, tgt[e], e))
+    return _readonly_int64(klass), keys, counts, picked
+
+
+def _py_acyclic_without(
+    offsets: Any,
+    targets: Any,
+    component_of: Any,
+    component: int,
+    class_of_edge: Any,
+    removed: Any,
+    removed_edges: Iterable[int] | None,
+) -> bool:
+    """Pure-Python twin of ``_fastgraph.acyclic_without``."""
+    off, tgt, n = _open_csr(offsets, targets)
+    comp = _int64_list(component_of, "component_of")
+    klass = _int64_list(class_of_edge, "class_of_edge")
+    if len(klass) != len(tgt):
+        raise ValueError("class_of_edge must have one entry per edge")
+    gone = bytes(removed)
+    cut: set[int] = set()
+    for edge in removed_edges or ():
+        e = operator.index(edge)
+        if e < 0 or e >= len(tgt):
+            raise IndexError(f"seed {e} out of range for {len(tgt)} nodes")
+        cut.add(e)
+
+    def kept(e: int) -> bool:
+        c = klass[e]
+        return c >= 0 and e not in cut and not (c < len(gone) and gone[c])
+
+    members = [u for u in range(n) if comp[u] == component]
+    indegree = [0] * n
+    for u in members:
+        for e in range(off[u], off[u + 1]):
+            if kept(e):
+                indegree[tgt[e]] += 1
+    queue = [u for u in members if indegree[u] == 0]
+    head = 0
+    while head < len(queue):
+        u = queue[head]
+        head += 1
+        for e in range(off[u], off[u + 1]):
+            if kept(e):
+                indegree[tgt[e]] -= 1
+                if indegree[tgt[e]] == 0:
+                    queue.append(tgt[e])
+    return len(queue) == len(members)
+
+
 _PYTHON = GraphImplementation(
     name="python",
     build_graph=_py_build_graph,
     find_components=_py_find_components,
     nodes_reaching=_py_nodes_reaching,
     cycle_candidates=_py_cycle_candidates,
+    reach=_py_reach,
+    shortest_paths=_py_shortest_paths,
+    edge_classes=_py_edge_classes,
+    acyclic_without=_py_acyclic_without,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
     take_tail=_py_take_tail,
@@ -339,6 +524,10 @@ def _load_c() -> GraphImplementation | None:
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
         cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
+        reach=cast(Reach, mod.reach),
+        shortest_paths=cast(ShortestPaths, mod.shortest_paths),
+        edge_classes=cast(EdgeClasses, mod.edge_classes),
+        acyclic_without=cast(AcyclicWithout, mod.acyclic_without),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
     )
@@ -364,5 +553,9 @@ build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
 cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
+reach: Reach = _ACTIVE.reach
+shortest_paths: ShortestPaths = _ACTIVE.shortest_paths
+edge_classes: EdgeClasses = _ACTIVE.edge_classes
+acyclic_without: AcyclicWithout = _ACTIVE.acyclic_without
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail

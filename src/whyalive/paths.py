@@ -7,11 +7,11 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
-from whyalive.edges import EdgeName, is_owned_part, name_edge
+from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges
 from whyalive.graph import ObjectGraph
 
 # How much a reference looks like something the user wrote and can remove.
-_CUT_SCORE = {
+CUT_SCORE = {
     ek.CELL: 100,
     ek.ATTRIBUTE: 90,
     ek.LOCAL: 85,
@@ -40,12 +40,17 @@ class NamedEdge:
     @property
     def score(self) -> int:
         """How good a cut this reference makes (user-written references score high)."""
-        return _CUT_SCORE.get(self.name.kind, 0)
+        return CUT_SCORE.get(self.name.kind, 0)
 
 
 @dataclass
 class CycleView:
-    """A cycle's members as the user sees them: owned parts folded into their owners."""
+    """A cycle's members as the user sees them: owned parts folded into their owners.
+
+    ``edges`` is fixed at construction; the per-node indexes below are built
+    from it once, so patterns look up a node's references in O(1), never by
+    scanning the edge list.
+    """
 
     graph: ObjectGraph
     members: list[int]
@@ -54,6 +59,19 @@ class CycleView:
     holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
     owner_of: dict[int, int] = field(default_factory=dict)
     heavy_bytes: dict[int, int] = field(default_factory=dict)
+    _out: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
+    _in: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
+    edge_set: frozenset[NamedEdge] = field(default_factory=frozenset, repr=False)
+    _cell_names: dict[int, str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        out: dict[int, list[NamedEdge]] = defaultdict(list)
+        into: dict[int, list[NamedEdge]] = defaultdict(list)
+        for edge in self.edges:
+            out[edge.source].append(edge)
+            into[edge.target].append(edge)
+        self._out, self._in = dict(out), dict(into)
+        self.edge_set = frozenset(self.edges)
 
     def obj(self, node: int) -> object:
         """The live object behind a node id (only during analysis)."""
@@ -61,7 +79,22 @@ class CycleView:
 
     def edges_from(self, node: int) -> list[NamedEdge]:
         """Shown edges leaving ``node``."""
-        return [edge for edge in self.edges if edge.source == node]
+        return self._out.get(node, [])
+
+    def edges_into(self, node: int) -> list[NamedEdge]:
+        """Shown edges arriving at ``node``."""
+        return self._in.get(node, [])
+
+    def closure_variable(self, cell: object) -> str | None:
+        """The closure variable a member function knows ``cell`` by (one scan per view)."""
+        if self._cell_names is None:
+            self._cell_names = {}
+            for node in self.members:
+                fn = self.obj(node)
+                if type(fn) is types.FunctionType and fn.__closure__:
+                    for held, name in zip(fn.__closure__, fn.__code__.co_freevars, strict=False):
+                        self._cell_names.setdefault(id(held), str(name))
+        return self._cell_names.get(id(cell))
 
 
 def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
@@ -83,14 +116,19 @@ def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
     )
     found: dict[tuple[int, int], NamedEdge] = {}
     for node in shown:
+        ends: list[int] = []
         for succ in graph.successors(node):
             if succ not in member_set:
                 continue
-            ends = graph.successors(succ) if owner_of.get(succ) == node else (succ,)
-            for end in ends:
+            owned = owner_of.get(succ) == node
+            for end in graph.successors(succ) if owned else (succ,):
                 if end in member_set and end not in owner_of and (node, end) not in found:
-                    name = name_edge(graph.nodes[node], graph.nodes[end])
-                    found[node, end] = NamedEdge(node, end, name)
+                    found[node, end] = NamedEdge(node, end, EdgeName(ek.UNKNOWN, ""))
+                    ends.append(end)
+        # One pass over the source names all its references (a list of 10^5 items too).
+        names = name_edges(graph.nodes[node], [graph.nodes[end] for end in ends])
+        for end, name in zip(ends, names, strict=True):
+            found[node, end] = NamedEdge(node, end, name)
     return CycleView(graph, members, shown, _walk_order(shown, found), owner_of=owner_of)
 
 
@@ -191,7 +229,7 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
     among equals, the one freeing more bytes wins. Failing that, the best
     references are removed greedily and the result pruned to a minimal set.
     """
-    first = [edge for edge in preferred or [] if edge in view.edges]
+    first = [edge for edge in preferred or [] if edge in view.edge_set]
     if not view.edges:
         return first
     if len(view.edges) > _VERIFY_LIMIT:
@@ -205,7 +243,8 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
         total = bytes_freed(view, set(view.edges))
         if total and bytes_freed(view, set(first)) == total:
             return first
-    others = [edge for edge in view.edges if edge not in first]
+    chosen_first = set(first)
+    others = [edge for edge in view.edges if edge not in chosen_first]
     freed = {edge: bytes_freed(view, {edge}) for edge in others}
     ranked = first + sorted(others, key=lambda edge: (-edge.score, -freed[edge]))
     for edge in ranked:
@@ -219,3 +258,38 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
         if _is_acyclic(view.shown, view.edges, removed):
             break
     return _prune(view, chosen)
+
+
+def closed_loop(view: CycleView, through: NamedEdge | None = None) -> list[NamedEdge]:
+    """One shortest closed path through ``through`` (default: the first shown edge).
+
+    Every hop is a shown reference from the previous object; no object repeats;
+    the last hop ends where the first starts; it starts at the member listed first
+    (functions and methods before the objects they hold). One BFS over the view.
+    """
+    if through is None:
+        if not view.edges:
+            return []
+        through = view.edges[0]
+    if through.target == through.source:
+        return [through]
+    parent: dict[int, NamedEdge | None] = {through.target: None}
+    queue = deque([through.target])
+    while queue and through.source not in parent:
+        node = queue.popleft()
+        for edge in view.edges_from(node):
+            if edge.target not in parent:
+                parent[edge.target] = edge
+                queue.append(edge.target)
+    if through.source not in parent:
+        return []
+    back: list[NamedEdge] = []
+    node = through.source
+    while (step := parent[node]) is not None:
+        back.append(step)
+        node = step.source
+    loop = [through, *reversed(back)]
+    # Read from the object the user wrote first (a function, a method), as cycles list them.
+    order = {node: index for index, node in enumerate(view.shown)}
+    start = min(range(len(loop)), key=lambda i: order.get(loop[i].source, len(order)))
+    return loop[start:] + loop[:start]

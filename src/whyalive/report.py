@@ -121,6 +121,20 @@ class CycleReport:
     total_bytes: int = 0
     heavy_count: int = 0
     lint_rule: str | None = None
+    loop: tuple[Edge, ...] = ()
+    """One closed loop through the cut: each hop a real reference, ending where it starts.
+
+    A long loop keeps its first and last hops; ``loop_hidden`` hops between
+    ``loop[loop_hidden_after - 1]`` and ``loop[loop_hidden_after]`` are left out.
+    """
+    loop_hidden: int = 0
+    loop_hidden_after: int = 0
+    member_count: int = 0
+    """Objects in one occurrence of the cycle (instance dicts and closure tuples folded in)."""
+    member_types: dict[str, int] = field(default_factory=dict)
+    """How many members of each kind: ``{"Node object": 9999, "list": 3333}``."""
+    structure: str | None = None
+    """For a big cycle: what it is made of, in words."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +277,7 @@ _NESTED.update(
         (AliveObject, "paths"): HolderPath,
         (CycleReport, "edges"): Edge,
         (CycleReport, "holder_paths"): HolderPath,
+        (CycleReport, "loop"): Edge,
         (CycleReport, "cut"): Cut,
         (HolderPath, "edges"): Edge,
         (Cut, "edges"): Edge,

@@ -12,9 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from whyalive import edges as ek
-from whyalive.diagnose.patterns import PATTERNS, UNRECOGNISED, Pattern, PatternMatch
+from whyalive.diagnose.patterns import (
+    PATTERNS,
+    UNRECOGNISED,
+    LinkedStructurePattern,
+    Pattern,
+    PatternMatch,
+)
 from whyalive.edges import name_node
 from whyalive.paths import CycleView, NamedEdge, choose_cut
+from whyalive.structure import Structure
 
 
 @dataclass(frozen=True)
@@ -26,8 +33,16 @@ class Diagnosis:
     signature: str
 
 
-def diagnose(view: CycleView, patterns: Sequence[Pattern] = PATTERNS) -> Diagnosis:
-    """Run the patterns in order and choose the cut; never raises."""
+def diagnose(
+    view: CycleView, patterns: Sequence[Pattern] = PATTERNS, structure: Structure | None = None
+) -> Diagnosis:
+    """Run the patterns in order and choose the cut; never raises.
+
+    A big cycle comes with its ``structure`` (:func:`whyalive.structure.find_structure`):
+    its words, cut and signature come from that summary, in linear time.
+    """
+    if structure is not None:
+        return _diagnose_structure(view, structure)
     match: PatternMatch | None = None
     for pattern in patterns:
         try:
@@ -48,6 +63,16 @@ def diagnose(view: CycleView, patterns: Sequence[Pattern] = PATTERNS) -> Diagnos
         shape = str(len(view.shown)).encode()
         signature = hashlib.sha1(shape, usedforsecurity=False).hexdigest()[:16]
     return Diagnosis(match, cut, signature)
+
+
+def _diagnose_structure(view: CycleView, structure: Structure) -> Diagnosis:
+    try:
+        match = LinkedStructurePattern().describe(view, structure)
+    except Exception:  # hostile names: still a report, with the generic words
+        match = UNRECOGNISED.match(view)
+    parts = "\n".join(structure.signature_parts())
+    digest = hashlib.sha1(parts.encode("utf-8", "replace"), usedforsecurity=False)
+    return Diagnosis(match, list(match.cut), digest.hexdigest()[:16])
 
 
 def _token(view: CycleView, node: int) -> str:

@@ -63,17 +63,10 @@ def enclosing_function(qualname: str) -> str:
 
 def cell_variable(view: CycleView, cell: int) -> str | None:
     """The closure variable a cell stands for, from a function that holds it."""
-    for edge in view.edges:
-        if edge.target == cell and edge.name.kind == ek.CLOSURE:
+    for edge in view.edges_into(cell):
+        if edge.name.kind == ek.CLOSURE:
             return edge.name.name.split(" ", 1)[1]
-    obj = view.obj(cell)
-    for node in view.members:
-        fn = view.obj(node)
-        if type(fn) is types.FunctionType and fn.__closure__:
-            for index, held in enumerate(fn.__closure__):
-                if held is obj:
-                    return str(fn.__code__.co_freevars[index])
-    return None
+    return view.closure_variable(view.obj(cell))
 
 
 def chain(view: CycleView, start: int, goal: int) -> list[NamedEdge]:

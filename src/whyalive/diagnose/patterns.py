@@ -20,6 +20,8 @@ from whyalive.diagnose.naming import enclosing_function as enclosing_function
 from whyalive.diagnose.naming import label as label
 from whyalive.diagnose.naming import qualname_of as qualname_of
 from whyalive.paths import CycleView, NamedEdge
+from whyalive.structure import BACK_NAMES, Link, Structure
+from whyalive.words import kind_count_words, members_words
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class PatternMatch:
     fix: str
     cut: list[NamedEdge] = field(default_factory=list)
     lint_rule: str | None = None
+    cut_words: str | None = None
+    """How the cut reads, when the pattern names it better than its references can."""
 
 
 class Pattern(Protocol):
@@ -151,8 +155,8 @@ class BoundMethodOnSelfPattern:
             if edge.name.kind != ek.CELL or not _is_instance_node(view.obj(edge.target)):
                 continue
             owner = edge.target
-            for closure in view.edges:
-                if closure.name.kind == ek.CLOSURE and closure.target == edge.source:
+            for closure in view.edges_into(edge.source):
+                if closure.name.kind == ek.CLOSURE:
                     steps = chain(view, owner, closure.source)
                     if steps:
                         return self._closure(view, closure.source, owner, steps, closure)
@@ -223,8 +227,9 @@ class ExceptionTracebackPattern:
         exc = exceptions[0]
         holders = [
             e
-            for e in view.edges
-            if e.target in exceptions and e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
+            for node in exceptions
+            for e in view.edges_into(node)
+            if e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
         ]
         frame_words = ", ".join(label(view, f) for f in frames[:3])
         exc_name = type(view.obj(exc)).__qualname__
@@ -278,7 +283,7 @@ class GeneratorFramePattern:
             return None
         gen = gens[0]
         loop = chain(view, gen, gen)
-        into = [e for e in view.edges if e.target == gen]
+        into = view.edges_into(gen)
         # What the user wrote: an attribute or entry holding the generator, else its local.
         held = [e for e in into if e.name.kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX)]
         locals_in = [e for e in loop if e.name.kind == ek.LOCAL]
@@ -384,7 +389,7 @@ class MethodCachePattern:
             "when the cache itself is reachable from those arguments (a per-class or "
             "per-instance cache), the objects hold the cache and the cache holds the objects."
         )
-        into = [e for e in view.edges if e.target == cache]
+        into = view.edges_into(cache)
         cut = into[:1]
         stored = (
             f" Here the cache is stored in `{into[0].name.name}`: drop it "
@@ -409,9 +414,6 @@ class MethodCachePattern:
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL501")
 
 
-_BACK_NAMES = ("parent", "owner", "_parent", "_owner", "up", "prev", "root", "module", "model")
-
-
 class ParentChildPattern:
     """Objects that refer to each other: a tree's parent and child, a registry and member."""
 
@@ -427,13 +429,16 @@ class ParentChildPattern:
         if not attr_edges:
             return None
         back = next(
-            (e for e in attr_edges if e.name.name.lstrip(".").lower() in _BACK_NAMES),
+            (e for e in attr_edges if e.name.name.lstrip(".").lower() in BACK_NAMES),
             None,
         )
         if back is None:
             # The back reference is the direct attribute pointing at an object that holds
             # its children through a container (the child-side link).
-            direct = [e for e in attr_edges if e.target in instances and e.source in instances]
+            instance_set = set(instances)
+            direct = [
+                e for e in attr_edges if e.target in instance_set and e.source in instance_set
+            ]
             back = direct[-1] if direct else attr_edges[-1]
         child = type(view.obj(back.source)).__qualname__
         parent = type(view.obj(back.target)).__qualname__
@@ -476,8 +481,9 @@ class SelfContainingContainerPattern:
             summary = f"a `{type(view.obj(node)).__name__}` contains itself at `{where}`"
             cut = [edge] if edge else []
         else:
-            root = max(view.shown, key=lambda n: (len(view.edges_from(n)), -view.shown.index(n)))
-            back = [e for e in view.edges if e.target == root]
+            order = {n: i for i, n in enumerate(view.shown)}
+            root = max(view.shown, key=lambda n: (len(view.edges_from(n)), -order[n]))
+            back = view.edges_into(root)
             forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
             lead = forward[0].name.name if forward else "its items"
             summary = (
@@ -519,6 +525,127 @@ class UnrecognisedPattern:
         )
         fix = "Remove the reference named in the cut, or hold it with a `weakref`."
         return PatternMatch(self.name, self.title, summary, explanation, fix, [], None)
+
+
+def _link_words(link: Link) -> str:
+    name = link.name
+    if name.kind == ek.INDEX:
+        holders = "list" if "list" in link.source_types else "container"
+        return f"{holders} items"
+    if name.kind == ek.CELL:
+        return "closure cells"
+    if name.kind == ek.CLOSURE:
+        return f"closure variable `{name.name.split(' ', 1)[-1]}`"
+    if name.kind in (ek.ATTRIBUTE, ek.KEY):
+        return f"`{name.name}`"
+    return f"`{name.name}` references" if name.name else "unnamed references"
+
+
+def _joined(phrases: list[str]) -> str:
+    if len(phrases) <= 1:
+        return "".join(phrases)
+    return f"{', '.join(phrases[:-1])} and {phrases[-1]}"
+
+
+class LinkedStructurePattern:
+    """A big cycle: a tree with parent pointers, a ring, a doubly linked list, a graph."""
+
+    name = "linked-structure"
+    title = "large linked structure"
+
+    def describe(self, view: CycleView, structure: Structure) -> PatternMatch:
+        """Words for a component summarised by :func:`whyalive.structure.find_structure`."""
+        made_of = members_words(structure.member_types)
+        shown_links = [link for link in structure.links if link.name.kind != ek.INTERNAL][:4]
+        linked = _joined([_link_words(link) for link in shown_links])
+        summary = f"{made_of} form one cycle" + (f", linked by {linked}" if linked else "")
+        cut = structure.cut
+        main = cut[0] if cut else None
+        back = (
+            main is not None
+            and main.name.kind == ek.ATTRIBUTE
+            and main.name.name.lstrip(".").lower() in BACK_NAMES
+        )
+        size = f"{structure.member_count:,} objects"
+        if back and main is not None:
+            owner = _joined([kind_count_words(n, k) for k, n in main.source_types.most_common(2)])
+            others = [
+                _link_words(link)
+                for link in shown_links
+                if link is not main and link.name.kind != ek.CELL
+            ]
+            through = f" (through {_joined(others)})" if others else ""
+            explanation = (
+                f"Each of the {owner} points back through `{main.name.name}` to an object that "
+                f"reaches it again{through}: every link goes both ways, so the whole structure "
+                f"({size}) is one cycle that reference counting can never free; it waits for "
+                "the cyclic garbage collector."
+            )
+        else:
+            explanation = (
+                f"These references join the objects into one strongly connected structure of "
+                f"{size}: each object is held by another one of them, so reference counting "
+                "never frees any of them; the whole structure waits for the cyclic garbage "
+                "collector."
+            )
+        cut_words = None
+        if main is not None:
+            cut_words = " and ".join(_cut_link_words(link) for link in cut)
+            if not structure.verified:
+                cut_words = (
+                    "no single reference name frees the whole structure; the most common link "
+                    f"is {cut_words}"
+                )
+        fix = _structure_fix(main)
+        pattern = ParentChildPattern if back else LinkedStructurePattern
+        lint = "WAL901" if back else None
+        loop_cut = view.edges[:1]
+        return PatternMatch(
+            pattern.name, pattern.title, summary, explanation, fix, loop_cut, lint, cut_words
+        )
+
+
+def _cut_link_words(link: Link) -> str:
+    """ "the attribute `.parent` of every `Node` object (1,999 references)"."""
+    holder = link.source_types.most_common(1)[0][0] if link.source_types else "object"
+    head, sep, _ = holder.partition(" object")
+    every = f"every `{head}` object" if sep and head else f"every {holder}"
+    name = link.name
+    if name.kind == ek.ATTRIBUTE:
+        what = f"the attribute `{name.name}` of {every}"
+    elif name.kind == ek.INDEX:
+        what = f"the items of {every}"
+    elif name.kind == ek.KEY:
+        what = f"the entry `{name.name}` of {every}"
+    else:
+        what = f"{_link_words(link)} of {every}"
+    return f"{what} ({link.count:,} {'reference' if link.count == 1 else 'references'})"
+
+
+def _structure_fix(link: Link | None) -> str:
+    if link is None:
+        return "Hold the links that point back into the structure with `weakref.ref`."
+    name = link.name
+    if name.kind == ek.ATTRIBUTE:
+        attr = name.name.lstrip(".")
+        if attr.isidentifier():
+            return (
+                f"Hold `.{attr}` weakly: assign `self.{attr} = weakref.ref({attr})` and read it "
+                f"as `self.{attr}()` (or use `weakref.proxy({attr})`); then reference counting "
+                "frees the structure as soon as nothing outside refers to it. Or set "
+                f"`node.{attr} = None` on every node when you are done with it."
+            )
+    if name.kind == ek.INDEX:
+        return (
+            "Do not let the items refer back to the container that holds them (hold that "
+            "reference with `weakref.ref`), or empty the container when done (`items.clear()`)."
+        )
+    if name.kind == ek.KEY:
+        return (
+            f"Remove the `{name.name}` entries when done, or keep those values in a "
+            "`weakref.WeakValueDictionary`."
+        )
+    return "Hold these references with `weakref.ref`, or clear them when the structure is done."
 
 
 UNRECOGNISED = UnrecognisedPattern()

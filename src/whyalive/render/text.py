@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from whyalive.report import AliveObject, CycleReport, Edge, Report
-from whyalive.words import plural, size_to_words
+from whyalive.words import loop_gap_words, more_members_words, plural, size_to_words
 
 
 def _device_words(by_device: dict[str, int]) -> str:
@@ -15,6 +15,28 @@ def _device_words(by_device: dict[str, int]) -> str:
 def edge_words(report: Report, edge: Edge) -> str:
     """``--cell_contents--> list xs of 4``."""
     return f"--{edge.name}--> {report.node(edge.target).label}"
+
+
+def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
+    """The cycle as one closed loop, hop by hop, then what else is in it."""
+    loop = cycle.loop
+    if not loop and cycle.members:  # a report from before loops were recorded
+        first = report.node(cycle.members[0])
+        loc = f" ({first.location})" if first.location else ""
+        return [f"{first.label}{loc}", *(f"  {edge_words(report, e)}" for e in cycle.edges)]
+    if not loop:
+        return []
+    first = report.node(loop[0].source)
+    loc = f" ({first.location})" if first.location else ""
+    lines = [f"{first.label}{loc}"]
+    for index, edge in enumerate(loop):
+        if cycle.loop_hidden and index == cycle.loop_hidden_after:
+            lines.append(f"  ... {loop_gap_words(cycle.loop_hidden)} ...")
+        lines.append(f"  {edge_words(report, edge)}")
+    more = more_members_words(cycle)
+    if more:
+        lines.append(more)
+    return lines
 
 
 class TextRenderer:
@@ -113,12 +135,7 @@ class TextRenderer:
                 "live objects, so it stays allocated after the cycle goes."
             )
         lines.append("  Cycle:")
-        if cycle.members:
-            start = cycle.members[0]
-            first = report.node(start)
-            loc = f" ({first.location})" if first.location else ""
-            lines.append(f"    {first.label}{loc}")
-            lines.extend(f"      {edge_words(report, e)}" for e in cycle.edges)
+        lines.extend(f"    {line}" for line in loop_lines(report, cycle))
         if cycle.holder_paths:
             lines.append("  Holder paths:")
             for path in cycle.holder_paths:

@@ -1,0 +1,266 @@
+"""Big cycles read as structures: what they are made of, and the reference name that frees them.
+
+A tree with parent pointers, a doubly linked list or a ring of thousands of
+objects is one strongly connected component. Listing its references, or
+trying every single reference as a cut, would cost time quadratic in its size
+and tell the user nothing; what the user can change is one *line of code*: the
+attribute, key or closure variable that every link of the structure shares.
+
+The work is linear: the C core sorts the component's references into classes
+(source type, target type, position, degree); a few sample references of each
+class are named in Python; a candidate name is checked by removing every
+reference of that name and peeling the component in C. Only the loop that is
+shown is named in full, and a long loop keeps just its two ends.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from whyalive import edges as ek
+from whyalive import graphcore
+from whyalive.edges import EdgeName, is_owned_part, name_edge
+from whyalive.graph import ObjectGraph
+from whyalive.paths import CUT_SCORE, NamedEdge, named_path
+
+STRUCTURE_MIN_MEMBERS = 200
+"""Components with at least this many objects are explained as structures."""
+
+_SAMPLES = 8  # references named per class
+_MAX_TRIES = 8  # reference names tried as cuts, each one linear peeling
+_LOOP_HEAD = 4  # raw hops of a long loop shown before the gap...
+_LOOP_TAIL = 2  # ...and after it
+_LOOP_FULL = 8  # a loop this short (in raw hops) is shown whole
+
+# Attribute names that usually point back up a structure: cut these first.
+BACK_NAMES = frozenset(
+    (
+        *("parent", "_parent", "owner", "_owner", "up", "root", "module", "model"),
+        *("prev", "_prev", "previous", "back"),
+    )
+)
+
+
+@dataclass
+class Link:
+    """One reference name that many references of the structure share."""
+
+    name: EdgeName
+    count: int = 0
+    classes: list[int] = field(default_factory=list)
+    edges: list[int] = field(default_factory=list)
+    """Exact references of this name in classes whose samples disagreed."""
+    unsure: int = 0
+    """References of mixed, partly sampled classes that probably have this name."""
+    sample: tuple[int, int] | None = None
+    source_types: Counter[str] = field(default_factory=Counter)
+    target_types: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def removable(self) -> bool:
+        """Whether every reference of this name is known (so a cut of it can be checked)."""
+        return self.unsure == 0 and (bool(self.classes) or bool(self.edges))
+
+
+@dataclass
+class Structure:
+    """A big cycle summarised: members by type, links by name, the verified cut."""
+
+    member_count: int
+    member_types: dict[str, int]
+    links: list[Link]
+    cut: list[Link]
+    verified: bool
+    loop: list[NamedEdge]
+    loop_hidden: int = 0
+    loop_hidden_after: int = 0
+    loop_nodes: list[int] = field(default_factory=list)
+    owned_dicts: bool = False
+    """Whether instance dicts are separate objects here (folded into their owners)."""
+
+    def signature_parts(self) -> list[str]:
+        """Shape tokens that do not depend on the structure's size."""
+        parts = sorted(self.member_types)
+        parts += sorted(
+            f"{src} -{link.name.name}-> {dst}"
+            for link in self.links
+            for src in link.source_types
+            for dst in link.target_types
+        )
+        return parts
+
+
+def class_words(cls: type) -> str:
+    """``Node object`` / ``list``: a kind of member, as counts read it."""
+    try:
+        # type's own descriptors: a metaclass property must not run.
+        module = type.__dict__["__module__"].__get__(cls)
+        qualname = str(type.__dict__["__qualname__"].__get__(cls))
+    except Exception:
+        return "object"
+    return qualname if module == "builtins" else f"{qualname} object"
+
+
+def type_words(obj: object) -> str:
+    """``Node object`` / ``list``: a member's kind, as counts read it."""
+    return class_words(type(obj))
+
+
+def _normalised(name: EdgeName, owned_dicts: bool) -> EdgeName:
+    if name.kind == ek.INDEX:
+        return EdgeName(ek.INDEX, "[]")
+    if owned_dicts and name.kind == ek.KEY and name.name.startswith("['"):
+        key = name.name[2:-2]
+        if key.isidentifier():
+            return EdgeName(ek.ATTRIBUTE, f".{key}")
+    return name
+
+
+def find_structure(
+    graph: ObjectGraph, component_of: memoryview, component: int, members: Sequence[int]
+) -> Structure:
+    """Summarise one big component and find the reference name whose removal frees it."""
+    nodes = graph.nodes
+    class_of_edge, keys, counts, samples = graphcore.edge_classes(
+        nodes, graph.offsets, graph.targets, component_of, component, _SAMPLES
+    )
+    # Every member of a loop has a first reference inside it: counting the classes at
+    # position 0 counts the members by type, without a pass over them.
+    kinds: Counter[str] = Counter()
+    for (source_type, _, position, _), count in zip(keys, counts, strict=True):
+        if position == 0:
+            kinds[class_words(source_type)] += count
+    named: list[list[EdgeName]] = []
+    owned: list[bool] = []
+    for picked in samples:
+        named.append([name_edge(nodes[u], nodes[v]) for u, v, _ in picked])
+        owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
+    owned_dicts = any(owned)
+    if owned_dicts:
+        folded = sum(count for count, is_owned in zip(counts, owned, strict=True) if is_owned)
+        kinds["dict"] -= folded
+        kinds = +kinds  # drop the kinds that were only instance dicts
+    links: dict[EdgeName, Link] = {}
+    for klass, (count, picked) in enumerate(zip(counts, samples, strict=True)):
+        if owned[klass] or not picked:
+            continue
+        names = [_normalised(n, owned_dicts) for n in named[klass]]
+        source_words = type_words(nodes[picked[0][0]])
+        target_words = type_words(nodes[picked[0][1]])
+        if len(set(names)) == 1:
+            link = links.setdefault(names[0], Link(names[0]))
+            link.classes.append(klass)
+            link.count += count
+            link.sample = link.sample or picked[0][:2]
+        elif count <= len(picked):
+            for name, (u, v, e) in zip(names, picked, strict=True):
+                link = links.setdefault(name, Link(name))
+                link.edges.append(e)
+                link.count += 1
+                link.sample = link.sample or (u, v)
+        else:
+            name = Counter(names).most_common(1)[0][0]
+            link = links.setdefault(name, Link(name))
+            link.unsure += count
+            link.count += count
+        link.source_types[source_words] += count
+        link.target_types[target_words] += count
+    ordered = sorted(links.values(), key=lambda link: -link.count)
+    cut = _find_cut(graph, component_of, component, class_of_edge, len(keys), ordered)
+    verified = bool(cut)
+    through = cut[0] if cut else next((link for link in ordered if link.sample), None)
+    structure = Structure(
+        member_count=sum(kinds.values()),
+        member_types=dict(kinds.most_common()),
+        links=ordered,
+        cut=cut or ([through] if through is not None else []),
+        verified=verified,
+        loop=[],
+        owned_dicts=owned_dicts,
+    )
+    if through is not None and through.sample is not None:
+        _name_loop(graph, structure, through.sample)
+    return structure
+
+
+def _cut_rank(link: Link) -> tuple[int, int, int]:
+    back = link.name.kind == ek.ATTRIBUTE and link.name.name.lstrip(".").lower() in BACK_NAMES
+    return (0 if back else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
+
+
+def _find_cut(
+    graph: ObjectGraph,
+    component_of: memoryview,
+    component: int,
+    class_of_edge: memoryview,
+    class_count: int,
+    links: list[Link],
+) -> list[Link]:
+    """The fewest reference names whose removal leaves the component without a loop."""
+    candidates = sorted(
+        (link for link in links if link.removable and link.name.kind in ek.USER_KINDS),
+        key=_cut_rank,
+    )[:_MAX_TRIES]
+
+    def frees(chosen: list[Link]) -> bool:
+        removed = bytearray(class_count)
+        extra: list[int] = []
+        for link in chosen:
+            for klass in link.classes:
+                removed[klass] = 1
+            extra.extend(link.edges)
+        return graphcore.acyclic_without(
+            graph.offsets, graph.targets, component_of, component, class_of_edge, removed, extra
+        )
+
+    for link in candidates:
+        if frees([link]):
+            return [link]
+    chosen: list[Link] = []
+    for link in candidates:
+        chosen.append(link)
+        if frees(chosen):
+            break
+    else:
+        return []
+    for link in list(reversed(chosen)):
+        trial = [other for other in chosen if other is not link]
+        if trial and frees(trial):
+            chosen = trial
+    return chosen
+
+
+def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int]) -> None:
+    """One shortest closed loop through the reference ``through``; long loops keep their ends."""
+    source, target = through
+    back = graphcore.shortest_paths(graph.offsets, graph.targets, [target], [source]).get(source)
+    if back is None:
+        return
+    raw = [source, *back]
+    if len(raw) > 2 and is_owned_part(graph.nodes[raw[-2]], graph.nodes[source]):
+        # Start at the object whose instance dict holds the reference, not at the dict.
+        raw = [raw[-2], *raw[:-1]]
+    structure.loop_nodes = raw
+    if len(raw) - 1 <= _LOOP_FULL:
+        structure.loop = named_path(graph, raw)[1]
+        return
+    head_end = _LOOP_HEAD
+    # Never split an object from its instance dict: the pair reads as one hop.
+    if is_owned_part(graph.nodes[raw[head_end - 1]], graph.nodes[raw[head_end]]):
+        head_end += 1
+    tail_start = len(raw) - 1 - _LOOP_TAIL
+    if is_owned_part(graph.nodes[raw[tail_start - 1]], graph.nodes[raw[tail_start]]):
+        tail_start -= 1
+    head = named_path(graph, raw[: head_end + 1])[1]
+    tail = named_path(graph, raw[tail_start:])[1]
+    middle = raw[head_end + 1 : tail_start]
+    hidden = len(middle) + 1
+    if structure.owned_dicts:
+        # Instance dicts are folded into their objects, as in the shown hops.
+        nodes = graph.nodes
+        hidden -= sum(1 for n in middle if type(nodes[n]) is dict)
+    structure.loop = [*head, *tail]
+    structure.loop_hidden = hidden
+    structure.loop_hidden_after = len(head)
