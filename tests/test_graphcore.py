@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import sys
 import time
 import tracemalloc
@@ -117,8 +118,8 @@ def run_all(
     same_comp, cycle_count, reaching = impl.cycle_candidates(offsets, targets, seeds)
     assert same_comp.tolist() == comp.tolist()
     assert cycle_count == bytes(cyclic).count(1)
-    assert reaching == [v for v in in_cycle if mask[v]]
-    assert impl.cycle_candidates(offsets, targets, None)[2] == in_cycle
+    assert reaching.tolist() == [v for v in in_cycle if mask[v]]
+    assert impl.cycle_candidates(offsets, targets, None)[2].tolist() == in_cycle
     return comp.tolist(), count, cyclic.tobytes(), mask.tobytes()
 
 
@@ -566,3 +567,113 @@ def test_public_face_matches_chosen_implementation() -> None:
     assert graphcore.find_components is active.find_components
     assert graphcore.nodes_reaching is active.nodes_reaching
     assert IMPLEMENTATION in {"c", "python"}
+
+
+# ------------------------------------------------ big-component helpers
+
+
+def _bfs_oracle(adj: list[list[int]], sources: list[int], allowed: Any = None) -> dict[int, int]:
+    """Distance of each reachable node from the nearest source, by plain BFS."""
+    dist = dict.fromkeys(sources, 0)
+    order = list(dict.fromkeys(sources))
+    for u in order:
+        for w in adj[u]:
+            if w not in dist and (allowed is None or allowed(w)):
+                dist[w] = dist[u] + 1
+                order.append(w)
+    return dist
+
+
+def _has_loop(nodes: set[int], edges: list[tuple[int, int]]) -> bool:
+    """Brute force: some node reaches itself using only these edges."""
+    adj: dict[int, list[int]] = {n: [] for n in nodes}
+    for u, v in edges:
+        adj[u].append(v)
+    for start in nodes:
+        todo, seen = list(adj[start]), set()
+        while todo:
+            w = todo.pop()
+            if w == start:
+                return True
+            if w not in seen:
+                seen.add(w)
+                todo.extend(adj[w])
+    return False
+
+
+class _Left:
+    """A node type for edge classes."""
+
+
+class _Right:
+    """Another node type for edge classes."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    graph=st.integers(min_value=1, max_value=14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=4 * n),
+            st.lists(st.integers(0, n - 1), min_size=1, max_size=3),
+            st.lists(st.sampled_from([_Left, _Right, list]), min_size=n, max_size=n),
+            st.integers(0, 2**32),
+        )
+    )
+)
+def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
+    """reach, shortest_paths, edge_classes and acyclic_without agree with brute force, C = Python."""
+    n, edges, sources, kinds, seed = graph
+    offsets, targets = csr(n, edges)
+    adj = adjacency(offsets, targets)
+    flat = [(u, v) for u in range(n) for v in adj[u]]
+    nodes: list[object] = [kind() for kind in kinds]
+    comp, count, _ = PY.find_components(offsets, targets)
+    comps = comp.tolist()
+    wanted = bytes((seed >> (i % 32)) & 1 for i in range(n))
+    blocked = bytes((seed >> ((i + 7) % 32)) & 1 for i in range(count))
+    results = []
+    for impl in IMPLS:
+        plain = impl.reach(offsets, targets, sources, None, None, None)
+        dist = _bfs_oracle(adj, sources)
+        assert sorted(plain) == sorted(dist)
+        assert plain[: len(set(sources))] == list(dict.fromkeys(sources))
+        assert [dist[v] for v in plain] == sorted(dist[v] for v in plain)  # BFS order
+        home = comps[sources[0]]
+        kept = _bfs_oracle(adj, sources, lambda w: comps[w] == home or not blocked[comps[w]])
+        filtered = impl.reach(offsets, targets, sources, wanted, comp, blocked)
+        assert filtered == [v for v in filtered if wanted[v]]
+        assert set(filtered) == {v for v in kept if wanted[v]}
+
+        goals = [v for v in range(n) if (seed >> (v % 29)) & 1]
+        paths = impl.shortest_paths(offsets, targets, sources, goals)
+        assert set(paths) == {g for g in goals if g in dist}
+        for goal, path in paths.items():
+            assert path[0] in sources
+            assert path[-1] == goal
+            assert len(path) - 1 == dist[goal]
+            assert all(b in adj[a] for a, b in itertools.pairwise(path))
+
+        component = comps[sources[-1]]
+        keys, counts, samples = impl.edge_classes(nodes, offsets, targets, comp, component, 2)
+        inside = [e for e, (u, v) in enumerate(flat) if comps[u] == comps[v] == component]
+        assert sum(counts) == len(inside)
+        key_of: dict[int, tuple[Any, ...]] = {}
+        for e in inside:
+            u, v = flat[e]
+            mine = [f for f in range(offsets[u], offsets[u + 1]) if f in inside]
+            key_of[e] = (type(nodes[u]), type(nodes[v]), min(mine.index(e), 15), min(len(mine), 16))
+        assert keys == list(dict.fromkeys(key_of[e] for e in inside))  # order of first edge
+        assert counts == [sum(1 for e in inside if key_of[e] == key) for key in keys]
+        for key, picked in zip(keys, samples, strict=True):
+            assert 0 < len(picked) <= 2
+            assert all(flat[e] == (u, v) and key_of[e] == key for u, v, e in picked)
+
+        members = {v for v in range(n) if comps[v] == component}
+        removed = [key for c, key in enumerate(keys) if (seed >> (c % 31)) & 1]
+        extra = [e for e in inside if (seed >> (e % 23)) & 1][:2]
+        left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
+        acyclic = impl.acyclic_without(nodes, offsets, targets, comp, component, removed, extra)
+        assert acyclic == (not _has_loop(members, left))
+        results.append((plain, filtered, paths, keys, counts, samples, acyclic))
+    assert all(r == results[0] for r in results)

@@ -15,6 +15,9 @@
  *     run finalizers, mutate gc.garbage, or free objects we point at.
  */
 #define PY_SSIZE_T_CLEAN
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap */
+#endif
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -99,11 +102,32 @@ big_free(void *data)
     PyMem_RawFree(base);
 }
 
-/* realloc() for big arrays; the contents up to the old size are kept. */
+/* realloc() for big arrays; the contents up to the old size are kept. A
+ * mapped array is remapped: the kernel moves its pages instead of copying
+ * them, so growing never holds the old and the new array at once (at 10
+ * references per object that copy was the analysis's peak memory). */
 static void *
 big_grow(void *data, size_t nbytes)
 {
     size_t old = ((big_header *)((char *)data - BIG_HEADER))->nbytes;
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+    char *base = (char *)data - BIG_HEADER;
+    size_t maplen = ((big_header *)base)->maplen;
+    if (maplen != 0 && nbytes <= PY_SSIZE_T_MAX - BIG_HEADER) {
+        size_t total = nbytes + BIG_HEADER;
+        void *m = mremap(base, maplen, total, MREMAP_MAYMOVE);
+        if (m != MAP_FAILED) {
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+#ifdef MADV_HUGEPAGE
+            (void)madvise(m, total, MADV_HUGEPAGE);
+#endif
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)m, total);
+            ((big_header *)m)->nbytes = nbytes;
+            ((big_header *)m)->maplen = total;
+            return (char *)m + BIG_HEADER;
+        }
+    }
+#endif
     void *grown = big_alloc(nbytes, 0);
     if (grown == NULL) {
         return NULL;
@@ -983,20 +1007,26 @@ fg_cycle_candidates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (int64_t c = 0; c < sccs.ncomp; c++) {
         cycle_count += sccs.cyclic[c];
     }
-    members = PyList_New(0);
-    if (members == NULL) {
+    /* An int64 array, not a list: at 10^6 members a list of ints is 36 MiB. */
+    int64_t *picked = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    Py_ssize_t npicked = 0;
+    if (picked == NULL) {
         goto done;
     }
     for (Py_ssize_t v = 0; v < g.n; v++) {
         int64_t c = sccs.comp[v];
         if (sccs.cyclic[c] && (seed == NULL || sccs.reach[c])) {
-            PyObject *index = PyLong_FromSsize_t(v);
-            if (index == NULL || PyList_Append(members, index) < 0) {
-                Py_XDECREF(index);
-                goto done;
-            }
-            Py_DECREF(index);
+            picked[npicked++] = v;
         }
+    }
+    int64_t *fitted = (int64_t *)big_grow(picked, ((size_t)npicked + 1) * sizeof(int64_t));
+    if (fitted == NULL) {
+        big_free(picked);
+        goto done;
+    }
+    members = view_of((void **)&fitted, npicked * (Py_ssize_t)sizeof(int64_t), "q");
+    if (members == NULL) {
+        goto done;
     }
     comp_mv = view_of((void **)&sccs.comp, g.n * (Py_ssize_t)sizeof(int64_t), "q");
     if (comp_mv != NULL) {
@@ -1325,7 +1355,9 @@ fg_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     csr_t g;
-    int64_t *parent = NULL, *queue = NULL;
+    /* Node ids fit in 32 bits (the build's table limit): half the memory of int64. */
+    uint32_t *parent = NULL, *queue = NULL;
+    int64_t *seeds = NULL;
     uint8_t *goal = NULL, *seen = NULL;
     Py_ssize_t head = 0, tail = 0, wanted = 0, found = 0;
     PyObject *result = NULL, *out = NULL;
@@ -1337,38 +1369,53 @@ fg_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (csr_open(&g, args[0], args[1]) < 0) {
         return NULL;
     }
-    parent = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
-    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    if (g.n > TABLE_MAX_NODES) {
+        PyErr_SetString(PyExc_ValueError, "too many nodes");
+        csr_release(&g);
+        return NULL;
+    }
+    parent = (uint32_t *)big_alloc(((size_t)g.n + 1) * sizeof(uint32_t), 0);
+    queue = (uint32_t *)big_alloc(((size_t)g.n + 1) * sizeof(uint32_t), 0);
     goal = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
     seen = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
     if (parent == NULL || queue == NULL || goal == NULL || seen == NULL) {
         goto done;
     }
-    if (read_seeds(args[3], g.n, goal, NULL, NULL) < 0 || read_seeds(args[2], g.n, seen, queue, &tail) < 0) {
+    if (read_seeds(args[3], g.n, goal, NULL, NULL) < 0) {
         goto done;
     }
+    /* read_seeds queues int64: one transient array, then narrowed into the queue. */
+    seeds = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    if (seeds == NULL || read_seeds(args[2], g.n, seen, seeds, &tail) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        queue[i] = (uint32_t)seeds[i];
+    }
+    big_free(seeds);
+    seeds = NULL;
     for (Py_ssize_t v = 0; v < g.n; v++) {
         wanted += goal[v];
     }
     for (Py_ssize_t i = 0; i < tail; i++) {
-        parent[queue[i]] = -1;
+        parent[queue[i]] = UINT32_MAX;
     }
     out = PyDict_New();
     if (out == NULL) {
         goto done;
     }
     while (head < tail && found < wanted) {
-        int64_t u = queue[head++];
+        uint32_t u = queue[head++];
         if (goal[u]) {
             Py_ssize_t length = 1;
-            for (int64_t v = u; parent[v] != -1; v = parent[v]) {
+            for (uint32_t v = u; parent[v] != UINT32_MAX; v = parent[v]) {
                 length++;
             }
             PyObject *path = PyList_New(length);
             if (path == NULL) {
                 goto done;
             }
-            int64_t v = u;
+            uint32_t v = u;
             for (Py_ssize_t k = length - 1; k >= 0; k--) {
                 PyObject *index = PyLong_FromLongLong((long long)v);
                 if (index == NULL) {
@@ -1393,7 +1440,7 @@ fg_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (!seen[w]) {
                 seen[w] = 1;
                 parent[w] = u;
-                queue[tail++] = w;
+                queue[tail++] = (uint32_t)w;
             }
         }
     }
@@ -1403,40 +1450,202 @@ done:
     Py_XDECREF(out);
     big_free(parent);
     big_free(queue);
+    big_free(seeds);
     big_free(goal);
     big_free(seen);
     csr_release(&g);
     return result;
 }
 
-/* Edge classes of one component: every edge u -> v inside it gets the class
+/* Edge classes of one component: every edge u -> v inside it has the class
  * (type(u), type(v), position among u's edges inside the component, u's
  * out-degree inside it), both numbers capped. Structures built by one piece of
  * code (trees, rings, linked lists) fall into a few classes, each made by one
- * line of code, so naming a few sample edges per class names them all. */
+ * line of code, so naming a few sample edges per class names them all.
+ *
+ * Nothing per edge is stored: types get small indexes once per member, and a
+ * class is a 64-bit key of (source index, target index, position, degree) in
+ * an open-addressing table. */
 #define CLASS_CAP 15
+#define CLASS_EMPTY UINT64_MAX
 
 typedef struct {
-    PyTypeObject *src, *dst;
-    int pos, deg;
-    int64_t count, next_sample, stride;
-    PyObject *samples; /* list of (u, v, edge position) */
-} edge_class_t;
+    PyTypeObject **types; /* index -> type */
+    size_t ntypes, tcap;
+    size_t *tslots; /* type table: index + 1, 0 empty */
+    int32_t *tidx;  /* per node: its type's index, -1 outside the component */
+    uint64_t *keys; /* class table: key or CLASS_EMPTY */
+    int64_t *ids;   /* class table: class id */
+    size_t kcap, nclasses;
+} classes_t;
 
-static size_t
-class_hash(PyTypeObject *s, PyTypeObject *d, int pos, int deg)
+static void
+classes_free(classes_t *c)
 {
-    uint64_t x = ((uint64_t)(uintptr_t)s >> 4) * 0x9E3779B97F4A7C15ULL;
-    x ^= ((uint64_t)(uintptr_t)d >> 4) * 0xC2B2AE3D27D4EB4FULL;
-    x ^= (uint64_t)(pos * 31 + deg) * 0x165667B19E3779F9ULL;
+    PyMem_RawFree(c->types);
+    PyMem_RawFree(c->tslots);
+    big_free(c->tidx);
+    PyMem_RawFree(c->keys);
+    PyMem_RawFree(c->ids);
+    memset(c, 0, sizeof(*c));
+}
+
+static inline size_t
+mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ULL;
     return (size_t)(x ^ (x >> 29));
 }
 
+/* Index of a type, added when new; -1 with MemoryError. */
+static int64_t
+type_index(classes_t *c, PyTypeObject *tp)
+{
+    if (2 * (c->ntypes + 1) > c->tcap) {
+        size_t ncap = c->tcap ? 2 * c->tcap : 64;
+        size_t *slots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
+        PyTypeObject **types = (PyTypeObject **)PyMem_RawRealloc(c->types, ncap / 2 * sizeof(*types));
+        if (slots == NULL || types == NULL) {
+            PyMem_RawFree(slots);
+            if (types != NULL) {
+                c->types = types;
+            }
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->types = types;
+        for (size_t i = 0; i < c->ntypes; i++) {
+            size_t h = mix64((uint64_t)(uintptr_t)c->types[i]) & (ncap - 1);
+            while (slots[h] != 0) {
+                h = (h + 1) & (ncap - 1);
+            }
+            slots[h] = i + 1;
+        }
+        PyMem_RawFree(c->tslots);
+        c->tslots = slots;
+        c->tcap = ncap;
+    }
+    size_t h = mix64((uint64_t)(uintptr_t)tp) & (c->tcap - 1);
+    while (c->tslots[h] != 0) {
+        if (c->types[c->tslots[h] - 1] == tp) {
+            return (int64_t)(c->tslots[h] - 1);
+        }
+        h = (h + 1) & (c->tcap - 1);
+    }
+    c->types[c->ntypes] = tp;
+    c->tslots[h] = ++c->ntypes;
+    return (int64_t)(c->ntypes - 1);
+}
+
+/* Type indexes of every member of the component (the only pass that reads objects). */
+static int
+classes_open(classes_t *c, PyObject *nodes, const csr_t *g, const int64_t *comp, int64_t component)
+{
+    memset(c, 0, sizeof(*c));
+    c->tidx = (int32_t *)big_alloc(((size_t)g->n + 1) * sizeof(int32_t), 0);
+    if (c->tidx == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t v = 0; v < g->n; v++) {
+        if (comp[v] != component) {
+            c->tidx[v] = -1;
+            continue;
+        }
+        int64_t t = type_index(c, Py_TYPE(PyList_GET_ITEM(nodes, v)));
+        if (t < 0) {
+            return -1;
+        }
+        c->tidx[v] = (int32_t)t;
+    }
+    return 0;
+}
+
+static inline uint64_t
+class_key(int32_t src, int32_t dst, int pos, int deg)
+{
+    return ((uint64_t)(uint32_t)src << 34) | ((uint64_t)(uint32_t)dst << 10) |
+           ((uint64_t)pos << 5) | (uint64_t)deg;
+}
+
+/* Class id of a key: found, added (add != 0), or -1 when absent; -2 on MemoryError. */
+static int64_t
+class_id(classes_t *c, uint64_t key, int add)
+{
+    if (add && 2 * (c->nclasses + 1) > c->kcap) {
+        size_t ncap = c->kcap ? 2 * c->kcap : 64;
+        uint64_t *keys = (uint64_t *)PyMem_RawMalloc(ncap * sizeof(uint64_t));
+        int64_t *ids = (int64_t *)PyMem_RawMalloc(ncap * sizeof(int64_t));
+        if (keys == NULL || ids == NULL) {
+            PyMem_RawFree(keys);
+            PyMem_RawFree(ids);
+            PyErr_NoMemory();
+            return -2;
+        }
+        memset(keys, 0xff, ncap * sizeof(uint64_t));
+        for (size_t i = 0; i < c->kcap; i++) {
+            if (c->keys[i] != CLASS_EMPTY) {
+                size_t h = mix64(c->keys[i]) & (ncap - 1);
+                while (keys[h] != CLASS_EMPTY) {
+                    h = (h + 1) & (ncap - 1);
+                }
+                keys[h] = c->keys[i];
+                ids[h] = c->ids[i];
+            }
+        }
+        PyMem_RawFree(c->keys);
+        PyMem_RawFree(c->ids);
+        c->keys = keys;
+        c->ids = ids;
+        c->kcap = ncap;
+    }
+    if (c->kcap == 0) {
+        return -1;
+    }
+    size_t h = mix64(key) & (c->kcap - 1);
+    while (c->keys[h] != CLASS_EMPTY) {
+        if (c->keys[h] == key) {
+            return c->ids[h];
+        }
+        h = (h + 1) & (c->kcap - 1);
+    }
+    if (!add) {
+        return -1;
+    }
+    c->keys[h] = key;
+    c->ids[h] = (int64_t)c->nclasses++;
+    return c->ids[h];
+}
+
+/* Calls visit(ctx, u, v, e, key) for every edge inside the component, in CSR order. */
+#define FOR_CLASSED_EDGES(g, c, BODY)                                                 \
+    for (Py_ssize_t u = 0; u < (g)->n; u++) {                                         \
+        if ((c)->tidx[u] < 0) {                                                       \
+            continue;                                                                 \
+        }                                                                             \
+        int deg = 0;                                                                  \
+        for (int64_t e = (g)->off[u]; e < (g)->off[u + 1]; e++) {                     \
+            deg += (c)->tidx[(g)->tgt[e]] >= 0;                                       \
+        }                                                                             \
+        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;                              \
+        int pos = 0;                                                                  \
+        for (int64_t e = (g)->off[u]; e < (g)->off[u + 1]; e++) {                     \
+            int64_t v = (g)->tgt[e];                                                  \
+            if ((c)->tidx[v] < 0) {                                                   \
+                continue;                                                             \
+            }                                                                         \
+            uint64_t key = class_key((c)->tidx[u], (c)->tidx[v],                      \
+                                     pos > CLASS_CAP ? CLASS_CAP : pos, deg);         \
+            pos++;                                                                    \
+            BODY                                                                      \
+        }                                                                             \
+    }
+
 /* edge_classes(nodes, offsets, targets, component_of, component, samples)
- *   -> (class_of_edge, keys, counts, samples)
- * class_of_edge: int64 per CSR edge, -1 for edges not inside the component;
- * keys[c] = (source type, target type, position, degree); samples[c]: up to
- * ``samples`` (u, v, edge) triples spread evenly over the class. */
+ *   -> (keys, counts, samples)
+ * keys[c] = (source type, target type, position, degree), class ids in order
+ * of first edge; samples[c]: up to ``samples`` (u, v, edge) triples spread
+ * evenly over the class. */
 static PyObject *
 fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1444,13 +1653,14 @@ fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     csr_t g;
     Py_buffer cb = {0};
     const int64_t *comp = NULL;
-    int64_t *klass = NULL;
-    size_t *slots = NULL, cap = 64, nclasses = 0;
-    edge_class_t *classes = NULL;
-    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL, *klass_mv = NULL;
-    Py_ssize_t want = 0;
+    classes_t c;
+    int64_t *count = NULL, *seen = NULL, *stride = NULL;
+    uint64_t *order = NULL; /* class id -> key */
+    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
+    Py_ssize_t want;
     int64_t component;
 
+    memset(&c, 0, sizeof(c));
     if (nargs != 6 || !PyList_CheckExact(args[0])) {
         PyErr_SetString(PyExc_TypeError,
                         "edge_classes(nodes: list, offsets, targets, component_of, component, samples)");
@@ -1471,254 +1681,252 @@ fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     component = PyLong_AsLongLong(args[4]);
     want = PyNumber_AsSsize_t(args[5], PyExc_OverflowError);
-    if (PyErr_Occurred()) {
+    if (PyErr_Occurred() || classes_open(&c, nodes, &g, comp, component) < 0) {
         goto done;
     }
-    klass = (int64_t *)big_alloc(((size_t)g.m + 1) * sizeof(int64_t), 0);
-    slots = (size_t *)PyMem_RawCalloc(cap, sizeof(size_t));
-    classes = (edge_class_t *)PyMem_RawCalloc(cap / 2, sizeof(edge_class_t));
-    if (klass == NULL || slots == NULL || classes == NULL) {
+    /* Pass 1: class ids in order of first edge, and counts. */
+    size_t ccap = 16;
+    count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
+    order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
+    if (count == NULL || order == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    /* Pass 1: class of every edge, and counts. */
-    for (Py_ssize_t u = 0; u < g.n; u++) {
-        int64_t start = g.off[u], end = g.off[u + 1];
-        if (comp[u] != component) {
-            for (int64_t e = start; e < end; e++) {
-                klass[e] = -1;
-            }
-            continue;
-        }
-        int deg = 0;
-        for (int64_t e = start; e < end; e++) {
-            deg += comp[g.tgt[e]] == component;
-        }
-        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;
-        int pos = 0;
-        PyTypeObject *st = Py_TYPE(PyList_GET_ITEM(nodes, u));
-        for (int64_t e = start; e < end; e++) {
-            int64_t v = g.tgt[e];
-            if (comp[v] != component) {
-                klass[e] = -1;
-                continue;
-            }
-            PyTypeObject *dt = Py_TYPE(PyList_GET_ITEM(nodes, v));
-            int p = pos > CLASS_CAP ? CLASS_CAP : pos;
-            pos++;
-            size_t h = class_hash(st, dt, p, deg) & (cap - 1);
-            for (;;) {
-                size_t s = slots[h];
-                if (s == 0) {
-                    if (2 * (nclasses + 1) > cap) {
-                        /* Grow: double the table and the class array, rehash. */
-                        size_t ncap = cap * 2;
-                        size_t *nslots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
-                        edge_class_t *nclass = (edge_class_t *)PyMem_RawRealloc(
-                            classes, ncap / 2 * sizeof(edge_class_t));
-                        if (nslots == NULL || nclass == NULL) {
-                            PyMem_RawFree(nslots);
-                            if (nclass != NULL) classes = nclass;
-                            PyErr_NoMemory();
-                            goto done;
-                        }
-                        classes = nclass;
-                        memset(classes + cap / 2, 0, (ncap / 2 - cap / 2) * sizeof(edge_class_t));
-                        for (size_t c = 0; c < nclasses; c++) {
-                            edge_class_t *k = &classes[c];
-                            size_t hh = class_hash(k->src, k->dst, k->pos, k->deg) & (ncap - 1);
-                            while (nslots[hh] != 0) {
-                                hh = (hh + 1) & (ncap - 1);
-                            }
-                            nslots[hh] = c + 1;
-                        }
-                        PyMem_RawFree(slots);
-                        slots = nslots;
-                        cap = ncap;
-                        h = class_hash(st, dt, p, deg) & (cap - 1);
-                        continue;
-                    }
-                    edge_class_t *k = &classes[nclasses];
-                    k->src = st;
-                    k->dst = dt;
-                    k->pos = p;
-                    k->deg = deg;
-                    k->count = 0;
-                    slots[h] = ++nclasses;
-                    s = nclasses;
-                }
-                edge_class_t *k = &classes[s - 1];
-                if (k->src == st && k->dst == dt && k->pos == p && k->deg == deg) {
-                    k->count++;
-                    klass[e] = (int64_t)(s - 1);
-                    break;
-                }
-                h = (h + 1) & (cap - 1);
-            }
-        }
-    }
-    /* Pass 2: samples spread evenly over each class. */
-    for (size_t c = 0; c < nclasses; c++) {
-        edge_class_t *k = &classes[c];
-        k->stride = want > 0 && k->count > want ? k->count / want : 1;
-        k->next_sample = 0;
-        k->count = 0; /* recounted below as the running index */
-        k->samples = PyList_New(0);
-        if (k->samples == NULL) {
+    FOR_CLASSED_EDGES(&g, &c, {
+        int64_t id = class_id(&c, key, 1);
+        if (id < 0) {
             goto done;
         }
-    }
-    for (Py_ssize_t u = 0; u < g.n; u++) {
-        if (comp[u] != component) {
-            continue;
-        }
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            if (klass[e] < 0) {
-                continue;
+        if ((size_t)id >= ccap) {
+            size_t ncap = ccap * 2;
+            int64_t *ncount = (int64_t *)PyMem_RawRealloc(count, ncap * sizeof(int64_t));
+            if (ncount == NULL) {
+                PyErr_NoMemory();
+                goto done;
             }
-            edge_class_t *k = &classes[klass[e]];
-            if (k->count++ == k->next_sample && PyList_GET_SIZE(k->samples) < want) {
-                PyObject *pair = Py_BuildValue("(nLL)", u, (long long)g.tgt[e], (long long)e);
-                if (pair == NULL || PyList_Append(k->samples, pair) < 0) {
-                    Py_XDECREF(pair);
-                    goto done;
-                }
-                Py_DECREF(pair);
-                k->next_sample += k->stride;
+            count = ncount;
+            uint64_t *norder = (uint64_t *)PyMem_RawRealloc(order, ncap * sizeof(uint64_t));
+            if (norder == NULL) {
+                PyErr_NoMemory();
+                goto done;
             }
+            order = norder;
+            memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
+            ccap = ncap;
         }
-    }
-    keys = PyList_New((Py_ssize_t)nclasses);
-    counts = PyList_New((Py_ssize_t)nclasses);
-    samples = PyList_New((Py_ssize_t)nclasses);
-    if (keys == NULL || counts == NULL || samples == NULL) {
+        if (count[id]++ == 0) {
+            order[id] = key;
+        }
+    })
+    /* Pass 2: samples spread evenly over each class. */
+    seen = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
+    stride = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
+    keys = PyList_New((Py_ssize_t)c.nclasses);
+    counts = PyList_New((Py_ssize_t)c.nclasses);
+    samples = PyList_New((Py_ssize_t)c.nclasses);
+    if (seen == NULL || stride == NULL || keys == NULL || counts == NULL || samples == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
         goto done;
     }
-    for (size_t c = 0; c < nclasses; c++) {
-        edge_class_t *k = &classes[c];
-        PyObject *key = Py_BuildValue("(OOii)", (PyObject *)k->src, (PyObject *)k->dst, k->pos, k->deg);
-        PyObject *count = PyLong_FromLongLong((long long)k->count);
-        if (key == NULL || count == NULL) {
-            Py_XDECREF(key);
-            Py_XDECREF(count);
+    for (size_t id = 0; id < c.nclasses; id++) {
+        stride[id] = want > 0 && count[id] > want ? count[id] / want : 1;
+        uint64_t key = order[id];
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)c.types[key >> 34],
+                                        (PyObject *)c.types[(key >> 10) & 0xFFFFFF],
+                                        (int)((key >> 5) & 31), (int)(key & 31));
+        PyObject *n = PyLong_FromLongLong((long long)count[id]);
+        PyObject *list = PyList_New(0);
+        if (entry == NULL || n == NULL || list == NULL) {
+            Py_XDECREF(entry);
+            Py_XDECREF(n);
+            Py_XDECREF(list);
             goto done;
         }
-        PyList_SET_ITEM(keys, (Py_ssize_t)c, key);
-        PyList_SET_ITEM(counts, (Py_ssize_t)c, count);
-        PyList_SET_ITEM(samples, (Py_ssize_t)c, k->samples);
-        k->samples = NULL;
+        PyList_SET_ITEM(keys, (Py_ssize_t)id, entry);
+        PyList_SET_ITEM(counts, (Py_ssize_t)id, n);
+        PyList_SET_ITEM(samples, (Py_ssize_t)id, list);
     }
-    klass_mv = view_of((void **)&klass, g.m * (Py_ssize_t)sizeof(int64_t), "q");
-    if (klass_mv != NULL) {
-        result = PyTuple_Pack(4, klass_mv, keys, counts, samples);
-    }
-done:
-    if (classes != NULL) {
-        for (size_t c = 0; c < nclasses; c++) {
-            Py_XDECREF(classes[c].samples);
+    FOR_CLASSED_EDGES(&g, &c, {
+        int64_t id = class_id(&c, key, 0);
+        int64_t index = seen[id]++;
+        PyObject *list = PyList_GET_ITEM(samples, id);
+        if (index % stride[id] == 0 && PyList_GET_SIZE(list) < want) {
+            PyObject *triple = Py_BuildValue("(nLL)", u, (long long)v, (long long)e);
+            if (triple == NULL || PyList_Append(list, triple) < 0) {
+                Py_XDECREF(triple);
+                goto done;
+            }
+            Py_DECREF(triple);
         }
-    }
-    Py_XDECREF(klass_mv);
+    })
+    result = PyTuple_Pack(3, keys, counts, samples);
+done:
     Py_XDECREF(keys);
     Py_XDECREF(counts);
     Py_XDECREF(samples);
-    PyMem_RawFree(slots);
-    PyMem_RawFree(classes);
-    big_free(klass);
+    PyMem_RawFree(count);
+    PyMem_RawFree(order);
+    PyMem_RawFree(seen);
+    PyMem_RawFree(stride);
+    classes_free(&c);
     PyBuffer_Release(&cb);
     csr_release(&g);
     return result;
 }
 
-/* acyclic_without(offsets, targets, component_of, component, class_of_edge, removed,
- *                 removed_edges) -> bool:
- * whether the component has no loop left once every edge whose class is
- * flagged in ``removed``, and every edge position in ``removed_edges``, is gone
- * (Kahn's peeling over the component only). */
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* acyclic_without(nodes, offsets, targets, component_of, component, removed, removed_edges)
+ *   -> bool
+ * Whether the component has no loop left once every edge whose class key
+ * (source type, target type, position, degree) is in ``removed``, and every
+ * edge position in ``removed_edges``, is gone (Kahn's peeling over the
+ * component only). */
 static PyObject *
 fg_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
     csr_t g;
-    Py_buffer cb = {0}, kb = {0}, rb = {0};
-    const int64_t *comp = NULL, *klass = NULL;
-    int64_t *indegree = NULL, *queue = NULL;
-    uint8_t *cut = NULL;
-    Py_ssize_t head = 0, tail = 0, members = 0;
-    PyObject *result = NULL;
+    Py_buffer cb = {0};
+    const int64_t *comp = NULL;
+    classes_t c;
+    int32_t *indegree = NULL, *queue = NULL;
+    int64_t *extra = NULL;
+    Py_ssize_t head = 0, tail = 0, members = 0, nextra = 0;
+    PyObject *result = NULL, *seq = NULL;
     int64_t component;
 
-    if (nargs != 7) {
+    memset(&c, 0, sizeof(c));
+    if (nargs != 7 || !PyList_CheckExact(args[0])) {
         PyErr_SetString(PyExc_TypeError,
-                        "acyclic_without(offsets, targets, component_of, component, class_of_edge, "
+                        "acyclic_without(nodes: list, offsets, targets, component_of, component, "
                         "removed, removed_edges)");
         return NULL;
     }
-    if (csr_open(&g, args[0], args[1]) < 0) {
+    if (csr_open(&g, args[1], args[2]) < 0) {
         return NULL;
     }
-    if (get_components(args[2], g.n, &cb, &comp) < 0) {
+    PyObject *nodes = args[0];
+    if (PyList_GET_SIZE(nodes) < g.n || g.n > (Py_ssize_t)INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node");
         csr_release(&g);
         return NULL;
     }
-    component = PyLong_AsLongLong(args[3]);
-    if (PyErr_Occurred()) {
+    if (get_components(args[3], g.n, &cb, &comp) < 0) {
+        csr_release(&g);
+        return NULL;
+    }
+    component = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred() || classes_open(&c, nodes, &g, comp, component) < 0) {
         goto done;
     }
-    if (get_i64_buffer(args[4], &kb, "class_of_edge") < 0) {
+    /* The removed classes go in the class table, by the same keys. */
+    seq = PySequence_Fast(args[5], "removed must be a sequence of class keys");
+    if (seq == NULL) {
         goto done;
     }
-    if (kb.len / 8 != g.m) {
-        PyErr_SetString(PyExc_ValueError, "class_of_edge must have one entry per edge");
-        goto done;
-    }
-    klass = (const int64_t *)kb.buf;
-    if (PyObject_GetBuffer(args[5], &rb, PyBUF_C_CONTIGUOUS) < 0) {
-        goto done;
-    }
-    const uint8_t *removed = (const uint8_t *)rb.buf;
-    indegree = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 1);
-    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
-    cut = (uint8_t *)big_alloc((size_t)g.m + 1, 1);
-    if (indegree == NULL || queue == NULL || cut == NULL) {
-        goto done;
-    }
-    if (args[6] != Py_None && read_seeds(args[6], g.m, cut, NULL, NULL) < 0) {
-        goto done;
-    }
-#define KEPT(e) (klass[e] >= 0 && !cut[e] && !(klass[e] < rb.len && removed[klass[e]]))
-    for (Py_ssize_t u = 0; u < g.n; u++) {
-        if (comp[u] != component) {
-            continue;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *src, *dst;
+        int pos, deg;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "OOii", &src, &dst, &pos, &deg)) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "a class key is (type, type, position, degree)");
+            }
+            goto done;
         }
-        members++;
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            if (KEPT(e)) {
-                indegree[g.tgt[e]]++;
+        if (!PyType_Check(src) || !PyType_Check(dst) || pos < 0 || pos > CLASS_CAP || deg < 0 ||
+            deg > CLASS_CAP + 1) {
+            PyErr_SetString(PyExc_ValueError, "a class key is (type, type, position, degree)");
+            goto done;
+        }
+        int64_t s = type_index(&c, (PyTypeObject *)src), d = type_index(&c, (PyTypeObject *)dst);
+        if (s < 0 || d < 0 || class_id(&c, class_key((int32_t)s, (int32_t)d, pos, deg), 1) < 0) {
+            goto done;
+        }
+    }
+    if (args[6] != Py_None) {
+        PyObject *edges = PySequence_Fast(args[6], "removed_edges must be a sequence of edges");
+        if (edges == NULL) {
+            goto done;
+        }
+        nextra = PySequence_Fast_GET_SIZE(edges);
+        extra = (int64_t *)PyMem_RawMalloc(((size_t)nextra + 1) * sizeof(int64_t));
+        if (extra == NULL) {
+            Py_DECREF(edges);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nextra; i++) {
+            Py_ssize_t e = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(edges, i), PyExc_IndexError);
+            if (e == -1 && PyErr_Occurred()) {
+                Py_DECREF(edges);
+                goto done;
+            }
+            if (e < 0 || e >= g.m) {
+                PyErr_Format(PyExc_IndexError, "edge %zd out of range for %zd edges", e, g.m);
+                Py_DECREF(edges);
+                goto done;
+            }
+            extra[i] = e;
+        }
+        Py_DECREF(edges);
+        qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
+    }
+    indegree = (int32_t *)big_alloc(((size_t)g.n + 1) * sizeof(int32_t), 1);
+    queue = (int32_t *)big_alloc(((size_t)g.n + 1) * sizeof(int32_t), 0);
+    if (indegree == NULL || queue == NULL) {
+        goto done;
+    }
+#define KEPT (class_id(&c, key, 0) < 0 && (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL))
+    FOR_CLASSED_EDGES(&g, &c, {
+        if (KEPT) {
+            indegree[v]++;
+        }
+    })
+    for (Py_ssize_t u = 0; u < g.n; u++) {
+        if (c.tidx[u] >= 0) {
+            members++;
+            if (indegree[u] == 0) {
+                queue[tail++] = (int32_t)u;
             }
         }
     }
-    for (Py_ssize_t u = 0; u < g.n; u++) {
-        if (comp[u] == component && indegree[u] == 0) {
-            queue[tail++] = u;
-        }
-    }
     while (head < tail) {
-        int64_t u = queue[head++];
+        Py_ssize_t u = queue[head++];
+        int deg = 0;
         for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            if (KEPT(e) && --indegree[g.tgt[e]] == 0) {
-                queue[tail++] = g.tgt[e];
+            deg += c.tidx[g.tgt[e]] >= 0;
+        }
+        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;
+        int pos = 0;
+        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
+            int64_t v = g.tgt[e];
+            if (c.tidx[v] < 0) {
+                continue;
+            }
+            uint64_t key = class_key(c.tidx[u], c.tidx[v], pos > CLASS_CAP ? CLASS_CAP : pos, deg);
+            pos++;
+            if (KEPT && --indegree[v] == 0) {
+                queue[tail++] = (int32_t)v;
             }
         }
     }
 #undef KEPT
     result = PyBool_FromLong(tail == members);
 done:
-    big_free(cut);
+    Py_XDECREF(seq);
+    PyMem_RawFree(extra);
     big_free(indegree);
     big_free(queue);
-    if (kb.obj) PyBuffer_Release(&kb);
-    if (rb.obj) PyBuffer_Release(&rb);
+    classes_free(&c);
     PyBuffer_Release(&cb);
     csr_release(&g);
     return result;
@@ -1734,7 +1942,7 @@ static PyMethodDef fg_methods[] = {
     {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,
      "nodes_reaching(offsets, targets, seeds) -> mask"},
     {"cycle_candidates", (PyCFunction)(void (*)(void))fg_cycle_candidates, METH_FASTCALL,
-     "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members)"},
+     "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members: int64 memoryview)"},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
@@ -1744,9 +1952,9 @@ static PyMethodDef fg_methods[] = {
     {"shortest_paths", (PyCFunction)(void (*)(void))fg_shortest_paths, METH_FASTCALL,
      "shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}"},
     {"edge_classes", (PyCFunction)(void (*)(void))fg_edge_classes, METH_FASTCALL,
-     "edge_classes(nodes, offsets, targets, component_of, component, samples) -> (class_of_edge, keys, counts, samples)"},
+     "edge_classes(nodes, offsets, targets, component_of, component, samples) -> (keys, counts, samples)"},
     {"acyclic_without", (PyCFunction)(void (*)(void))fg_acyclic_without, METH_FASTCALL,
-     "acyclic_without(offsets, targets, component_of, component, class_of_edge, removed, "
+     "acyclic_without(nodes, offsets, targets, component_of, component, removed, "
      "removed_edges) -> bool"},
     {NULL, NULL, 0, NULL},
 };

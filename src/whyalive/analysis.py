@@ -24,7 +24,14 @@ from whyalive.diagnose.patterns import cell_variable, enclosing_function, label,
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import HeavyFacts, KindResolver
-from whyalive.paths import CycleView, NamedEdge, closed_loop, named_path, view_cycle
+from whyalive.paths import (
+    MAX_VERIFIED_EDGES,
+    CycleView,
+    NamedEdge,
+    closed_loop,
+    named_path,
+    view_cycle,
+)
 from whyalive.report import (
     Cut,
     CycleReport,
@@ -69,7 +76,7 @@ class AnalysisOptions:
 class _Group:
     """All cycles that share one signature (or, before diagnosis, one quick key)."""
 
-    members: list[int]
+    members: Sequence[int]
     retained: list[int]
     view: CycleView | None = None
     diagnosis: Diagnosis | None = None
@@ -155,7 +162,9 @@ class _NodeTable:
 _TYPE_MODULE = type.__dict__["__module__"]
 
 
-def _quick_key(objects: Sequence[object], members: list[int], component: int) -> tuple[int, ...]:
+def _quick_key(
+    objects: Sequence[object], members: Sequence[int], component: int
+) -> tuple[int, ...]:
     """Cycles made by the same code share code objects and types: group them cheaply."""
     key: list[int] = []
     specific = False
@@ -232,7 +241,7 @@ def _analyze_graph(
         if not retained and not options.all_cycles:
             continue
         # A big cycle is its own group: keying it would cost a sort of its members.
-        if len(members) >= STRUCTURE_MIN_MEMBERS:
+        if _is_big(graph, members):
             key: object = ("structure", component)
         else:
             key = _quick_key(nodes, members, component)
@@ -306,8 +315,10 @@ def _analyze_graph(
     )
 
 
-def _members_by_component(component_of: memoryview, candidates: list[int]) -> dict[int, list[int]]:
-    """Candidate nodes grouped by component, each list ascending."""
+def _members_by_component(
+    component_of: memoryview, candidates: memoryview
+) -> dict[int, Sequence[int]]:
+    """Candidate nodes grouped by component, each ascending."""
     if not candidates:
         return {}
     components = component_of.tolist()
@@ -318,7 +329,20 @@ def _members_by_component(component_of: memoryview, candidates: list[int]) -> di
     members_of: dict[int, list[int]] = defaultdict(list)
     for index in candidates:
         members_of[components[index]].append(index)
-    return members_of
+    return dict(members_of)
+
+
+def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:
+    """Read as a structure: many objects, or so many references that cuts cannot be tried."""
+    if len(members) >= STRUCTURE_MIN_MEMBERS:
+        return True
+    inside = set(members)
+    count = 0
+    for node in members:
+        count += sum(1 for succ in graph.successors(node) if succ in inside)
+        if count > MAX_VERIFIED_EDGES:
+            return True
+    return False
 
 
 def _signature(group: _Group) -> str:
@@ -334,7 +358,7 @@ def _diagnose_group(
 ) -> None:
     """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
     members = group.members
-    if len(members) >= STRUCTURE_MIN_MEMBERS:
+    if _is_big(graph, members):
         progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
         structure = find_structure(graph, component_of, component_of[members[0]], members)
         shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))

@@ -26,10 +26,29 @@ Results:
   following edges forward (seeds included).
 * ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
   ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
-  of cyclic components (more than one node, or a self-edge); ``members`` the
-  ascending nodes of cyclic components, only those from which a seed is
+  of cyclic components (more than one node, or a self-edge); ``members`` (a
+  read-only int64 memoryview) the ascending nodes of cyclic components, only those from which a seed is
   reachable unless ``seeds`` is None. The C version settles reachability while
   completing the components, without a reverse graph.
+
+* ``reach(offsets, targets, sources, wanted, component_of, blocked) -> list``:
+  the nodes reachable from ``sources`` in BFS order (sources first), only
+  those flagged in ``wanted`` (a byte per node) unless it is None; nodes of a
+  component flagged in ``blocked`` (a byte per component id), other than the
+  first source's, are neither listed nor entered.
+* ``shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}``:
+  one BFS from every source; the shortest path to each reachable goal.
+* ``edge_classes(nodes, offsets, targets, component_of, component, samples)
+  -> (keys, counts, samples)``: classes of the edges inside one component,
+  keyed ``(type(u), type(v), position, degree)`` where position is the edge's
+  index among ``u``'s edges inside the component and degree their count,
+  capped at 15 and 16; class ids in order of first edge; ``samples[c]`` up to
+  ``samples`` ``(u, v, edge position)`` triples spread evenly over the class.
+  Nothing is stored per edge.
+* ``acyclic_without(nodes, offsets, targets, component_of, component, removed,
+  removed_edges) -> bool``: whether the component is left without a loop once
+  the edges of every class key in ``removed`` and the edge positions in
+  ``removed_edges`` (or None) are gone.
 
 Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
 """
@@ -42,7 +61,7 @@ import itertools
 import operator
 import os
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -69,15 +88,17 @@ BuildGraph = Callable[
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
-CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, list[int]]"]
+CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
 Reach = Callable[[Any, Any, Iterable[int], Any, Any, Any], "list[int]"]
 ShortestPaths = Callable[[Any, Any, Iterable[int], Iterable[int]], "dict[int, list[int]]"]
 ClassKey = tuple[type, type, int, int]
 EdgeClasses = Callable[
     [list[object], Any, Any, Any, int, int],
-    "tuple[memoryview, list[ClassKey], list[int], list[list[tuple[int, int, int]]]]",
+    "tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]",
 ]
-AcyclicWithout = Callable[[Any, Any, Any, int, Any, Any, "Iterable[int] | None"], bool]
+AcyclicWithout = Callable[
+    [list[object], Any, Any, Any, int, "Sequence[ClassKey]", "Sequence[int] | None"], bool
+]
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -319,7 +340,7 @@ def _py_take_tail(items: list[object], start: int) -> list[object]:
 
 def _py_cycle_candidates(
     offsets: Any, targets: Any, seeds: Iterable[int] | None
-) -> tuple[memoryview, int, list[int]]:
+) -> tuple[memoryview, int, memoryview]:
     """Pure-Python twin of ``_fastgraph.cycle_candidates``."""
     component_of, _, cyclic = _py_find_components(offsets, targets)
     flags = bytes(cyclic)
@@ -329,7 +350,7 @@ def _py_cycle_candidates(
         for i, component in enumerate(component_of.tolist())
         if flags[component] and (keep is None or keep[i])
     ]
-    return component_of, flags.count(1), members
+    return component_of, flags.count(1), _readonly_int64(members)
 
 
 def _py_reach(
@@ -406,95 +427,91 @@ def _py_shortest_paths(
 _CLASS_CAP = 15
 
 
+def _classed_edges(
+    nodes: list[object], off: list[int], tgt: list[int], comp: list[int], component: int
+) -> Iterator[tuple[int, int, int, ClassKey]]:
+    """(u, v, edge position, class key) of every edge inside the component, CSR order."""
+    for u in range(len(off) - 1):
+        if comp[u] != component:
+            continue
+        inside = [e for e in range(off[u], off[u + 1]) if comp[tgt[e]] == component]
+        deg = min(len(inside), _CLASS_CAP + 1)
+        for pos, e in enumerate(inside):
+            v = tgt[e]
+            yield u, v, e, (type(nodes[u]), type(nodes[v]), min(pos, _CLASS_CAP), deg)
+
+
+def _key_id(key: ClassKey) -> tuple[int, int, int, int]:
+    # Types are compared by identity, as in C: a metaclass __eq__/__hash__ never runs.
+    return id(key[0]), id(key[1]), key[2], key[3]
+
+
 def _py_edge_classes(
     nodes: list[object], offsets: Any, targets: Any, component_of: Any, component: int, samples: int
-) -> tuple[memoryview, list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
+) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
     """Pure-Python twin of ``_fastgraph.edge_classes``."""
     off, tgt, n = _open_csr(offsets, targets)
     comp = _int64_list(component_of, "component_of")
     if len(nodes) < n:
         raise ValueError("nodes must hold every graph node")
-    klass = [-1] * len(tgt)
     ids: dict[tuple[int, int, int, int], int] = {}
     keys: list[ClassKey] = []
     counts: list[int] = []
-    for u in range(n):
-        if comp[u] != component:
-            continue
-        inside = [e for e in range(off[u], off[u + 1]) if comp[tgt[e]] == component]
-        deg = min(len(inside), _CLASS_CAP + 1)
-        src = type(nodes[u])
-        for pos, e in enumerate(inside):
-            dst = type(nodes[tgt[e]])
-            key = (id(src), id(dst), min(pos, _CLASS_CAP), deg)
-            c = ids.get(key)
-            if c is None:
-                c = ids[key] = len(keys)
-                keys.append((src, dst, key[2], deg))
-                counts.append(0)
-            counts[c] += 1
-            klass[e] = c
+    for _, _, _, key in _classed_edges(nodes, off, tgt, comp, component):
+        c = ids.setdefault(_key_id(key), len(keys))
+        if c == len(keys):
+            keys.append(key)
+            counts.append(0)
+        counts[c] += 1
     strides = [count // samples if samples > 0 and count > samples else 1 for count in counts]
     seen = [0] * len(keys)
     picked: list[list[tuple[int, int, int]]] = [[] for _ in keys]
-    for u in range(n):
-        if comp[u] != component:
-            continue
-        for e in range(off[u], off[u + 1]):
-            c = klass[e]
-            if c < 0:
-                continue
-            index = seen[c]
-            seen[c] += 1
-            if index % strides[c] == 0 and len(picked[c]) < samples:
-                picked[c].append((u, tgt[e], e))
-    return _readonly_int64(klass), keys, counts, picked
+    for u, v, e, key in _classed_edges(nodes, off, tgt, comp, component):
+        c = ids[_key_id(key)]
+        index = seen[c]
+        seen[c] += 1
+        if index % strides[c] == 0 and len(picked[c]) < samples:
+            picked[c].append((u, v, e))
+    return keys, counts, picked
 
 
 def _py_acyclic_without(
+    nodes: list[object],
     offsets: Any,
     targets: Any,
     component_of: Any,
     component: int,
-    class_of_edge: Any,
-    removed: Any,
-    removed_edges: Iterable[int] | None,
+    removed: Sequence[ClassKey],
+    removed_edges: Sequence[int] | None,
 ) -> bool:
     """Pure-Python twin of ``_fastgraph.acyclic_without``."""
     off, tgt, n = _open_csr(offsets, targets)
     comp = _int64_list(component_of, "component_of")
-    klass = _int64_list(class_of_edge, "class_of_edge")
-    if len(klass) != len(tgt):
-        raise ValueError("class_of_edge must have one entry per edge")
-    gone = bytes(removed)
+    if len(nodes) < n:
+        raise ValueError("nodes must hold every graph node")
+    gone = {_key_id(key) for key in removed}
     cut: set[int] = set()
     for edge in removed_edges or ():
         e = operator.index(edge)
         if e < 0 or e >= len(tgt):
-            raise IndexError(f"seed {e} out of range for {len(tgt)} nodes")
+            raise IndexError(f"edge {e} out of range for {len(tgt)} edges")
         cut.add(e)
-
-    def kept(e: int) -> bool:
-        c = klass[e]
-        return c >= 0 and e not in cut and not (c < len(gone) and gone[c])
-
-    members = [u for u in range(n) if comp[u] == component]
-    indegree = [0] * n
-    for u in members:
-        for e in range(off[u], off[u + 1]):
-            if kept(e):
-                indegree[tgt[e]] += 1
-    queue = [u for u in members if indegree[u] == 0]
+    kept: dict[int, list[int]] = {}
+    indegree = dict.fromkeys((u for u in range(n) if comp[u] == component), 0)
+    for u, v, e, key in _classed_edges(nodes, off, tgt, comp, component):
+        if e not in cut and _key_id(key) not in gone:
+            kept.setdefault(u, []).append(v)
+            indegree[v] += 1
+    queue = [u for u, degree in indegree.items() if degree == 0]
     head = 0
     while head < len(queue):
         u = queue[head]
         head += 1
-        for e in range(off[u], off[u + 1]):
-            if kept(e):
-                indegree[tgt[e]] -= 1
-                if indegree[tgt[e]] == 0:
-                    queue.append(tgt[e])
-    return len(queue) == len(members)
+        for v in kept.get(u, ()):
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                queue.append(v)
+    return len(queue) == len(indegree)
 
 
 _PYTHON = GraphImplementation(

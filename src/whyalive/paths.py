@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
@@ -24,7 +25,8 @@ CUT_SCORE = {
     ek.FRAME: 10,
     ek.CLASS: 5,
 }
-_VERIFY_LIMIT = 400
+# Above this many references a cycle is read as a structure (whyalive.structure).
+MAX_VERIFIED_EDGES = 400
 # Shown first when a cycle is listed: what the user wrote (functions, methods, objects).
 _SHOW_FIRST = {types.FunctionType: 0, types.MethodType: 0, types.CellType: 2, tuple: 3, dict: 3}
 
@@ -53,7 +55,7 @@ class CycleView:
     """
 
     graph: ObjectGraph
-    members: list[int]
+    members: Sequence[int]
     shown: list[int] = field(default_factory=list)
     edges: list[NamedEdge] = field(default_factory=list)
     holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
@@ -97,7 +99,7 @@ class CycleView:
         return self._cell_names.get(id(cell))
 
 
-def view_cycle(graph: ObjectGraph, members: list[int]) -> CycleView:
+def view_cycle(graph: ObjectGraph, members: Sequence[int]) -> CycleView:
     """Name the references inside a cycle, hiding closure tuples and instance dicts."""
     member_set = set(members)
     owner_of: dict[int, int] = {}
@@ -232,7 +234,7 @@ def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> lis
     first = [edge for edge in preferred or [] if edge in view.edge_set]
     if not view.edges:
         return first
-    if len(view.edges) > _VERIFY_LIMIT:
+    if len(view.edges) > MAX_VERIFIED_EDGES:
         first_edge = first[0] if first else max(view.edges, key=lambda edge: edge.score)
         return [first_edge]
     if first and _is_acyclic(view.shown, view.edges, set(first)):

@@ -76,7 +76,6 @@ class Structure:
     loop: list[NamedEdge]
     loop_hidden: int = 0
     loop_hidden_after: int = 0
-    loop_nodes: list[int] = field(default_factory=list)
     owned_dicts: bool = False
     """Whether instance dicts are separate objects here (folded into their owners)."""
 
@@ -123,7 +122,7 @@ def find_structure(
 ) -> Structure:
     """Summarise one big component and find the reference name whose removal frees it."""
     nodes = graph.nodes
-    class_of_edge, keys, counts, samples = graphcore.edge_classes(
+    keys, counts, samples = graphcore.edge_classes(
         nodes, graph.offsets, graph.targets, component_of, component, _SAMPLES
     )
     # Every member of a loop has a first reference inside it: counting the classes at
@@ -138,9 +137,12 @@ def find_structure(
         named.append([name_edge(nodes[u], nodes[v]) for u, v, _ in picked])
         owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
     owned_dicts = any(owned)
+    owners: Counter[str] = Counter()
     if owned_dicts:
-        folded = sum(count for count, is_owned in zip(counts, owned, strict=True) if is_owned)
-        kinds["dict"] -= folded
+        for key, count, is_owned in zip(keys, counts, owned, strict=True):
+            if is_owned:
+                owners[class_words(key[0])] += count
+        kinds["dict"] -= sum(owners.values())
         kinds = +kinds  # drop the kinds that were only instance dicts
     links: dict[EdgeName, Link] = {}
     for klass, (count, picked) in enumerate(zip(counts, samples, strict=True)):
@@ -148,6 +150,8 @@ def find_structure(
             continue
         names = [_normalised(n, owned_dicts) for n in named[klass]]
         source_words = type_words(nodes[picked[0][0]])
+        if owners and source_words == "dict" and names[0].kind == ek.ATTRIBUTE:
+            source_words = owners.most_common(1)[0][0]  # the instance dict's owner
         target_words = type_words(nodes[picked[0][1]])
         if len(set(names)) == 1:
             link = links.setdefault(names[0], Link(names[0]))
@@ -168,7 +172,7 @@ def find_structure(
         link.source_types[source_words] += count
         link.target_types[target_words] += count
     ordered = sorted(links.values(), key=lambda link: -link.count)
-    cut = _find_cut(graph, component_of, component, class_of_edge, len(keys), ordered)
+    cut = _find_cut(graph, component_of, component, keys, ordered)
     verified = bool(cut)
     through = cut[0] if cut else next((link for link in ordered if link.sample), None)
     structure = Structure(
@@ -194,8 +198,7 @@ def _find_cut(
     graph: ObjectGraph,
     component_of: memoryview,
     component: int,
-    class_of_edge: memoryview,
-    class_count: int,
+    keys: list[graphcore.ClassKey],
     links: list[Link],
 ) -> list[Link]:
     """The fewest reference names whose removal leaves the component without a loop."""
@@ -205,14 +208,10 @@ def _find_cut(
     )[:_MAX_TRIES]
 
     def frees(chosen: list[Link]) -> bool:
-        removed = bytearray(class_count)
-        extra: list[int] = []
-        for link in chosen:
-            for klass in link.classes:
-                removed[klass] = 1
-            extra.extend(link.edges)
+        removed = [keys[klass] for link in chosen for klass in link.classes]
+        extra = [edge for link in chosen for edge in link.edges]
         return graphcore.acyclic_without(
-            graph.offsets, graph.targets, component_of, component, class_of_edge, removed, extra
+            graph.nodes, graph.offsets, graph.targets, component_of, component, removed, extra
         )
 
     for link in candidates:
@@ -242,7 +241,6 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
     if len(raw) > 2 and is_owned_part(graph.nodes[raw[-2]], graph.nodes[source]):
         # Start at the object whose instance dict holds the reference, not at the dict.
         raw = [raw[-2], *raw[:-1]]
-    structure.loop_nodes = raw
     if len(raw) - 1 <= _LOOP_FULL:
         structure.loop = named_path(graph, raw)[1]
         return

@@ -630,9 +630,9 @@ def _structure_fix(link: Link | None) -> str:
         attr = name.name.lstrip(".")
         if attr.isidentifier():
             return (
-                f"Hold `.{attr}` weakly: assign `self.{attr} = weakref.ref({attr})` and read it "
-                f"as `self.{attr}()` (or use `weakref.proxy({attr})`); then reference counting "
-                "frees the structure as soon as nothing outside refers to it. Or set "
+                f"Hold `self.{attr}` weakly: assign `self.{attr} = weakref.ref({attr})` and read "
+                f"it as `self.{attr}()` (or use `weakref.proxy({attr})`); then reference "
+                "counting frees the structure as soon as nothing outside refers to it. Or set "
                 f"`node.{attr} = None` on every node when you are done with it."
             )
     if name.kind == ek.INDEX:
