@@ -28,8 +28,9 @@ Results:
   ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
   of cyclic components (more than one node, or a self-edge); ``members`` (a
   read-only int64 memoryview) the ascending nodes of cyclic components, only
-  those from which a seed is reachable unless ``seeds`` is None. The C version settles reachability while
-  completing the components, without a reverse graph.
+  those from which a seed is reachable unless ``seeds`` is None. The C
+  version settles reachability while completing the components, without a
+  reverse graph.
 
 * ``reach(offsets, targets, sources, wanted, component_of, blocked) -> list``:
   the nodes reachable from ``sources`` in BFS order (sources first), only
