@@ -20,13 +20,17 @@ _WIDTH, _HEIGHT = 860, 170
 _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 250, 14, 28
 
 
-def _nice_ceiling(value: int) -> int:
-    """The smallest 1, 2 or 5 times a power of ten at or above ``value``: a round axis top."""
+def _nice_ceiling(nbytes: int) -> int:
+    """A round axis top at or above ``nbytes``: 1, 2 or 5 times a power of ten, in B/KiB/MiB..."""
+    unit = 1
+    while nbytes > unit * 1000:
+        unit *= 1024
+    scaled = -(-nbytes // unit)
     scale = 1
     while True:
         for factor in (1, 2, 5):
-            if factor * scale >= value:
-                return factor * scale
+            if factor * scale >= scaled:
+                return factor * scale * unit
         scale *= 10
 
 
@@ -53,7 +57,8 @@ def timeline_svg(report: Report) -> str:
     patterns = {c.signature: c.pattern for c in report.cycles}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" viewBox="0 0 {_WIDTH} '
-        f'{_HEIGHT}" role="img" aria-label="bytes held by cyclic garbage found per step">',
+        f'{_HEIGHT}" preserveAspectRatio="xMinYMid meet" role="img" '
+        'aria-label="bytes held by cyclic garbage found per step">',
         "<title>Bytes held by the cyclic garbage found, summed over the steps, "
         "per cycle signature</title>",
         '<g font-family="system-ui, sans-serif" font-size="10" fill="#6b7280">',
