@@ -120,3 +120,19 @@ def test_html_outputs_carry_no_element_ids_outside_their_frame(
     [bundle] = rich(executed_notebook, cell, kind)
     outside = re.sub(r'srcdoc="[^"]*"', "", bundle["text/html"])
     assert not re.search(r"\bid=|<style|<script", outside)
+
+
+def test_allow_option_silences_a_known_cycle(executed_notebook: Any) -> None:
+    """`%%whyalive --allow recursive-closure` shows only the cell's own output."""
+    assert [o.output_type for o in outputs(executed_notebook, 10)] == ["stream"]
+    assert stdout(executed_notebook, 10) == "allowed\n"
+
+
+def test_census_option_explains_what_the_cell_left_alive(executed_notebook: Any) -> None:
+    """`%%whyalive --census --min-bytes 1024` names the global dict holding the big tensor only."""
+    [bundle] = rich(executed_notebook, 11, "display_data")
+    text = bundle["text/plain"]
+    assert (
+        "module __main__ --.cache--> dict cache of 1 --['weights']--> Tensor(float32[512]" in text
+    )
+    assert "float32[4]" not in text

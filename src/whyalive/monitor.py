@@ -474,9 +474,10 @@ class GcMonitor:
 
     def signatures(self) -> list[SignatureSeen]:
         """Each cycle signature seen so far, with its counts and its first and last step."""
+        # list() copies under the GIL: the helper thread may add a signature meanwhile.
         return [
             SignatureSeen(seen.cumulative(), seen.first_step, seen.last_step)
-            for seen in self._log.seen.values()
+            for seen in list(self._log.seen.values())
         ]
 
     def report(self) -> Report:
