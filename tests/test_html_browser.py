@@ -283,8 +283,16 @@ _LEFTMOST_NODE_INSIDE = """
 const pane = document.getElementById("graph").getBoundingClientRect();
 const lefts = Array.from(document.querySelectorAll("#graph .node"),
                          n => n.getBoundingClientRect().left);
-return lefts.length > 0 && Math.min(...lefts) >= pane.left;
+return lefts.length > 0 && Math.min(...lefts) >= pane.left - 2;
 """
+
+
+def _wait_until_fitted(driver: Any) -> None:
+    deadline = time.monotonic() + 5
+    fitted = "return document.querySelector('#graph g.world').hasAttribute('transform')"
+    while not driver.execute_script(fitted):
+        assert time.monotonic() < deadline, "the graph was never fitted to its pane"
+        time.sleep(0.02)
 
 
 def _wait_until_ready(driver: Any) -> None:
@@ -321,9 +329,12 @@ def test_notebook_outputs_draw_side_by_side_offline(
     assert len(frames) == len(cells)
     seen = []
     for frame in frames:
+        # Chromium draws an off-screen cross-origin frame only once it is scrolled into view.
+        browser.execute_script("arguments[0].scrollIntoView()", frame)
         browser.switch_to.frame(frame)
         try:
             _wait_until_ready(browser)
+            _wait_until_fitted(browser)
             seen.append(
                 (
                     browser.find_element(By.ID, "headline").text,
