@@ -66,11 +66,8 @@ class WhyaliveMagics(Magics):
             raise IPythonUsageError(str(error)) from None
         shell = self._shell()
         with check:
-            check._location = (
-                "<cell>",
-                1,
-                "%%whyalive",
-            )  # IPython numbers cells differently by version
+            # Not the cell's number: IPython versions differ on when they count it.
+            check._location = ("<cell>", 1, "%%whyalive")
             shell.run_cell(cell)
         report = check.report
         if report is None or not report.found:

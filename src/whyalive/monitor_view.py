@@ -115,6 +115,7 @@ def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
         heavy=tuple(n + shift for n in cycle.heavy),
         holder_paths=tuple(_shift_path(p, shift) for p in cycle.holder_paths),
         cut=cut,
+        loop=tuple(_shift_edge(e, shift) for e in cycle.loop),
     )
 
 

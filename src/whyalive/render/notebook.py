@@ -64,11 +64,10 @@ def embed_page(document: str, *, height: int, label: str) -> str:
 
 def report_html(report: Report, *, label: str | None = None) -> str:
     """The viewer for a report that found something; one line of text for one that did not."""
-    line = report_line(report)
     if not report.found and not report.timeline:
         first = TextRenderer().render(report).splitlines()[0]
         return f"<p><code>{html.escape(first)}</code></p>"
-    title = label or f"whyalive: {line}"
+    title = label or f"whyalive: {report_line(report)}"
     height = VIEWER_HEIGHT + (TIMELINE_HEIGHT if report.timeline else 0)
     return embed_page(HtmlRenderer(title=title).render(report), height=height, label=title)
 
