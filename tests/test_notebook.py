@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-# The same pattern test_html_browser.py uses to tell a fetch from the SVG namespace.
+# Anything that could make a browser fetch: a URL, a src or an href (the SVG namespace is a name).
 EXTERNAL = re.compile(r"""(?:https?:|file:|data:)?//[^\s"'<>&)]+|\bsrc\s*=|\bhref\s*=""", re.I)
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 
