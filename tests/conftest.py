@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +51,27 @@ def gc_state_unchanged() -> Iterator[None]:
     assert all(a is b for a, b in zip(gc.garbage, garbage_contents, strict=True)), (
         "a test changed the contents of gc.garbage"
     )
+
+
+NOTEBOOK = Path(__file__).resolve().parent / "notebooks" / "whyalive_in_a_notebook.ipynb"
+
+
+@pytest.fixture(scope="session")
+def executed_notebook(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """tests/notebooks/whyalive_in_a_notebook.ipynb run by nbclient on a real ipykernel, once."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    for needed in ("ipykernel", "torch"):  # the kernel imports them; this process need not
+        if importlib.util.find_spec(needed) is None:
+            pytest.skip(f"{needed} is not installed")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    workdir = tmp_path_factory.mktemp("notebook")
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()
+    notebook.metadata["workdir"] = str(workdir)
+    return notebook

@@ -275,3 +275,113 @@ def test_empty_report_page_loads_cleanly(browser: Any, tmp_path: Path) -> None:
     seen = _open(browser, Report(), tmp_path / "empty.html")
     assert "No cyclic garbage" in browser.find_element(By.ID, "headline").text
     assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+# The graph was fitted to its pane: its leftmost box starts inside the pane, not off to the left
+# (a frame drawn before it had a size used to place it there).
+_LEFTMOST_NODE_INSIDE = """
+const pane = document.getElementById("graph").getBoundingClientRect();
+const lefts = Array.from(document.querySelectorAll("#graph .node"),
+                         n => n.getBoundingClientRect().left);
+return lefts.length > 0 && Math.min(...lefts) >= pane.left - 2;
+"""
+
+
+def _wait_until_fitted(driver: Any) -> None:
+    deadline = time.monotonic() + 5
+    fitted = "return document.querySelector('#graph g.world').hasAttribute('transform')"
+    while not driver.execute_script(fitted):
+        assert time.monotonic() < deadline, "the graph was never fitted to its pane"
+        time.sleep(0.02)
+
+
+def _wait_until_ready(driver: Any) -> None:
+    deadline = time.monotonic() + 5
+    while driver.execute_script("return document.body.dataset.ready") != "1":
+        assert time.monotonic() < deadline, "the viewer never finished drawing"
+        time.sleep(0.02)
+
+
+def test_notebook_outputs_draw_side_by_side_offline(
+    browser: Any, tmp_path: Path, executed_notebook: Any
+) -> None:
+    """The notebook's HTML outputs on one 900 px page: each frame draws its own report, offline."""
+    cells = (1, 4, 6)  # %%whyalive, a cell ending in chk.report, one ending in explain(t)
+    markup = [
+        output.data["text/html"]
+        for index in cells
+        for output in executed_notebook.cells[index].outputs
+        if "data" in output and "text/html" in output.data
+    ]
+    assert len(markup) == len(cells)
+    page = tmp_path / "notebook.html"
+    page.write_text(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>cells</title></head>'
+        '<body><div style="width: 900px">'
+        + "".join(f'<div class="output">{m}</div>' for m in markup)
+        + "</div></body></html>\n",
+        encoding="utf-8",
+    )
+    browser.get_log("browser")
+    browser.get_log("performance")
+    browser.get(page.as_uri())
+    frames = browser.find_elements(By.TAG_NAME, "iframe")
+    assert len(frames) == len(cells)
+    seen = []
+    for frame in frames:
+        # Chromium draws an off-screen cross-origin frame only once it is scrolled into view.
+        browser.execute_script("arguments[0].scrollIntoView()", frame)
+        browser.switch_to.frame(frame)
+        try:
+            _wait_until_ready(browser)
+            _wait_until_fitted(browser)
+            seen.append(
+                (
+                    browser.find_element(By.ID, "headline").text,
+                    len(browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")),
+                    browser.find_element(By.ID, "graph").rect["width"] > 300,
+                    browser.execute_script(_LEFTMOST_NODE_INSIDE),
+                )
+            )
+            assert browser.execute_script("return window.parent === window") is False
+        finally:
+            browser.switch_to.default_content()
+    assert seen == [
+        ("1 cycle keeps 64.0 KiB alive", 2, True, True),
+        ("1 cycle keeps 8.0 KiB alive", 2, True, True),
+        ("1 heavy object(s) still alive", 0, True, True),
+    ]
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "whyalive-notebook-outputs.png"))
+    requests = [
+        json.loads(entry["message"])["message"]
+        for entry in browser.get_log("performance")
+        if "Network.requestWillBeSent" in entry["message"]
+    ]
+    assert [r["params"]["request"]["url"] for r in requests] == [page.as_uri()]
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+
+
+@pytest.mark.whyalive_skip  # the monitor runs its own gc callback
+def test_monitor_page_draws_the_timeline(browser: Any, tmp_path: Path) -> None:
+    """mon.report() as HTML: a visible SVG timeline with one line per signature, no errors."""
+    import whyalive
+
+    numpy = pytest.importorskip("numpy")
+    with whyalive.monitor(log=False, collect_generation=1) as mon:
+        for step in range(30):
+            _ring(3)
+            if step % 2:
+                numpy.zeros(1)  # keeps the loop body from being only the leak
+            mon.step(collect=step % 5 == 4)
+    report = mon.report()
+    seen = _open(browser, report, tmp_path / "monitor.html")
+    series = browser.find_elements(By.CSS_SELECTOR, "#timeline svg .series")
+    assert len(series) == 1
+    assert browser.find_element(By.CSS_SELECTOR, "#timeline svg").rect["height"] > 100
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline svg circle")) == 6
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")) == 3
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "whyalive-monitor-timeline.png"))
+    assert seen == {"requests": [], "failed": [], "errors": []}

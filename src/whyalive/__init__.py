@@ -6,6 +6,8 @@ explain each cycle in the user's own terms, and guard tests and training runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
@@ -13,6 +15,17 @@ from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
 from whyalive.monitor import GcMonitor, monitor
 from whyalive.report import Report
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext whyalive``: register ``%%whyalive`` and ``%whyalive_explain`` (docs/notebook.md).
+
+    IPython is imported here, when IPython itself loads the extension, never by ``import whyalive``.
+    """
+    from whyalive.ipython import load_ipython_extension as load
+
+    load(ipython)
+
 
 __all__ = [
     "Explanation",
@@ -26,5 +39,6 @@ __all__ = [
     "check_leaks",
     "explain",
     "find_leaks",
+    "load_ipython_extension",
     "monitor",
 ]

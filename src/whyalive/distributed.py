@@ -160,6 +160,19 @@ class Summary:
     def __str__(self) -> str:
         return render_summary(self)
 
+    def __repr__(self) -> str:
+        from whyalive.render.notebook import summary_line
+
+        return f"<whyalive.Summary: {summary_line(self)}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from whyalive.render.notebook import summary_html
+
+        return summary_html(self)
+
 
 def rank_cycles(reports: Iterable[Report]) -> list[RankCycle]:
     """The rows one rank contributes: its reports' cycles, merged by signature."""

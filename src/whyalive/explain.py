@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import compress
+from typing import Any
 
 from whyalive.analysis import _NodeTable, holder_path_record, run_info
 from whyalive.edges import name_node
@@ -76,6 +77,19 @@ class Explanation:
 
     def __str__(self) -> str:
         return self.report.render("text")
+
+    def __repr__(self) -> str:
+        from whyalive.render.notebook import explanation_line
+
+        return f"<whyalive.Explanation: {explanation_line(self.report)}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from whyalive.render.notebook import report_html
+
+        return report_html(self.report)
 
 
 def path_words(report: Report, path: HolderPath) -> str:

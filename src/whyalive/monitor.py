@@ -36,6 +36,13 @@ from typing import Any
 
 from whyalive.analysis import AnalysisOptions, analyze
 from whyalive.errors import UsageError
+from whyalive.monitor_view import (
+    SignatureSeen,
+    Timeline,
+    combine_reports,
+    monitor_line,
+    monitor_text,
+)
 from whyalive.report import CycleReport, Report
 from whyalive.words import plural, size_to_words
 
@@ -130,6 +137,7 @@ class SignatureLog:
         self.seen: dict[str, _Seen] = {}
         self.reports: list[Report] = []
         self.files: list[Path] = []
+        self.timeline = Timeline()
 
     def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
         """Count the cycles of one analysis; announce new ones and due updates."""
@@ -145,6 +153,7 @@ class SignatureLog:
             seen.occurrences += cycle.occurrences
             seen.total_bytes += cycle.total_bytes
             seen.last_step = step
+            self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
         if new:
             self.reports.append(report)
             self._write(len(self.reports) - 1, report)
@@ -215,6 +224,7 @@ class SignatureLog:
                     total_bytes=sum(c.total_bytes for c in cycles),
                     bytes_by_device=by_device,
                     notes=(*report.notes, stats.words()),
+                    timeline=self.timeline.points(c.signature for c in cycles),
                 )
             )
         return result
@@ -461,6 +471,40 @@ class GcMonitor:
     def summary_reports(self) -> list[Report]:
         """One report per first sighting so far, each cycle with its counts over the run."""
         return self._log.summary_reports(self.stats, self._steps_words())
+
+    def signatures(self) -> list[SignatureSeen]:
+        """Each cycle signature seen so far, with its counts and its first and last step."""
+        # list() copies under the GIL: the helper thread may add a signature meanwhile.
+        return [
+            SignatureSeen(seen.cumulative(), seen.first_step, seen.last_step)
+            for seen in list(self._log.seen.values())
+        ]
+
+    def report(self) -> Report:
+        """Everything seen so far as one report, with the timeline of bytes per step.
+
+        A safe point like :meth:`poll`: what a collection saved is analysed first.
+        """
+        self.poll()
+        return self._combined()
+
+    def _combined(self) -> Report:
+        return combine_reports(self.summary_reports(), where=self._steps_words())
+
+    def __str__(self) -> str:
+        return monitor_text(self)
+
+    def __repr__(self) -> str:
+        return f"<whyalive.GcMonitor {monitor_line(self)}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from whyalive.render.notebook import report_html
+
+        # No poll here: a display hook must not run an analysis as a side effect.
+        return report_html(self._combined(), label=f"whyalive monitor: {monitor_line(self)}")
 
     # -- the callback -------------------------------------------------------------------
 

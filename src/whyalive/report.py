@@ -158,6 +158,20 @@ class AliveObject:
 
 
 @dataclass(frozen=True)
+class TimelinePoint:
+    """Bytes of one cycle signature found at one monitor step (``GcMonitor`` reports).
+
+    ``step`` is the :meth:`~whyalive.GcMonitor.step` count when the analysis ran;
+    in long runs it is the first step of a bucket of steps (see ``docs/monitor.md``).
+    """
+
+    signature: str
+    step: int
+    nbytes: int
+    occurrences: int
+
+
+@dataclass(frozen=True)
 class Report:
     """What a check found: cycles that hold heavy objects, with their bytes and paths."""
 
@@ -173,6 +187,7 @@ class Report:
     light_cycle_count: int = 0
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
+    timeline: tuple[TimelinePoint, ...] = ()
 
     @property
     def found(self) -> bool:
@@ -236,6 +251,19 @@ class Report:
     def __str__(self) -> str:
         return self.render("text")
 
+    def __repr__(self) -> str:
+        from whyalive.render.notebook import report_line
+
+        return f"<whyalive.Report: {report_line(self)}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        from whyalive.render.notebook import report_html
+
+        return report_html(self)
+
 
 def _to_plain(value: Any) -> Any:
     if isinstance(value, dict):
@@ -274,6 +302,7 @@ _NESTED.update(
         (Report, "cycles"): CycleReport,
         (Report, "heavy_objects"): HeavyObject,
         (Report, "alive"): AliveObject,
+        (Report, "timeline"): TimelinePoint,
         (AliveObject, "paths"): HolderPath,
         (CycleReport, "edges"): Edge,
         (CycleReport, "holder_paths"): HolderPath,

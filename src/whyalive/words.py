@@ -22,6 +22,11 @@ def size_to_words(nbytes: int) -> str:
     return f"{value:.1f} {_UNITS[unit]}"
 
 
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     """``plural(4, "tensor")`` -> ``"4 tensors"``."""
     word = singular if count == 1 else (plural_form or singular + "s")

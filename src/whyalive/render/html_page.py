@@ -23,6 +23,7 @@ from whyalive.errors import WhyaliveError
 from whyalive.render.dot import GraphView, graph_views, quote
 from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
+from whyalive.render.timeline import timeline_svg
 from whyalive.report import Report
 from whyalive.words import size_to_words
 
@@ -210,6 +211,8 @@ class HtmlRenderer:
             "base-uri 'none'; form-action 'none'"
         )
         text = html.escape(TextRenderer().render(report))
+        svg = timeline_svg(report)
+        timeline = f'<section id="timeline">{svg}</section>\n' if svg else ""
         return (
             "<!DOCTYPE html>\n"
             '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -219,6 +222,7 @@ class HtmlRenderer:
             f"<title>{html.escape(self.title)}</title>\n"
             f"<style>{style}</style>\n</head>\n<body>\n"
             '<header id="head"><h1 id="headline"></h1><p id="run"></p></header>\n'
+            f"{timeline}"
             '<main><nav id="cycles" aria-label="cycles"></nav>\n'
             '<section id="graph-pane"><div id="toolbar"></div>'
             '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg></section>\n'

@@ -236,15 +236,24 @@
   var extent = { w: 1, h: 1 };
   /* readable: a long cycle shown whole would be unreadably small, so start at a legible
      scale at its left end and let the user pan; the "fit" button shows it whole. */
+  var unsized = false;
   function fit(w, h, readable) {
     extent = { w: w || 1, h: h || 1 };
     var box = graphSvg.getBoundingClientRect();
+    unsized = box.width < 1 || box.height < 1;
+    if (unsized) { return; }
     var k = Math.min((box.width - 20) / extent.w, (box.height - 20) / extent.h, 1.5);
     state.k = k > 0 ? k : 1;
     state.x = (box.width - extent.w * state.k) / 2;
     if (readable && state.k < 0.45) { state.k = 0.45; state.x = 10; }
     state.y = (box.height - extent.h * state.k) / 2;
     applyTransform();
+  }
+  /* A page drawn before it has a size (a notebook output in a frame not laid out yet)
+     fits its graph when the size arrives. */
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { if (unsized) { fit(extent.w, extent.h, true); } })
+      .observe(graphSvg);
   }
   function zoom(factor, cx, cy) {
     var k = Math.max(0.05, Math.min(8, state.k * factor));
