@@ -622,7 +622,7 @@ class _Right:
     )
 )
 def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
-    """reach, shortest_paths, edge_classes, acyclic_without match brute force; C = Python."""
+    """Workspace reach, paths, edge classes and peeling match brute force; C = Python."""
     n, edges, sources, kinds, seed = graph
     offsets, targets = csr(n, edges)
     adj = adjacency(offsets, targets)
@@ -634,7 +634,8 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
     blocked = bytes((seed >> ((i + 7) % 32)) & 1 for i in range(count))
     results = []
     for impl in IMPLS:
-        plain = impl.reach(offsets, targets, sources, None, None, None)
+        work = impl.workspace(nodes, offsets, targets, comp)
+        plain = work.reach(sources, None, None)
         dist = _bfs_oracle(adj, sources)
         assert sorted(plain) == sorted(dist)
         assert plain[: len(set(sources))] == list(dict.fromkeys(sources))
@@ -642,21 +643,24 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         home = comps[sources[0]]
         enters = [comps[w] == home or not blocked[comps[w]] for w in range(n)]
         kept = _bfs_oracle(adj, sources, enters.__getitem__)
-        filtered = impl.reach(offsets, targets, sources, wanted, comp, blocked)
+        filtered = work.reach(sources, wanted, blocked)
         assert filtered == [v for v in filtered if wanted[v]]
         assert set(filtered) == {v for v in kept if wanted[v]}
 
         goals = [v for v in range(n) if (seed >> (v % 29)) & 1]
-        paths = impl.shortest_paths(offsets, targets, sources, goals)
+        paths = work.shortest_paths(sources, goals)
         assert set(paths) == {g for g in goals if g in dist}
         for goal, path in paths.items():
             assert path[0] in sources
             assert path[-1] == goal
             assert len(path) - 1 == dist[goal]
             assert all(b in adj[a] for a, b in itertools.pairwise(path))
+        # A second search in the same workspace sees nothing of the first.
+        assert work.shortest_paths(sources, goals) == paths
 
         component = comps[sources[-1]]
-        keys, counts, samples = impl.edge_classes(nodes, offsets, targets, comp, component, 2)
+        members = [v for v in range(n) if comps[v] == component]
+        keys, counts, samples = work.edge_classes(members, 2)
         inside = [e for e, (u, v) in enumerate(flat) if comps[u] == comps[v] == component]
         assert sum(counts) == len(inside)
         key_of: dict[int, tuple[Any, ...]] = {}
@@ -670,11 +674,13 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
             assert 0 < len(picked) <= 2
             assert all(flat[e] == (u, v) and key_of[e] == key for u, v, e in picked)
 
-        members = {v for v in range(n) if comps[v] == component}
         removed = [key for c, key in enumerate(keys) if (seed >> (c % 31)) & 1]
         extra = [e for e in inside if (seed >> (e % 23)) & 1][:2]
         left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
-        acyclic = impl.acyclic_without(nodes, offsets, targets, comp, component, removed, extra)
-        assert acyclic == (not _has_loop(members, left))
+        acyclic = work.acyclic_without(members, removed, extra)
+        assert acyclic == (not _has_loop(set(members), left))
         results.append((plain, filtered, paths, keys, counts, samples, acyclic))
+        work.close()
+        with pytest.raises(ValueError, match="closed"):
+            work.reach(sources, None, None)
     assert all(r == results[0] for r in results)

@@ -363,7 +363,8 @@ def _check_structure(graph: Any) -> None:
         sizes[component_of[node]] = sizes.get(component_of[node], 0) + 1
     component = max(sizes, key=lambda c: sizes[c])
     members = [i for i in range(len(graph)) if component_of[i] == component]
-    structure = find_structure(graph, component_of, component, members)
+    graph.open_workspace(component_of)
+    structure = find_structure(graph, members)
     assert structure.member_count == sum(type(graph.nodes[n]) is Vertex for n in members)
     names = {link.name for link in structure.cut}
     owned = {

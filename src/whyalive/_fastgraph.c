@@ -1223,27 +1223,12 @@ take_tail_impl(PyObject *items, Py_ssize_t start)
 }
 
 /* ------------------------------------------------------------------ */
-/* Big components: reachability, shortest paths, edge classes, peeling */
+/* Per-component work: a workspace over one graph                      */
 
-/* One flag per node from an optional uint8 buffer of length n (None: NULL). */
-static int
-get_node_flags(PyObject *obj, Py_ssize_t n, Py_buffer *view, const uint8_t **flags, const char *name)
-{
-    *flags = NULL;
-    if (obj == Py_None) {
-        return 0;
-    }
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
-        return -1;
-    }
-    if (view->len < n) {
-        PyErr_Format(PyExc_ValueError, "%s must have one byte per node", name);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    *flags = (const uint8_t *)view->buf;
-    return 0;
-}
+/* Reach, shortest paths, edge classes and peeling run once per reported
+ * cycle. Each call must cost what its own component (or what it visits)
+ * costs, never the size of the whole graph: the CSR is validated once, and
+ * the scratch arrays are allocated once and reused through epoch stamps. */
 
 static int
 get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **comp)
@@ -1260,222 +1245,24 @@ get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **com
     return 0;
 }
 
-/* reach(offsets, targets, sources, wanted, component_of, blocked) -> list:
- * nodes reachable from sources, BFS order, sources first; only those with
- * wanted[v] when wanted is not None. A node whose component is flagged in
- * blocked (and is not a source's component) is neither listed nor entered. */
-static PyObject *
-fg_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static inline size_t
+mix64(uint64_t x)
 {
-    (void)self;
-    csr_t g;
-    Py_buffer wb = {0}, cb = {0}, bb = {0};
-    const uint8_t *wanted = NULL, *blocked = NULL;
-    const int64_t *comp = NULL;
-    uint8_t *seen = NULL;
-    int64_t *queue = NULL;
-    Py_ssize_t head = 0, tail = 0;
-    PyObject *result = NULL, *out = NULL;
-
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError,
-                        "reach(offsets, targets, sources, wanted, component_of, blocked) takes 6 arguments");
-        return NULL;
-    }
-    if (csr_open(&g, args[0], args[1]) < 0) {
-        return NULL;
-    }
-    if (get_node_flags(args[3], g.n, &wb, &wanted, "wanted") < 0) {
-        goto done;
-    }
-    if (args[4] != Py_None) {
-        if (get_components(args[4], g.n, &cb, &comp) < 0) {
-            goto done;
-        }
-        if (args[5] != Py_None) {
-            if (PyObject_GetBuffer(args[5], &bb, PyBUF_C_CONTIGUOUS) < 0) {
-                goto done;
-            }
-            blocked = (const uint8_t *)bb.buf;
-        }
-    }
-    seen = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
-    queue = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
-    if (seen == NULL || queue == NULL || read_seeds(args[2], g.n, seen, queue, &tail) < 0) {
-        goto done;
-    }
-    int64_t home = (tail > 0 && comp != NULL) ? comp[queue[0]] : -1;
-    while (head < tail) {
-        int64_t u = queue[head++];
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            int64_t w = g.tgt[e];
-            if (seen[w]) {
-                continue;
-            }
-            if (blocked != NULL && comp[w] != home && comp[w] < (int64_t)bb.len && blocked[comp[w]]) {
-                continue;
-            }
-            seen[w] = 1;
-            queue[tail++] = w;
-        }
-    }
-    out = PyList_New(0);
-    if (out == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < tail; i++) {
-        if (wanted != NULL && !wanted[queue[i]]) {
-            continue;
-        }
-        PyObject *index = PyLong_FromLongLong((long long)queue[i]);
-        if (index == NULL || PyList_Append(out, index) < 0) {
-            Py_XDECREF(index);
-            goto done;
-        }
-        Py_DECREF(index);
-    }
-    result = out;
-    out = NULL;
-done:
-    Py_XDECREF(out);
-    big_free(seen);
-    big_free(queue);
-    if (wb.obj) PyBuffer_Release(&wb);
-    if (cb.obj) PyBuffer_Release(&cb);
-    if (bb.obj) PyBuffer_Release(&bb);
-    csr_release(&g);
-    return result;
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ULL;
+    return (size_t)(x ^ (x >> 29));
 }
 
-/* shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}:
- * one BFS from all sources; stops once every goal is found. A source that is
- * a goal gets the one-node path. */
-static PyObject *
-fg_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    csr_t g;
-    /* Node ids fit in 32 bits (the build's table limit): half the memory of int64. */
-    uint32_t *parent = NULL, *queue = NULL;
-    int64_t *seeds = NULL;
-    uint8_t *goal = NULL, *seen = NULL;
-    Py_ssize_t head = 0, tail = 0, wanted = 0, found = 0;
-    PyObject *result = NULL, *out = NULL;
-
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "shortest_paths(offsets, targets, sources, goals) takes 4 arguments");
-        return NULL;
-    }
-    if (csr_open(&g, args[0], args[1]) < 0) {
-        return NULL;
-    }
-    if (g.n > TABLE_MAX_NODES) {
-        PyErr_SetString(PyExc_ValueError, "too many nodes");
-        csr_release(&g);
-        return NULL;
-    }
-    parent = (uint32_t *)big_alloc(((size_t)g.n + 1) * sizeof(uint32_t), 0);
-    queue = (uint32_t *)big_alloc(((size_t)g.n + 1) * sizeof(uint32_t), 0);
-    goal = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
-    seen = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
-    if (parent == NULL || queue == NULL || goal == NULL || seen == NULL) {
-        goto done;
-    }
-    if (read_seeds(args[3], g.n, goal, NULL, NULL) < 0) {
-        goto done;
-    }
-    /* read_seeds queues int64: one transient array, then narrowed into the queue. */
-    seeds = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
-    if (seeds == NULL || read_seeds(args[2], g.n, seen, seeds, &tail) < 0) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < tail; i++) {
-        queue[i] = (uint32_t)seeds[i];
-    }
-    big_free(seeds);
-    seeds = NULL;
-    for (Py_ssize_t v = 0; v < g.n; v++) {
-        wanted += goal[v];
-    }
-    for (Py_ssize_t i = 0; i < tail; i++) {
-        parent[queue[i]] = UINT32_MAX;
-    }
-    out = PyDict_New();
-    if (out == NULL) {
-        goto done;
-    }
-    while (head < tail && found < wanted) {
-        uint32_t u = queue[head++];
-        if (goal[u]) {
-            Py_ssize_t length = 1;
-            for (uint32_t v = u; parent[v] != UINT32_MAX; v = parent[v]) {
-                length++;
-            }
-            PyObject *path = PyList_New(length);
-            if (path == NULL) {
-                goto done;
-            }
-            uint32_t v = u;
-            for (Py_ssize_t k = length - 1; k >= 0; k--) {
-                PyObject *index = PyLong_FromLongLong((long long)v);
-                if (index == NULL) {
-                    Py_DECREF(path);
-                    goto done;
-                }
-                PyList_SET_ITEM(path, k, index);
-                v = parent[v];
-            }
-            PyObject *key = PyLong_FromLongLong((long long)u);
-            int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
-            Py_XDECREF(key);
-            Py_DECREF(path);
-            if (failed) {
-                goto done;
-            }
-            goal[u] = 0;
-            found++;
-        }
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            int64_t w = g.tgt[e];
-            if (!seen[w]) {
-                seen[w] = 1;
-                parent[w] = u;
-                queue[tail++] = (uint32_t)w;
-            }
-        }
-    }
-    result = out;
-    out = NULL;
-done:
-    Py_XDECREF(out);
-    big_free(parent);
-    big_free(queue);
-    big_free(seeds);
-    big_free(goal);
-    big_free(seen);
-    csr_release(&g);
-    return result;
-}
-
-/* Edge classes of one component: every edge u -> v inside it has the class
- * (type(u), type(v), position among u's edges inside the component, u's
- * out-degree inside it), both numbers capped. Structures built by one piece of
- * code (trees, rings, linked lists) fall into a few classes, each made by one
- * line of code, so naming a few sample edges per class names them all.
- *
- * Nothing per edge is stored: types get small indexes once per member, and a
- * class is a 64-bit key of (source index, target index, position, degree) in
- * an open-addressing table. */
 #define CLASS_CAP 15
 #define CLASS_EMPTY UINT64_MAX
 
+/* Types by small index, and edge classes by 64-bit key, in open-addressing tables. */
 typedef struct {
-    PyTypeObject **types; /* index -> type */
+    PyTypeObject **types;
     size_t ntypes, tcap;
-    size_t *tslots; /* type table: index + 1, 0 empty */
-    int32_t *tidx;  /* per node: its type's index, -1 outside the component */
-    uint64_t *keys; /* class table: key or CLASS_EMPTY */
-    int64_t *ids;   /* class table: class id */
+    size_t *tslots; /* index + 1, 0 empty */
+    uint64_t *keys; /* CLASS_EMPTY when empty */
+    int64_t *ids;
     size_t kcap, nclasses;
 } classes_t;
 
@@ -1484,18 +1271,9 @@ classes_free(classes_t *c)
 {
     PyMem_RawFree(c->types);
     PyMem_RawFree(c->tslots);
-    big_free(c->tidx);
     PyMem_RawFree(c->keys);
     PyMem_RawFree(c->ids);
     memset(c, 0, sizeof(*c));
-}
-
-static inline size_t
-mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x9E3779B97F4A7C15ULL;
-    return (size_t)(x ^ (x >> 29));
 }
 
 /* Index of a type, added when new; -1 with MemoryError. */
@@ -1506,15 +1284,14 @@ type_index(classes_t *c, PyTypeObject *tp)
         size_t ncap = c->tcap ? 2 * c->tcap : 64;
         size_t *slots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
         PyTypeObject **types = (PyTypeObject **)PyMem_RawRealloc(c->types, ncap / 2 * sizeof(*types));
+        if (types != NULL) {
+            c->types = types;
+        }
         if (slots == NULL || types == NULL) {
             PyMem_RawFree(slots);
-            if (types != NULL) {
-                c->types = types;
-            }
             PyErr_NoMemory();
             return -1;
         }
-        c->types = types;
         for (size_t i = 0; i < c->ntypes; i++) {
             size_t h = mix64((uint64_t)(uintptr_t)c->types[i]) & (ncap - 1);
             while (slots[h] != 0) {
@@ -1536,29 +1313,6 @@ type_index(classes_t *c, PyTypeObject *tp)
     c->types[c->ntypes] = tp;
     c->tslots[h] = ++c->ntypes;
     return (int64_t)(c->ntypes - 1);
-}
-
-/* Type indexes of every member of the component (the only pass that reads objects). */
-static int
-classes_open(classes_t *c, PyObject *nodes, const csr_t *g, const int64_t *comp, int64_t component)
-{
-    memset(c, 0, sizeof(*c));
-    c->tidx = (int32_t *)big_alloc(((size_t)g->n + 1) * sizeof(int32_t), 0);
-    if (c->tidx == NULL) {
-        return -1;
-    }
-    for (Py_ssize_t v = 0; v < g->n; v++) {
-        if (comp[v] != component) {
-            c->tidx[v] = -1;
-            continue;
-        }
-        int64_t t = type_index(c, Py_TYPE(PyList_GET_ITEM(nodes, v)));
-        if (t < 0) {
-            return -1;
-        }
-        c->tidx[v] = (int32_t)t;
-    }
-    return 0;
 }
 
 static inline uint64_t
@@ -1617,82 +1371,441 @@ class_id(classes_t *c, uint64_t key, int add)
     return c->ids[h];
 }
 
-/* Calls visit(ctx, u, v, e, key) for every edge inside the component, in CSR order. */
-#define FOR_CLASSED_EDGES(g, c, BODY)                                                 \
-    for (Py_ssize_t u = 0; u < (g)->n; u++) {                                         \
-        if ((c)->tidx[u] < 0) {                                                       \
-            continue;                                                                 \
-        }                                                                             \
-        int deg = 0;                                                                  \
-        for (int64_t e = (g)->off[u]; e < (g)->off[u + 1]; e++) {                     \
-            deg += (c)->tidx[(g)->tgt[e]] >= 0;                                       \
-        }                                                                             \
-        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;                              \
-        int pos = 0;                                                                  \
-        for (int64_t e = (g)->off[u]; e < (g)->off[u + 1]; e++) {                     \
-            int64_t v = (g)->tgt[e];                                                  \
-            if ((c)->tidx[v] < 0) {                                                   \
-                continue;                                                             \
-            }                                                                         \
-            uint64_t key = class_key((c)->tidx[u], (c)->tidx[v],                      \
-                                     pos > CLASS_CAP ? CLASS_CAP : pos, deg);         \
-            pos++;                                                                    \
-            BODY                                                                      \
-        }                                                                             \
-    }
-
-/* edge_classes(nodes, offsets, targets, component_of, component, samples)
- *   -> (keys, counts, samples)
- * keys[c] = (source type, target type, position, degree), class ids in order
- * of first edge; samples[c]: up to ``samples`` (u, v, edge) triples spread
- * evenly over the class. */
-static PyObject *
-fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int
+cmp_i64(const void *a, const void *b)
 {
-    (void)self;
-    csr_t g;
-    Py_buffer cb = {0};
-    const int64_t *comp = NULL;
-    classes_t c;
-    int64_t *count = NULL, *seen = NULL, *stride = NULL;
-    uint64_t *order = NULL; /* class id -> key */
-    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
-    Py_ssize_t want;
-    int64_t component;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
 
-    memset(&c, 0, sizeof(c));
-    if (nargs != 6 || !PyList_CheckExact(args[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "edge_classes(nodes: list, offsets, targets, component_of, component, samples)");
-        return NULL;
+typedef struct {
+    PyObject_HEAD
+    csr_t g;
+    int open;         /* g and cb hold buffers */
+    Py_buffer cb;
+    const int64_t *comp;
+    PyObject *nodes;  /* the graph's node list: strong refs, dropped by close() */
+    uint32_t *stamp;  /* visited when == epoch */
+    uint32_t *mark;   /* goal / member when == epoch */
+    uint32_t *parent; /* BFS parent; indegree while peeling */
+    uint32_t *queue;
+    int32_t *tidx;    /* type index of each member of the current component */
+    uint32_t epoch;
+} Workspace;
+
+static void
+ws_close_impl(Workspace *w)
+{
+    if (w->open) {
+        csr_release(&w->g);
+        PyBuffer_Release(&w->cb);
+        w->open = 0;
     }
-    if (csr_open(&g, args[1], args[2]) < 0) {
-        return NULL;
+    Py_CLEAR(w->nodes);
+    big_free(w->stamp);
+    big_free(w->mark);
+    big_free(w->parent);
+    big_free(w->queue);
+    big_free(w->tidx);
+    w->stamp = w->mark = w->parent = w->queue = NULL;
+    w->tidx = NULL;
+}
+
+static void
+ws_dealloc(PyObject *self)
+{
+    ws_close_impl((Workspace *)self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* A fresh epoch; on wrap-around the stamps are cleared once. */
+static uint32_t
+ws_next_epoch(Workspace *w)
+{
+    if (++w->epoch == 0) {
+        memset(w->stamp, 0, ((size_t)w->g.n + 1) * sizeof(uint32_t));
+        memset(w->mark, 0, ((size_t)w->g.n + 1) * sizeof(uint32_t));
+        w->epoch = 1;
     }
-    PyObject *nodes = args[0];
-    if (PyList_GET_SIZE(nodes) < g.n) {
+    return w->epoch;
+}
+
+static int
+ws_check(Workspace *w)
+{
+    if (!w->open) {
+        PyErr_SetString(PyExc_ValueError, "workspace is closed");
+        return -1;
+    }
+    if (PyList_GET_SIZE(w->nodes) < w->g.n) {
         PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node");
-        csr_release(&g);
+        return -1;
+    }
+    return 0;
+}
+
+/* Each item of an iterable of node (or edge) ids, bounds-checked; -1 with an error. */
+static int
+for_each_id(PyObject *items, Py_ssize_t limit, int (*visit)(void *, Py_ssize_t), void *ctx)
+{
+    PyObject *it = PyObject_GetIter(items), *item;
+    if (it == NULL) {
+        return -1;
+    }
+    while ((item = PyIter_Next(it)) != NULL) {
+        Py_ssize_t s = PyNumber_AsSsize_t(item, PyExc_IndexError);
+        Py_DECREF(item);
+        if (s == -1 && PyErr_Occurred()) {
+            break;
+        }
+        if (s < 0 || s >= limit) {
+            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, limit);
+            break;
+        }
+        if (visit(ctx, s) < 0) {
+            break;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+typedef struct {
+    Workspace *w;
+    Py_ssize_t tail;
+} seed_ctx;
+
+static int
+visit_seed(void *ctx, Py_ssize_t s)
+{
+    seed_ctx *c = (seed_ctx *)ctx;
+    if (c->w->stamp[s] != c->w->epoch) {
+        c->w->stamp[s] = c->w->epoch;
+        c->w->queue[c->tail++] = (uint32_t)s;
+    }
+    return 0;
+}
+
+typedef struct {
+    Workspace *w;
+    Py_ssize_t count;
+} mark_ctx;
+
+static int
+visit_mark(void *ctx, Py_ssize_t s)
+{
+    mark_ctx *c = (mark_ctx *)ctx;
+    if (c->w->mark[s] != c->w->epoch) {
+        c->w->mark[s] = c->w->epoch;
+        c->count++;
+    }
+    return 0;
+}
+
+static PyObject *
+ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *nodes, *offsets, *targets, *component_of;
+    static char *kwlist[] = {"nodes", "offsets", "targets", "component_of", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOO:Workspace", kwlist, &PyList_Type, &nodes,
+                                     &offsets, &targets, &component_of)) {
         return NULL;
     }
-    if (get_components(args[3], g.n, &cb, &comp) < 0) {
-        csr_release(&g);
+    Workspace *w = (Workspace *)type->tp_alloc(type, 0);
+    if (w == NULL) {
         return NULL;
     }
-    component = PyLong_AsLongLong(args[4]);
-    want = PyNumber_AsSsize_t(args[5], PyExc_OverflowError);
-    if (PyErr_Occurred() || classes_open(&c, nodes, &g, comp, component) < 0) {
+    if (csr_open(&w->g, offsets, targets) < 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    if (get_components(component_of, w->g.n, &w->cb, &w->comp) < 0) {
+        csr_release(&w->g);
+        Py_DECREF(w);
+        return NULL;
+    }
+    w->open = 1;
+    Py_INCREF(nodes);
+    w->nodes = nodes;
+    if (w->g.n > TABLE_MAX_NODES || PyList_GET_SIZE(nodes) < w->g.n) {
+        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node (at most 2**32 - 2)");
+        Py_DECREF(w);
+        return NULL;
+    }
+    size_t n = (size_t)w->g.n + 1;
+    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
+    w->mark = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
+    w->parent = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
+    w->queue = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
+    w->tidx = (int32_t *)big_alloc(n * sizeof(int32_t), 0);
+    if (w->stamp == NULL || w->mark == NULL || w->parent == NULL || w->queue == NULL ||
+        w->tidx == NULL) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    return (PyObject *)w;
+}
+
+/* reach(sources, wanted, blocked) -> list: nodes reachable from sources, BFS
+ * order, sources first; only those flagged in wanted (a byte per node) unless
+ * it is None. Nodes of a component flagged in blocked (a byte per component
+ * id), other than the first source's, are neither listed nor entered. */
+static PyObject *
+ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    Py_buffer wb = {0}, bb = {0};
+    const uint8_t *wanted = NULL, *blocked = NULL;
+    PyObject *out = NULL, *result = NULL;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "reach(sources, wanted, blocked) takes 3 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    if (args[1] != Py_None) {
+        if (PyObject_GetBuffer(args[1], &wb, PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        if (wb.len < w->g.n) {
+            PyErr_SetString(PyExc_ValueError, "wanted must have one byte per node");
+            goto done;
+        }
+        wanted = (const uint8_t *)wb.buf;
+    }
+    if (args[2] != Py_None) {
+        if (PyObject_GetBuffer(args[2], &bb, PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        blocked = (const uint8_t *)bb.buf;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    seed_ctx ctx = {w, 0};
+    if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         goto done;
     }
-    /* Pass 1: class ids in order of first edge, and counts. */
+    Py_ssize_t head = 0, tail = ctx.tail;
+    int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
+    while (head < tail) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] == epoch) {
+                continue;
+            }
+            int64_t c = w->comp[v];
+            if (blocked != NULL && c != home && c < (int64_t)bb.len && blocked[c]) {
+                continue;
+            }
+            w->stamp[v] = epoch;
+            w->queue[tail++] = (uint32_t)v;
+        }
+    }
+    out = PyList_New(0);
+    if (out == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        uint32_t v = w->queue[i];
+        if (wanted != NULL && !wanted[v]) {
+            continue;
+        }
+        PyObject *index = PyLong_FromUnsignedLong(v);
+        if (index == NULL || PyList_Append(out, index) < 0) {
+            Py_XDECREF(index);
+            goto done;
+        }
+        Py_DECREF(index);
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    if (wb.obj) {
+        PyBuffer_Release(&wb);
+    }
+    if (bb.obj) {
+        PyBuffer_Release(&bb);
+    }
+    return result;
+}
+
+/* shortest_paths(sources, goals) -> {goal: [node, ...]}: one BFS from every
+ * source, stopping once every goal is found. */
+static PyObject *
+ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    PyObject *out = NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "shortest_paths(sources, goals) takes 2 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    mark_ctx goals = {w, 0};
+    if (for_each_id(args[1], w->g.n, visit_mark, &goals) < 0) {
+        return NULL;
+    }
+    Py_ssize_t wanted = goals.count, found = 0;
+    seed_ctx ctx = {w, 0};
+    if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
+        return NULL;
+    }
+    Py_ssize_t head = 0, tail = ctx.tail;
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        w->parent[w->queue[i]] = UINT32_MAX;
+    }
+    out = PyDict_New();
+    if (out == NULL) {
+        return NULL;
+    }
+    while (head < tail && found < wanted) {
+        uint32_t u = w->queue[head++];
+        if (w->mark[u] == epoch) {
+            w->mark[u] = 0;
+            found++;
+            Py_ssize_t length = 1;
+            for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
+                length++;
+            }
+            PyObject *path = PyList_New(length);
+            if (path == NULL) {
+                goto fail;
+            }
+            uint32_t v = u;
+            for (Py_ssize_t k = length - 1; k >= 0; k--) {
+                PyObject *index = PyLong_FromUnsignedLong(v);
+                if (index == NULL) {
+                    Py_DECREF(path);
+                    goto fail;
+                }
+                PyList_SET_ITEM(path, k, index);
+                v = w->parent[v];
+            }
+            PyObject *key = PyLong_FromUnsignedLong(u);
+            int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
+            Py_XDECREF(key);
+            Py_DECREF(path);
+            if (failed) {
+                goto fail;
+            }
+        }
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] != epoch) {
+                w->stamp[v] = epoch;
+                w->parent[v] = u;
+                w->queue[tail++] = (uint32_t)v;
+            }
+        }
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+typedef struct {
+    Workspace *w;
+    classes_t *c;
+    Py_ssize_t count;
+} member_ctx;
+
+static int
+visit_member(void *ctx, Py_ssize_t s)
+{
+    member_ctx *m = (member_ctx *)ctx;
+    Workspace *w = m->w;
+    if (w->mark[s] == w->epoch) {
+        return 0;
+    }
+    int64_t t = type_index(m->c, Py_TYPE(PyList_GET_ITEM(w->nodes, s)));
+    if (t < 0) {
+        return -1;
+    }
+    w->mark[s] = w->epoch;
+    w->tidx[s] = (int32_t)t;
+    w->queue[m->count++] = (uint32_t)s;
+    return 0;
+}
+
+/* Marks the members (in the order given, repeats dropped) and their types. */
+static Py_ssize_t
+ws_members(Workspace *w, PyObject *members, classes_t *c)
+{
+    ws_next_epoch(w);
+    member_ctx ctx = {w, c, 0};
+    if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
+        return -1;
+    }
+    return ctx.count;
+}
+
+/* Runs BODY for every edge u -> v between members, members in the order given
+ * and edges in CSR order, with key = its class key. */
+#define FOR_MEMBER_EDGES(w, count, BODY)                                               \
+    for (Py_ssize_t i = 0; i < (count); i++) {                                         \
+        uint32_t u = (w)->queue[i];                                                    \
+        int deg = 0;                                                                   \
+        for (int64_t e = (w)->g.off[u]; e < (w)->g.off[u + 1]; e++) {                 \
+            deg += (w)->mark[(w)->g.tgt[e]] == (w)->epoch;                             \
+        }                                                                              \
+        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;                               \
+        int pos = 0;                                                                   \
+        for (int64_t e = (w)->g.off[u]; e < (w)->g.off[u + 1]; e++) {                  \
+            int64_t v = (w)->g.tgt[e];                                                 \
+            if ((w)->mark[v] != (w)->epoch) {                                          \
+                continue;                                                              \
+            }                                                                          \
+            uint64_t key = class_key((w)->tidx[u], (w)->tidx[v],                       \
+                                     pos > CLASS_CAP ? CLASS_CAP : pos, deg);          \
+            pos++;                                                                     \
+            BODY                                                                       \
+        }                                                                              \
+    }
+
+/* edge_classes(members, samples) -> (keys, counts, samples): classes of the
+ * edges between members, keyed (source type, target type, position, degree),
+ * ids in order of first edge; samples[c]: up to ``samples`` (u, v, edge)
+ * triples spread evenly over the class. */
+static PyObject *
+ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    classes_t c;
+    int64_t *count = NULL, *seen = NULL, *stride = NULL;
+    uint64_t *order = NULL;
+    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
+    Py_ssize_t want, nmembers;
     size_t ccap = 16;
+
+    memset(&c, 0, sizeof(c));
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "edge_classes(members, samples) takes 2 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    want = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (want == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    nmembers = ws_members(w, args[0], &c);
+    if (nmembers < 0) {
+        goto done;
+    }
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
     if (count == NULL || order == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    FOR_CLASSED_EDGES(&g, &c, {
+    FOR_MEMBER_EDGES(w, nmembers, {
         int64_t id = class_id(&c, key, 1);
         if (id < 0) {
             goto done;
@@ -1718,7 +1831,6 @@ fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             order[id] = key;
         }
     })
-    /* Pass 2: samples spread evenly over each class. */
     seen = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
     keys = PyList_New((Py_ssize_t)c.nclasses);
@@ -1748,12 +1860,12 @@ fg_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyList_SET_ITEM(counts, (Py_ssize_t)id, n);
         PyList_SET_ITEM(samples, (Py_ssize_t)id, list);
     }
-    FOR_CLASSED_EDGES(&g, &c, {
+    FOR_MEMBER_EDGES(w, nmembers, {
         int64_t id = class_id(&c, key, 0);
         int64_t index = seen[id]++;
         PyObject *list = PyList_GET_ITEM(samples, id);
         if (index % stride[id] == 0 && PyList_GET_SIZE(list) < want) {
-            PyObject *triple = Py_BuildValue("(nLL)", u, (long long)v, (long long)e);
+            PyObject *triple = Py_BuildValue("(kLL)", (unsigned long)u, (long long)v, (long long)e);
             if (triple == NULL || PyList_Append(list, triple) < 0) {
                 Py_XDECREF(triple);
                 goto done;
@@ -1771,64 +1883,37 @@ done:
     PyMem_RawFree(seen);
     PyMem_RawFree(stride);
     classes_free(&c);
-    PyBuffer_Release(&cb);
-    csr_release(&g);
     return result;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* acyclic_without(nodes, offsets, targets, component_of, component, removed, removed_edges)
- *   -> bool
- * Whether the component has no loop left once every edge whose class key
- * (source type, target type, position, degree) is in ``removed``, and every
- * edge position in ``removed_edges``, is gone (Kahn's peeling over the
- * component only). */
+/* acyclic_without(members, removed, removed_edges) -> bool: whether no loop is
+ * left among the members once every edge whose class key (source type, target
+ * type, position, degree) is in ``removed``, and every edge position in
+ * ``removed_edges``, is gone (Kahn's peeling over the members only). */
 static PyObject *
-fg_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)self;
-    csr_t g;
-    Py_buffer cb = {0};
-    const int64_t *comp = NULL;
+    Workspace *w = (Workspace *)self;
     classes_t c;
-    int32_t *indegree = NULL, *queue = NULL;
     int64_t *extra = NULL;
-    Py_ssize_t head = 0, tail = 0, members = 0, nextra = 0;
-    PyObject *result = NULL, *seq = NULL;
-    int64_t component;
+    Py_ssize_t nextra = 0, nmembers, head = 0, tail = 0;
+    PyObject *result = NULL, *seq = NULL, *edges = NULL;
+    uint32_t *peel = NULL;
 
     memset(&c, 0, sizeof(c));
-    if (nargs != 7 || !PyList_CheckExact(args[0])) {
+    if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError,
-                        "acyclic_without(nodes: list, offsets, targets, component_of, component, "
-                        "removed, removed_edges)");
+                        "acyclic_without(members, removed, removed_edges) takes 3 arguments");
         return NULL;
     }
-    if (csr_open(&g, args[1], args[2]) < 0) {
+    if (ws_check(w) < 0) {
         return NULL;
     }
-    PyObject *nodes = args[0];
-    if (PyList_GET_SIZE(nodes) < g.n || g.n > (Py_ssize_t)INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node");
-        csr_release(&g);
-        return NULL;
-    }
-    if (get_components(args[3], g.n, &cb, &comp) < 0) {
-        csr_release(&g);
-        return NULL;
-    }
-    component = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred() || classes_open(&c, nodes, &g, comp, component) < 0) {
+    nmembers = ws_members(w, args[0], &c);
+    if (nmembers < 0) {
         goto done;
     }
-    /* The removed classes go in the class table, by the same keys. */
-    seq = PySequence_Fast(args[5], "removed must be a sequence of class keys");
+    seq = PySequence_Fast(args[1], "removed must be a sequence of class keys");
     if (seq == NULL) {
         goto done;
     }
@@ -1852,85 +1937,115 @@ fg_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    if (args[6] != Py_None) {
-        PyObject *edges = PySequence_Fast(args[6], "removed_edges must be a sequence of edges");
+    if (args[2] != Py_None) {
+        edges = PySequence_Fast(args[2], "removed_edges must be a sequence of edge positions");
         if (edges == NULL) {
             goto done;
         }
         nextra = PySequence_Fast_GET_SIZE(edges);
         extra = (int64_t *)PyMem_RawMalloc(((size_t)nextra + 1) * sizeof(int64_t));
         if (extra == NULL) {
-            Py_DECREF(edges);
             PyErr_NoMemory();
             goto done;
         }
         for (Py_ssize_t i = 0; i < nextra; i++) {
             Py_ssize_t e = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(edges, i), PyExc_IndexError);
             if (e == -1 && PyErr_Occurred()) {
-                Py_DECREF(edges);
                 goto done;
             }
-            if (e < 0 || e >= g.m) {
-                PyErr_Format(PyExc_IndexError, "edge %zd out of range for %zd edges", e, g.m);
-                Py_DECREF(edges);
+            if (e < 0 || e >= w->g.m) {
+                PyErr_Format(PyExc_IndexError, "edge %zd out of range for %zd edges", e, w->g.m);
                 goto done;
             }
             extra[i] = e;
         }
-        Py_DECREF(edges);
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
     }
-    indegree = (int32_t *)big_alloc(((size_t)g.n + 1) * sizeof(int32_t), 1);
-    queue = (int32_t *)big_alloc(((size_t)g.n + 1) * sizeof(int32_t), 0);
-    if (indegree == NULL || queue == NULL) {
+    /* The members' order lives in queue; the peeling needs its own queue. */
+    peel = (uint32_t *)PyMem_RawMalloc(((size_t)nmembers + 1) * sizeof(uint32_t));
+    if (peel == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
-#define KEPT (class_id(&c, key, 0) < 0 && (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL))
-    FOR_CLASSED_EDGES(&g, &c, {
+    uint32_t *indegree = w->parent;
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
+        indegree[w->queue[i]] = 0;
+    }
+#define KEPT                                                                            \
+    (class_id(&c, key, 0) < 0 &&                                                      \
+     (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL))
+    FOR_MEMBER_EDGES(w, nmembers, {
         if (KEPT) {
             indegree[v]++;
         }
     })
-    for (Py_ssize_t u = 0; u < g.n; u++) {
-        if (c.tidx[u] >= 0) {
-            members++;
-            if (indegree[u] == 0) {
-                queue[tail++] = (int32_t)u;
-            }
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
+        if (indegree[w->queue[i]] == 0) {
+            peel[tail++] = w->queue[i];
         }
     }
     while (head < tail) {
-        Py_ssize_t u = queue[head++];
+        uint32_t u = peel[head++];
         int deg = 0;
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            deg += c.tidx[g.tgt[e]] >= 0;
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            deg += w->mark[w->g.tgt[e]] == w->epoch;
         }
         deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;
         int pos = 0;
-        for (int64_t e = g.off[u]; e < g.off[u + 1]; e++) {
-            int64_t v = g.tgt[e];
-            if (c.tidx[v] < 0) {
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->mark[v] != w->epoch) {
                 continue;
             }
-            uint64_t key = class_key(c.tidx[u], c.tidx[v], pos > CLASS_CAP ? CLASS_CAP : pos, deg);
+            uint64_t key = class_key(w->tidx[u], w->tidx[v], pos > CLASS_CAP ? CLASS_CAP : pos, deg);
             pos++;
             if (KEPT && --indegree[v] == 0) {
-                queue[tail++] = (int32_t)v;
+                peel[tail++] = (uint32_t)v;
             }
         }
     }
 #undef KEPT
-    result = PyBool_FromLong(tail == members);
+    result = PyBool_FromLong(tail == nmembers);
 done:
     Py_XDECREF(seq);
+    Py_XDECREF(edges);
     PyMem_RawFree(extra);
-    big_free(indegree);
-    big_free(queue);
+    PyMem_RawFree(peel);
     classes_free(&c);
-    PyBuffer_Release(&cb);
-    csr_release(&g);
     return result;
 }
+
+static PyObject *
+ws_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    ws_close_impl((Workspace *)self);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ws_methods[] = {
+    {"reach", (PyCFunction)(void (*)(void))ws_reach, METH_FASTCALL,
+     "reach(sources, wanted, blocked) -> [node, ...]"},
+    {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
+     "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
+    {"edge_classes", (PyCFunction)(void (*)(void))ws_edge_classes, METH_FASTCALL,
+     "edge_classes(members, samples) -> (keys, counts, samples)"},
+    {"acyclic_without", (PyCFunction)(void (*)(void))ws_acyclic_without, METH_FASTCALL,
+     "acyclic_without(members, removed, removed_edges) -> bool"},
+    {"close", ws_close, METH_NOARGS, "close() -> None: drop the nodes and the scratch arrays"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject Workspace_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "whyalive._fastgraph.Workspace",
+    .tp_basicsize = sizeof(Workspace),
+    .tp_dealloc = ws_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Workspace(nodes, offsets, targets, component_of): per-component graph work.",
+    .tp_methods = ws_methods,
+    .tp_new = ws_new,
+};
 
 /* ------------------------------------------------------------------ */
 
@@ -1947,15 +2062,6 @@ static PyMethodDef fg_methods[] = {
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
-    {"reach", (PyCFunction)(void (*)(void))fg_reach, METH_FASTCALL,
-     "reach(offsets, targets, sources, wanted, component_of, blocked) -> [node, ...]"},
-    {"shortest_paths", (PyCFunction)(void (*)(void))fg_shortest_paths, METH_FASTCALL,
-     "shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}"},
-    {"edge_classes", (PyCFunction)(void (*)(void))fg_edge_classes, METH_FASTCALL,
-     "edge_classes(nodes, offsets, targets, component_of, component, samples) -> (keys, counts, samples)"},
-    {"acyclic_without", (PyCFunction)(void (*)(void))fg_acyclic_without, METH_FASTCALL,
-     "acyclic_without(nodes, offsets, targets, component_of, component, removed, "
-     "removed_edges) -> bool"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1974,8 +2080,18 @@ static struct PyModuleDef fg_module = {
 PyMODINIT_FUNC
 PyInit__fastgraph(void)
 {
-    if (PyType_Ready(&BigArray_Type) < 0) {
+    if (PyType_Ready(&BigArray_Type) < 0 || PyType_Ready(&Workspace_Type) < 0) {
         return NULL;
     }
-    return PyModule_Create(&fg_module);
+    PyObject *module = PyModule_Create(&fg_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&Workspace_Type);
+    if (PyModule_AddObject(module, "Workspace", (PyObject *)&Workspace_Type) < 0) {
+        Py_DECREF(&Workspace_Type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -16,6 +16,7 @@ import types
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from whyalive import edges as ek
 from whyalive import graphcore
@@ -221,6 +222,7 @@ def _analyze_graph(
         graph.offsets, graph.targets, None if options.all_cycles else facts
     )
     members_of = _members_by_component(component_of, candidates)
+    graph.open_workspace(component_of)
 
     storage_users: dict[object, int] = defaultdict(int)
     for fact in facts.values():
@@ -237,7 +239,7 @@ def _analyze_graph(
     progress.stage(f"grouping {len(members_of):,} cycles")
     quick: dict[object, _Group] = {}
     for component, members in members_of.items():
-        retained = graph.reachable_from(members, heavy_mask, component_of, blocked)
+        retained = graph.reachable_from(members, heavy_mask, blocked)
         if not retained and not options.all_cycles:
             continue
         # A big cycle is its own group: keying it would cost a sort of its members.
@@ -321,10 +323,12 @@ def _members_by_component(
     """Candidate nodes grouped by component, each ascending."""
     if not candidates:
         return {}
-    components = component_of.tolist()
+    # Copying the ids out is worth it only when many nodes are candidates.
+    many = len(candidates) * 8 > len(component_of)
+    components: Sequence[int] = component_of.tolist() if many else component_of
     first = components[candidates[0]]
     # A component is a candidate whole or not at all: one count tells one big cycle.
-    if components.count(first) == len(candidates):
+    if many and cast("list[int]", components).count(first) == len(candidates):
         return {first: candidates}
     members_of: dict[int, list[int]] = defaultdict(list)
     for index in candidates:
@@ -336,6 +340,9 @@ def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:
     """Read as a structure: many objects, or so many references that cuts cannot be tried."""
     if len(members) >= STRUCTURE_MIN_MEMBERS:
         return True
+    offsets = graph.offsets
+    if sum(offsets[node + 1] - offsets[node] for node in members) <= MAX_VERIFIED_EDGES:
+        return False  # even counting references that leave the cycle
     inside = set(members)
     count = 0
     for node in members:
@@ -360,7 +367,7 @@ def _diagnose_group(
     members = group.members
     if _is_big(graph, members):
         progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
-        structure = find_structure(graph, component_of, component_of[members[0]], members)
+        structure = find_structure(graph, members)
         shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))
         view = CycleView(graph, members, shown, list(structure.loop))
         group.structure = structure

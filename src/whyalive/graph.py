@@ -38,30 +38,45 @@ class ObjectGraph:
         """Node ids that ``node`` refers to, in the order its type traverses them."""
         return self.targets[self.offsets[node] : self.offsets[node + 1]]
 
+    workspace: graphcore.Workspace | None = None
+    """Per-component work (reach, paths, edge classes), once components are known."""
+
+    def open_workspace(self, component_of: memoryview) -> graphcore.Workspace:
+        """Start per-component work; the CSR is checked once, here."""
+        self.workspace = graphcore.workspace(self.nodes, self.offsets, self.targets, component_of)
+        return self.workspace
+
     def release(self) -> None:
         """Drop the strong references so the garbage can be freed."""
+        if self.workspace is not None:
+            self.workspace.close()
+            self.workspace = None
         self.nodes = []
         self.offsets = ()
         self.targets = ()
+
+    def work(self) -> graphcore.Workspace:
+        """The open workspace (see :meth:`open_workspace`)."""
+        if self.workspace is None:
+            raise RuntimeError("open_workspace() first")
+        return self.workspace
 
     def reachable_from(
         self,
         sources: Iterable[int],
         wanted: bytes | bytearray | None = None,
-        component_of: memoryview | None = None,
         blocked: bytes | bytearray | None = None,
     ) -> list[int]:
-        """Nodes reachable from ``sources`` (sources included), BFS order, in one pass.
+        """Nodes reachable from ``sources`` (sources included), BFS order.
 
-        Only nodes flagged in ``wanted`` are listed when it is given; with
-        ``component_of``, components flagged in ``blocked`` (other than the
-        sources' own) are not entered.
+        Only nodes flagged in ``wanted`` are listed when it is given; components
+        flagged in ``blocked`` (other than the sources' own) are not entered.
         """
-        return graphcore.reach(self.offsets, self.targets, sources, wanted, component_of, blocked)
+        return self.work().reach(sources, wanted, blocked)
 
     def shortest_paths(self, sources: Iterable[int], goals: Iterable[int]) -> dict[int, list[int]]:
         """Shortest node path from any of ``sources`` to each reachable goal (one BFS)."""
-        return graphcore.shortest_paths(self.offsets, self.targets, sources, goals)
+        return self.work().shortest_paths(sources, goals)
 
 
 def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:

@@ -32,24 +32,27 @@ Results:
   version settles reachability while completing the components, without a
   reverse graph.
 
-* ``reach(offsets, targets, sources, wanted, component_of, blocked) -> list``:
-  the nodes reachable from ``sources`` in BFS order (sources first), only
-  those flagged in ``wanted`` (a byte per node) unless it is None; nodes of a
-  component flagged in ``blocked`` (a byte per component id), other than the
-  first source's, are neither listed nor entered.
-* ``shortest_paths(offsets, targets, sources, goals) -> {goal: [node, ...]}``:
-  one BFS from every source; the shortest path to each reachable goal.
-* ``edge_classes(nodes, offsets, targets, component_of, component, samples)
-  -> (keys, counts, samples)``: classes of the edges inside one component,
-  keyed ``(type(u), type(v), position, degree)`` where position is the edge's
-  index among ``u``'s edges inside the component and degree their count,
-  capped at 15 and 16; class ids in order of first edge; ``samples[c]`` up to
-  ``samples`` ``(u, v, edge position)`` triples spread evenly over the class.
-  Nothing is stored per edge.
-* ``acyclic_without(nodes, offsets, targets, component_of, component, removed,
-  removed_edges) -> bool``: whether the component is left without a loop once
-  the edges of every class key in ``removed`` and the edge positions in
-  ``removed_edges`` (or None) are gone.
+* ``workspace(nodes, offsets, targets, component_of) -> Workspace``: the
+  per-component work, each call costing what it visits, never the whole graph
+  (the CSR is checked once; scratch arrays are reused):
+
+  - ``reach(sources, wanted, blocked) -> list``: the nodes reachable from
+    ``sources`` in BFS order (sources first), only those flagged in ``wanted``
+    (a byte per node) unless it is None; nodes of a component flagged in
+    ``blocked`` (a byte per component id), other than the first source's, are
+    neither listed nor entered.
+  - ``shortest_paths(sources, goals) -> {goal: [node, ...]}``: one BFS from
+    every source; the shortest path to each reachable goal.
+  - ``edge_classes(members, samples) -> (keys, counts, samples)``: classes of
+    the edges between members, keyed ``(type(u), type(v), position, degree)``
+    where position is the edge's index among ``u``'s edges to members and
+    degree their count, capped at 15 and 16; class ids in order of first edge
+    (members in the order given, edges in CSR order); ``samples[c]`` up to
+    ``samples`` ``(u, v, edge position)`` triples spread evenly over the class.
+  - ``acyclic_without(members, removed, removed_edges) -> bool``: whether no
+    loop is left among the members once the edges of every class key in
+    ``removed`` and the edge positions in ``removed_edges`` (or None) are gone.
+  - ``close()``: drops the node list and the scratch arrays.
 
 Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
 """
@@ -64,23 +67,20 @@ import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 __all__ = [
     "IMPLEMENTATION",
     "GraphImplementation",
-    "acyclic_without",
     "build_graph",
     "c_implementation",
     "clear_objects",
     "cycle_candidates",
-    "edge_classes",
     "find_components",
     "nodes_reaching",
     "python_implementation",
-    "reach",
-    "shortest_paths",
     "take_tail",
+    "workspace",
 ]
 
 BuildGraph = Callable[
@@ -90,16 +90,29 @@ BuildGraph = Callable[
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
-Reach = Callable[[Any, Any, Iterable[int], Any, Any, Any], "list[int]"]
-ShortestPaths = Callable[[Any, Any, Iterable[int], Iterable[int]], "dict[int, list[int]]"]
 ClassKey = tuple[type, type, int, int]
-EdgeClasses = Callable[
-    [list[object], Any, Any, Any, int, int],
-    "tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]",
-]
-AcyclicWithout = Callable[
-    [list[object], Any, Any, Any, int, "Sequence[ClassKey]", "Sequence[int] | None"], bool
-]
+
+
+class Workspace(Protocol):
+    """Per-component graph work over one graph; each call costs what it visits."""
+
+    def reach(self, sources: Iterable[int], wanted: Any, blocked: Any) -> list[int]: ...
+    def shortest_paths(
+        self, sources: Iterable[int], goals: Iterable[int]
+    ) -> dict[int, list[int]]: ...
+    def edge_classes(
+        self, members: Iterable[int], samples: int
+    ) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]: ...
+    def acyclic_without(
+        self,
+        members: Iterable[int],
+        removed: Sequence[ClassKey],
+        removed_edges: Sequence[int] | None,
+    ) -> bool: ...
+    def close(self) -> None: ...
+
+
+MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -121,10 +134,7 @@ class GraphImplementation:
     find_components: FindComponents
     nodes_reaching: NodesReaching
     cycle_candidates: CycleCandidates
-    reach: Reach
-    shortest_paths: ShortestPaths
-    edge_classes: EdgeClasses
-    acyclic_without: AcyclicWithout
+    workspace: MakeWorkspace
     clear_objects: ClearObjects | None
     take_tail: TakeTail
 
@@ -354,92 +364,7 @@ def _py_cycle_candidates(
     return component_of, flags.count(1), _readonly_int64(members)
 
 
-def _py_reach(
-    offsets: Any, targets: Any, sources: Iterable[int], wanted: Any, component_of: Any, blocked: Any
-) -> list[int]:
-    """Pure-Python twin of ``_fastgraph.reach``."""
-    off, tgt, n = _open_csr(offsets, targets)
-    flags = bytes(wanted) if wanted is not None else None
-    comp = _int64_list(component_of, "component_of") if component_of is not None else None
-    stop = bytes(blocked) if (comp is not None and blocked is not None) else None
-    seen = bytearray(n)
-    order: list[int] = []
-    for source in sources:
-        s = operator.index(source)
-        if s < 0 or s >= n:
-            raise IndexError(f"seed {s} out of range for {n} nodes")
-        if not seen[s]:
-            seen[s] = 1
-            order.append(s)
-    home = comp[order[0]] if (order and comp is not None) else -1
-    head = 0
-    while head < len(order):
-        u = order[head]
-        head += 1
-        for w in tgt[off[u] : off[u + 1]]:
-            if seen[w]:
-                continue
-            if stop is not None and comp is not None:
-                c = comp[w]
-                if c != home and c < len(stop) and stop[c]:
-                    continue
-            seen[w] = 1
-            order.append(w)
-    return order if flags is None else [v for v in order if flags[v]]
-
-
-def _py_shortest_paths(
-    offsets: Any, targets: Any, sources: Iterable[int], goals: Iterable[int]
-) -> dict[int, list[int]]:
-    """Pure-Python twin of ``_fastgraph.shortest_paths``."""
-    off, tgt, n = _open_csr(offsets, targets)
-    wanted: set[int] = set()
-    for g in goals:
-        i = operator.index(g)
-        if i < 0 or i >= n:
-            raise IndexError(f"seed {i} out of range for {n} nodes")
-        wanted.add(i)
-    parent: dict[int, int] = {}
-    queue: list[int] = []
-    for source in sources:
-        s = operator.index(source)
-        if s < 0 or s >= n:
-            raise IndexError(f"seed {s} out of range for {n} nodes")
-        if s not in parent:
-            parent[s] = -1
-            queue.append(s)
-    found: dict[int, list[int]] = {}
-    head = 0
-    while head < len(queue) and len(found) < len(wanted):
-        u = queue[head]
-        head += 1
-        if u in wanted:
-            path = [u]
-            while parent[path[-1]] != -1:
-                path.append(parent[path[-1]])
-            found[u] = path[::-1]
-        for w in tgt[off[u] : off[u + 1]]:
-            if w not in parent:
-                parent[w] = u
-                queue.append(w)
-    return found
-
-
 _CLASS_CAP = 15
-
-
-def _classed_edges(
-    nodes: list[object], off: list[int], tgt: list[int], comp: list[int], component: int
-) -> Iterator[tuple[int, int, int, ClassKey]]:
-    """(u, v, edge position, class key) of every edge inside the component, CSR order."""
-    for u in range(len(off) - 1):
-        if comp[u] != component:
-            continue
-        inside = [e for e in range(off[u], off[u + 1]) if comp[tgt[e]] == component]
-        deg = min(len(inside), _CLASS_CAP + 1)
-        for pos, e in enumerate(inside):
-            v = tgt[e]
-            yield u, v, e, (type(nodes[u]), type(nodes[v]), min(pos, _CLASS_CAP), deg)
 
 
 def _key_id(key: ClassKey) -> tuple[int, int, int, int]:
@@ -447,72 +372,154 @@ def _key_id(key: ClassKey) -> tuple[int, int, int, int]:
     return id(key[0]), id(key[1]), key[2], key[3]
 
 
-def _py_edge_classes(
-    nodes: list[object], offsets: Any, targets: Any, component_of: Any, component: int, samples: int
-) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
-    """Pure-Python twin of ``_fastgraph.edge_classes``."""
-    off, tgt, n = _open_csr(offsets, targets)
-    comp = _int64_list(component_of, "component_of")
-    if len(nodes) < n:
-        raise ValueError("nodes must hold every graph node")
-    ids: dict[tuple[int, int, int, int], int] = {}
-    keys: list[ClassKey] = []
-    counts: list[int] = []
-    for _, _, _, key in _classed_edges(nodes, off, tgt, comp, component):
-        c = ids.setdefault(_key_id(key), len(keys))
-        if c == len(keys):
-            keys.append(key)
-            counts.append(0)
-        counts[c] += 1
-    strides = [count // samples if samples > 0 and count > samples else 1 for count in counts]
-    seen = [0] * len(keys)
-    picked: list[list[tuple[int, int, int]]] = [[] for _ in keys]
-    for u, v, e, key in _classed_edges(nodes, off, tgt, comp, component):
-        c = ids[_key_id(key)]
-        index = seen[c]
-        seen[c] += 1
-        if index % strides[c] == 0 and len(picked[c]) < samples:
-            picked[c].append((u, v, e))
-    return keys, counts, picked
+class _PyWorkspace:
+    """Pure-Python twin of ``_fastgraph.Workspace``: the same results, dict-sized scratch."""
 
+    def __init__(self, nodes: list[object], offsets: Any, targets: Any, component_of: Any) -> None:
+        self._off, self._tgt, n = _open_csr(offsets, targets)
+        self._comp = _int64_list(component_of, "component_of")
+        if len(self._comp) != n:
+            raise ValueError("component_of must have one entry per node")
+        if len(nodes) < n:
+            raise ValueError("nodes must hold every graph node (at most 2**32 - 2)")
+        self._nodes: list[object] | None = nodes
+        self._n = n
 
-def _py_acyclic_without(
-    nodes: list[object],
-    offsets: Any,
-    targets: Any,
-    component_of: Any,
-    component: int,
-    removed: Sequence[ClassKey],
-    removed_edges: Sequence[int] | None,
-) -> bool:
-    """Pure-Python twin of ``_fastgraph.acyclic_without``."""
-    off, tgt, n = _open_csr(offsets, targets)
-    comp = _int64_list(component_of, "component_of")
-    if len(nodes) < n:
-        raise ValueError("nodes must hold every graph node")
-    gone = {_key_id(key) for key in removed}
-    cut: set[int] = set()
-    for edge in removed_edges or ():
-        e = operator.index(edge)
-        if e < 0 or e >= len(tgt):
-            raise IndexError(f"edge {e} out of range for {len(tgt)} edges")
-        cut.add(e)
-    kept: dict[int, list[int]] = {}
-    indegree = dict.fromkeys((u for u in range(n) if comp[u] == component), 0)
-    for u, v, e, key in _classed_edges(nodes, off, tgt, comp, component):
-        if e not in cut and _key_id(key) not in gone:
-            kept.setdefault(u, []).append(v)
-            indegree[v] += 1
-    queue = [u for u, degree in indegree.items() if degree == 0]
-    head = 0
-    while head < len(queue):
-        u = queue[head]
-        head += 1
-        for v in kept.get(u, ()):
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                queue.append(v)
-    return len(queue) == len(indegree)
+    def _ids(self, items: Iterable[int], limit: int) -> list[int]:
+        if self._nodes is None:
+            raise ValueError("workspace is closed")
+        if len(self._nodes) < self._n:
+            raise ValueError("nodes must hold every graph node")
+        found = []
+        for item in items:
+            s = operator.index(item)
+            if s < 0 or s >= limit:
+                raise IndexError(f"seed {s} out of range for {limit} nodes")
+            found.append(s)
+        return found
+
+    def reach(self, sources: Iterable[int], wanted: Any, blocked: Any) -> list[int]:
+        """Nodes reachable from ``sources``, BFS order; see the module docstring."""
+        order = list(dict.fromkeys(self._ids(sources, self._n)))
+        flags = bytes(wanted) if wanted is not None else None
+        if flags is not None and len(flags) < self._n:
+            raise ValueError("wanted must have one byte per node")
+        stop = bytes(blocked) if blocked is not None else None
+        home = self._comp[order[0]] if order else -1
+        seen = set(order)
+        off, tgt, comp = self._off, self._tgt, self._comp
+        head = 0
+        while head < len(order):
+            u = order[head]
+            head += 1
+            for w in tgt[off[u] : off[u + 1]]:
+                if w in seen:
+                    continue
+                c = comp[w]
+                if stop is not None and c != home and c < len(stop) and stop[c]:
+                    continue
+                seen.add(w)
+                order.append(w)
+        return order if flags is None else [v for v in order if flags[v]]
+
+    def shortest_paths(self, sources: Iterable[int], goals: Iterable[int]) -> dict[int, list[int]]:
+        """Shortest path from any source to each reachable goal (one BFS)."""
+        wanted = set(self._ids(goals, self._n))
+        parent: dict[int, int] = {}
+        queue: list[int] = []
+        for s in self._ids(sources, self._n):
+            if s not in parent:
+                parent[s] = -1
+                queue.append(s)
+        found: dict[int, list[int]] = {}
+        off, tgt = self._off, self._tgt
+        head = 0
+        while head < len(queue) and len(found) < len(wanted):
+            u = queue[head]
+            head += 1
+            if u in wanted:
+                path = [u]
+                while parent[path[-1]] != -1:
+                    path.append(parent[path[-1]])
+                found[u] = path[::-1]
+            for w in tgt[off[u] : off[u + 1]]:
+                if w not in parent:
+                    parent[w] = u
+                    queue.append(w)
+        return found
+
+    def _classed_edges(self, members: list[int]) -> Iterator[tuple[int, int, int, ClassKey]]:
+        """(u, v, edge position, class key) of every edge between members."""
+        assert self._nodes is not None
+        nodes, off, tgt = self._nodes, self._off, self._tgt
+        inside = set(members)
+        for u in members:
+            mine = [e for e in range(off[u], off[u + 1]) if tgt[e] in inside]
+            deg = min(len(mine), _CLASS_CAP + 1)
+            for pos, e in enumerate(mine):
+                v = tgt[e]
+                yield u, v, e, (type(nodes[u]), type(nodes[v]), min(pos, _CLASS_CAP), deg)
+
+    def edge_classes(
+        self, members: Iterable[int], samples: int
+    ) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
+        """Classes of the edges between members, with counts and spread samples."""
+        chosen = list(dict.fromkeys(self._ids(members, self._n)))
+        ids: dict[tuple[int, int, int, int], int] = {}
+        keys: list[ClassKey] = []
+        counts: list[int] = []
+        for _, _, _, key in self._classed_edges(chosen):
+            c = ids.setdefault(_key_id(key), len(keys))
+            if c == len(keys):
+                keys.append(key)
+                counts.append(0)
+            counts[c] += 1
+        strides = [count // samples if samples > 0 and count > samples else 1 for count in counts]
+        seen = [0] * len(keys)
+        picked: list[list[tuple[int, int, int]]] = [[] for _ in keys]
+        for u, v, e, key in self._classed_edges(chosen):
+            c = ids[_key_id(key)]
+            index = seen[c]
+            seen[c] += 1
+            if index % strides[c] == 0 and len(picked[c]) < samples:
+                picked[c].append((u, v, e))
+        return keys, counts, picked
+
+    def acyclic_without(
+        self,
+        members: Iterable[int],
+        removed: Sequence[ClassKey],
+        removed_edges: Sequence[int] | None,
+    ) -> bool:
+        """Whether no loop is left among the members without those edges."""
+        chosen = list(dict.fromkeys(self._ids(members, self._n)))
+        gone = {_key_id(key) for key in removed}
+        cut: set[int] = set()
+        for edge in removed_edges or ():
+            e = operator.index(edge)
+            if e < 0 or e >= len(self._tgt):
+                raise IndexError(f"edge {e} out of range for {len(self._tgt)} edges")
+            cut.add(e)
+        kept: dict[int, list[int]] = {}
+        indegree = dict.fromkeys(chosen, 0)
+        for u, v, e, key in self._classed_edges(chosen):
+            if e not in cut and _key_id(key) not in gone:
+                kept.setdefault(u, []).append(v)
+                indegree[v] += 1
+        queue = [u for u, degree in indegree.items() if degree == 0]
+        head = 0
+        while head < len(queue):
+            u = queue[head]
+            head += 1
+            for v in kept.get(u, ()):
+                indegree[v] -= 1
+                if indegree[v] == 0:
+                    queue.append(v)
+        return len(queue) == len(indegree)
+
+    def close(self) -> None:
+        """Drop the nodes."""
+        self._nodes = None
 
 
 _PYTHON = GraphImplementation(
@@ -521,10 +528,7 @@ _PYTHON = GraphImplementation(
     find_components=_py_find_components,
     nodes_reaching=_py_nodes_reaching,
     cycle_candidates=_py_cycle_candidates,
-    reach=_py_reach,
-    shortest_paths=_py_shortest_paths,
-    edge_classes=_py_edge_classes,
-    acyclic_without=_py_acyclic_without,
+    workspace=_PyWorkspace,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
     take_tail=_py_take_tail,
@@ -542,10 +546,7 @@ def _load_c() -> GraphImplementation | None:
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
         cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
-        reach=cast(Reach, mod.reach),
-        shortest_paths=cast(ShortestPaths, mod.shortest_paths),
-        edge_classes=cast(EdgeClasses, mod.edge_classes),
-        acyclic_without=cast(AcyclicWithout, mod.acyclic_without),
+        workspace=cast(MakeWorkspace, mod.Workspace),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
     )
@@ -571,9 +572,6 @@ build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
 cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
-reach: Reach = _ACTIVE.reach
-shortest_paths: ShortestPaths = _ACTIVE.shortest_paths
-edge_classes: EdgeClasses = _ACTIVE.edge_classes
-acyclic_without: AcyclicWithout = _ACTIVE.acyclic_without
+workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail

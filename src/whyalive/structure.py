@@ -117,14 +117,14 @@ def _normalised(name: EdgeName, owned_dicts: bool) -> EdgeName:
     return name
 
 
-def find_structure(
-    graph: ObjectGraph, component_of: memoryview, component: int, members: Sequence[int]
-) -> Structure:
-    """Summarise one big component and find the reference name whose removal frees it."""
+def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
+    """Summarise one big component and find the reference name whose removal frees it.
+
+    ``graph`` has its workspace open (:meth:`ObjectGraph.open_workspace`).
+    """
     nodes = graph.nodes
-    keys, counts, samples = graphcore.edge_classes(
-        nodes, graph.offsets, graph.targets, component_of, component, _SAMPLES
-    )
+    work = graph.work()
+    keys, counts, samples = work.edge_classes(members, _SAMPLES)
     # Every member of a loop has a first reference inside it: counting the classes at
     # position 0 counts the members by type, without a pass over them.
     kinds: Counter[str] = Counter()
@@ -172,7 +172,7 @@ def find_structure(
         link.source_types[source_words] += count
         link.target_types[target_words] += count
     ordered = sorted(links.values(), key=lambda link: -link.count)
-    cut = _find_cut(graph, component_of, component, keys, ordered)
+    cut = _find_cut(work, members, keys, ordered)
     verified = bool(cut)
     through = cut[0] if cut else next((link for link in ordered if link.sample), None)
     structure = Structure(
@@ -195,9 +195,8 @@ def _cut_rank(link: Link) -> tuple[int, int, int]:
 
 
 def _find_cut(
-    graph: ObjectGraph,
-    component_of: memoryview,
-    component: int,
+    work: graphcore.Workspace,
+    members: Sequence[int],
     keys: list[graphcore.ClassKey],
     links: list[Link],
 ) -> list[Link]:
@@ -210,9 +209,7 @@ def _find_cut(
     def frees(chosen: list[Link]) -> bool:
         removed = [keys[klass] for link in chosen for klass in link.classes]
         extra = [edge for link in chosen for edge in link.edges]
-        return graphcore.acyclic_without(
-            graph.nodes, graph.offsets, graph.targets, component_of, component, removed, extra
-        )
+        return work.acyclic_without(members, removed, extra)
 
     for link in candidates:
         if frees([link]):
@@ -234,7 +231,7 @@ def _find_cut(
 def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int]) -> None:
     """One shortest closed loop through the reference ``through``; long loops keep their ends."""
     source, target = through
-    back = graphcore.shortest_paths(graph.offsets, graph.targets, [target], [source]).get(source)
+    back = graph.shortest_paths([target], [source]).get(source)
     if back is None:
         return
     raw = [source, *back]

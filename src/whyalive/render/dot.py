@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from whyalive.report import Edge, Report
-from whyalive.words import plural, size_to_words
+from whyalive.words import loop_gap_words, plural, size_to_words
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,12 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
         for path in cycle.holder_paths:
             edges.extend(path.edges)
         drawn = _collect(edges, cut)
+        if cycle.loop_hidden and 0 < cycle.loop_hidden_after < len(cycle.loop):
+            # The references a long loop leaves out, as one edge across the gap.
+            before = cycle.loop[cycle.loop_hidden_after - 1].target
+            after = cycle.loop[cycle.loop_hidden_after].source
+            gap = ViewEdge(before, after, f"... {loop_gap_words(cycle.loop_hidden)} ...", False)
+            drawn = (*drawn, gap)
         nodes = _nodes_of(cycle.members, drawn)
         shown = set(nodes)
         hidden = [h for h in cycle.heavy if h not in shown]
