@@ -151,7 +151,7 @@ def flake8_file(tmp_path: Path) -> Path:
         SEED
         + "\n\ndef other(x):\n"
         + "    def walk(n):  # noqa: WAL101\n"
-        + "        return walk(n)\n"
+        + "        return walk(n) or x\n"
         + "    return walk(x)\n"
         + "\n\nclass A:\n"
         + "    def __init__(self):\n"

@@ -11,6 +11,7 @@ from whyalive.lint.rules.shapes import (
     closure_frees,
     held_values,
     method_self,
+    released_in_finally,
     root_name,
     store_sites,
 )
@@ -34,9 +35,14 @@ def _stores_on_self(node: ast.AST, ctx: Context) -> Iterator[tuple[str, ast.AST]
     if owner is None:
         return
     for where, value in sites:
-        if root_name(where) == owner.name:
-            for held in held_values(value):
-                yield owner.name, held
+        if root_name(where) != owner.name:
+            continue
+        if not isinstance(node, ast.Call) and released_in_finally(
+            ctx, where, getattr(node, "lineno", 0)
+        ):
+            continue
+        for held in held_values(value):
+            yield owner.name, held
 
 
 def _check_bound_method(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
