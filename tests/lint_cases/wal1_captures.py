@@ -192,3 +192,30 @@ def formatted(tensors, extra):
         return walk(node) or tensors or extra
 
     return walk(tensors, **{})
+
+
+# Scalars hold nothing heavy: parameters annotated or defaulting to one, counters, flags.
+def scalars(tree, flag: bool, limit=3, name: "str | None" = None):
+    i = 0
+    done = len(tree) > 2 and not flag
+    for step in range(3):
+        i += step
+
+    def walk(node):  # WAL903: 204, 4 fix
+        if flag and i < limit and not done and name:
+            return walk(node)
+
+    walk(tree)
+    tree[i : i + 1] = None
+
+
+# A `with` target, a loop variable over data and an untyped parameter can hold anything.
+def not_scalars(path, rows, scale):
+    with open(path) as stream:
+        for row in rows:
+
+            def walk(node):  # WAL101: 217, 12 "row" "scale" "stream" fix
+                return walk(node) or stream or row or scale
+
+            walk(row)
+

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from whyalive.lint.engine import FUNCTION_NODES, Capture, Context, Frame, own_scope_nodes, snippet
 from whyalive.lint.rules.shapes import bindings
 
-__all__ = ["RecursionGroup", "escape_of", "mangle", "recursion_groups", "unmangle"]
+__all__ = ["RecursionGroup", "escape_of", "is_scalar", "mangle", "recursion_groups", "unmangle"]
 
 # Names that usually hold data rather than code; listed first among the captures.
 _HEAVY_NAME = re.compile(
@@ -120,13 +120,30 @@ def _strong_components(edges: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
+def _value_kind(value: ast.AST) -> str:
+    if isinstance(value, ast.Lambda):
+        return "function"
+    return "constant" if is_scalar(value) else "local"
+
+
 def _binding_kinds(ctx: Context, frame: Frame) -> dict[str, set[str]]:
-    """For each name bound in ``frame``: the kinds of value its bindings give it."""
+    """For each name bound in ``frame``: the kinds of value its bindings give it.
+
+    Augmented assignments keep a name's kind (``i += step`` leaves an int an int); every
+    binding this walk does not understand (``with``, ``except``, walrus in a comprehension)
+    leaves the name unrecorded, which :func:`_classify` reads as a data local.
+    """
     key = ("binding-kinds", id(frame.node))
     cached = ctx.memo.get(key)
     if isinstance(cached, dict):
         return cached
     kinds: dict[str, set[str]] = {}
+
+    def bind(target: ast.AST, kind: str) -> None:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                kinds.setdefault(sub.id, set()).add(kind)
+
     for node in own_scope_nodes(getattr(frame.node, "body", [])):
         if isinstance(node, (*FUNCTION_NODES, ast.ClassDef)):
             kind = "class" if isinstance(node, ast.ClassDef) else "function"
@@ -135,24 +152,116 @@ def _binding_kinds(ctx: Context, frame: Frame) -> dict[str, set[str]]:
             for alias in node.names:
                 name = alias.asname or alias.name.split(".")[0]
                 kinds.setdefault(name, set()).add("module")
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value:
-            value = node.value
-            if isinstance(value, ast.Lambda):
-                kind = "function"
-            elif all(isinstance(n, _CONSTANT_PARTS) for n in ast.walk(value)):
-                kind = "constant"
-            else:
-                kind = "local"
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Name):
-                        kinds.setdefault(sub.id, set()).add(kind)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, _value_kind(node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            bind(node.target, _value_kind(node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            counts = (
+                isinstance(node.iter, ast.Call)
+                and isinstance(node.iter.func, ast.Name)
+                and node.iter.func.id == "range"
+            )
+            bind(node.target, "constant" if counts else "local")
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    bind(item.optional_vars, "local")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            kinds.setdefault(node.name, set()).add("local")
     ctx.memo[key] = kinds
     return kinds
 
 
-_CONSTANT_PARTS = (ast.Constant, ast.UnaryOp, ast.unaryop, ast.Tuple, ast.expr_context)
+# Calls that return a bool, a number or a string.
+_SCALAR_CALLS = frozenset(
+    {
+        "len",
+        "int",
+        "float",
+        "str",
+        "bool",
+        "isinstance",
+        "issubclass",
+        "hasattr",
+        "callable",
+        "id",
+        "hash",
+        "ord",
+        "chr",
+        "round",
+        "repr",
+        "format",
+    }
+)
+_SCALAR_TYPES = frozenset({"bool", "int", "float", "str", "complex", "None", "Literal"})
+
+
+def is_scalar(value: ast.AST) -> bool:
+    """Whether ``value`` is an expression whose result is a bool, number, string or ``None``.
+
+    Literals, comparisons, ``not``, f-strings, arithmetic on those, ``len()``-like builtins
+    and predicate calls (``x.is_ready()``, ``has_grad(t)``).
+    """
+    if isinstance(value, (ast.Constant, ast.Compare, ast.JoinedStr)):
+        return True
+    if isinstance(value, ast.UnaryOp):
+        return isinstance(value.op, ast.Not) or is_scalar(value.operand)
+    if isinstance(value, ast.BoolOp):
+        return all(is_scalar(v) for v in value.values)
+    if isinstance(value, ast.BinOp):
+        return is_scalar(value.left) and is_scalar(value.right)
+    if isinstance(value, ast.Tuple):
+        return all(is_scalar(v) for v in value.elts)
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        return name in _SCALAR_CALLS or name.startswith(("is_", "has_"))
+    return False
+
+
+def _is_scalar_annotation(annotation: ast.AST | None) -> bool:
+    if annotation is None:
+        return False
+    for sub in ast.walk(annotation):
+        if isinstance(sub, ast.Name) and sub.id not in (*_SCALAR_TYPES, "Optional"):
+            return False
+        if isinstance(sub, ast.Attribute) and sub.attr not in ("Optional", "Literal"):
+            return False
+        if (
+            isinstance(sub, ast.Constant)
+            and isinstance(sub.value, str)
+            and not _SCALAR_TYPES.issuperset(sub.value.replace("|", " ").split())
+        ):
+            return False  # a string annotation: only plain scalar names are read
+    return True
+
+
+def _scalar_parameter(scope: Frame, name: str) -> bool:
+    """A parameter annotated as a scalar (``flag: bool``) or defaulting to one (``n=3``)."""
+    node = scope.node
+    if not isinstance(node, (*FUNCTION_NODES, ast.Lambda)):
+        return False
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.AST] = dict(
+        zip(
+            [a.arg for a in positional[len(positional) - len(args.defaults) :]],
+            args.defaults,
+            strict=True,
+        )
+    )
+    defaults.update(
+        (a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    )
+    for arg in (*positional, *args.kwonlyargs):
+        if arg.arg == name:
+            if _is_scalar_annotation(arg.annotation):
+                return True
+            default = defaults.get(name)
+            return isinstance(default, ast.Constant) and default.value is not None
+    return False
 
 
 def _lookup(table: symtable.SymbolTable | None, name: str) -> symtable.Symbol | None:
@@ -176,7 +285,8 @@ def _classify(ctx: Context, frame: Frame, key: str, name: str) -> Capture:
                 if scope.self_name == name:
                     return Capture(name, "self")
                 if symbol.is_parameter():
-                    return Capture(name, "parameter")
+                    scalar = _scalar_parameter(scope, name)
+                    return Capture(name, "constant" if scalar else "parameter")
                 if symbol.is_imported():
                     return Capture(name, "module")
                 kinds = _binding_kinds(ctx, scope).get(name, set())
