@@ -213,3 +213,13 @@ def test_pre_commit_hook_file() -> None:
     for line in ("- id: whyalive-lint", "entry: whyalive lint", "language: python"):
         assert line in text
     assert "types: [python]" in text
+
+
+def test_flake8_needs_e9_for_syntax_errors(tmp_path: Path) -> None:
+    """flake8 --select WAL passes a file that does not parse; --select WAL,E9 reports it
+    (the command docs/lint.md recommends)."""
+    path = tmp_path / "broken.py"
+    path.write_text("def f(:\n")
+    assert _flake8("--select", "WAL", str(path)) == ""
+    assert "E999" in _flake8("--select", "WAL,E9", str(path))
+    assert "WAL003" in _run(str(path))[1]
