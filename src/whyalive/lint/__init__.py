@@ -234,7 +234,7 @@ def lint_paths(
             found = _lint_with(source, path, rules)
             if sources is not None:
                 sources[path] = source
-        per_file = tuple(config.ignored_in(path)) if config.per_file_ignores else ()
+        per_file = config.ignored_in(path) if config.per_file_ignores else ()
         findings.extend(
             f
             for f in found
