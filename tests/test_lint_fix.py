@@ -174,3 +174,70 @@ def test_fix_keeps_encoding_and_newlines(tmp_path: Path) -> None:
     assert b"caf\xe9" in data
     assert data.count(b"\r\n") == text.count("\n")
     assert b"*, extract" in data
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+# Parameters after `n`: each has a default, so every call passes `n` alone.
+_EXTRAS = st.lists(
+    st.sampled_from(
+        ["depth=0", "scale: float = 1.0", "key=lambda v: v ** 2", "*args", "*", "**kw"]
+    ),
+    max_size=4,
+    unique=True,
+)
+
+
+def _signature(posonly: bool, extras: list[str], multiline: bool, trailing: bool) -> str:
+    params = ["n", "/"] if posonly else ["n"]
+    # Keep the order Python requires: plain, then * or *args with a keyword after it, then **.
+    plain = [e for e in extras if e not in ("*args", "*", "**kw")]
+    star = next((e for e in extras if e in ("*args", "*")), None)
+    params += plain
+    if star is not None:
+        params += [star, "flag=False"]
+    if "**kw" in extras:
+        params.append("**kw")
+    if not multiline:
+        return ", ".join(params) + ("," if trailing else "")
+    lines = "".join(f"\n        {p},  # {p.split('=')[0]}" for p in params)
+    return lines + "\n    "
+
+
+@hypothesis.settings(max_examples=40, deadline=None, database=None)
+@hypothesis.given(
+    posonly=st.booleans(),
+    extras=_EXTRAS,
+    multiline=st.booleans(),
+    trailing=st.booleans(),
+    call_multiline=st.booleans(),
+)
+def test_fix_on_generated_signatures(
+    posonly: bool, extras: list[str], multiline: bool, trailing: bool, call_multiline: bool
+) -> None:
+    """For any signature shape and call layout, the fixed code compiles, is not flagged
+    again, returns the same result and leaves no cycle at runtime."""
+    call = "walk(\n            n - 1,  # one less\n        )" if call_multiline else "walk(n - 1)"
+    source = (
+        "def outer(data):\n"
+        "    kept = []\n\n"
+        f"    def walk({_signature(posonly, extras, multiline, trailing)}):  # recursive\n"
+        "        kept.append(data)\n"
+        f"        return 0 if n <= 0 else 1 + {call}\n\n"
+        "    return walk(3), len(kept)\n"
+    )
+    (finding,) = lint_source(source)
+    assert finding.edits, source
+    fixed = _fixed(source)
+    assert [f for f in lint_source(fixed) if f.code.startswith("WAL1")] == [], fixed
+    assert _fixed(fixed) == fixed
+    results = []
+    for text, cycles in ((source, True), (fixed, False)):
+        namespace: dict[str, object] = {}
+        exec(compile(text, "<generated>", "exec"), namespace)
+        outer = namespace["outer"]
+        assert callable(outer)
+        results.append(outer(numpy.ones(8)))
+        assert find_leaks(outer, numpy.ones((64, 64))).found is cycles, text
+    assert results[0] == results[1] == (3, 4)
