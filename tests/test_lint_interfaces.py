@@ -64,7 +64,8 @@ def test_select_and_ignore_options(seed: Path) -> None:
 
 
 def test_json_output(seed: Path) -> None:
-    """--format json prints a list of records with 1-based columns."""
+    """--format json prints records with 1-based columns, the message without its code and
+    the full capture list."""
     code, out, _ = _run(str(seed), "--format", "json")
     assert code == 1
     (record,) = json.loads(out)
@@ -74,11 +75,16 @@ def test_json_output(seed: Path) -> None:
         "column": 5,
         "code": "WAL101",
         "message": record["message"],
+        "captures": [{"name": "kept", "kind": "local", "heavy": True}],
+        "fixable": True,
     }
+    assert record["message"].startswith("nested function `extract` refers to itself")
 
 
-def test_sarif_output(seed: Path) -> None:
-    """--format sarif prints a SARIF 2.1.0 log whose results point at known rules."""
+def test_sarif_output(seed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format sarif prints a SARIF 2.1.0 log: results point at known rules, paths are
+    relative to %SRCROOT%, messages do not repeat the code, captures are properties."""
+    monkeypatch.chdir(seed.parent)
     code, out, _ = _run(str(seed), "--format", "sarif")
     assert code == 1
     log = json.loads(out)
@@ -87,8 +93,32 @@ def test_sarif_output(seed: Path) -> None:
     rules = run["tool"]["driver"]["rules"]
     (result,) = run["results"]
     assert rules[result["ruleIndex"]]["id"] == result["ruleId"] == "WAL101"
-    region = result["locations"][0]["physicalLocation"]["region"]
-    assert region == {"startLine": 3, "startColumn": 5}
+    location = result["locations"][0]["physicalLocation"]
+    assert location["region"] == {"startLine": 3, "startColumn": 5}
+    assert location["artifactLocation"] == {"uri": "seed.py", "uriBaseId": "%SRCROOT%"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == seed.parent.as_uri() + "/"
+    assert not result["message"]["text"].startswith("WAL101")
+    assert result["properties"]["captures"] == [{"name": "kept", "kind": "local", "heavy": True}]
+    assert run["invocations"] == [{"executionSuccessful": True, "toolExecutionNotifications": []}]
+
+
+def test_sarif_input_errors_are_notifications(tmp_path: Path, seed: Path) -> None:
+    """Unparsable files become tool execution notifications, not results, and mark the
+    invocation unsuccessful."""
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    code, out, _ = _run(str(tmp_path), "--format", "sarif")
+    assert code == 2
+    (run,) = json.loads(out)["runs"]
+    assert [r["ruleId"] for r in run["results"]] == ["WAL101"]
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error"
+    assert note["descriptor"] == {"id": "WAL003"}
+    assert note["message"]["text"].startswith("syntax error: ")
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("broken.py")
+    notes = run["tool"]["driver"]["notifications"]
+    assert "WAL003" in [n["id"] for n in notes]
 
 
 def test_sarif_empty() -> None:
@@ -151,7 +181,7 @@ def flake8_file(tmp_path: Path) -> Path:
         SEED
         + "\n\ndef other(x):\n"
         + "    def walk(n):  # noqa: WAL101\n"
-        + "        return walk(n)\n"
+        + "        return walk(n) or x\n"
         + "    return walk(x)\n"
         + "\n\nclass A:\n"
         + "    def __init__(self):\n"
@@ -161,13 +191,13 @@ def flake8_file(tmp_path: Path) -> Path:
 
 
 def test_flake8_plugin_same_findings(flake8_file: Path) -> None:
-    """flake8 --select WAL reports what whyalive lint reports, and honours noqa."""
+    """flake8 --select WAL reports what whyalive lint reports, and both honour noqa."""
     codes = [
         line.split(" ")[1] for line in _flake8("--select", "WAL", str(flake8_file)).splitlines()
     ]
     assert codes == ["WAL101"]
     _, out, _ = _run(str(flake8_file))
-    assert len(out.splitlines()) == 2  # whyalive lint itself does not read noqa comments
+    assert [line.split(" ")[1] for line in out.splitlines()] == codes
 
 
 def test_flake8_off_by_default(flake8_file: Path) -> None:
@@ -183,3 +213,13 @@ def test_pre_commit_hook_file() -> None:
     for line in ("- id: whyalive-lint", "entry: whyalive lint", "language: python"):
         assert line in text
     assert "types: [python]" in text
+
+
+def test_flake8_needs_e9_for_syntax_errors(tmp_path: Path) -> None:
+    """flake8 --select WAL passes a file that does not parse; --select WAL,E9 reports it
+    (the command docs/lint.md recommends)."""
+    path = tmp_path / "broken.py"
+    path.write_text("def f(:\n")
+    assert _flake8("--select", "WAL", str(path)) == ""
+    assert "E999" in _flake8("--select", "WAL,E9", str(path))
+    assert "WAL003" in _run(str(path))[1]

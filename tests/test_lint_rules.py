@@ -17,6 +17,8 @@ CASES = sorted(
     p for p in (Path(__file__).parent / "lint_cases").iterdir() if p.suffix in (".py", ".py312")
 )
 EXPECTED = re.compile(r"(WAL\d{3}): (\d+), (\d+)")
+# After an expectation: the first names it keeps, in order, then flags (`escapes`, `fix`).
+DETAILS = re.compile(r"(WAL\d{3}): (\d+), \d+((?: \"[^\"]+\")*)((?: (?:escapes|fix))*)")
 SRC = Path(__file__).parent.parent / "src" / "whyalive"
 
 
@@ -29,15 +31,35 @@ def _expected(text: str) -> set[tuple[str, int, int]]:
     return found
 
 
+def _expected_details(text: str) -> dict[tuple[str, int], tuple[tuple[str, ...], tuple[str, ...]]]:
+    details = {}
+    for code, line, names, flags in DETAILS.findall(text):
+        details[code, int(line)] = (tuple(re.findall(r'"([^"]+)"', names)), tuple(flags.split()))
+    return details
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_eval_file(case: Path) -> None:
     """Each eval file yields exactly the findings written in its `# CODE: line, col` comments."""
     if case.suffix == ".py312" and sys.version_info < (3, 12):
         pytest.skip("needs Python 3.12 syntax")
     text = case.read_text()
-    family = "WAL" + case.stem[3]
-    got = {(f.code, f.line, f.col) for f in lint_source(text, str(case), select=[family])}
-    assert got == _expected(text)
+    expected = _expected(text)
+    # A family's off-by-default (9xx) rules run when the file expects them.
+    select = ["WAL" + case.stem[3], *{code for code, _, _ in expected if code[3] == "9"}]
+    findings = lint_source(text, str(case), select=select)
+    assert {(f.code, f.line, f.col) for f in findings} == expected
+    details = _expected_details(text)
+    for finding in findings:
+        names, flags = details.get((finding.code, finding.line), ((), ()))
+        kept = tuple(c.name for c in finding.captures)
+        assert kept[: len(names)] == names, finding.message
+        shown = [finding.message.index(f"`{n}`") for n in names]
+        assert shown == sorted(shown), finding.message
+        assert ("escapes" in flags) == (" escapes `" in finding.message), finding.message
+        if "escapes" in flags:
+            assert "del " not in finding.message
+        assert ("fix" in flags) == bool(finding.edits), finding.message
 
 
 def test_every_rule_has_an_eval_case() -> None:
@@ -91,7 +113,7 @@ def test_select_and_ignore() -> None:
     assert "WAL101" in default
     assert "WAL901" not in default
     assert {r.code for r in select_rules(["WAL"])} == default
-    assert {r.code for r in select_rules("WAL9")} == {"WAL901", "WAL902"}
+    assert {r.code for r in select_rules("WAL9")} == {"WAL901", "WAL902", "WAL903"}
     assert {r.code for r in select_rules(ignore="WAL1")} == default - {"WAL101", "WAL102"}
     assert {r.code for r in select_rules(["WAL101"], ["WAL1"])} == {"WAL101"}
 
@@ -121,3 +143,35 @@ def test_stdlib_sample_does_not_crash() -> None:
     assert len(files) > 50
     findings = lint_paths(files, select=["WAL"])
     assert [f for f in findings if f.code == "WAL000"] == []
+
+
+def test_mutual_recursion_is_one_finding_naming_every_function() -> None:
+    """A group of mutually recursive closures gives one WAL102 naming all and what they keep."""
+    source = (
+        "def outer(tensors, outputs):\n"
+        "    def a(n):\n"
+        "        return b(n) + a(n - 1)\n"
+        "    def b(n):\n"
+        "        return c(n) + [tensors]\n"
+        "    def c(n):\n"
+        "        outputs.append(n)\n"
+        "        return a(n - 1)\n"
+        "    return a(3)\n"
+    )
+    (finding,) = lint_source(source)
+    assert (finding.code, finding.line) == ("WAL102", 2)
+    assert "`a`, `b` and `c` refer to each other" in finding.message
+    assert "keeps `outputs`, `tensors` alive" in finding.message
+    assert [(c.name, c.kind) for c in finding.captures] == [
+        ("outputs", "parameter"),
+        ("tensors", "parameter"),
+    ]
+
+
+def test_light_recursion_is_opt_in() -> None:
+    """A recursive closure holding only code and constants is WAL903, off by default."""
+    source = "def f(tree):\n    import json\n    def walk(n):\n        return walk(json)\n"
+    assert lint_source(source) == []
+    (finding,) = lint_source(source, select="WAL903")
+    assert finding.code == "WAL903"
+    assert [(c.name, c.kind) for c in finding.captures] == [("json", "module")]

@@ -1,4 +1,4 @@
-"""Eval cases for 1xx (recursive closures). Expectations: `# CODE: line, col` (col 0-based)."""
+"""Eval cases for 1xx: `# CODE: line, col`, then first kept names, `escapes`, `fix` (see tests)."""
 import functools
 
 
@@ -7,7 +7,7 @@ def stage_backward(stage_output, output_grads):
     stage_output_tensors = []
     output_grad_tensors = []
 
-    def extract_tensors_with_grads(output_val, grad_val):  # WAL101: 10, 4
+    def extract_tensors_with_grads(output_val, grad_val):  # WAL101: 10, 4 "output_grad_tensors" "stage_output_tensors" fix
         if isinstance(output_val, (tuple, list)):
             for ov, gv in zip(output_val, grad_val):
                 extract_tensors_with_grads(ov, gv)
@@ -62,7 +62,7 @@ def reset_to_none(x):
 def cleared_too_early(x):
     walk = None
 
-    def walk(node):  # WAL101: 65, 4
+    def walk(node):  # WAL903: 65, 4 fix
         return walk(node)
 
     return walk(x)
@@ -83,7 +83,7 @@ class Tree:
         return visit(node)
 
     def method_with_helper(self, node):
-        def helper(n):  # WAL101: 86, 8
+        def helper(n):  # WAL903: 86, 8 fix
             return [helper(c) for c in n]
 
         return helper(node)
@@ -91,10 +91,10 @@ class Tree:
 
 # Through a comprehension and a generator expression inside the nested function.
 def via_comprehension(x):
-    def flatten(items):  # WAL101: 94, 4
+    def flatten(items):  # WAL903: 94, 4 fix
         return [y for i in items for y in (flatten(i) if isinstance(i, list) else [i])]
 
-    def total(items):  # WAL101: 97, 4
+    def total(items):  # WAL903: 97, 4 fix
         return sum(total(i) for i in items)
 
     return flatten(x), total(x)
@@ -103,7 +103,7 @@ def via_comprehension(x):
 # Decorated nested functions are still closures.
 def decorated(x):
     @functools.lru_cache(maxsize=None)
-    def fib(n):  # WAL101: 106, 4
+    def fib(n):  # WAL101: 106, 4 "@functools.lru_cache"
         return n if n < 2 else fib(n - 1) + fib(n - 2)
 
     return fib(x)
@@ -111,7 +111,7 @@ def decorated(x):
 
 # Async defs.
 async def async_outer(x):
-    async def crawl(node):  # WAL101: 114, 4
+    async def crawl(node):  # WAL903: 114, 4 fix
         for child in node:
             await crawl(child)
 
@@ -120,7 +120,7 @@ async def async_outer(x):
 
 # A recursive lambda.
 def recursive_lambda(n):
-    fact = lambda k: 1 if k <= 1 else k * fact(k - 1)  # WAL101: 123, 4
+    fact = lambda k: 1 if k <= 1 else k * fact(k - 1)  # WAL903: 123, 4
     return fact(n)
 
 
@@ -149,10 +149,10 @@ def one_way(x):
 
 # Mutual recursion among sibling nested functions.
 def mutual(x):
-    def is_even(n):  # WAL102: 152, 4
+    def is_even(n):  # WAL903: 152, 4
         return True if n == 0 else is_odd(n - 1)
 
-    def is_odd(n):  # WAL102: 155, 4
+    def is_odd(n):
         return False if n == 0 else is_even(n - 1)
 
     return is_even(x)
@@ -174,7 +174,7 @@ def mutual_deleted(x):
 # Nested one level deeper: the inner function of a nested function.
 def outer_outer():
     def outer():
-        def inner(n):  # WAL101: 177, 8
+        def inner(n):  # WAL903: 177, 8 fix
             return inner(n - 1) if n else 0
 
         return inner(3)

@@ -85,3 +85,24 @@ class NotAMethod:
 def plain_function(self):
     self.cb = self.on_step
     self.f = lambda: self
+
+
+# A store undone in a `finally` is released on every path: no cycle survives the call.
+class Trainer:
+    def step(self, batch):
+        self.f = lambda: self.batch_size
+        self.cb = self.on_step
+        try:
+            return self.f()
+        finally:
+            del self.f
+            self.cb = None
+
+    def undone_outside_finally(self, batch):
+        self.f = lambda: self.batch_size  # WAL202: 102, 8
+        result = self.f()
+        del self.f
+        return result
+
+    def on_step(self):
+        pass

@@ -12,17 +12,22 @@ import ast
 import codecs
 import io
 import os
+import re
 import tokenize
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from whyalive.errors import UsageError
+from whyalive.lint.config import LintConfig
 from whyalive.lint.engine import LintFinding, Rule, lint_tree
 from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, RULES, explain_rule
 
 __all__ = [
     "RULES",
     "RULE_FOR_PATTERN",
+    "LintConfig",
     "LintFinding",
     "Rule",
+    "check_codes",
     "explain_rule",
     "iter_python_files",
     "lint_paths",
@@ -44,6 +49,30 @@ def _codes(codes: Iterable[str] | str | None) -> list[str]:
     return [c.strip().upper() for c in codes if c.strip()]
 
 
+_KNOWN_CODES = (*(rule.code for rule in RULES), *INPUT_PROBLEMS)
+# flake8's own pattern for noqa comments, bare or with a list of codes.
+NOQA = re.compile(
+    r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
+    re.IGNORECASE,
+)
+
+
+def check_codes(codes: Iterable[str] | str | None, option: str) -> list[str]:
+    """The code prefixes in ``codes``, upper-cased.
+
+    Raises:
+        UsageError: when a prefix names no rule or input problem (``--select FOO``).
+    """
+    found = _codes(codes)
+    for code in found:
+        if not any(known.startswith(code) for known in _KNOWN_CODES):
+            raise UsageError(
+                f"unknown rule code {code!r} in {option}; codes look like WAL101 "
+                "(`whyalive lint --explain CODE`, docs/lint.md)"
+            )
+    return found
+
+
 def _longest(code: str, prefixes: list[str]) -> int:
     return max((len(p) for p in prefixes if code.startswith(p)), default=-1)
 
@@ -57,8 +86,11 @@ def select_rules(
     ``ignore=["WAL2"], select=["WAL201"]`` runs WAL201 alone of its family. Off-by-default
     (9xx) rules need a select prefix of at least four characters (``WAL9``), as
     flake8-bugbear's B9 rules do.
+
+    Raises:
+        UsageError: for a code that names nothing (see :func:`check_codes`).
     """
-    chosen, dropped = _codes(select), _codes(ignore)
+    chosen, dropped = check_codes(select, "select"), check_codes(ignore, "ignore")
     rules = []
     for rule in RULES:
         if chosen:
@@ -88,7 +120,24 @@ def _lint_with(source: str, filename: str, rules: Sequence[Rule]) -> list[LintFi
         ]
     except (ValueError, RecursionError, MemoryError) as exc:
         return [_input_problem(filename, "WAL003", str(exc) or type(exc).__name__)]
-    return lint_tree(tree, source, filename, rules)
+    return _without_noqa(lint_tree(tree, source, filename, rules), source)
+
+
+def _without_noqa(findings: list[LintFinding], source: str) -> list[LintFinding]:
+    """Drop findings whose line has ``# noqa`` or ``# noqa: <prefix of its code>``."""
+    if not findings:
+        return findings
+    lines = re.split(r"\r\n|\r|\n", source)
+    kept = []
+    for finding in findings:
+        text = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+        match = NOQA.search(text) if "#" in text else None
+        if match is not None:
+            codes = match.group("codes")
+            if not codes or finding.code.startswith(tuple(_codes(re.split(r"[,\s]+", codes)))):
+                continue
+        kept.append(finding)
+    return kept
 
 
 def lint_source(
@@ -104,17 +153,32 @@ def lint_source(
     return [f for f in findings if not (f.code in INPUT_PROBLEMS and f.code in dropped)]
 
 
-def iter_python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
-    """Files named directly (any suffix), and ``*.py`` files under named directories, sorted."""
+def iter_python_files(
+    paths: Iterable[str | os.PathLike[str]], excluded: Callable[[str], bool] | None = None
+) -> Iterator[str]:
+    """Files named directly (any suffix), and ``*.py`` files under named directories, sorted.
+
+    ``excluded`` (a path -> bool test, such as :meth:`LintConfig.excluded`) drops files and
+    whole directories.
+    """
+    skip = excluded or (lambda _path: False)
     for path in paths:
         text = os.fspath(path)
+        if skip(text):
+            continue
         if not os.path.isdir(text):
             yield text
             continue
         for root, dirs, files in os.walk(text):
-            dirs[:] = sorted(d for d in dirs if d not in EXCLUDED_DIRS and not d.endswith(".egg"))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in EXCLUDED_DIRS
+                and not d.endswith(".egg")
+                and not skip(os.path.join(root, d))
+            )
             for name in sorted(files):
-                if name.endswith(".py"):
+                if name.endswith(".py") and not skip(os.path.join(root, name)):
                     yield os.path.join(root, name)
 
 
@@ -141,13 +205,40 @@ def lint_paths(
     *,
     select: Iterable[str] | str | None = None,
     ignore: Iterable[str] | str | None = None,
+    config: LintConfig | None = None,
+    sources: dict[str, str] | None = None,
 ) -> list[LintFinding]:
-    """Lint files and directories; unreadable or unparsable files become 0xx findings."""
-    rules = select_rules(select, ignore)
-    dropped = _codes(ignore)
+    """Lint files and directories; unreadable or unparsable files become 0xx findings.
+
+    ``select`` replaces ``config.select`` and ``ignore`` adds to ``config.ignore``; the
+    config's ``per-file-ignores`` and ``extend-exclude`` apply too. When ``sources`` is given,
+    the text of each file read is stored in it (``--fix`` edits that text).
+
+    Raises:
+        UsageError: for an unknown code in ``select``, ``ignore`` or the config.
+    """
+    config = config or LintConfig()
+    where = f" in {config.source}" if config.source else ""
+    check_codes(config.select, f"select{where}")
+    chosen = select if select is not None else config.select
+    dropped = [*check_codes(config.ignore, f"ignore{where}"), *check_codes(ignore, "ignore")]
+    for _, codes in config.per_file_ignores:
+        check_codes(codes, f"per-file-ignores{where}")
+    rules = select_rules(chosen, dropped)
     findings: list[LintFinding] = []
-    for path in iter_python_files(paths):
+    for path in iter_python_files(paths, config.excluded if config.extend_exclude else None):
         source = read_source(path)
-        found = [source] if isinstance(source, LintFinding) else _lint_with(source, path, rules)
-        findings.extend(f for f in found if not (f.code in INPUT_PROBLEMS and f.code in dropped))
+        if isinstance(source, LintFinding):
+            found = [source]
+        else:
+            found = _lint_with(source, path, rules)
+            if sources is not None:
+                sources[path] = source
+        per_file = config.ignored_in(path) if config.per_file_ignores else ()
+        findings.extend(
+            f
+            for f in found
+            if not (f.code in INPUT_PROBLEMS and f.code in dropped)
+            and not (per_file and f.code not in INPUT_PROBLEMS and f.code.startswith(per_file))
+        )
     return findings

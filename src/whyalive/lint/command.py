@@ -1,18 +1,26 @@
 """The ``whyalive lint`` subcommand: argument definitions and the function that runs it.
 
-Exit codes: 0 no findings, 1 findings, 2 a usage error or input that could not be read or
-parsed (those are still reported as WAL0xx lines, and the other files are still checked).
+Exit codes: 0 no findings, 1 findings (with ``--fix``: findings left; with ``--diff``:
+something to fix), 2 a usage error (an unknown code, a bad ``[tool.whyalive.lint]``) or
+input that could not be read or parsed (those are still reported as WAL0xx lines, and the
+other files are still checked).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
-from typing import TextIO
+import tokenize
+from pathlib import Path
+from typing import Any, TextIO
 
-from whyalive.lint import lint_paths
+from whyalive.errors import UsageError
+from whyalive.lint import check_codes, lint_paths
+from whyalive.lint.config import LintConfig, find_config, load_config
 from whyalive.lint.engine import LintFinding
+from whyalive.lint.fixes import apply_edits, compiles, unified_diff
 from whyalive.lint.rules import INPUT_PROBLEMS, explain_rule
 from whyalive.lint.sarif import render_sarif
 
@@ -37,24 +45,81 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--explain", default=None, metavar="CODE", help="print what a rule catches and its fix"
     )
+    changes = parser.add_mutually_exclusive_group()
+    changes.add_argument(
+        "--fix", action="store_true", help="apply the always-safe fixes to the files in place"
+    )
+    changes.add_argument(
+        "--diff", action="store_true", help="print the always-safe fixes as a diff; write nothing"
+    )
+    config = parser.add_mutually_exclusive_group()
+    config.add_argument(
+        "--config", default=None, metavar="PYPROJECT", help="read [tool.whyalive.lint] from here"
+    )
+    config.add_argument("--isolated", action="store_true", help="ignore every pyproject.toml")
+
+
+def _record(finding: LintFinding) -> dict[str, Any]:
+    return {
+        "path": finding.path,
+        "line": finding.line,
+        "column": finding.col + 1,
+        "code": finding.code,
+        "message": finding.text,
+        "captures": [{"name": c.name, "kind": c.kind, "heavy": c.heavy} for c in finding.captures],
+        "fixable": bool(finding.edits),
+    }
 
 
 def _render(findings: list[LintFinding], output_format: str) -> str:
     if output_format == "json":
-        records = [
-            {
-                "path": f.path,
-                "line": f.line,
-                "column": f.col + 1,
-                "code": f.code,
-                "message": f.message,
-            }
-            for f in findings
-        ]
-        return json.dumps(records, indent=2, sort_keys=True)
+        return json.dumps([_record(f) for f in findings], indent=2, sort_keys=True)
     if output_format == "sarif":
         return render_sarif(findings)
     return "\n".join(f"{f.path}:{f.line}:{f.col + 1}: {f.message}" for f in findings)
+
+
+def _config(args: argparse.Namespace) -> LintConfig:
+    if args.isolated:
+        return LintConfig()
+    path = Path(args.config) if args.config else find_config(args.paths)
+    return load_config(path) if path is not None else LintConfig()
+
+
+def _write_fixed(path: str, text: str) -> None:
+    """Write ``text`` back in the file's own encoding (its newlines were kept when read).
+
+    ``utf-8-sig`` puts back the byte order mark that decoding took off.
+    """
+    with open(path, "rb") as stream:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(stream.read()).readline)
+    with open(path, "wb") as stream:
+        stream.write(text.encode(encoding))
+
+
+def _fix(
+    findings: list[LintFinding], sources: dict[str, str], *, write: bool, out: TextIO, err: TextIO
+) -> list[LintFinding]:
+    """Apply (or, without ``write``, print as a diff) every fix; return what is left."""
+    fixed: set[int] = set()
+    files = 0
+    for path, source in sources.items():
+        mine = [f for f in findings if f.path == path and f.edits]
+        if not mine:
+            continue
+        after = apply_edits(source, (e for f in mine for e in f.edits))
+        if not compiles(after, path):
+            err.write(f"whyalive lint: {path}: fixes left out, the result would not compile\n")
+            continue
+        files += 1
+        fixed.update(id(f) for f in mine)
+        if write:
+            _write_fixed(path, after)
+        else:
+            out.write(unified_diff(path, source, after))
+    verb = "fixed" if write else "would fix"
+    err.write(f"whyalive lint: {verb} {len(fixed)} finding(s) in {files} file(s)\n")
+    return [f for f in findings if id(f) not in fixed]
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -71,7 +136,27 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.paths:
         err.write("whyalive lint: give at least one PATH (or --explain CODE)\n")
         return EXIT_BAD_INPUT
-    findings = lint_paths(args.paths, select=args.select, ignore=args.ignore)
+    changing = args.fix or args.diff
+    sources: dict[str, str] = {}
+    try:
+        check_codes(args.select, "--select")
+        check_codes(args.ignore, "--ignore")
+        findings = lint_paths(
+            args.paths,
+            select=args.select,
+            ignore=args.ignore,
+            config=_config(args),
+            sources=sources if changing else None,
+        )
+    except UsageError as error:
+        err.write(f"whyalive lint: {error}\n")
+        return EXIT_BAD_INPUT
+    if changing:
+        before = len(findings)
+        findings = _fix(findings, sources, write=args.fix, out=out, err=err)
+        if args.diff:
+            bad = any(f.code in INPUT_PROBLEMS for f in findings)
+            return EXIT_BAD_INPUT if bad else (EXIT_FINDINGS if len(findings) < before else 0)
     text = _render(findings, args.output_format)
     if text or args.output_format != "text":
         out.write(text + "\n")

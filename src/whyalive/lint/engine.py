@@ -13,25 +13,68 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 __all__ = [
+    "Capture",
     "Context",
     "Frame",
     "LintFinding",
     "Rule",
+    "TextEdit",
     "lint_tree",
     "own_scope_nodes",
     "snippet",
 ]
 
 
+@dataclass(frozen=True)
+class Capture:
+    """A name a finding's closure keeps alive, and what kind of value it is bound to.
+
+    ``kind`` is one of :data:`HEAVY_CAPTURE_KINDS` (may hold a heavy object: ``self``,
+    ``parameter``, ``local``, ``default``, ``cache``) or ``function``, ``class``, ``module``,
+    ``constant`` (alive anyway, or small).
+    """
+
+    name: str
+    kind: str
+
+    @property
+    def heavy(self) -> bool:
+        """Whether the captured value can be a heavy object (or hold one)."""
+        return self.kind in HEAVY_CAPTURE_KINDS
+
+
+HEAVY_CAPTURE_KINDS = frozenset({"self", "parameter", "local", "default", "cache"})
+
+
+@dataclass(frozen=True, order=True)
+class TextEdit:
+    """Insert ``text`` before the character at ``line`` (1-based), ``col`` (0-based, in chars)."""
+
+    line: int
+    col: int
+    text: str
+
+
 @dataclass(frozen=True, order=True)
 class LintFinding:
-    """One problem found in one file: where it is, its rule code and the full message."""
+    """One problem found in one file: where it is, its rule code and the full message.
+
+    ``captures`` lists, heavy first, every name the cycle keeps alive (closure rules);
+    ``edits`` is the always-safe fix (empty when there is none), applied by ``--fix``.
+    """
 
     path: str
     line: int
     col: int
     code: str
     message: str
+    captures: tuple[Capture, ...] = field(default=(), compare=False)
+    edits: tuple[TextEdit, ...] = field(default=(), compare=False)
+
+    @property
+    def text(self) -> str:
+        """The message without its leading code, for formats that carry the code apart."""
+        return self.message.removeprefix(self.code).lstrip()
 
 
 @dataclass(frozen=True)
@@ -183,7 +226,15 @@ class Context:
         """The innermost scope that contains the node being checked."""
         return self.frames[-1]
 
-    def report(self, node: ast.AST, /, **fields: str) -> LintFinding:
+    def report(
+        self,
+        node: ast.AST,
+        /,
+        *,
+        captures: tuple[Capture, ...] = (),
+        edits: tuple[TextEdit, ...] = (),
+        **fields: str,
+    ) -> LintFinding:
         """Build a finding at ``node`` from the current rule's message template."""
         assert self.rule is not None
         return LintFinding(
@@ -192,6 +243,8 @@ class Context:
             getattr(node, "col_offset", 0),
             self.rule.code,
             self.rule.message.format(**fields),
+            captures,
+            edits,
         )
 
     def frame_table(self, frame: Frame) -> symtable.SymbolTable | None:
@@ -206,7 +259,11 @@ class Context:
 
     def table_of(self, node: ast.AST) -> symtable.SymbolTable | None:
         """The symbol table of a scope node that sits directly in the current frame."""
-        return self._resolve(node, self.frame_table(self.frame))
+        return self.child_table(self.frame, node)
+
+    def child_table(self, frame: Frame, node: ast.AST) -> symtable.SymbolTable | None:
+        """The symbol table of a scope node that sits directly in ``frame``."""
+        return self._resolve(node, self.frame_table(frame))
 
     def frees_of(self, node: ast.AST) -> frozenset[str]:
         """Closure variables of a scope node in the current frame (empty when unknown)."""

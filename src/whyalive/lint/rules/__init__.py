@@ -18,6 +18,7 @@ RULES: tuple[Rule, ...] = (
     *autograd.RULES,
     *caches.RULES,
     *opinionated.RULES,
+    *closures.OPT_IN_RULES,
 )
 
 # Runtime diagnosis pattern name -> the lint code that would have caught it before it ran.

@@ -1,73 +1,139 @@
-"""1xx: nested functions whose closure cells hold themselves (the pipelining seed bug)."""
+"""1xx: nested functions whose closure cells hold themselves (the pipelining seed bug).
+
+Each recursion group (:mod:`whyalive.lint.rules.recursion`) is reported once, at its first
+function: WAL101 for a function that calls itself, WAL102 for siblings that call each other,
+and WAL903 (off by default) for either when nothing it captures can hold a heavy object.
+"""
 
 from __future__ import annotations
 
 import ast
+import tokenize
 from collections.abc import Iterator
 
-from whyalive.lint.engine import FUNCTION_NODES, Context, Frame, LintFinding, Rule
-from whyalive.lint.rules.shapes import bindings
+from whyalive.lint.engine import (
+    FUNCTION_NODES,
+    Capture,
+    Context,
+    Frame,
+    LintFinding,
+    Rule,
+    TextEdit,
+)
+from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
+from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
+
+_SHOWN = 4
 
 
 def _outer_name(frame: Frame) -> str:
     return getattr(frame.node, "name", "<function>")
 
 
-def _is_local(ctx: Context, frame: Frame, name: str) -> bool:
-    table = ctx.frame_table(frame)
-    if table is None:
-        return False
+def _names(names: tuple[str, ...]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _kept(captures: tuple[Capture, ...]) -> str:
+    if not captures:
+        return "only itself"
+    shown = ", ".join(f"`{c.name}`" for c in captures[:_SHOWN])
+    more = len(captures) - _SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _advice(group: RecursionGroup, outer: str, fixable: bool) -> str:
+    first = group.names[0]
+    if group.escape is not None:
+        them = "it" if len(group.names) == 1 else "them"
+        return (
+            f"`{first}` escapes `{outer}` ({group.escape}), so deleting the name would break "
+            f"{them}: pass {them} as arguments, or move {them} to module level."
+        )
+    if len(group.names) > 1:
+        return (
+            f"`del {first}` in a `finally` before `{outer}` returns, pass the functions as "
+            "arguments, or move them to module level."
+        )
+    passing = (
+        f"Pass it to itself as an argument (`{first}(..., {first}={first})`; "
+        "`whyalive lint --fix` does this)"
+        if fixable
+        else "Pass it to itself as an argument"
+    )
+    return (
+        f"{passing}, `del {first}` in a `finally` before `{outer}` returns, or move it to "
+        "module level."
+    )
+
+
+def _what(group: RecursionGroup) -> str:
+    if len(group.names) > 1:
+        return f"nested functions {_names(group.names)} refer to each other"
+    kind = "lambda" if isinstance(group.nodes[0], ast.Assign) else "nested function"
+    return f"{kind} `{group.names[0]}` refers to itself"
+
+
+def _code_for(group: RecursionGroup) -> str:
+    if not group.heavy:
+        return LIGHT_RECURSION.code
+    return RECURSIVE_CLOSURE.code if len(group.names) == 1 else MUTUAL_CLOSURES.code
+
+
+def _fix(ctx: Context, frame: Frame, group: RecursionGroup) -> tuple[TextEdit, ...]:
+    node = group.nodes[0]
+    name = group.names[0]
+    private = name.startswith("__") and not name.endswith("__")
+    if len(group.nodes) != 1 or group.escape is not None or private or not is_fixable_def(node):
+        return ()
+    assert isinstance(node, FUNCTION_NODES)
+    tokens = ctx.memo.get(("tokens", 0))
     try:
-        return table.lookup(name).is_local()
-    except KeyError:
-        return False
+        if not isinstance(tokens, SourceTokens):
+            tokens = ctx.memo[("tokens", 0)] = SourceTokens(ctx.source)
+        return self_argument_edits(tokens, frame.node, node)
+    except (LookupError, SyntaxError, tokenize.TokenError):
+        return ()
 
 
-def _holding(frees: frozenset[str], *skip: str) -> str:
-    others = sorted(frees.difference(skip))
-    if not others:
-        return ""
-    shown = ", ".join(f"`{n}`" for n in others[:4]) + (", ..." if len(others) > 4 else "")
-    return f", and the cycle keeps {shown} alive"
-
-
-def _check_recursive(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+def _check_recursion(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     frame = ctx.frame
     if frame.kind != "function":
         return
-    if isinstance(node, ast.Assign):
-        target = node.targets[0]
-        if len(node.targets) != 1 or not isinstance(target, ast.Name):
-            return
-        if not isinstance(node.value, ast.Lambda):
-            return
-        name, kind, frees = target.id, "lambda", ctx.frees_of(node.value)
-    else:
-        assert isinstance(node, FUNCTION_NODES)
-        name, kind, frees = node.name, "nested function", ctx.frees_of(node)
-    if name not in frees or not _is_local(ctx, frame, name):
+    if not isinstance(node, FUNCTION_NODES) and not (
+        isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda)
+    ):
         return
-    if bindings(ctx, frame).cleared_after(name, node.lineno):
+    group = recursion_groups(ctx, frame).get(id(node))
+    assert ctx.rule is not None
+    if group is None or _code_for(group) != ctx.rule.code:
         return
+    outer = _outer_name(frame)
+    edits = _fix(ctx, frame, group)
     yield ctx.report(
         node,
-        kind=kind,
-        name=name,
-        outer=_outer_name(frame),
-        holding=_holding(frees, name),
+        what=_what(group),
+        outer=outer,
+        kept=_kept(tuple(c for c in group.captures if c.heavy)),
+        held=_kept(group.captures),
+        advice=_advice(group, outer, bool(edits)),
+        captures=group.captures,
+        edits=edits,
     )
 
+
+_NODE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign)
 
 RECURSIVE_CLOSURE = Rule(
     code="WAL101",
     name="recursive-closure",
     message=(
-        "WAL101 {kind} `{name}` refers to itself, so its closure cell holds `{name}`; "
-        "this makes a cycle{holding}. Pass it as an argument (`{name}(..., {name})`), "
-        "`del {name}` before `{outer}` returns, or move it to module level."
+        "WAL101 {what}, so its closure cell in `{outer}` holds it: a cycle that keeps {kept} "
+        "alive until the cyclic GC runs. {advice}"
     ),
-    node_types=(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign),
-    check=_check_recursive,
+    node_types=_NODE_TYPES,
+    check=_check_recursion,
     explanation="""\
 A nested function that calls itself by name reads that name from a closure cell of the
 enclosing function. The cell holds the function and the function holds the cell (through
@@ -76,86 +142,58 @@ variable the function captures (tensors, lists of outputs) stays alive until the
 runs. This is the bug fixed by hand in PyTorch's `pipelining/_backward.py`
 (`stage_backward.<locals>.extract_tensors_with_grads`).
 
+Reported when the function captures something that can hold a heavy object: a parameter or
+a local of an enclosing function, `self`, a default value or a cache. The message names
+those first; JSON and SARIF output list every capture. A recursive helper that captures
+only functions, classes, modules or constants is WAL903 (off by default).
+
 Fixes, in the user's terms: pass the function to itself as a parameter
-(`def walk(x, walk): ... walk(child, walk)` called as `walk(root, walk)`), `del walk` (or
-`walk = None`) before the enclosing function returns, or move the helper to module level.
+(`def walk(x, *, walk): ... walk(child, walk=walk)` called as `walk(root, walk=walk)`;
+`whyalive lint --fix` makes this edit), `del walk` in a `finally` before the enclosing
+function returns, or move the helper to module level. When the function escapes (it is
+returned, stored, passed on or registered), deleting its name would make its next recursive
+call fail with `NameError`, so only the first and last fixes are offered.
 Recursion of module-level functions and methods (`self.walk(...)`) makes no cycle.""",
 )
-
-
-def _sibling_cycles(ctx: Context, frame: Frame) -> dict[str, frozenset[str]]:
-    """For each nested function of ``frame``: the siblings it is mutually recursive with."""
-    key = ("mutual", id(frame.node))
-    cached = ctx.memo.get(key)
-    if isinstance(cached, dict):
-        return cached
-    table = ctx.frame_table(frame)
-    edges: dict[str, set[str]] = {}
-    if table is not None:
-        for child in table.get_children():
-            name = child.get_name()
-            if child.get_type() != "function" or not _is_local(ctx, frame, name):
-                continue
-            frees = {s.get_name() for s in child.get_symbols() if s.is_free()}
-            edges.setdefault(name, set()).update(frees)
-    names = set(edges)
-    for targets in edges.values():
-        targets.intersection_update(names)
-    reach: dict[str, set[str]] = {}
-    for start in names:
-        seen: set[str] = set()
-        todo = list(edges[start])
-        while todo:
-            current = todo.pop()
-            if current not in seen:
-                seen.add(current)
-                todo.extend(edges[current])
-        reach[start] = seen
-    result = {
-        name: frozenset(o for o in reach[name] if o != name and name in reach[o]) for name in names
-    }
-    ctx.memo[key] = result
-    return result
-
-
-def _check_mutual(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
-    assert isinstance(node, FUNCTION_NODES)
-    frame = ctx.frame
-    if frame.kind != "function":
-        return
-    partners = _sibling_cycles(ctx, frame).get(node.name)
-    if not partners:
-        return
-    found = bindings(ctx, frame)
-    if any(found.cleared_after(n, node.lineno) for n in (node.name, *partners)):
-        return
-    ordered = sorted(partners)
-    yield ctx.report(
-        node,
-        name=node.name,
-        partners=", ".join(f"`{p}`" for p in ordered),
-        outer=_outer_name(frame),
-        first=ordered[0],
-    )
-
 
 MUTUAL_CLOSURES = Rule(
     code="WAL102",
     name="mutually-recursive-closures",
     message=(
-        "WAL102 nested function `{name}` and {partners} refer to each other through closure "
-        "cells of `{outer}`; this makes a cycle. `del {name}` before `{outer}` returns, pass "
-        "`{first}` as an argument, or move them to module level."
+        "WAL102 {what} through closure cells of `{outer}`: a cycle that keeps {kept} alive "
+        "until the cyclic GC runs. {advice}"
     ),
-    node_types=(ast.FunctionDef, ast.AsyncFunctionDef),
-    check=_check_mutual,
+    node_types=_NODE_TYPES,
+    check=_check_recursion,
     explanation="""\
 Two (or more) nested functions of one enclosing function that call each other by name each
 hold the other's closure cell: `f -> cell(g) -> g -> cell(f) -> f`. Like WAL101, the cycle
-keeps everything either function captures alive until the cyclic GC runs.
+keeps everything the functions capture alive until the cyclic GC runs. Each group of
+functions that reach each other is reported once, at its first function, naming every
+function of the group and what the group captures.
 
-Fix: delete one of the names before the enclosing function returns (`del f`), pass one
-function to the other as an argument, or move them to module level.""",
+Fix: delete one of the names before the enclosing function returns (`del f` in a
+`finally`), pass the functions to each other as arguments, or move them to module level.""",
+)
+
+LIGHT_RECURSION = Rule(
+    code="WAL903",
+    name="recursive-closure-holding-nothing-heavy",
+    message=(
+        "WAL903 {what} through closure cells of `{outer}`: a cycle, but it holds nothing "
+        "that can be a heavy object ({held}). {advice}"
+    ),
+    node_types=_NODE_TYPES,
+    check=_check_recursion,
+    default_enabled=False,
+    explanation="""\
+A recursive nested function (or a group of mutually recursive ones) whose closure holds
+nothing but itself and other functions, classes, modules or constants. It is still a
+cycle, freed only by the cyclic GC, but it costs a few hundred bytes and cannot keep a
+tensor alive. Off by default; select it with `--select WAL903` (or `WAL9`) to clean up
+every closure cycle. The fixes are WAL101's.""",
 )
 
 RULES: tuple[Rule, ...] = (RECURSIVE_CLOSURE, MUTUAL_CLOSURES)
+# Registered after the other families' 9xx rules, so codes stay in order.
+OPT_IN_RULES: tuple[Rule, ...] = (LIGHT_RECURSION,)

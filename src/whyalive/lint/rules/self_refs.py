@@ -11,6 +11,7 @@ from whyalive.lint.rules.shapes import (
     closure_frees,
     held_values,
     method_self,
+    released_in_finally,
     root_name,
     store_sites,
 )
@@ -23,8 +24,8 @@ _STORE_NODES: tuple[type[ast.AST], ...] = (
 )
 
 
-def _stores_on_self(node: ast.AST, ctx: Context) -> Iterator[tuple[str, ast.AST]]:
-    """``(self name, stored expression)`` for each value this node stores on ``self``."""
+def _stores_on_self(node: ast.AST, ctx: Context) -> Iterator[tuple[str, ast.AST, ast.AST]]:
+    """``(self name, where, stored expression)`` for each value this node stores on ``self``."""
     sites = [
         (where, value)
         for where, value in store_sites(node)
@@ -36,15 +37,22 @@ def _stores_on_self(node: ast.AST, ctx: Context) -> Iterator[tuple[str, ast.AST]
     for where, value in sites:
         if root_name(where) == owner.name:
             for held in held_values(value):
-                yield owner.name, held
+                yield owner.name, where, held
+
+
+def _kept_on_every_path(node: ast.AST, where: ast.AST, ctx: Context) -> bool:
+    """False when an attribute store is undone in a later ``finally`` (``del self.f``)."""
+    return isinstance(node, ast.Call) or not released_in_finally(
+        ctx, where, getattr(node, "lineno", 0)
+    )
 
 
 def _check_bound_method(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     owner = None
-    for self_name, held in _stores_on_self(node, ctx):
+    for self_name, where, held in _stores_on_self(node, ctx):
         owner = owner or method_self(ctx)
         method = bound_method_of(held, owner) if owner is not None else None
-        if method is not None:
+        if method is not None and _kept_on_every_path(node, where, ctx):
             yield ctx.report(node, stmt=snippet(node), self=self_name, method=method)
             return
 
@@ -71,9 +79,9 @@ plain function (`type(self).on_step`) and call it with `self`, or dispatch by na
 
 
 def _check_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
-    for self_name, held in _stores_on_self(node, ctx):
+    for self_name, where, held in _stores_on_self(node, ctx):
         found = closure_frees(held, ctx)
-        if found is not None and self_name in found[1]:
+        if found is not None and self_name in found[1] and _kept_on_every_path(node, where, ctx):
             yield ctx.report(node, stmt=snippet(node), kind=found[0], self=self_name)
             return
 

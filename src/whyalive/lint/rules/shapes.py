@@ -149,13 +149,17 @@ def closure_frees(expr: ast.AST, ctx: Context) -> tuple[str, frozenset[str]] | N
 
 @dataclass(frozen=True)
 class Bindings:
-    """Where a function's own scope clears (``del x``, ``x = None``) or rebinds its names."""
+    """Where a function's own scope clears (``del x``, ``x = None``, ``x = 0``) or rebinds names.
+
+    An assignment whose value reads the name itself (``f = lru_cache(f)``) rebinds it without
+    clearing it: the new value may still hold the old one.
+    """
 
     cleared: dict[str, tuple[int, ...]]
     bound: dict[str, tuple[int, ...]]
 
     def cleared_after(self, name: str, line: int) -> bool:
-        """Whether ``name`` is deleted or set to ``None`` below ``line``."""
+        """Whether ``name`` is deleted, or set to a value not built from it, below ``line``."""
         return any(at > line for at in self.cleared.get(name, ()))
 
     def rebound_after(self, name: str, line: int) -> bool:
@@ -188,10 +192,11 @@ def bindings(ctx: Context, frame: Frame) -> Bindings:
                 for name in _bound_names(target):
                     cleared.setdefault(name, []).append(line)
         elif isinstance(node, ast.Assign):
-            is_none = isinstance(node.value, ast.Constant) and node.value.value is None
+            # Any new value drops the old one, unless it is built from it (`f = cache(f)`).
+            read = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
             for target in node.targets:
                 for name in _bound_names(target):
-                    (cleared if is_none else bound).setdefault(name, []).append(line)
+                    (bound if name in read else cleared).setdefault(name, []).append(line)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)) and (
             not isinstance(node, ast.AnnAssign) or node.value is not None
         ):
@@ -202,6 +207,30 @@ def bindings(ctx: Context, frame: Frame) -> Bindings:
     )
     ctx.memo[key] = result
     return result
+
+
+def released_in_finally(ctx: Context, target: ast.AST, line: int) -> bool:
+    """Whether ``target`` (``self.f``) is deleted or set to ``None`` in a ``finally`` below
+    ``line``, in the function around the current node: then no path keeps the store."""
+    function = enclosing_function(ctx)
+    if function is None:
+        return False
+    key = ("finally-releases", id(function.node))
+    cached = ctx.memo.get(key)
+    released: dict[str, list[int]] = cached if isinstance(cached, dict) else {}
+    if not isinstance(cached, dict):
+        for node in own_scope_nodes(getattr(function.node, "body", [])):
+            for stmt in own_scope_nodes(getattr(node, "finalbody", [])):
+                clears = isinstance(stmt, ast.Assign) and (
+                    isinstance(stmt.value, ast.Constant) and stmt.value.value is None
+                )
+                if isinstance(stmt, (ast.Delete, ast.Assign)) and (
+                    clears or isinstance(stmt, ast.Delete)
+                ):
+                    for where in stmt.targets:
+                        released.setdefault(ast.unparse(where), []).append(stmt.lineno)
+        ctx.memo[key] = released
+    return any(at > line for at in released.get(ast.unparse(target), ()))
 
 
 def enclosing_function(ctx: Context) -> Frame | None:
