@@ -657,6 +657,20 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
             assert all(b in adj[a] for a, b in itertools.pairwise(path))
         # A second search in the same workspace sees nothing of the first.
         assert work.shortest_paths(sources, goals) == paths
+        ends = work.path_ends(sources[0], sources[-1], 1)
+        alone = _bfs_oracle(adj, [sources[0]])
+        if sources[-1] not in alone:
+            assert ends is None
+        else:
+            length, head, tail = ends
+            assert length == alone[sources[-1]]
+            assert head[0] == sources[0]
+            assert (tail or head)[-1] == sources[-1]
+            assert (not tail) == (length + 1 <= 4)
+            shown = head if not tail else head + tail
+            assert all(b in adj[a] for a, b in itertools.pairwise(head))
+            assert all(b in adj[a] for a, b in itertools.pairwise(tail))
+            assert len(shown) == (length + 1 if not tail else 4)
 
         component = comps[sources[-1]]
         members = [v for v in range(n) if comps[v] == component]
@@ -679,7 +693,7 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
         acyclic = work.acyclic_without(members, removed, extra)
         assert acyclic == (not _has_loop(set(members), left))
-        results.append((plain, filtered, paths, keys, counts, samples, acyclic))
+        results.append((plain, filtered, paths, ends, keys, counts, samples, acyclic))
         work.close()
         with pytest.raises(ValueError, match="closed"):
             work.reach(sources, None, None)

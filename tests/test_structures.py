@@ -436,3 +436,15 @@ def test_threshold_sends_big_components_to_the_structure_reader() -> None:
     report, _ = analyse(make_ring, STRUCTURE_MIN_MEMBERS - 1, np.zeros(4))
     assert report.cycles[0].structure is None
     assert loop_is_closed(report.cycles[0])
+
+
+def test_every_renderer_shows_a_long_loop_with_its_gap() -> None:
+    """Text, DOT, JSON and HTML of a ring keep the loop's ends and say how much is left out."""
+    report, _ = analyse(make_ring, 1000, np.zeros(4))
+    assert len(report.cycles) == 1
+    gap = "994 more references"
+    assert gap in report.render("text")
+    assert gap in report.render("dot")
+    assert Report.from_dict(report.to_dict()) == report
+    assert report.to_dict()["cycles"][0]["loop_hidden"] == 994
+    assert "Ring" in report.render("html")

@@ -1386,10 +1386,14 @@ typedef struct {
     const int64_t *comp;
     PyObject *nodes;  /* the graph's node list: strong refs, dropped by close() */
     uint32_t *stamp;  /* visited when == epoch */
-    uint32_t *mark;   /* goal / member when == epoch */
+    /* Goal or member when the high half == epoch; the low half is a member's
+     * type index. One array, so an edge costs one random memory access. */
+    uint64_t *member;
     uint32_t *parent; /* BFS parent; indegree while peeling */
     uint32_t *queue;
-    int32_t *tidx;    /* type index of each member of the current component */
+    int64_t *scratch_e; /* one node's edges to members, and their target types */
+    int32_t *scratch_t;
+    size_t scratch_cap;
     uint32_t epoch;
 } Workspace;
 
@@ -1403,12 +1407,16 @@ ws_close_impl(Workspace *w)
     }
     Py_CLEAR(w->nodes);
     big_free(w->stamp);
-    big_free(w->mark);
+    big_free(w->member);
     big_free(w->parent);
     big_free(w->queue);
-    big_free(w->tidx);
-    w->stamp = w->mark = w->parent = w->queue = NULL;
-    w->tidx = NULL;
+    PyMem_RawFree(w->scratch_e);
+    PyMem_RawFree(w->scratch_t);
+    w->stamp = w->parent = w->queue = NULL;
+    w->member = NULL;
+    w->scratch_e = NULL;
+    w->scratch_t = NULL;
+    w->scratch_cap = 0;
 }
 
 static void
@@ -1418,13 +1426,52 @@ ws_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
+static inline int
+ws_is_member(const Workspace *w, int64_t v)
+{
+    return (uint32_t)(w->member[v] >> 32) == w->epoch;
+}
+
+static inline int32_t
+ws_type(const Workspace *w, int64_t v)
+{
+    return (int32_t)(uint32_t)w->member[v];
+}
+
+/* Room for one node's edges in the scratch arrays; -1 with MemoryError. */
+static int
+ws_scratch(Workspace *w, size_t need)
+{
+    if (need <= w->scratch_cap) {
+        return 0;
+    }
+    size_t cap = w->scratch_cap ? w->scratch_cap : 64;
+    while (cap < need) {
+        cap *= 2;
+    }
+    int64_t *e = (int64_t *)PyMem_RawRealloc(w->scratch_e, cap * sizeof(int64_t));
+    if (e != NULL) {
+        w->scratch_e = e;
+    }
+    int32_t *t = (int32_t *)PyMem_RawRealloc(w->scratch_t, cap * sizeof(int32_t));
+    if (t != NULL) {
+        w->scratch_t = t;
+    }
+    if (e == NULL || t == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->scratch_cap = cap;
+    return 0;
+}
+
 /* A fresh epoch; on wrap-around the stamps are cleared once. */
 static uint32_t
 ws_next_epoch(Workspace *w)
 {
     if (++w->epoch == 0) {
         memset(w->stamp, 0, ((size_t)w->g.n + 1) * sizeof(uint32_t));
-        memset(w->mark, 0, ((size_t)w->g.n + 1) * sizeof(uint32_t));
+        memset(w->member, 0, ((size_t)w->g.n + 1) * sizeof(uint64_t));
         w->epoch = 1;
     }
     return w->epoch;
@@ -1448,6 +1495,28 @@ ws_check(Workspace *w)
 static int
 for_each_id(PyObject *items, Py_ssize_t limit, int (*visit)(void *, Py_ssize_t), void *ctx)
 {
+    /* An int64 buffer (the members from cycle_candidates) is read in place:
+     * at 10^6 ids, making an int object per id costs more than the visit. */
+    if (PyObject_CheckBuffer(items)) {
+        Py_buffer view;
+        if (get_i64_buffer(items, &view, "ids") == 0) {
+            const int64_t *ids = (const int64_t *)view.buf;
+            Py_ssize_t count = view.len / 8;
+            int status = 0;
+            for (Py_ssize_t i = 0; i < count && status == 0; i++) {
+                if (ids[i] < 0 || ids[i] >= (int64_t)limit) {
+                    PyErr_Format(PyExc_IndexError, "seed %lld out of range for %zd nodes",
+                                 (long long)ids[i], limit);
+                    status = -1;
+                } else {
+                    status = visit(ctx, (Py_ssize_t)ids[i]);
+                }
+            }
+            PyBuffer_Release(&view);
+            return status;
+        }
+        PyErr_Clear(); /* another kind of buffer (bytes): iterate it below */
+    }
     PyObject *it = PyObject_GetIter(items), *item;
     if (it == NULL) {
         return -1;
@@ -1495,8 +1564,8 @@ static int
 visit_mark(void *ctx, Py_ssize_t s)
 {
     mark_ctx *c = (mark_ctx *)ctx;
-    if (c->w->mark[s] != c->w->epoch) {
-        c->w->mark[s] = c->w->epoch;
+    if (!ws_is_member(c->w, s)) {
+        c->w->member[s] = (uint64_t)c->w->epoch << 32;
         c->count++;
     }
     return 0;
@@ -1534,12 +1603,10 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     size_t n = (size_t)w->g.n + 1;
     w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
-    w->mark = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
+    w->member = (uint64_t *)big_alloc(n * sizeof(uint64_t), 1);
     w->parent = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
     w->queue = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
-    w->tidx = (int32_t *)big_alloc(n * sizeof(int32_t), 0);
-    if (w->stamp == NULL || w->mark == NULL || w->parent == NULL || w->queue == NULL ||
-        w->tidx == NULL) {
+    if (w->stamp == NULL || w->member == NULL || w->parent == NULL || w->queue == NULL) {
         Py_DECREF(w);
         return NULL;
     }
@@ -1665,8 +1732,8 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     while (head < tail && found < wanted) {
         uint32_t u = w->queue[head++];
-        if (w->mark[u] == epoch) {
-            w->mark[u] = 0;
+        if (ws_is_member(w, u)) {
+            w->member[u] = 0;
             found++;
             Py_ssize_t length = 1;
             for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
@@ -1709,6 +1776,97 @@ fail:
     return NULL;
 }
 
+/* path_ends(source, goal, keep) -> None | (length, head, tail): the shortest
+ * path from source to goal (length in edges), as its first ``keep`` + 1 nodes
+ * and its last ``keep`` + 1 nodes; a path of at most 2 * keep + 1 nodes is
+ * whole in head and tail is empty. No list of a long path is ever built. */
+static PyObject *
+ws_path_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    Py_ssize_t source, goal, keep;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "path_ends(source, goal, keep) takes 3 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    source = PyNumber_AsSsize_t(args[0], PyExc_IndexError);
+    goal = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
+    keep = PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (source < 0 || source >= w->g.n || goal < 0 || goal >= w->g.n || keep < 1) {
+        PyErr_SetString(PyExc_IndexError, "path_ends: node out of range or keep < 1");
+        return NULL;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    Py_ssize_t head = 0, tail = 1;
+    w->stamp[source] = epoch;
+    w->parent[source] = UINT32_MAX;
+    w->queue[0] = (uint32_t)source;
+    int found = source == goal;
+    while (head < tail && !found) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] != epoch) {
+                w->stamp[v] = epoch;
+                w->parent[v] = u;
+                w->queue[tail++] = (uint32_t)v;
+                if (v == goal) {
+                    found = 1;
+                    break;
+                }
+            }
+        }
+    }
+    if (!found) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t length = 0;
+    for (uint32_t v = (uint32_t)goal; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
+        length++;
+    }
+    /* Walking back from the goal gives the path reversed: the tail first. */
+    Py_ssize_t nodes = length + 1, whole = nodes <= 2 * (keep + 1);
+    Py_ssize_t nhead = whole ? nodes : keep + 1, ntail = whole ? 0 : keep + 1;
+    PyObject *first = PyList_New(nhead), *last = PyList_New(ntail);
+    if (first == NULL || last == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        return NULL;
+    }
+    Py_ssize_t position = nodes - 1;
+    for (uint32_t v = (uint32_t)goal;; v = w->parent[v], position--) {
+        PyObject *list = NULL;
+        Py_ssize_t index = 0;
+        if (position < nhead) {
+            list = first;
+            index = position;
+        } else if (position >= nodes - ntail) {
+            list = last;
+            index = position - (nodes - ntail);
+        }
+        if (list != NULL) {
+            PyObject *id = PyLong_FromUnsignedLong(v);
+            if (id == NULL) {
+                Py_DECREF(first);
+                Py_DECREF(last);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, index, id);
+        }
+        if (w->parent[v] == UINT32_MAX) {
+            break;
+        }
+    }
+    PyObject *result = Py_BuildValue("(nNN)", length, first, last);
+    return result;
+}
+
 typedef struct {
     Workspace *w;
     classes_t *c;
@@ -1720,15 +1878,14 @@ visit_member(void *ctx, Py_ssize_t s)
 {
     member_ctx *m = (member_ctx *)ctx;
     Workspace *w = m->w;
-    if (w->mark[s] == w->epoch) {
+    if (ws_is_member(w, s)) {
         return 0;
     }
     int64_t t = type_index(m->c, Py_TYPE(PyList_GET_ITEM(w->nodes, s)));
     if (t < 0) {
         return -1;
     }
-    w->mark[s] = w->epoch;
-    w->tidx[s] = (int32_t)t;
+    w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
     w->queue[m->count++] = (uint32_t)s;
     return 0;
 }
@@ -1745,39 +1902,68 @@ ws_members(Workspace *w, PyObject *members, classes_t *c)
     return ctx.count;
 }
 
-/* Runs BODY for every edge u -> v between members, members in the order given
- * and edges in CSR order, with key = its class key. */
-#define FOR_MEMBER_EDGES(w, count, BODY)                                               \
-    for (Py_ssize_t i = 0; i < (count); i++) {                                         \
-        uint32_t u = (w)->queue[i];                                                    \
-        int deg = 0;                                                                   \
-        for (int64_t e = (w)->g.off[u]; e < (w)->g.off[u + 1]; e++) {                 \
-            deg += (w)->mark[(w)->g.tgt[e]] == (w)->epoch;                             \
+/* Runs BODY for every edge u -> v from node u to a member, in CSR order, with
+ * e its position and key its class key. Each target is read once (membership
+ * and type in one word); FAIL runs when the scratch cannot grow. */
+#define FOR_NODE_EDGES(w, node, BODY, FAIL)                                            \
+    do {                                                                               \
+        uint32_t u = (node);                                                           \
+        int64_t start_ = (w)->g.off[u], end_ = (w)->g.off[u + 1];                      \
+        if (ws_scratch((w), (size_t)(end_ - start_)) < 0) {                            \
+            FAIL;                                                                      \
         }                                                                              \
-        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;                               \
-        int pos = 0;                                                                   \
-        for (int64_t e = (w)->g.off[u]; e < (w)->g.off[u + 1]; e++) {                  \
-            int64_t v = (w)->g.tgt[e];                                                 \
-            if ((w)->mark[v] != (w)->epoch) {                                          \
-                continue;                                                              \
+        Py_ssize_t deg_ = 0;                                                           \
+        for (int64_t e_ = start_; e_ < end_; e_++) {                                   \
+            int64_t target_ = (w)->g.tgt[e_];                                          \
+            if (ws_is_member((w), target_)) {                                          \
+                (w)->scratch_e[deg_] = e_;                                             \
+                (w)->scratch_t[deg_++] = ws_type((w), target_);                        \
             }                                                                          \
-            uint64_t key = class_key((w)->tidx[u], (w)->tidx[v],                       \
-                                     pos > CLASS_CAP ? CLASS_CAP : pos, deg);          \
-            pos++;                                                                     \
+        }                                                                              \
+        int capped_ = deg_ > CLASS_CAP + 1 ? CLASS_CAP + 1 : (int)deg_;                \
+        int32_t source_type_ = ws_type((w), u);                                        \
+        for (Py_ssize_t pos_ = 0; pos_ < deg_; pos_++) {                               \
+            int64_t e = (w)->scratch_e[pos_];                                          \
+            int64_t v = (w)->g.tgt[e];                                                 \
+            uint64_t key = class_key(source_type_, (w)->scratch_t[pos_],               \
+                                     pos_ > CLASS_CAP ? CLASS_CAP : (int)pos_, capped_); \
             BODY                                                                       \
         }                                                                              \
+    } while (0)
+
+/* FOR_NODE_EDGES over every member, in the order given. */
+#define FOR_MEMBER_EDGES(w, count, BODY, FAIL)                                         \
+    for (Py_ssize_t member_ = 0; member_ < (count); member_++) {                       \
+        FOR_NODE_EDGES(w, (w)->queue[member_], BODY, FAIL);                            \
     }
+
+/* del list[1::2] */
+static int
+keep_even_items(PyObject *list)
+{
+    Py_ssize_t size = PyList_GET_SIZE(list), keep = 0;
+    for (Py_ssize_t k = 0; k < size; k += 2) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        Py_INCREF(item);
+        if (PyList_SetItem(list, keep++, item) < 0) {
+            return -1;
+        }
+    }
+    return PyList_SetSlice(list, keep, size, NULL);
+}
 
 /* edge_classes(members, samples) -> (keys, counts, samples): classes of the
  * edges between members, keyed (source type, target type, position, degree),
- * ids in order of first edge; samples[c]: up to ``samples`` (u, v, edge)
- * triples spread evenly over the class. */
+ * ids in order of first edge. samples[c] holds up to ``samples`` (u, v, edge)
+ * triples spread over the class in one pass: every stride-th edge is kept, and
+ * when twice ``samples`` are kept every other one is dropped and the stride
+ * doubles; at the end every other one is dropped until at most ``samples``. */
 static PyObject *
 ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Workspace *w = (Workspace *)self;
     classes_t c;
-    int64_t *count = NULL, *seen = NULL, *stride = NULL;
+    int64_t *count = NULL, *stride = NULL;
     uint64_t *order = NULL;
     PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
     Py_ssize_t want, nmembers;
@@ -1795,13 +1981,19 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (want == -1 && PyErr_Occurred()) {
         return NULL;
     }
+    if (want < 1) {
+        PyErr_SetString(PyExc_ValueError, "samples must be at least 1");
+        return NULL;
+    }
     nmembers = ws_members(w, args[0], &c);
-    if (nmembers < 0) {
+    samples = PyList_New(0);
+    count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
+    stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
+    order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
+    if (nmembers < 0 || samples == NULL) {
         goto done;
     }
-    count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
-    order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
-    if (count == NULL || order == NULL) {
+    if (count == NULL || stride == NULL || order == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1813,75 +2005,85 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if ((size_t)id >= ccap) {
             size_t ncap = ccap * 2;
             int64_t *ncount = (int64_t *)PyMem_RawRealloc(count, ncap * sizeof(int64_t));
-            if (ncount == NULL) {
-                PyErr_NoMemory();
-                goto done;
+            if (ncount != NULL) {
+                count = ncount;
             }
-            count = ncount;
+            int64_t *nstride = (int64_t *)PyMem_RawRealloc(stride, ncap * sizeof(int64_t));
+            if (nstride != NULL) {
+                stride = nstride;
+            }
             uint64_t *norder = (uint64_t *)PyMem_RawRealloc(order, ncap * sizeof(uint64_t));
-            if (norder == NULL) {
+            if (norder != NULL) {
+                order = norder;
+            }
+            if (ncount == NULL || nstride == NULL || norder == NULL) {
                 PyErr_NoMemory();
                 goto done;
             }
-            order = norder;
             memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
             ccap = ncap;
         }
-        if (count[id]++ == 0) {
+        if (count[id] == 0) {
+            PyObject *list = PyList_New(0);
+            if (list == NULL || PyList_Append(samples, list) < 0) {
+                Py_XDECREF(list);
+                goto done;
+            }
+            Py_DECREF(list);
             order[id] = key;
+            stride[id] = 1;
         }
-    })
-    seen = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
-    stride = (int64_t *)PyMem_RawCalloc(c.nclasses + 1, sizeof(int64_t));
-    keys = PyList_New((Py_ssize_t)c.nclasses);
-    counts = PyList_New((Py_ssize_t)c.nclasses);
-    samples = PyList_New((Py_ssize_t)c.nclasses);
-    if (seen == NULL || stride == NULL || keys == NULL || counts == NULL || samples == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
-        goto done;
-    }
-    for (size_t id = 0; id < c.nclasses; id++) {
-        stride[id] = want > 0 && count[id] > want ? count[id] / want : 1;
-        uint64_t key = order[id];
-        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)c.types[key >> 34],
-                                        (PyObject *)c.types[(key >> 10) & 0xFFFFFF],
-                                        (int)((key >> 5) & 31), (int)(key & 31));
-        PyObject *n = PyLong_FromLongLong((long long)count[id]);
-        PyObject *list = PyList_New(0);
-        if (entry == NULL || n == NULL || list == NULL) {
-            Py_XDECREF(entry);
-            Py_XDECREF(n);
-            Py_XDECREF(list);
-            goto done;
-        }
-        PyList_SET_ITEM(keys, (Py_ssize_t)id, entry);
-        PyList_SET_ITEM(counts, (Py_ssize_t)id, n);
-        PyList_SET_ITEM(samples, (Py_ssize_t)id, list);
-    }
-    FOR_MEMBER_EDGES(w, nmembers, {
-        int64_t id = class_id(&c, key, 0);
-        int64_t index = seen[id]++;
-        PyObject *list = PyList_GET_ITEM(samples, id);
-        if (index % stride[id] == 0 && PyList_GET_SIZE(list) < want) {
+        int64_t index = count[id]++;
+        if (index % stride[id] == 0) {
+            PyObject *list = PyList_GET_ITEM(samples, id);
             PyObject *triple = Py_BuildValue("(kLL)", (unsigned long)u, (long long)v, (long long)e);
             if (triple == NULL || PyList_Append(list, triple) < 0) {
                 Py_XDECREF(triple);
                 goto done;
             }
             Py_DECREF(triple);
+            if (PyList_GET_SIZE(list) == 2 * want) {
+                /* Items 0, 2, 4, ... are the edges of the doubled stride. */
+                if (keep_even_items(list) < 0) {
+                    goto done;
+                }
+                stride[id] *= 2;
+            }
         }
-    })
+    }, goto done)
+    keys = PyList_New((Py_ssize_t)c.nclasses);
+    counts = PyList_New((Py_ssize_t)c.nclasses);
+    if (keys == NULL || counts == NULL) {
+        goto done;
+    }
+    for (size_t id = 0; id < c.nclasses; id++) {
+        uint64_t key = order[id];
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)c.types[key >> 34],
+                                        (PyObject *)c.types[(key >> 10) & 0xFFFFFF],
+                                        (int)((key >> 5) & 31), (int)(key & 31));
+        PyObject *n = PyLong_FromLongLong((long long)count[id]);
+        if (entry == NULL || n == NULL) {
+            Py_XDECREF(entry);
+            Py_XDECREF(n);
+            goto done;
+        }
+        PyList_SET_ITEM(keys, (Py_ssize_t)id, entry);
+        PyList_SET_ITEM(counts, (Py_ssize_t)id, n);
+        PyObject *list = PyList_GET_ITEM(samples, (Py_ssize_t)id);
+        while (PyList_GET_SIZE(list) > want) {
+            if (keep_even_items(list) < 0) {
+                goto done;
+            }
+        }
+    }
     result = PyTuple_Pack(3, keys, counts, samples);
 done:
     Py_XDECREF(keys);
     Py_XDECREF(counts);
     Py_XDECREF(samples);
     PyMem_RawFree(count);
-    PyMem_RawFree(order);
-    PyMem_RawFree(seen);
     PyMem_RawFree(stride);
+    PyMem_RawFree(order);
     classes_free(&c);
     return result;
 }
@@ -1978,31 +2180,18 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (KEPT) {
             indegree[v]++;
         }
-    })
+    }, goto done)
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         if (indegree[w->queue[i]] == 0) {
             peel[tail++] = w->queue[i];
         }
     }
     while (head < tail) {
-        uint32_t u = peel[head++];
-        int deg = 0;
-        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
-            deg += w->mark[w->g.tgt[e]] == w->epoch;
-        }
-        deg = deg > CLASS_CAP + 1 ? CLASS_CAP + 1 : deg;
-        int pos = 0;
-        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
-            int64_t v = w->g.tgt[e];
-            if (w->mark[v] != w->epoch) {
-                continue;
-            }
-            uint64_t key = class_key(w->tidx[u], w->tidx[v], pos > CLASS_CAP ? CLASS_CAP : pos, deg);
-            pos++;
+        FOR_NODE_EDGES(w, peel[head++], {
             if (KEPT && --indegree[v] == 0) {
                 peel[tail++] = (uint32_t)v;
             }
-        }
+        }, goto done);
     }
 #undef KEPT
     result = PyBool_FromLong(tail == nmembers);
@@ -2028,6 +2217,8 @@ static PyMethodDef ws_methods[] = {
      "reach(sources, wanted, blocked) -> [node, ...]"},
     {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
      "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
+    {"path_ends", (PyCFunction)(void (*)(void))ws_path_ends, METH_FASTCALL,
+     "path_ends(source, goal, keep) -> None | (length, head, tail)"},
     {"edge_classes", (PyCFunction)(void (*)(void))ws_edge_classes, METH_FASTCALL,
      "edge_classes(members, samples) -> (keys, counts, samples)"},
     {"acyclic_without", (PyCFunction)(void (*)(void))ws_acyclic_without, METH_FASTCALL,

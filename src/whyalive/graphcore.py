@@ -43,12 +43,19 @@ Results:
     neither listed nor entered.
   - ``shortest_paths(sources, goals) -> {goal: [node, ...]}``: one BFS from
     every source; the shortest path to each reachable goal.
+  - ``path_ends(source, goal, keep) -> None | (length, head, tail)``: the
+    shortest path from ``source`` to ``goal``, ``length`` edges long, as its
+    first and last ``keep + 1`` nodes; a path of at most ``2 * keep + 2`` nodes
+    is whole in ``head`` and ``tail`` is empty.
   - ``edge_classes(members, samples) -> (keys, counts, samples)``: classes of
     the edges between members, keyed ``(type(u), type(v), position, degree)``
     where position is the edge's index among ``u``'s edges to members and
     degree their count, capped at 15 and 16; class ids in order of first edge
     (members in the order given, edges in CSR order); ``samples[c]`` up to
-    ``samples`` ``(u, v, edge position)`` triples spread evenly over the class.
+    ``samples`` ``(u, v, edge position)`` triples spread over the class, in one
+    pass (every stride-th edge; at twice ``samples`` every other one is
+    dropped and the stride doubles; at the end every other one is dropped
+    until at most ``samples`` are left).
   - ``acyclic_without(members, removed, removed_edges) -> bool``: whether no
     loop is left among the members once the edges of every class key in
     ``removed`` and the edge positions in ``removed_edges`` (or None) are gone.
@@ -100,6 +107,9 @@ class Workspace(Protocol):
     def shortest_paths(
         self, sources: Iterable[int], goals: Iterable[int]
     ) -> dict[int, list[int]]: ...
+    def path_ends(
+        self, source: int, goal: int, keep: int
+    ) -> tuple[int, list[int], list[int]] | None: ...
     def edge_classes(
         self, members: Iterable[int], samples: int
     ) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]: ...
@@ -448,6 +458,38 @@ class _PyWorkspace:
                     queue.append(w)
         return found
 
+    def path_ends(
+        self, source: int, goal: int, keep: int
+    ) -> tuple[int, list[int], list[int]] | None:
+        """The shortest path's length and its two ends; see the module docstring."""
+        (source, goal) = self._ids((source, goal), self._n)
+        if keep < 1:
+            raise IndexError("path_ends: node out of range or keep < 1")
+        if source == goal:
+            return 0, [source], []
+        parent = {source: -1}
+        queue = [source]
+        head = 0
+        off, tgt = self._off, self._tgt
+        while head < len(queue) and goal not in parent:
+            u = queue[head]
+            head += 1
+            for v in tgt[off[u] : off[u + 1]]:
+                if v not in parent:
+                    parent[v] = u
+                    queue.append(v)
+                    if v == goal:
+                        break
+        if goal not in parent:
+            return None
+        path = [goal]
+        while parent[path[-1]] != -1:
+            path.append(parent[path[-1]])
+        path.reverse()
+        if len(path) <= 2 * (keep + 1):
+            return len(path) - 1, path, []
+        return len(path) - 1, path[: keep + 1], path[-(keep + 1) :]
+
     def _classed_edges(self, members: list[int]) -> Iterator[tuple[int, int, int, ClassKey]]:
         """(u, v, edge position, class key) of every edge between members."""
         assert self._nodes is not None
@@ -463,26 +505,32 @@ class _PyWorkspace:
     def edge_classes(
         self, members: Iterable[int], samples: int
     ) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]:
-        """Classes of the edges between members, with counts and spread samples."""
+        """Classes of the edges between members, with counts and spread samples (one pass)."""
+        if samples < 1:
+            raise ValueError("samples must be at least 1")
         chosen = list(dict.fromkeys(self._ids(members, self._n)))
         ids: dict[tuple[int, int, int, int], int] = {}
         keys: list[ClassKey] = []
         counts: list[int] = []
-        for _, _, _, key in self._classed_edges(chosen):
+        strides: list[int] = []
+        picked: list[list[tuple[int, int, int]]] = []
+        for u, v, e, key in self._classed_edges(chosen):
             c = ids.setdefault(_key_id(key), len(keys))
             if c == len(keys):
                 keys.append(key)
                 counts.append(0)
+                strides.append(1)
+                picked.append([])
+            index = counts[c]
             counts[c] += 1
-        strides = [count // samples if samples > 0 and count > samples else 1 for count in counts]
-        seen = [0] * len(keys)
-        picked: list[list[tuple[int, int, int]]] = [[] for _ in keys]
-        for u, v, e, key in self._classed_edges(chosen):
-            c = ids[_key_id(key)]
-            index = seen[c]
-            seen[c] += 1
-            if index % strides[c] == 0 and len(picked[c]) < samples:
+            if index % strides[c] == 0:
                 picked[c].append((u, v, e))
+                if len(picked[c]) == 2 * samples:
+                    del picked[c][1::2]  # the edges of the doubled stride
+                    strides[c] *= 2
+        for kept in picked:
+            while len(kept) > samples:
+                del kept[1::2]
         return keys, counts, picked
 
     def acyclic_without(

@@ -172,7 +172,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         link.source_types[source_words] += count
         link.target_types[target_words] += count
     ordered = sorted(links.values(), key=lambda link: -link.count)
-    cut = _find_cut(work, members, keys, ordered)
+    cut = _find_cut(work, members, keys, counts, ordered)
     verified = bool(cut)
     through = cut[0] if cut else next((link for link in ordered if link.sample), None)
     structure = Structure(
@@ -198,6 +198,7 @@ def _find_cut(
     work: graphcore.Workspace,
     members: Sequence[int],
     keys: list[graphcore.ClassKey],
+    counts: list[int],
     links: list[Link],
 ) -> list[Link]:
     """The fewest reference names whose removal leaves the component without a loop."""
@@ -207,9 +208,11 @@ def _find_cut(
     )[:_MAX_TRIES]
 
     def frees(chosen: list[Link]) -> bool:
-        removed = [keys[klass] for link in chosen for klass in link.classes]
+        classes = [klass for link in chosen for klass in link.classes]
         extra = [edge for link in chosen for edge in link.edges]
-        return work.acyclic_without(members, removed, extra)
+        if sum(counts[klass] for klass in classes) + len(extra) == sum(counts):
+            return True  # no reference inside is left: nothing to peel
+        return work.acyclic_without(members, [keys[klass] for klass in classes], extra)
 
     for link in candidates:
         if frees([link]):
@@ -229,33 +232,41 @@ def _find_cut(
 
 
 def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int]) -> None:
-    """One shortest closed loop through the reference ``through``; long loops keep their ends."""
+    """One shortest closed loop through the reference ``through``; long loops keep their ends.
+
+    Only the ends of a long loop are ever listed (the C core walks the rest).
+    Where instance dicts are separate objects, the references left out are
+    counted at the rate the shown head folds them (exact for uniform loops).
+    """
+    nodes = graph.nodes
     source, target = through
-    back = graph.shortest_paths([target], [source]).get(source)
-    if back is None:
+    ends = graph.work().path_ends(target, source, _LOOP_FULL)
+    if ends is None:
         return
-    raw = [source, *back]
-    if len(raw) > 2 and is_owned_part(graph.nodes[raw[-2]], graph.nodes[source]):
+    length, head, tail = ends
+    hops = length + 1
+    first = [source, *head]
+    last = tail or first
+    if len(last) > 2 and is_owned_part(nodes[last[-2]], nodes[source]):
         # Start at the object whose instance dict holds the reference, not at the dict.
-        raw = [raw[-2], *raw[:-1]]
-    if len(raw) - 1 <= _LOOP_FULL:
-        structure.loop = named_path(graph, raw)[1]
+        owner = last[-2]
+        first = [owner, *first[:-1]] if not tail else [owner, *first]
+        last = first if not tail else last[:-1]
+    if not tail and hops <= _LOOP_FULL:
+        structure.loop = named_path(graph, first)[1]
         return
     head_end = _LOOP_HEAD
     # Never split an object from its instance dict: the pair reads as one hop.
-    if is_owned_part(graph.nodes[raw[head_end - 1]], graph.nodes[raw[head_end]]):
+    if is_owned_part(nodes[first[head_end - 1]], nodes[first[head_end]]):
         head_end += 1
-    tail_start = len(raw) - 1 - _LOOP_TAIL
-    if is_owned_part(graph.nodes[raw[tail_start - 1]], graph.nodes[raw[tail_start]]):
+    tail_start = len(last) - 1 - _LOOP_TAIL
+    if is_owned_part(nodes[last[tail_start - 1]], nodes[last[tail_start]]):
         tail_start -= 1
-    head = named_path(graph, raw[: head_end + 1])[1]
-    tail = named_path(graph, raw[tail_start:])[1]
-    middle = raw[head_end + 1 : tail_start]
-    hidden = len(middle) + 1
+    shown_head = named_path(graph, first[: head_end + 1])[1]
+    shown_tail = named_path(graph, last[tail_start:])[1]
+    hidden = hops - head_end - (len(last) - 1 - tail_start)
     if structure.owned_dicts:
-        # Instance dicts are folded into their objects, as in the shown hops.
-        nodes = graph.nodes
-        hidden -= sum(1 for n in middle if type(nodes[n]) is dict)
-    structure.loop = [*head, *tail]
+        hidden = max(1, round(hidden * len(shown_head) / head_end))
+    structure.loop = [*shown_head, *shown_tail]
     structure.loop_hidden = hidden
-    structure.loop_hidden_after = len(head)
+    structure.loop_hidden_after = len(shown_head)
