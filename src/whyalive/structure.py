@@ -240,7 +240,9 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
     """
     nodes = graph.nodes
     source, target = through
-    ends = graph.work().path_ends(target, source, _LOOP_FULL)
+    # With instance dicts as objects an attribute is two raw hops: show as many hops.
+    scale = 2 if structure.owned_dicts else 1
+    ends = graph.work().path_ends(target, source, _LOOP_FULL * scale)
     if ends is None:
         return
     length, head, tail = ends
@@ -252,14 +254,14 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
         owner = last[-2]
         first = [owner, *first[:-1]] if not tail else [owner, *first]
         last = first if not tail else last[:-1]
-    if not tail and hops <= _LOOP_FULL:
+    if not tail and hops <= _LOOP_FULL * scale:
         structure.loop = named_path(graph, first)[1]
         return
-    head_end = _LOOP_HEAD
+    head_end = _LOOP_HEAD * scale
     # Never split an object from its instance dict: the pair reads as one hop.
     if is_owned_part(nodes[first[head_end - 1]], nodes[first[head_end]]):
         head_end += 1
-    tail_start = len(last) - 1 - _LOOP_TAIL
+    tail_start = len(last) - 1 - _LOOP_TAIL * scale
     if is_owned_part(nodes[last[tail_start - 1]], nodes[last[tail_start]]):
         tail_start -= 1
     shown_head = named_path(graph, first[: head_end + 1])[1]
