@@ -264,7 +264,7 @@ def _analyze_graph(
         if group.total_bytes < options.min_bytes:
             below += 1
             continue
-        _diagnose_group(graph, group, component_of, facts, progress)
+        _diagnose_group(graph, group, facts, progress)
         assert group.diagnosis is not None
         same = by_signature.get(group.diagnosis.signature)
         if same is None:
@@ -357,11 +357,7 @@ def _signature(group: _Group) -> str:
 
 
 def _diagnose_group(
-    graph: ObjectGraph,
-    group: _Group,
-    component_of: memoryview,
-    facts: dict[int, HeavyFacts],
-    progress: _Progress,
+    graph: ObjectGraph, group: _Group, facts: dict[int, HeavyFacts], progress: _Progress
 ) -> None:
     """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
     members = group.members

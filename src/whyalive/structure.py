@@ -153,24 +153,20 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         if owners and source_words == "dict" and names[0].kind == ek.ATTRIBUTE:
             source_words = owners.most_common(1)[0][0]  # the instance dict's owner
         target_words = type_words(nodes[picked[0][1]])
-        if len(set(names)) == 1:
-            link = links.setdefault(names[0], Link(names[0]))
-            link.classes.append(klass)
-            link.count += count
-            link.sample = link.sample or picked[0][:2]
-        elif count <= len(picked):
+        if count <= len(picked) and len(set(names)) > 1:
+            # Every reference of this class was named: each goes to its own link.
             for name, (u, v, e) in zip(names, picked, strict=True):
-                link = links.setdefault(name, Link(name))
+                link = _link_for(links, name, source_words, target_words, 1)
                 link.edges.append(e)
-                link.count += 1
                 link.sample = link.sample or (u, v)
+            continue
+        if len(set(names)) == 1:
+            link = _link_for(links, names[0], source_words, target_words, count)
+            link.classes.append(klass)
+            link.sample = link.sample or picked[0][:2]
         else:
             name = Counter(names).most_common(1)[0][0]
-            link = links.setdefault(name, Link(name))
-            link.unsure += count
-            link.count += count
-        link.source_types[source_words] += count
-        link.target_types[target_words] += count
+            _link_for(links, name, source_words, target_words, count).unsure += count
     ordered = sorted(links.values(), key=lambda link: -link.count)
     cut = _find_cut(work, members, keys, counts, ordered)
     verified = bool(cut)
@@ -187,6 +183,17 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     if through is not None and through.sample is not None:
         _name_loop(graph, structure, through.sample)
     return structure
+
+
+def _link_for(
+    links: dict[EdgeName, Link], name: EdgeName, source: str, target: str, count: int
+) -> Link:
+    """The link of this name, with ``count`` more references from ``source`` to ``target``."""
+    link = links.setdefault(name, Link(name))
+    link.count += count
+    link.source_types[source] += count
+    link.target_types[target] += count
+    return link
 
 
 def _cut_rank(link: Link) -> tuple[int, int, int]:
