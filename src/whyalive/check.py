@@ -14,7 +14,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions, analyze
-from whyalive.capture import GarbageWatch
+from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.report import Report
 
@@ -182,6 +182,10 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 notes.append("Automatic garbage collection was disabled during the check.")
             if not watch.used_freeze:
                 notes.append(_FROZEN_NOTE)
+            if captured.freeze_changed:
+                notes.append(FREEZE_NOTE)
+            if captured.overlapped:
+                notes.append(OVERLAP_NOTE)
             options = AnalysisOptions(
                 min_bytes=self.min_bytes,
                 all_cycles=self.all_cycles,

@@ -1,11 +1,17 @@
-"""Snapshot and exact restore of the garbage collector's settings (DESIGN §3.1)."""
+"""The garbage collector's settings: exact restore, and the one process-wide owner of changes."""
 
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+from whyalive import graphcore
+
+_SAVEALL = gc.DEBUG_SAVEALL
 
 
 @dataclass(frozen=True)
@@ -44,3 +50,192 @@ def saved_gc_state() -> Iterator[GcSettings]:
 def user_saves_all(settings: GcSettings) -> bool:
     """True when the user asked for ``DEBUG_SAVEALL`` themselves, so garbage is theirs to keep."""
     return bool(settings.debug & gc.DEBUG_SAVEALL)
+
+
+@dataclass(eq=False)
+class Lease:
+    """One whyalive user that needs ``DEBUG_SAVEALL``: a check, a pytest bracket, a run.
+
+    ``overlapped`` turns True when another lease ran at the same time without
+    being nested inside this one (another thread, or one that outlived it), so
+    garbage found while both ran may be reported by the other.
+    """
+
+    serial: int
+    thread: int
+    began: int
+    freeze_count: int
+    user_keeps: bool
+    saveall_before: int
+    overlapped: bool = False
+    freeze_changed: bool = False
+
+
+class GcOwner:
+    """The process's one owner of what whyalive changes in the collector (DESIGN §8).
+
+    Checks, the pytest plugin and the monitor may start and stop in any order
+    (threads, asyncio tasks, generators). The owner counts who needs what:
+    ``DEBUG_SAVEALL`` is on while any :class:`Lease` is open and the user's own
+    bit comes back when the last one closes; the heap stays frozen while any
+    freeze hold is open. Its gc callback moves out of ``gc.garbage`` exactly the
+    objects each saving collection found unreachable, and nothing else: what the
+    user (or a ``__del__``) put there stays theirs, untouched.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._leases: list[Lease] = []
+        self._serial = 0
+        self._user = GcSettings.current()
+        # (collection number, objects) per saving collection, oldest first.
+        self._saved: list[tuple[int, list[object]]] = []
+        self._collections = 0
+        self._garbage_start = -1
+        self._freeze_holds = 0
+        self._frozen_count = 0
+        # Bound now: the callback may run during interpreter shutdown.
+        self._garbage = gc.garbage
+        self._get_debug = gc.get_debug
+
+    @property
+    def saving(self) -> bool:
+        """True while some lease keeps ``DEBUG_SAVEALL`` on."""
+        return bool(self._leases)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        # Inside the collector: no collection, import or analysis here (DESIGN §3.3).
+        garbage = self._garbage
+        if phase == "start":
+            self._collections += 1
+            self._garbage_start = len(garbage) if self._get_debug() & _SAVEALL else -1
+            return
+        start, self._garbage_start = self._garbage_start, -1
+        if start < 0 or not self._get_debug() & _SAVEALL:
+            return
+        # Finalizers and weakref callbacks (which may append the user's live objects)
+        # run before the collector saves; legacy uncollectables are appended after.
+        end = len(garbage) - info["uncollectable"]
+        first = max(start, end - info["collected"])
+        if end <= first:
+            return
+        if end == len(garbage):
+            objects = graphcore.take_tail(garbage, first)
+        else:
+            objects = garbage[first:end]
+            del garbage[first:end]
+        with self._lock:
+            self._saved.append((self._collections, objects))
+
+    def open_lease(self) -> Lease:
+        """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on."""
+        with self._lock:
+            if not self._leases:
+                self._user = GcSettings.current()
+                # First, so gc.garbage is read before any other callback can change it.
+                gc.callbacks.insert(0, self._on_gc)
+            debug = gc.get_debug()
+            gc.set_debug(debug | _SAVEALL)
+            self._serial += 1
+            lease = Lease(
+                serial=self._serial,
+                thread=threading.get_ident(),
+                began=self._collections,
+                freeze_count=gc.get_freeze_count(),
+                user_keeps=user_saves_all(self._user),
+                saveall_before=debug & _SAVEALL,
+            )
+            self._leases.append(lease)
+            return lease
+
+    def collect(self, lease: Lease, generation: int = 2) -> list[object]:
+        """Run a saving collection and take what was saved since ``lease`` began or last took."""
+        # The block may have reset the flags (gc.set_debug(0)); capture regardless.
+        gc.set_debug(gc.get_debug() | _SAVEALL)
+        gc.collect(generation)
+        return self._claim(lease)
+
+    def _claim(self, lease: Lease) -> list[object]:
+        with self._lock:
+            saved = self._saved
+            self._saved = []
+            began, lease.began = lease.began, self._collections
+            objects: list[object] = []
+            for number, batch in saved:
+                if number > began:
+                    if objects:
+                        objects.extend(batch)
+                    else:
+                        objects = batch
+                else:
+                    self._saved.append((number, batch))
+            saved.clear()
+            # Frozen objects that die shrink the count; only gc.freeze() grows it.
+            if gc.get_freeze_count() > lease.freeze_count:
+                lease.freeze_changed = True
+            return objects
+
+    def close_lease(self, lease: Lease, generation: int = 2) -> list[object]:
+        """The lease's closing collection; restores the user's flags when it is the last."""
+        if sys.is_finalizing():
+            objects: list[object] = []
+        else:
+            objects = self.collect(lease, generation)
+        with self._lock:
+            self._leases.remove(lease)
+            for other in self._leases:
+                if other.serial > lease.serial or other.thread != lease.thread:
+                    other.overlapped = lease.overlapped = True
+            if self._leases:
+                if not lease.overlapped:
+                    # Nested: the enclosing user gets the bit it had (it may have turned
+                    # SAVEALL off itself; the pytest plugin turns it back on).
+                    gc.set_debug(gc.get_debug() & ~_SAVEALL | lease.saveall_before)
+                return objects
+            user_bit = self._user.debug & _SAVEALL
+            gc.set_debug(gc.get_debug() & ~_SAVEALL | user_bit)
+            gc.callbacks.remove(self._on_gc)
+            # Saved between the closing collection and now (an automatic collection
+            # inside an allocation on 3.10/3.11): nobody else will take it.
+            for _, batch in self._saved:
+                objects.extend(batch)
+            self._saved = []
+            return objects
+
+    def hold_freeze(self) -> tuple[bool, bool]:
+        """Freeze the heap for a cheap baseline: (whyalive holds a freeze, this call froze).
+
+        Nothing is held when the user froze objects themselves: whyalive cannot
+        unfreeze only its own.
+        """
+        with self._lock:
+            if self._freeze_holds == 0:
+                if gc.get_freeze_count() != 0:
+                    return False, False
+                gc.freeze()
+                self._frozen_count = gc.get_freeze_count()
+                self._freeze_holds = 1
+                for lease in self._leases:
+                    lease.freeze_count = self._frozen_count
+                return True, True
+            self._freeze_holds += 1
+            return True, False
+
+    def drop_freeze(self) -> None:
+        """Give back one freeze hold; the last one unfreezes, unless the user froze since.
+
+        ``gc.freeze()`` by the user moved everything then alive, whyalive's baseline
+        included, into the permanent generation: unfreezing would undo their freeze.
+        Frozen objects that die shrink the count and only a freeze grows it, so growth
+        is the sign (a freeze of fewer objects than died meanwhile goes unseen).
+        """
+        with self._lock:
+            self._freeze_holds -= 1
+            if self._freeze_holds == 0 and gc.get_freeze_count() <= self._frozen_count:
+                gc.unfreeze()
+                count = gc.get_freeze_count()
+                for lease in self._leases:
+                    lease.freeze_count = count
+
+
+OWNER = GcOwner()

@@ -1,0 +1,238 @@
+"""whyalive never harms the process it watches: live objects, gc state, overlapping checks.
+
+Every test runs on the C core and on the pure-Python twin (the ``core`` fixture).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+from whyalive import check_leaks, graphcore
+from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
+from whyalive.gcstate import OWNER
+
+_FUNCTIONS = (
+    "build_graph",
+    "find_components",
+    "nodes_reaching",
+    "cycle_candidates",
+    "clear_objects",
+    "take_tail",
+)
+
+
+@pytest.fixture(params=["c", "python"])
+def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Route whyalive's graph core through the C extension or the Python twin."""
+    chosen = (
+        graphcore.c_implementation() if request.param == "c" else graphcore.python_implementation()
+    )
+    if chosen is None:
+        pytest.skip("C extension not compiled")
+    for name in _FUNCTIONS:
+        monkeypatch.setattr(graphcore, name, getattr(chosen, name))
+    return request.param
+
+
+class Payload:
+    """A tracked object that can be weakly referenced and put in a cycle."""
+
+    def __init__(self) -> None:
+        self.me = self
+        self.data = list(range(10))
+
+
+class SavesItself:
+    """Its finalizer puts it on gc.garbage, as some legacy code does."""
+
+    def __init__(self) -> None:
+        self.me = self
+        self.contents = [1, 2, 3]
+
+    def __del__(self) -> None:
+        gc.garbage.append(self)
+
+
+class MakesCycles:
+    """Its finalizer creates fresh cyclic garbage while the collector runs."""
+
+    made: list[weakref.ref[Payload]]
+
+    def __init__(self, made: list[weakref.ref[Payload]]) -> None:
+        self.me = self
+        self.made = made
+
+    def __del__(self) -> None:
+        for _ in range(10):
+            self.made.append(weakref.ref(Payload()))
+
+
+def _leak() -> weakref.ref[Payload]:
+    payload = Payload()
+    return weakref.ref(payload)
+
+
+def _tail_since(start: int) -> list[object]:
+    return gc.garbage[start:]
+
+
+def test_live_objects_put_on_gc_garbage_keep_their_contents(core: str) -> None:
+    """Objects the user appends to gc.garbage inside a check stay there, untouched."""
+    live = [1, 2, 3]
+    mapping = {"k": "v"}
+    start = len(gc.garbage)
+    try:
+        with check_leaks(on_leak="ignore") as check:
+            gc.garbage.append(live)
+            gc.garbage.append(mapping)
+        assert live == [1, 2, 3]
+        assert mapping == {"k": "v"}
+        tail = _tail_since(start)
+        assert len(tail) == 2
+        assert tail[0] is live
+        assert tail[1] is mapping
+        assert check.report is not None
+        assert check.report.garbage_objects == 0
+    finally:
+        del gc.garbage[start:]
+
+
+def test_finalizer_that_saves_itself_is_left_alone(core: str) -> None:
+    """An object whose __del__ resurrects it into gc.garbage keeps its contents."""
+    start = len(gc.garbage)
+    try:
+        with check_leaks(on_leak="ignore"):
+            SavesItself()
+            leaked = _leak()
+        tail = _tail_since(start)
+        assert len(tail) == 1
+        saved = tail[0]
+        assert isinstance(saved, SavesItself)
+        assert saved.contents == [1, 2, 3]
+        assert saved.me is saved
+        assert leaked() is None
+    finally:
+        for obj in gc.garbage[start:]:
+            if isinstance(obj, SavesItself):
+                obj.me = None  # type: ignore[assignment]
+        del gc.garbage[start:]
+        del saved, tail
+
+
+def test_overlapping_checks_restore_the_debug_flags(core: str) -> None:
+    """An outer check that exits before the inner one still ends with the user's flags."""
+    before = gc.get_debug()
+    saving = OWNER.saving  # the pytest plugin's bracket, under --whyalive
+    first = check_leaks(on_leak="ignore")
+    second = check_leaks(on_leak="ignore")
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    leaked = _leak()
+    second.__exit__(None, None, None)
+    assert gc.get_debug() == before
+    assert OWNER.saving == saving
+    assert first.report is not None
+    assert second.report is not None
+    assert OVERLAP_NOTE in first.report.notes
+    assert OVERLAP_NOTE in second.report.notes
+    assert second.report.garbage_objects > 0  # the leak made after the first ended
+    assert leaked() is None
+
+
+def test_nested_checks_attribute_each_leak_to_its_own_block(core: str) -> None:
+    """Properly nested checks need no overlap note and each reports its own garbage."""
+    with check_leaks(on_leak="ignore", all_cycles=True) as outer:
+        outer_leak = _leak()
+        with check_leaks(on_leak="ignore", all_cycles=True) as inner:
+            inner_leak = _leak()
+    assert outer.report is not None
+    assert inner.report is not None
+    assert OVERLAP_NOTE not in outer.report.notes
+    assert OVERLAP_NOTE not in inner.report.notes
+    assert inner.report.cycle_count == 1
+    assert outer.report.cycle_count == 1
+    assert outer_leak() is None
+    assert inner_leak() is None
+
+
+def test_checks_in_two_threads_say_they_overlapped(core: str) -> None:
+    """Checks running at once in two threads report the overlap and restore the flags."""
+    before = gc.get_debug()
+    entered = threading.Barrier(2)
+    leave = threading.Barrier(2)
+    reports: list[object] = []
+    refs: list[weakref.ref[Payload]] = []
+
+    def work() -> None:
+        with check_leaks(on_leak="ignore", all_cycles=True) as check:
+            refs.append(_leak())
+            entered.wait()
+            leave.wait()
+        reports.append(check.report)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert gc.get_debug() == before
+    assert len(reports) == 2
+    assert all(OVERLAP_NOTE in report.notes for report in reports)  # type: ignore[attr-defined]
+    assert sum(report.cycle_count for report in reports) == 2  # type: ignore[attr-defined]
+    assert all(ref() is None for ref in refs)
+
+
+@pytest.mark.whyalive_skip  # freezes inside the plugin's frozen baseline on purpose
+def test_user_freeze_inside_the_block_is_kept_and_stated(core: str) -> None:
+    """gc.freeze() in the block stays in force, and the report states what it hides."""
+    try:
+        with check_leaks(on_leak="ignore", all_cycles=True) as check:
+            before_freeze = _leak()
+            gc.freeze()
+            after_freeze = _leak()
+        assert gc.get_freeze_count() > 0  # the user's freeze was not undone
+        assert check.report is not None
+        assert FREEZE_NOTE in check.report.notes
+        assert check.report.cycle_count == 1  # the leak made after the freeze
+        assert after_freeze() is None
+        assert before_freeze() is not None  # frozen, as the user asked
+    finally:
+        gc.unfreeze()
+        gc.collect()
+    assert before_freeze() is None
+
+
+def test_gc_garbage_cleared_inside_the_block_hides_nothing(core: str) -> None:
+    """A user who empties gc.garbage mid-block still gets the report, and nothing stays."""
+    saved = list(gc.garbage)
+    try:
+        with check_leaks(on_leak="ignore", all_cycles=True) as check:
+            leaked = _leak()
+            gc.collect()
+            gc.garbage.clear()
+        assert check.report is not None
+        assert check.report.cycle_count == 1
+        assert leaked() is None
+        assert gc.garbage == []
+    finally:
+        gc.garbage[:] = saved
+
+
+@pytest.mark.whyalive_skip  # its finalizers make cyclic garbage on purpose
+def test_cycles_made_by_finalizers_during_the_closing_collection_are_freed(core: str) -> None:
+    """Cycles created by __del__ while the check collects never stay in gc.garbage."""
+    start = len(gc.garbage)
+    made: list[weakref.ref[Payload]] = []
+    with check_leaks(on_leak="ignore"):
+        for _ in range(100):
+            MakesCycles(made)
+    assert len(made) == 1000
+    assert len(gc.garbage) == start
+    gc.collect()
+    assert all(ref() is None for ref in made)
+    assert len(gc.garbage) == start
