@@ -6,8 +6,10 @@ Every test runs on the C core and on the pure-Python twin (the ``core`` fixture)
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -236,3 +238,66 @@ def test_cycles_made_by_finalizers_during_the_closing_collection_are_freed(core:
     gc.collect()
     assert all(ref() is None for ref in made)
     assert len(gc.garbage) == start
+
+
+class HostileMeta(type):
+    """A metaclass whose every dunder read raises, names included."""
+
+    def __getattribute__(cls, name: str) -> object:
+        if name.startswith("__") and name not in ("__dict__", "__mro__", "__class__"):
+            raise RuntimeError(f"hostile {name}")
+        return type.__getattribute__(cls, name)
+
+
+class HostileType(metaclass=HostileMeta):
+    """Instances of a class that raises on ``type(obj).__qualname__``."""
+
+
+def _hostile_leak() -> None:
+    obj = HostileType()
+    obj.me = obj  # type: ignore[attr-defined]
+    obj.payload = bytearray(2 << 20)  # type: ignore[attr-defined]
+
+
+def _raise_inside_check(error: Exception, work: Callable[[], object]) -> None:
+    with check_leaks():
+        work()
+        raise error
+
+
+def test_hostile_metaclass_is_named_without_running_its_code(core: str) -> None:
+    """Type names come from type's own descriptors, so the report is built and names it."""
+    with check_leaks(on_leak="ignore") as check:
+        _hostile_leak()
+    assert check.report is not None
+    assert check.report.found
+    text = check.report.render("text")
+    assert "HostileType" in text
+    assert "`.me`" in text
+
+
+def test_user_exception_wins_over_a_hostile_metaclass(core: str) -> None:
+    """The block's own ValueError surfaces unchanged from a check over hostile garbage."""
+    error = ValueError("the user's own")
+    with pytest.raises(ValueError, match="the user's own") as raised:
+        _raise_inside_check(error, _hostile_leak)
+    assert raised.value is error
+
+
+def test_user_exception_wins_when_the_analysis_fails(
+    core: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even a failing analysis never replaces the user's exception; it adds a note."""
+
+    def broken(objects: list[object], options: object) -> object:
+        raise RuntimeError("analysis failed")
+
+    monkeypatch.setattr("whyalive.check.analyze", broken)
+    refs: list[weakref.ref[Payload]] = []
+    with pytest.raises(ValueError, match="the user's own") as raised:
+        _raise_inside_check(ValueError("the user's own"), lambda: refs.append(_leak()))
+    if sys.version_info >= (3, 11):
+        assert any("whyalive could not check" in n for n in raised.value.__notes__)
+    assert refs[0]() is None
+    with pytest.raises(RuntimeError, match="analysis failed"), check_leaks():
+        pass

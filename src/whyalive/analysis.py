@@ -22,6 +22,7 @@ from whyalive.diagnose import Diagnosis, diagnose
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
+from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.paths import CycleView, NamedEdge, named_path, view_cycle
 from whyalive.report import (
@@ -110,9 +111,6 @@ class _NodeTable:
         return Edge(self.add(edge.source), self.add(edge.target), edge.name.kind, edge.name.name)
 
 
-_TYPE_MODULE = type.__dict__["__module__"]
-
-
 def _quick_key(objects: Sequence[object], members: list[int], component: int) -> tuple[int, ...]:
     """Cycles made by the same code share code objects and types: group them cheaply."""
     key: list[int] = []
@@ -126,8 +124,7 @@ def _quick_key(objects: Sequence[object], members: list[int], component: int) ->
             specific = True
         else:
             key.append(id(cls))
-            # Not `cls.__module__`: a metaclass property could run (and raise) there.
-            specific = specific or _TYPE_MODULE.__get__(cls) != "builtins"
+            specific = specific or type_module(cls) != "builtins"
     key.sort()
     if not specific:
         key.append(-1 - component)  # builtins only: the shape needs the full signature
@@ -346,7 +343,7 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
         words = heavy_group_words(first_fact.kind, descriptions, nbytes)
         holder_obj = view.obj(holder)
         if holder not in facts and type(holder_obj) in (list, tuple, dict, set):
-            phrases.append(f"{exits[key]} holds a {type(holder_obj).__name__} of {words}")
+            phrases.append(f"{exits[key]} holds a {type_short_name(type(holder_obj))} of {words}")
         else:
             phrases.append(f"{exits[key]} holds {words}")
     if len(groups) > 3:
@@ -417,7 +414,7 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
             phrases.append(
-                f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object"
+                f"the attribute `{edge.name.name}` of a `{type_qualname(type(source))}` object"
             )
         elif kind == ek.LOCAL:
             phrases.append(
@@ -426,9 +423,9 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
                 + f"` of {label(view, edge.source)}"
             )
         elif kind == ek.KEY:
-            phrases.append(f"the entry `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"the entry `{edge.name.name}` of a `{type_short_name(type(source))}`")
         elif kind == ek.INDEX:
-            phrases.append(f"item `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"item `{edge.name.name}` of a `{type_short_name(type(source))}`")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
     # A tree's cut is every child's `.parent`: say it once, with the count.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 
 
@@ -39,7 +40,7 @@ class TorchKind:
             dims = ", ".join(str(int(d)) for d in base.shape.__get__(obj))
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            name = type(obj).__name__
+            name = type_short_name(type(obj))
             description = f"{name}({dtype}[{dims}], {device})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
