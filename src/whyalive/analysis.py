@@ -23,7 +23,8 @@ from whyalive.diagnose.patterns import cell_variable, enclosing_function, label,
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.guarded import type_module, type_qualname, type_short_name
-from whyalive.kinds import HeavyFacts, KindResolver
+from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
+from whyalive.kinds.torch import AutogradWalk
 from whyalive.paths import CycleView, NamedEdge, named_path, view_cycle
 from whyalive.report import (
     Cut,
@@ -153,10 +154,16 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
 def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions) -> Report:
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
+    walk = AutogradWalk() if "torch" in sys.modules else None
     for index in graph.heavy_candidates:
         described = resolver.describe(nodes[index])
         if described is not None:
+            if walk is not None and described.kind == "torch.Tensor":
+                walk.visit(index, nodes[index])
             facts[index] = described
+    if walk is not None:
+        facts = walk.finish(facts, nodes[: graph.garbage_count])
+    facts = merge_shared_memory(facts)
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
         graph.offsets, graph.targets, None if options.all_cycles else facts
@@ -167,7 +174,8 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
 
     storage_users: dict[object, int] = defaultdict(int)
     for fact in facts.values():
-        storage_users[fact.storage] += 1
+        for held in fact.held():
+            storage_users[held.storage] += 1
 
     groups: dict[object, _Group] = {}
     by_signature: dict[str, _Group] = {}
@@ -190,8 +198,8 @@ def _analyze_graph(graph: ObjectGraph, resolver: KindResolver, options: Analysis
         group.occurrences += 1
         group.heavy_count += len(retained)
         for node in retained:
-            fact = facts[node]
-            group.storages[fact.storage] = (fact.nbytes, fact.device)
+            for fact in facts[node].held():
+                group.storages[fact.storage] = (fact.nbytes, fact.device)
 
     allowed = set(options.allow)
     kept = [
@@ -243,8 +251,7 @@ def _storage_bytes(
     by_device: dict[str, int] = defaultdict(int)
     shared = 0
     seen: set[object] = set()
-    for node in heavy:
-        fact = facts[node]
+    for fact in (held for node in heavy for held in facts[node].held()):
         if fact.storage in seen:
             continue
         seen.add(fact.storage)
