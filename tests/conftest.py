@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from whyalive import graphcore
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _hypothesis_started() -> None:
@@ -48,3 +50,26 @@ def gc_state_unchanged() -> Iterator[None]:
     assert all(a is b for a, b in zip(gc.garbage, garbage_contents, strict=True)), (
         "a test changed the contents of gc.garbage"
     )
+
+
+_FUNCTIONS = (
+    "build_graph",
+    "find_components",
+    "nodes_reaching",
+    "cycle_candidates",
+    "clear_objects",
+    "take_tail",
+)
+
+
+@pytest.fixture(params=["c", "python"])
+def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Route whyalive's graph core through the C extension or the Python twin."""
+    chosen = (
+        graphcore.c_implementation() if request.param == "c" else graphcore.python_implementation()
+    )
+    if chosen is None:
+        pytest.skip("C extension not compiled")
+    for name in _FUNCTIONS:
+        monkeypatch.setattr(graphcore, name, getattr(chosen, name))
+    return request.param

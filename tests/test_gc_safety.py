@@ -1,6 +1,7 @@
 """whyalive never harms the process it watches: live objects, gc state, overlapping checks.
 
-Every test runs on the C core and on the pure-Python twin (the ``core`` fixture).
+Every test runs on the C core and on the pure-Python twin (the ``core`` fixture in
+conftest.py).
 """
 
 from __future__ import annotations
@@ -13,31 +14,9 @@ from collections.abc import Callable
 
 import pytest
 
-from whyalive import check_leaks, graphcore
+from whyalive import check_leaks
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.gcstate import OWNER
-
-_FUNCTIONS = (
-    "build_graph",
-    "find_components",
-    "nodes_reaching",
-    "cycle_candidates",
-    "clear_objects",
-    "take_tail",
-)
-
-
-@pytest.fixture(params=["c", "python"])
-def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Route whyalive's graph core through the C extension or the Python twin."""
-    chosen = (
-        graphcore.c_implementation() if request.param == "c" else graphcore.python_implementation()
-    )
-    if chosen is None:
-        pytest.skip("C extension not compiled")
-    for name in _FUNCTIONS:
-        monkeypatch.setattr(graphcore, name, getattr(chosen, name))
-    return request.param
 
 
 class Payload:
