@@ -69,13 +69,9 @@ class CapturedGarbage:
         objects.clear()
         del objects
         if not sys.is_finalizing():
-            # DESIGN §3.2: free with DEBUG_SAVEALL off, or an enclosing watch saves it again.
-            debug = gc.get_debug()
-            gc.set_debug(debug & ~gc.DEBUG_SAVEALL)
-            try:
+            # Free with DEBUG_SAVEALL off, or an enclosing watch saves it again.
+            with OWNER.freeing():
                 gc.collect()
-            finally:
-                gc.set_debug(debug)
 
 
 class GarbageWatch:

@@ -94,6 +94,7 @@ class GcOwner:
         self._garbage_start = -1
         self._freeze_holds = 0
         self._frozen_count = 0
+        self._collection_holds = 0
         # Bound now: the callback may run during interpreter shutdown.
         self._garbage = gc.garbage
         self._get_debug = gc.get_debug
@@ -104,14 +105,28 @@ class GcOwner:
         return bool(self._leases)
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
-        # Inside the collector: no collection, import or analysis here (DESIGN §3.3).
+        # Inside the collector: no collection, import or analysis here.
         garbage = self._garbage
         if phase == "start":
+            # Held until "stop": finalizers run Python code, so another thread could
+            # otherwise flip DEBUG_SAVEALL between what this callback reads and what
+            # the collector does (garbage saved but never taken, or taken but free).
+            self._lock.acquire()
+            self._collection_holds += 1
             self._collections += 1
             self._garbage_start = len(garbage) if self._get_debug() & _SAVEALL else -1
             return
+        if not self._collection_holds:
+            return  # installed during this very collection (by a finalizer)
+        try:
+            self._take_saved(garbage, info)
+        finally:
+            self._collection_holds -= 1
+            self._lock.release()
+
+    def _take_saved(self, garbage: list[object], info: dict[str, int]) -> None:
         start, self._garbage_start = self._garbage_start, -1
-        if start < 0 or not self._get_debug() & _SAVEALL:
+        if start < 0:
             return
         # Finalizers and weakref callbacks (which may append the user's live objects)
         # run before the collector saves; legacy uncollectables are appended after.
@@ -124,8 +139,7 @@ class GcOwner:
         else:
             objects = garbage[first:end]
             del garbage[first:end]
-        with self._lock:
-            self._saved.append((self._collections, objects))
+        self._saved.append((self._collections, objects))
 
     def open_lease(self) -> Lease:
         """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on."""
@@ -195,12 +209,31 @@ class GcOwner:
             user_bit = self._user.debug & _SAVEALL
             gc.set_debug(gc.get_debug() & ~_SAVEALL | user_bit)
             gc.callbacks.remove(self._on_gc)
+            while self._collection_holds:  # closed by a finalizer: "stop" will not come
+                self._collection_holds -= 1
+                self._lock.release()
             # Saved between the closing collection and now (an automatic collection
             # inside an allocation on 3.10/3.11): nobody else will take it.
             for _, batch in self._saved:
                 objects.extend(batch)
             self._saved = []
             return objects
+
+    @contextmanager
+    def freeing(self) -> Iterator[None]:
+        """``DEBUG_SAVEALL`` off for one collection that frees what whyalive released.
+
+        Under the owner's lock, so no lease opens or closes meanwhile and the bit
+        comes back as the leases then need it.
+        """
+        with self._lock:
+            before = gc.get_debug() & _SAVEALL
+            gc.set_debug(gc.get_debug() & ~_SAVEALL)
+            try:
+                yield
+            finally:
+                needed = _SAVEALL if self._leases else before
+                gc.set_debug(gc.get_debug() & ~_SAVEALL | needed)
 
     def hold_freeze(self) -> tuple[bool, bool]:
         """Freeze the heap for a cheap baseline: (whyalive holds a freeze, this call froze).

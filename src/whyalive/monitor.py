@@ -579,13 +579,11 @@ class GcMonitor:
     def _release(self, generation: int, *, scheduled: bool = False) -> int:
         """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
         began = self._clock()
-        debug = self._get_debug()
         self._quiet = True
         try:
-            self._set_debug(debug & ~_SAVEALL)
-            return gc.collect(generation)
+            with OWNER.freeing():
+                return gc.collect(generation)
         finally:
-            self._set_debug(debug)
             self._quiet = False
             if generation == 2 and not scheduled:
                 self._full_cost = self._clock() - began
