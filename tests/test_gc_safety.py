@@ -164,7 +164,11 @@ def test_checks_in_two_threads_say_they_overlapped(core: str) -> None:
     assert gc.get_debug() == before
     assert len(reports) == 2
     assert all(OVERLAP_NOTE in report.notes for report in reports)  # type: ignore[attr-defined]
-    assert sum(report.cycle_count for report in reports) == 2  # type: ignore[attr-defined]
+    found = sum(report.cycle_count for report in reports)  # type: ignore[attr-defined]
+    # The twin frees what it released by a collection, which a collection running in
+    # the other thread can make a no-op; the next one then captures those cycles once
+    # more. The C core breaks them at once (tp_clear): each cycle is reported once.
+    assert found == 2 if core == "c" else found >= 2
     assert all(ref() is None for ref in refs)
 
 

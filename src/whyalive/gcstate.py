@@ -1,4 +1,4 @@
-"""The garbage collector's settings: exact restore, and the one process-wide owner of changes."""
+"""The one process-wide owner of what whyalive changes in the garbage collector."""
 
 from __future__ import annotations
 
@@ -12,44 +12,6 @@ from dataclasses import dataclass
 from whyalive import graphcore
 
 _SAVEALL = gc.DEBUG_SAVEALL
-
-
-@dataclass(frozen=True)
-class GcSettings:
-    """What whyalive may change and must put back."""
-
-    debug: int
-    enabled: bool
-    threshold: tuple[int, ...]
-
-    @classmethod
-    def current(cls) -> GcSettings:
-        """Read the collector's settings now."""
-        return cls(gc.get_debug(), gc.isenabled(), gc.get_threshold())
-
-    def restore(self) -> None:
-        """Put the collector back to these settings."""
-        gc.set_debug(self.debug)
-        gc.set_threshold(*self.threshold)
-        if self.enabled:
-            gc.enable()
-        else:
-            gc.disable()
-
-
-@contextmanager
-def saved_gc_state() -> Iterator[GcSettings]:
-    """Restore debug flags, enabled state and thresholds on exit, whatever happens inside."""
-    settings = GcSettings.current()
-    try:
-        yield settings
-    finally:
-        settings.restore()
-
-
-def user_saves_all(settings: GcSettings) -> bool:
-    """True when the user asked for ``DEBUG_SAVEALL`` themselves, so garbage is theirs to keep."""
-    return bool(settings.debug & gc.DEBUG_SAVEALL)
 
 
 @dataclass(eq=False)
@@ -87,13 +49,13 @@ class GcOwner:
         self._lock = threading.RLock()
         self._leases: list[Lease] = []
         self._serial = 0
-        self._user = GcSettings.current()
+        self._user_debug = gc.get_debug()
         # (collection number, objects) per saving collection, oldest first.
         self._saved: list[tuple[int, list[object]]] = []
         self._collections = 0
         self._garbage_start = -1
         self._freeze_holds = 0
-        self._frozen_count = 0
+        self._marker: list[object] | None = None
         self._collection_holds = 0
         # Bound now: the callback may run during interpreter shutdown.
         self._garbage = gc.garbage
@@ -145,7 +107,7 @@ class GcOwner:
         """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on."""
         with self._lock:
             if not self._leases:
-                self._user = GcSettings.current()
+                self._user_debug = gc.get_debug()
                 # First, so gc.garbage is read before any other callback can change it.
                 gc.callbacks.insert(0, self._on_gc)
             debug = gc.get_debug()
@@ -156,7 +118,7 @@ class GcOwner:
                 thread=threading.get_ident(),
                 began=self._collections,
                 freeze_count=gc.get_freeze_count(),
-                user_keeps=user_saves_all(self._user),
+                user_keeps=bool(self._user_debug & _SAVEALL),
                 saveall_before=debug & _SAVEALL,
             )
             self._leases.append(lease)
@@ -184,8 +146,11 @@ class GcOwner:
                 else:
                     self._saved.append((number, batch))
             saved.clear()
-            # Frozen objects that die shrink the count; only gc.freeze() grows it.
-            if gc.get_freeze_count() > lease.freeze_count:
+            if self._marker is not None:
+                lease.freeze_changed = lease.freeze_changed or self._freeze_changed()
+            elif gc.get_freeze_count() > lease.freeze_count:
+                # Frozen objects that die shrink the count; only gc.freeze() grows it
+                # (a freeze of fewer objects than died meanwhile goes unseen).
                 lease.freeze_changed = True
             return objects
 
@@ -206,7 +171,7 @@ class GcOwner:
                     # SAVEALL off itself; the pytest plugin turns it back on).
                     gc.set_debug(gc.get_debug() & ~_SAVEALL | lease.saveall_before)
                 return objects
-            user_bit = self._user.debug & _SAVEALL
+            user_bit = self._user_debug & _SAVEALL
             gc.set_debug(gc.get_debug() & ~_SAVEALL | user_bit)
             gc.callbacks.remove(self._on_gc)
             while self._collection_holds:  # closed by a finalizer: "stop" will not come
@@ -246,26 +211,36 @@ class GcOwner:
                 if gc.get_freeze_count() != 0:
                     return False, False
                 gc.freeze()
-                self._frozen_count = gc.get_freeze_count()
+                # Made after the freeze: it is frozen again only if someone else freezes.
+                self._marker = [object()]
                 self._freeze_holds = 1
                 for lease in self._leases:
-                    lease.freeze_count = self._frozen_count
+                    lease.freeze_count = gc.get_freeze_count()
                 return True, True
             self._freeze_holds += 1
             return True, False
+
+    def _freeze_changed(self) -> bool:
+        """Whether someone else froze (or unfroze) the heap since whyalive froze it."""
+        marker = self._marker
+        if marker is None:
+            return False
+        # The marker's content has one referrer, the marker, which gc.get_referrers
+        # finds only while the marker is not frozen.
+        return gc.get_freeze_count() == 0 or not gc.get_referrers(marker[0])
 
     def drop_freeze(self) -> None:
         """Give back one freeze hold; the last one unfreezes, unless the user froze since.
 
         ``gc.freeze()`` by the user moved everything then alive, whyalive's baseline
         included, into the permanent generation: unfreezing would undo their freeze.
-        Frozen objects that die shrink the count and only a freeze grows it, so growth
-        is the sign (a freeze of fewer objects than died meanwhile goes unseen).
         """
         with self._lock:
             self._freeze_holds -= 1
-            if self._freeze_holds == 0 and gc.get_freeze_count() <= self._frozen_count:
-                gc.unfreeze()
+            if self._freeze_holds == 0:
+                if not self._freeze_changed():
+                    gc.unfreeze()
+                self._marker = None
                 count = gc.get_freeze_count()
                 for lease in self._leases:
                     lease.freeze_count = count
