@@ -17,6 +17,7 @@ import pytest
 from whyalive import check_leaks
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.gcstate import OWNER
+from whyalive.monitor import GcMonitor
 
 
 class Payload:
@@ -284,3 +285,35 @@ def test_user_exception_wins_when_the_analysis_fails(
     assert refs[0]() is None
     with pytest.raises(RuntimeError, match="analysis failed"), check_leaks():
         pass
+
+
+class AppendsLive:
+    """A cycle whose finalizer appends a live list to gc.garbage."""
+
+    def __init__(self, live: list[int]) -> None:
+        self.me = self
+        self.live = live
+
+    def __del__(self) -> None:
+        gc.garbage.append(self.live)
+
+
+@pytest.mark.whyalive_skip  # the monitor must see this collection, not the plugin
+def test_monitor_leaves_what_finalizers_put_on_gc_garbage(core: str) -> None:
+    """The monitor takes only what its collection saved, never a finalizer's live object."""
+    live = [1, 2, 3]
+    start = len(gc.garbage)
+    try:
+        with GcMonitor(log=False) as monitor:
+            AppendsLive(live)
+            leaked = _leak()
+            gc.collect()
+            monitor.step()
+        assert leaked() is None
+        assert monitor.stats.saved_objects > 0
+        tail = _tail_since(start)
+        assert len(tail) == 1
+        assert tail[0] is live
+        assert live == [1, 2, 3]
+    finally:
+        del gc.garbage[start:]

@@ -34,7 +34,7 @@ class Lease:
 
 
 class GcOwner:
-    """The process's one owner of what whyalive changes in the collector (DESIGN §8).
+    """The process's one owner of what whyalive changes in the collector.
 
     Checks, the pytest plugin and the monitor may start and stop in any order
     (threads, asyncio tasks, generators). The owner counts who needs what:

@@ -142,22 +142,23 @@ def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
     }
     if not shared:
         return facts
+    return {node: _merged(fact, shared) for node, fact in facts.items()}
 
-    def merge(fact: HeavyFacts) -> HeavyFacts:
-        span = shared.get(fact.storage) if fact.memory is not None else None
-        through = tuple(merge(held) for held in fact.through_autograd)
-        if span is None:
-            return replace(fact, through_autograd=through) if through else fact
-        device, start, end = span
-        return replace(
-            fact,
-            storage=("memory", device, start),
-            nbytes=end - start,
-            memory=(start, end),
-            through_autograd=through,
-        )
 
-    return {node: merge(fact) for node, fact in facts.items()}
+def _merged(fact: HeavyFacts, shared: dict[Hashable, tuple[str, int, int]]) -> HeavyFacts:
+    """``fact`` (and what its autograd graph holds) keyed by its merged memory range."""
+    span = shared.get(fact.storage) if fact.memory is not None else None
+    through = tuple(_merged(held, shared) for held in fact.through_autograd)
+    if span is None:
+        return replace(fact, through_autograd=through) if through else fact
+    device, start, end = span
+    return replace(
+        fact,
+        storage=("memory", device, start),
+        nbytes=end - start,
+        memory=(start, end),
+        through_autograd=through,
+    )
 
 
 def _register_builtin_kinds() -> None:
