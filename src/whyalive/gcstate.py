@@ -55,7 +55,7 @@ class GcOwner:
         self._collections = 0
         self._garbage_start = -1
         self._freeze_holds = 0
-        self._marker: list[object] | None = None
+        self._probes: tuple[list[object], list[object]] | None = None
         self._collection_holds = 0
         # Bound now: the callback may run during interpreter shutdown.
         self._garbage = gc.garbage
@@ -117,7 +117,8 @@ class GcOwner:
                 serial=self._serial,
                 thread=threading.get_ident(),
                 began=self._collections,
-                freeze_count=gc.get_freeze_count(),
+                # Only read without a whyalive freeze (the probes tell then).
+                freeze_count=gc.get_freeze_count() if self._probes is None else 0,
                 user_keeps=bool(self._user_debug & _SAVEALL),
                 saveall_before=debug & _SAVEALL,
             )
@@ -146,7 +147,7 @@ class GcOwner:
                 else:
                     self._saved.append((number, batch))
             saved.clear()
-            if self._marker is not None:
+            if self._probes is not None:
                 lease.freeze_changed = lease.freeze_changed or self._freeze_changed()
             elif gc.get_freeze_count() > lease.freeze_count:
                 # Frozen objects that die shrink the count; only gc.freeze() grows it
@@ -210,24 +211,29 @@ class GcOwner:
             if self._freeze_holds == 0:
                 if gc.get_freeze_count() != 0:
                     return False, False
+                # Probes tell later whether someone else froze or unfroze (see
+                # _freeze_changed); the freeze count cannot: on 3.11 reading it walks
+                # the whole frozen heap, and frozen objects that die shrink it.
+                frozen_probe = [object()]
                 gc.freeze()
-                # Made after the freeze: it is frozen again only if someone else freezes.
-                self._marker = [object()]
+                self._probes = (frozen_probe, [object()])
                 self._freeze_holds = 1
-                for lease in self._leases:
-                    lease.freeze_count = gc.get_freeze_count()
                 return True, True
             self._freeze_holds += 1
             return True, False
 
     def _freeze_changed(self) -> bool:
-        """Whether someone else froze (or unfroze) the heap since whyalive froze it."""
-        marker = self._marker
-        if marker is None:
+        """Whether someone else froze (or unfroze) the heap since whyalive froze it.
+
+        Each probe's content has one referrer, the probe, which gc.get_referrers
+        finds only while the probe is not frozen: the one made before whyalive's
+        freeze is found again after an unfreeze, the one made after it is lost
+        after another freeze. Both scans cover only what is not frozen.
+        """
+        if self._probes is None:
             return False
-        # The marker's content has one referrer, the marker, which gc.get_referrers
-        # finds only while the marker is not frozen.
-        return gc.get_freeze_count() == 0 or not gc.get_referrers(marker[0])
+        frozen_probe, live_probe = self._probes
+        return bool(gc.get_referrers(frozen_probe[0])) or not gc.get_referrers(live_probe[0])
 
     def drop_freeze(self) -> None:
         """Give back one freeze hold; the last one unfreezes, unless the user froze since.
@@ -240,10 +246,11 @@ class GcOwner:
             if self._freeze_holds == 0:
                 if not self._freeze_changed():
                     gc.unfreeze()
-                self._marker = None
-                count = gc.get_freeze_count()
-                for lease in self._leases:
-                    lease.freeze_count = count
+                self._probes = None
+                if self._leases:
+                    count = gc.get_freeze_count()
+                    for lease in self._leases:
+                        lease.freeze_count = count
 
 
 OWNER = GcOwner()
