@@ -228,12 +228,13 @@ class GcOwner:
         Each probe's content has one referrer, the probe, which gc.get_referrers
         finds only while the probe is not frozen: the one made before whyalive's
         freeze is found again after an unfreeze, the one made after it is lost
-        after another freeze. Both scans cover only what is not frozen.
+        after another freeze. One scan, of what is not frozen.
         """
         if self._probes is None:
             return False
         frozen_probe, live_probe = self._probes
-        return bool(gc.get_referrers(frozen_probe[0])) or not gc.get_referrers(live_probe[0])
+        found = gc.get_referrers(frozen_probe[0], live_probe[0])
+        return not (len(found) == 1 and found[0] is live_probe)
 
     def drop_freeze(self) -> None:
         """Give back one freeze hold; the last one unfreezes, unless the user froze since.
