@@ -6,6 +6,7 @@ conftest.py).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 import threading
@@ -317,3 +318,45 @@ def test_monitor_leaves_what_finalizers_put_on_gc_garbage(core: str) -> None:
         assert live == [1, 2, 3]
     finally:
         del gc.garbage[start:]
+
+
+def test_checks_in_two_asyncio_tasks_say_they_overlapped(core: str) -> None:
+    """Checks in two tasks of one thread overlap even when one opens and closes inside the other."""
+    reports: list[object] = []
+    inner_done = asyncio.Event()
+    outer_open = asyncio.Event()
+
+    async def outer() -> None:
+        with check_leaks(on_leak="ignore") as check:
+            outer_open.set()
+            await inner_done.wait()
+        reports.append(check.report)
+
+    async def inner() -> None:
+        await outer_open.wait()
+        with check_leaks(on_leak="ignore") as check:
+            await asyncio.sleep(0)
+        reports.append(check.report)
+        inner_done.set()
+
+    async def both() -> None:
+        await asyncio.gather(outer(), inner())
+
+    asyncio.run(both())
+    assert len(reports) == 2
+    assert all(OVERLAP_NOTE in report.notes for report in reports)  # type: ignore[attr-defined]
+
+
+def test_check_around_an_event_loop_nests_the_checks_inside_it(core: str) -> None:
+    """A check opened outside asyncio.run() encloses every task's check: no overlap note."""
+
+    async def task() -> object:
+        with check_leaks(on_leak="ignore") as check:
+            await asyncio.sleep(0)
+        return check.report
+
+    with check_leaks(on_leak="ignore") as outer:
+        inner = asyncio.run(task())
+    assert OVERLAP_NOTE not in inner.notes  # type: ignore[attr-defined]
+    assert outer.report is not None
+    assert OVERLAP_NOTE not in outer.report.notes

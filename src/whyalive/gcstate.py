@@ -19,12 +19,13 @@ class Lease:
     """One whyalive user that needs ``DEBUG_SAVEALL``: a check, a pytest bracket, a run.
 
     ``overlapped`` turns True when another lease ran at the same time without
-    being nested inside this one (another thread, or one that outlived it), so
-    garbage found while both ran may be reported by the other.
+    being nested inside this one (another thread or asyncio task, or one that
+    outlived it), so garbage found while both ran may be reported by the other.
     """
 
     serial: int
     thread: int
+    task: object | None
     began: int
     freeze_count: int
     user_keeps: bool
@@ -116,6 +117,7 @@ class GcOwner:
             lease = Lease(
                 serial=self._serial,
                 thread=threading.get_ident(),
+                task=_current_task(),
                 began=self._collections,
                 # Only read without a whyalive freeze (the probes tell then).
                 freeze_count=gc.get_freeze_count() if self._probes is None else 0,
@@ -164,7 +166,14 @@ class GcOwner:
         with self._lock:
             self._leases.remove(lease)
             for other in self._leases:
-                if other.serial > lease.serial or other.thread != lease.thread:
+                # Nested: opened earlier in this thread, and either in this task or
+                # outside any task (it then encloses the whole event loop).
+                nested = (
+                    other.serial < lease.serial
+                    and other.thread == lease.thread
+                    and other.task in (None, lease.task)
+                )
+                if not nested:
                     other.overlapped = lease.overlapped = True
             if self._leases:
                 if not lease.overlapped:
@@ -252,6 +261,18 @@ class GcOwner:
                     count = gc.get_freeze_count()
                     for lease in self._leases:
                         lease.freeze_count = count
+
+
+def _current_task() -> object | None:
+    """The running asyncio task, if the user's program uses asyncio (never imported here)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        task: object | None = asyncio.current_task()
+    except RuntimeError:  # no running event loop in this thread
+        return None
+    return task
 
 
 OWNER = GcOwner()
