@@ -61,5 +61,8 @@ def _memory(obj: bytes | bytearray, size: int) -> tuple[int, int] | None:
     else:
         import ctypes
 
-        start = ctypes.addressof(ctypes.c_char.from_buffer(obj))
+        try:
+            start = ctypes.addressof(ctypes.c_char.from_buffer(obj))
+        except (TypeError, ValueError):  # not exportable now: counted, just not merged
+            return None
     return (start, start + size)

@@ -58,6 +58,9 @@ class NumpyKind:
 
 
 def _memory(ndarray: Any, array: object, nbytes: int) -> tuple[int, int] | None:
-    """The address range of a contiguous array's data."""
-    start = int(ndarray.__array_interface__.__get__(array)["data"][0])
+    """The address range of a contiguous array's data (None if NumPy cannot say)."""
+    try:
+        start = int(ndarray.__array_interface__.__get__(array)["data"][0])
+    except Exception:  # counted, just not merged with other kinds
+        return None
     return (start, start + nbytes) if start else None
