@@ -198,17 +198,19 @@ class GcOwner:
     def freeing(self) -> Iterator[None]:
         """``DEBUG_SAVEALL`` off for one collection that frees what whyalive released.
 
-        Under the owner's lock, so no lease opens or closes meanwhile and the bit
-        comes back as the leases then need it.
+        Under the owner's lock, so no other thread opens or closes a lease meanwhile;
+        the bit comes back as it was (the user may have turned it off inside a
+        check), unless a finalizer opened a lease during the collection.
         """
         with self._lock:
             before = gc.get_debug() & _SAVEALL
+            serial = self._serial
             gc.set_debug(gc.get_debug() & ~_SAVEALL)
             try:
                 yield
             finally:
-                needed = _SAVEALL if self._leases else before
-                gc.set_debug(gc.get_debug() & ~_SAVEALL | needed)
+                opened = self._serial != serial and self._leases
+                gc.set_debug(gc.get_debug() & ~_SAVEALL | (_SAVEALL if opened else before))
 
     def hold_freeze(self) -> tuple[bool, bool]:
         """Freeze the heap for a cheap baseline: (whyalive holds a freeze, this call froze).
