@@ -159,3 +159,19 @@ def test_live_leaves_in_the_graph_are_not_counted() -> None:
     # input saved by addmm (5x100, made inside), and kept * 3 (1000): no parameter, no kept.
     assert report.total_bytes == 500 * 4 + 500 * 4 + 1000 * 4
     assert kept.grad is None
+
+
+def test_activations_saved_by_a_model_count_and_its_weights_do_not() -> None:
+    """An MLP output in a cycle holds every activation saved for backward, not the weights."""
+    model = torch.nn.Sequential(
+        *(layer for _ in range(3) for layer in (torch.nn.Linear(100, 100), torch.nn.ReLU()))
+    )
+
+    def leak() -> None:
+        holder = Holder()
+        holder.out = model(torch.randn(5, 100))  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    # The input and the three ReLU outputs (the last one is `out`), 5 x 100 float32 each;
+    # the linear layers also save weight.t(), a view of a live parameter: not counted.
+    assert report.total_bytes == 4 * 500 * 4

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -80,9 +79,11 @@ class AutogradWalk:
 
     A leaf (``AccumulateGrad.variable``), its gradient and the tensors saved for
     backward are C++ references, so the GC never sees them, yet a tensor in a
-    cycle keeps its whole graph, and so those tensors, alive. They count when
-    nothing live holds them: no Python reference beyond the garbage's (a model's
-    parameters are held by the model) and no live user of their storage.
+    cycle keeps its whole graph, and so those tensors, alive. They count when no
+    Python reference beyond the garbage's holds them (a model's parameters are held
+    by the model, and so are their gradients) and no such live tensor of the graph
+    shares their storage (``weight.t()`` saved by a linear layer). Not seen: a live
+    view, outside the graph, of a saved tensor; its bytes are counted.
 
     One walk per analysis: each autograd node is visited once, and a tensor found
     from several roots is credited to the first. Holds the visited nodes and the
@@ -141,7 +142,6 @@ class AutogradWalk:
         self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
     ) -> dict[int, HeavyFacts]:
         referrers = self._garbage_references(garbage)
-        users = Counter(fact.storage for fact in facts.values())
         described: dict[int, HeavyFacts] = {}
         # What a reference count reads for an object only the walk holds, measured
         # rather than assumed: interpreters differ in the temporary references they keep.
@@ -152,16 +152,18 @@ class AutogradWalk:
             # on a tensor whose implementation autograd shares; any more is live.
             if _reference_count(self._found, key) > alone + 1 + referrers.get(key, 0):
                 live.add(key)
+        live_storages: set[Hashable] = set()
         for key, tensor in self._found.items():
-            if key in live or self._grad_of.get(key) in live:  # a live leaf keeps its grad
-                continue
             try:
                 fact = self._kind.describe(tensor)
             except Exception:
                 continue
-            if fact is not None:
+            if fact is None:
+                continue
+            if key in live or self._grad_of.get(key) in live:  # a live leaf keeps its grad
+                live_storages.add(fact.storage)
+            else:
                 described[key] = fact
-                users[fact.storage] += 1
         result = dict(facts)
         for node, keys in self._by_root.items():
             own = facts[node]
@@ -169,11 +171,10 @@ class AutogradWalk:
             held: list[HeavyFacts] = []
             for key in keys:
                 fact = described.get(key)
-                if fact is None or fact.storage in storages:
+                if fact is None or fact.storage in storages or fact.storage in live_storages:
                     continue
                 storages.add(fact.storage)
-                if fact.storage_users <= users[fact.storage]:  # no live tensor shares it
-                    held.append(fact)
+                held.append(fact)
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
                 description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
@@ -197,6 +198,10 @@ def _reference_count(mapping: dict[int, object], key: int) -> int:
     return sys.getrefcount(mapping[key])
 
 
+# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once.
+_SAVED_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
     """The tensors an autograd node holds (saved tensors, its leaf), each with the leaf
     whose gradient it is, if it is one."""
@@ -206,9 +211,12 @@ def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
     if issubclass(type(variable), base):
         values.append(variable)
         grads.append((base.grad.__get__(variable), variable))
-    for name in dir(node):
-        if not name.startswith("_saved_"):
-            continue
+    names = _SAVED_NAMES.get(type(node))
+    if names is None:
+        names = _SAVED_NAMES.setdefault(
+            type(node), tuple(n for n in dir(node) if n.startswith("_saved_"))
+        )
+    for name in names:
         try:
             value = getattr(node, name)
         except RuntimeError:  # freed by backward(): nothing held any more
