@@ -229,6 +229,8 @@ def test_finalizer_torture(core: str) -> None:
     start = len(gc.garbage)
     live: list[object] = ["untouched"]
     made: list[weakref.ref[Leak]] = []
+    tail: list[object] = []
+    resurrected: list[Torturer] = []
     try:
         with check_leaks(on_leak="ignore", all_cycles=True) as check:
             for index in range(120):
@@ -244,8 +246,7 @@ def test_finalizer_torture(core: str) -> None:
     finally:
         for obj in gc.garbage[start:]:
             if isinstance(obj, Torturer):
-                obj.me = None  # type: ignore[assignment]
-                obj.mode = 5
+                obj.me = None  # type: ignore[assignment]  # its __del__ has run: freed now
         del gc.garbage[start:]
         del tail, resurrected
     gc.collect()

@@ -103,7 +103,6 @@ def test_finalizer_that_saves_itself_is_left_alone(core: str) -> None:
             if isinstance(obj, SavesItself):
                 obj.me = None  # type: ignore[assignment]
         del gc.garbage[start:]
-        del saved, tail
 
 
 def test_overlapping_checks_restore_the_debug_flags(core: str) -> None:
