@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from whyalive import graphcore
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _hypothesis_started() -> None:
@@ -75,3 +77,27 @@ def executed_notebook(tmp_path_factory: pytest.TempPathFactory) -> Any:
     client.execute()
     notebook.metadata["workdir"] = str(workdir)
     return notebook
+
+
+_FUNCTIONS = (
+    "build_graph",
+    "find_components",
+    "nodes_reaching",
+    "cycle_candidates",
+    "clear_objects",
+    "take_tail",
+    "workspace",
+)
+
+
+@pytest.fixture(params=["c", "python"])
+def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Route whyalive's graph core through the C extension or the Python twin."""
+    chosen = (
+        graphcore.c_implementation() if request.param == "c" else graphcore.python_implementation()
+    )
+    if chosen is None:
+        pytest.skip("C extension not compiled")
+    for name in _FUNCTIONS:
+        monkeypatch.setattr(graphcore, name, getattr(chosen, name))
+    return request.param

@@ -465,3 +465,16 @@ def test_core_imports_no_third_party_module() -> None:
     code = "import sys, whyalive; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_array_over_a_bytearray_counts_once() -> None:
+    """A NumPy array viewing a big bytearray in the same cycle shares its memory: counted once."""
+
+    def leak() -> None:
+        buffer = bytearray(2 << 20)
+        holder: list[object] = [buffer, numpy.frombuffer(buffer, dtype=numpy.uint8)]
+        holder.append(holder)
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 2 << 20
+    assert sum(h.counted for h in report.heavy_objects) == 1

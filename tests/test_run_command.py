@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -70,12 +71,24 @@ def test_program_exception_is_printed_after_the_report_and_exits_1(
     assert "run_command.py" not in err
 
 
-def test_sys_exit_code_of_a_clean_program_is_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("status", ["2", "3", "'no data'"])
+def test_failing_exit_status_of_a_program_maps_to_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: str
 ) -> None:
-    """`sys.exit(3)` in a program that leaks nothing makes `whyalive run` exit 3."""
-    script = write(tmp_path, "exits.py", "import sys\nsys.exit(3)\n")
-    assert main(["run", script]) == 3
+    """`sys.exit(3)` is the program failing: exit 1 (3 means "Graphviz missing"), said in text."""
+    script = write(tmp_path, "exits.py", f"import sys\nsys.exit({status})\n")
+    assert main(["run", script]) == 1
+    err = capsys.readouterr().err
+    assert "the program exited with status" in err
+
+
+@pytest.mark.parametrize("status", ["0", "None"])
+def test_successful_exit_of_a_clean_program_is_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: str
+) -> None:
+    """`sys.exit(0)` and `sys.exit()` in a program that leaks nothing exit 0."""
+    script = write(tmp_path, "exits.py", f"import sys\nsys.exit({status})\n")
+    assert main(["run", script]) == 0
     capsys.readouterr()
 
 
@@ -168,3 +181,17 @@ def test_binary_output_format_is_written(tmp_path: Path) -> None:
     out_file = tmp_path / "leak.png"
     assert main(["run", "-o", str(out_file), script]) == 1
     assert out_file.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_os_exit_ends_the_process_without_a_report(tmp_path: Path) -> None:
+    """`os._exit(5)` skips whyalive entirely: status 5, no report (as documented)."""
+    script = write(tmp_path, "hard_exit.py", "import os\nos._exit(5)\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "whyalive", "run", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 5
+    assert "whyalive:" not in done.stderr

@@ -54,5 +54,124 @@ def test_seed_on_real_tensors_names_tensors() -> None:
     (cycle,) = report.cycles
     assert cycle.pattern == "recursive-closure"
     assert "4 tensors, float32[16, 256] cpu, 64.0 KiB in all" in cycle.summary
-    assert report.total_bytes == 8 * 16 * 256 * 4
+    outputs_and_grads = 8 * 16 * 256 * 4
+    # The outputs' autograd graph keeps the leaves (inputs, weight) and their gradients.
+    leaves = 16 * 256 * 4 + 256 * 256 * 4
+    assert report.total_bytes == outputs_and_grads + 2 * leaves
     assert not run_demo(fixed=True)[1].found
+
+
+class Holder:
+    """An object in a self-cycle that holds what a test gives it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def autograd_leak(*, reduce: bool) -> None:
+    holder = Holder()
+    x = torch.randn(1000, requires_grad=True)
+    holder.x = x  # type: ignore[attr-defined]
+    product = x * 2
+    holder.y = product.sum() if reduce else product  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("reduce", "expected"), [(False, 8000), (True, 4004)])
+def test_tensors_held_through_autograd_are_counted(reduce: bool, expected: int) -> None:
+    """A leaf kept alive only by the cycle's autograd graph counts: x + x * 2 is 8,000 B."""
+    report = find_leaks(autograd_leak, reduce=reduce)
+    assert report.total_bytes == expected
+    assert report.cycles[0].bytes_held == expected
+    assert "autograd graph" in report.render("text")
+
+
+def test_saved_tensors_of_a_graph_are_counted_once() -> None:
+    """Tensors saved for backward count once, even when two outputs share them."""
+
+    def leak() -> None:
+        holder = Holder()
+        a = torch.randn(1000, requires_grad=True)
+        holder.out = [a.sin(), a.cos()]  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 3 * 4000  # sin, cos and the saved (leaf) a
+
+
+def test_graph_freed_by_backward_counts_only_what_is_left() -> None:
+    """After backward() the saved tensors are gone; reading them never fails the check."""
+
+    def leak() -> None:
+        holder = Holder()
+        a = torch.randn(1000, requires_grad=True)
+        out = a.sin()
+        out.sum().backward()
+        holder.out = out  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    assert report.found
+    assert report.total_bytes == 3 * 4000  # out, the leaf a (AccumulateGrad) and a.grad
+
+
+def test_tensor_and_its_numpy_view_count_once() -> None:
+    """A tensor and its .numpy() view in one cycle hold 4,000 B of storage, not 8,000."""
+    pytest.importorskip("numpy")
+
+    def leak() -> None:
+        holder = Holder()
+        tensor = torch.randn(1000)
+        holder.tensor = tensor  # type: ignore[attr-defined]
+        holder.array = tensor.numpy()  # type: ignore[attr-defined]
+        holder.tail = tensor[10:].numpy()  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 4000
+    assert report.cycles[0].bytes_held == 4000
+    assert sum(h.counted for h in report.heavy_objects) == 1
+
+
+def test_tensor_from_numpy_counts_once() -> None:
+    """torch.from_numpy shares the array's memory: counted once across the two kinds."""
+    numpy = pytest.importorskip("numpy")
+
+    def leak() -> None:
+        holder = Holder()
+        array = numpy.zeros(1000)
+        holder.array = array  # type: ignore[attr-defined]
+        holder.tensor = torch.from_numpy(array)  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 8000
+
+
+def test_live_leaves_in_the_graph_are_not_counted() -> None:
+    """Live parameters (and their gradients) and a leaf the caller holds are not counted."""
+    model = torch.nn.Linear(100, 100)
+    model(torch.randn(1, 100)).sum().backward()  # the live parameters have gradients
+    kept = torch.randn(1000, requires_grad=True)
+
+    def leak() -> None:
+        holder = Holder()
+        holder.out = torch.tanh(model(torch.randn(5, 100)))  # type: ignore[attr-defined]
+        holder.scaled = kept * 3  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    # out (5x100) plus the tanh result saved for backward (same storage), the
+    # input saved by addmm (5x100, made inside), and kept * 3 (1000): no parameter, no kept.
+    assert report.total_bytes == 500 * 4 + 500 * 4 + 1000 * 4
+    assert kept.grad is None
+
+
+def test_activations_saved_by_a_model_count_and_its_weights_do_not() -> None:
+    """An MLP output in a cycle holds every activation saved for backward, not the weights."""
+    model = torch.nn.Sequential(
+        *(layer for _ in range(3) for layer in (torch.nn.Linear(100, 100), torch.nn.ReLU()))
+    )
+
+    def leak() -> None:
+        holder = Holder()
+        holder.out = model(torch.randn(5, 100))  # type: ignore[attr-defined]
+
+    report = find_leaks(leak)
+    # The input and the three ReLU outputs (the last one is `out`), 5 x 100 float32 each;
+    # the linear layers also save weight.t(), a view of a live parameter: not counted.
+    assert report.total_bytes == 4 * 500 * 4

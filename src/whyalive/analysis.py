@@ -24,7 +24,9 @@ from whyalive.diagnose import Diagnosis, diagnose
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
-from whyalive.kinds import HeavyFacts, KindResolver
+from whyalive.guarded import type_module, type_qualname, type_short_name
+from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
+from whyalive.kinds.torch import AutogradWalk
 from whyalive.paths import (
     MAX_VERIFIED_EDGES,
     CycleView,
@@ -160,9 +162,6 @@ class _NodeTable:
         return Edge(self.add(edge.source), self.add(edge.target), edge.name.kind, edge.name.name)
 
 
-_TYPE_MODULE = type.__dict__["__module__"]
-
-
 def _quick_key(
     objects: Sequence[object], members: Sequence[int], component: int
 ) -> tuple[int, ...]:
@@ -178,8 +177,7 @@ def _quick_key(
             specific = True
         else:
             key.append(id(cls))
-            # Not `cls.__module__`: a metaclass property could run (and raise) there.
-            specific = specific or _TYPE_MODULE.__get__(cls) != "builtins"
+            specific = specific or type_module(cls) != "builtins"
     key.sort()
     if not specific:
         key.append(-1 - component)  # builtins only: the shape needs the full signature
@@ -212,10 +210,16 @@ def _analyze_graph(
 ) -> Report:
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
+    walk = AutogradWalk() if "torch" in sys.modules else None
     for index in graph.heavy_candidates:
         described = resolver.describe(nodes[index])
         if described is not None:
+            if walk is not None and described.kind == "torch.Tensor":
+                walk.visit(index, nodes[index])
             facts[index] = described
+    if walk is not None:
+        facts = walk.finish(facts, nodes[: graph.garbage_count])
+    facts = merge_shared_memory(facts)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
@@ -226,7 +230,8 @@ def _analyze_graph(
 
     storage_users: dict[object, int] = defaultdict(int)
     for fact in facts.values():
-        storage_users[fact.storage] += 1
+        for held in fact.held():
+            storage_users[held.storage] += 1
     heavy_mask = bytearray(len(graph))
     for index in facts:
         heavy_mask[index] = 1
@@ -253,8 +258,8 @@ def _analyze_graph(
         group.occurrences += 1
         group.heavy_count += len(retained)
         for node in retained:
-            fact = facts[node]
-            group.storages[fact.storage] = (fact.nbytes, fact.device)
+            for fact in facts[node].held():
+                group.storages[fact.storage] = (fact.nbytes, fact.device)
     heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
 
     # The costly per-cycle work (views, structures, patterns) only for what is reported.
@@ -382,8 +387,7 @@ def _storage_bytes(
     by_device: dict[str, int] = defaultdict(int)
     shared = 0
     seen: set[object] = set()
-    for node in heavy:
-        fact = facts[node]
+    for fact in (held for node in heavy for held in facts[node].held()):
         if fact.storage in seen:
             continue
         seen.add(fact.storage)
@@ -482,7 +486,7 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
         words = heavy_group_words(first_fact.kind, descriptions, nbytes)
         holder_obj = view.obj(holder)
         if holder not in facts and type(holder_obj) in (list, tuple, dict, set):
-            phrases.append(f"{exits[key]} holds a {type(holder_obj).__name__} of {words}")
+            phrases.append(f"{exits[key]} holds a {type_short_name(type(holder_obj))} of {words}")
         else:
             phrases.append(f"{exits[key]} holds {words}")
     if len(groups) > 3:
@@ -573,7 +577,7 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
             phrases.append(
-                f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object"
+                f"the attribute `{edge.name.name}` of a `{type_qualname(type(source))}` object"
             )
         elif kind == ek.LOCAL:
             phrases.append(
@@ -582,9 +586,9 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
                 + f"` of {label(view, edge.source)}"
             )
         elif kind == ek.KEY:
-            phrases.append(f"the entry `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"the entry `{edge.name.name}` of a `{type_short_name(type(source))}`")
         elif kind == ek.INDEX:
-            phrases.append(f"item `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"item `{edge.name.name}` of a `{type_short_name(type(source))}`")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
     # A tree's cut is every child's `.parent`: say it once, with the count.

@@ -7,9 +7,11 @@ on a torch-sized heap), and garbage that existed before is never blamed on the
 block. When objects are already frozen we cannot unfreeze only our own, so we
 pay one collection at ``begin`` instead.
 
-While the block runs, ``DEBUG_SAVEALL`` is OR-ed into the user's flags, so an
-automatic collection inside the block saves (rather than frees) what it finds
-and the closing collection still sees every cycle the block created.
+While the block runs, :data:`whyalive.gcstate.OWNER` keeps ``DEBUG_SAVEALL``
+on, so an automatic collection inside the block saves (rather than frees) what
+it finds, and the owner takes exactly what each collection found unreachable out
+of ``gc.garbage``; the closing collection then hands this block every cycle it
+created. Nothing else in ``gc.garbage`` is ever taken or released.
 """
 
 from __future__ import annotations
@@ -19,25 +21,18 @@ import sys
 from dataclasses import dataclass, field
 
 from whyalive import graphcore
-from whyalive.gcstate import GcSettings, user_saves_all
+from whyalive.gcstate import OWNER, Lease
 
-# The user's settings under each active watch, outermost first. A nested watch
-# (``check_leaks`` inside a test the pytest plugin watches) sees the outer watch's
-# DEBUG_SAVEALL in gc.get_debug(); this stack tells it the flag is not the user's.
-_ACTIVE: list[GcSettings] = []
-
-
-def watch_opened(settings: GcSettings) -> None:
-    """Note that a watch saw the user's ``settings``; nested watches read the outermost."""
-    _ACTIVE.append(settings)
-
-
-def watch_closed(settings: GcSettings) -> None:
-    """Forget the watch opened with ``settings`` (by identity, innermost first)."""
-    for index in range(len(_ACTIVE) - 1, -1, -1):
-        if _ACTIVE[index] is settings:
-            del _ACTIVE[index]
-            return
+OVERLAP_NOTE = (
+    "Another whyalive check (or the pytest plugin) ran at the same time as this one without "
+    "being nested inside it (another thread or task, or one that ended later): cyclic garbage "
+    "found while both ran is reported by whichever ended first, so it may belong to the other."
+)
+FREEZE_NOTE = (
+    "gc.freeze() or gc.unfreeze() was called inside the block: cyclic garbage that was frozen "
+    "is never examined (and never freed by the collector), so leaks made before the freeze "
+    "are not reported. whyalive left the user's freeze in place."
+)
 
 
 @dataclass
@@ -51,6 +46,8 @@ class CapturedGarbage:
 
     objects: list[object] = field(default_factory=list)
     user_keeps: bool = False
+    overlapped: bool = False
+    freeze_changed: bool = False
 
     def release(self) -> None:
         """Drop every strong reference and let the collector free the garbage now."""
@@ -72,38 +69,22 @@ class CapturedGarbage:
         objects.clear()
         del objects
         if not sys.is_finalizing():
-            # DESIGN §3.2: free with DEBUG_SAVEALL off, or an enclosing watch saves it again.
-            debug = gc.get_debug()
-            gc.set_debug(debug & ~gc.DEBUG_SAVEALL)
-            try:
+            # Free with DEBUG_SAVEALL off, or an enclosing watch saves it again.
+            with OWNER.freeing():
                 gc.collect()
-            finally:
-                gc.set_debug(debug)
-
-
-def take_saved_garbage(start: int) -> list[object]:
-    """Remove and return what collections appended to ``gc.garbage`` after index ``start``.
-
-    Entries before ``start`` are the user's (or legacy uncollectables) and stay. If the
-    user shortened the list meanwhile, whatever is left past the old end is ours.
-    """
-    return graphcore.take_tail(gc.garbage, start)
 
 
 class GarbageWatch:
     """Bracket a block of code and capture the cyclic garbage it created."""
 
     def __init__(self) -> None:
-        self._settings: GcSettings | None = None
-        self._froze = False
-        self._nested = False
-        self._user_keeps = False
-        self._start = 0
+        self._lease: Lease | None = None
+        self._holds_freeze = False
 
     @property
     def active(self) -> bool:
         """True between :meth:`begin` and :meth:`end`."""
-        return self._settings is not None
+        return self._lease is not None
 
     @property
     def used_freeze(self) -> bool:
@@ -112,42 +93,35 @@ class GarbageWatch:
         Inside another whyalive watch (a test the pytest plugin checks) the frozen
         objects are whyalive's baseline, not the user's, so this is True as well.
         """
-        return self._froze or self._nested
+        return self._holds_freeze
 
     def begin(self) -> None:
         """Start watching: later garbage is saved, earlier garbage is left alone."""
-        if self._settings is not None:
+        if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
-        settings = GcSettings.current()
-        self._froze = gc.get_freeze_count() == 0
-        self._nested = bool(_ACTIVE)
-        if self._froze:
-            gc.freeze()
-        else:
+        self._holds_freeze, froze = OWNER.hold_freeze()
+        if not froze:
+            # Joining a frozen baseline (or the user's freeze) leaves what came since
+            # in view: collect it now, so it is never blamed on this block.
             gc.collect()
-        self._settings = settings
-        self._user_keeps = user_saves_all(_ACTIVE[0] if _ACTIVE else settings)
-        watch_opened(settings)
-        self._start = len(gc.garbage)
-        gc.set_debug(settings.debug | gc.DEBUG_SAVEALL)
+        self._lease = OWNER.open_lease()
 
     def end(self) -> CapturedGarbage:
         """Collect, take what the block left as garbage, and restore the user's settings."""
-        settings = self._settings
-        if settings is None:
+        lease = self._lease
+        if lease is None:
             raise RuntimeError("GarbageWatch.end() called before begin()")
-        self._settings = None
-        try:
-            if sys.is_finalizing():
-                return CapturedGarbage()
-            gc.collect()
-            return CapturedGarbage(take_saved_garbage(self._start), user_keeps=self._user_keeps)
-        finally:
-            gc.set_debug(settings.debug)
-            watch_closed(settings)
+        self._lease = None
+        objects = OWNER.close_lease(lease)
+        return CapturedGarbage(
+            objects,
+            user_keeps=lease.user_keeps,
+            overlapped=lease.overlapped,
+            freeze_changed=lease.freeze_changed,
+        )
 
     def finish(self) -> None:
         """Give back the frozen baseline; call after the captured garbage is released."""
-        if self._froze:
-            self._froze = False
-            gc.unfreeze()
+        if self._holds_freeze:
+            self._holds_freeze = False
+            OWNER.drop_freeze()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
 import os
 import sys
+import types
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -14,8 +16,9 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions, analyze
-from whyalive.capture import GarbageWatch
+from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
+from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.report import Report
 
 if TYPE_CHECKING:
@@ -55,11 +58,13 @@ _FROZEN_NOTE = (
 
 
 def _callable_location(fn: Callable[..., object]) -> tuple[str, int, str]:
-    code = getattr(fn, "__code__", None)
-    name = getattr(fn, "__qualname__", type(fn).__qualname__)
-    if code is None:
-        return "<unknown>", 0, str(name)
-    return code.co_filename, code.co_firstlineno, str(name)
+    code = read_attribute(fn, "__code__")
+    name = read_attribute(fn, "__qualname__")
+    if type(name) is not str:
+        name = type_qualname(type(fn))
+    if type(code) is not types.CodeType:
+        return "<unknown>", 0, name
+    return code.co_filename, code.co_firstlineno, name
 
 
 class check_leaks:  # lower case: used like a function, `with check_leaks():`
@@ -169,6 +174,21 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self._watch = None
         if watch is None:
             return
+        try:
+            self._finish(watch)
+        except Exception as error:
+            if exc is None:
+                raise
+            # The user's exception wins; whyalive's own failure rides along as a note.
+            if sys.version_info >= (3, 11):
+                note = f"whyalive could not check this block ({type_short_name(type(error))})"
+                with contextlib.suppress(Exception):
+                    BaseException.add_note(exc, note)
+        if exc_type is None and self.report is not None and self.report.found:
+            self._act(self.report)
+
+    def _finish(self, watch: GarbageWatch) -> None:
+        """Capture, analyse and release; the report (and summary) end up on ``self``."""
         recorder, self._recorder = self._recorder, None
         if recorder is not None:
             recorder.stop()
@@ -182,6 +202,10 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 notes.append("Automatic garbage collection was disabled during the check.")
             if not watch.used_freeze:
                 notes.append(_FROZEN_NOTE)
+            if captured.freeze_changed:
+                notes.append(FREEZE_NOTE)
+            if captured.overlapped:
+                notes.append(OVERLAP_NOTE)
             options = AnalysisOptions(
                 min_bytes=self.min_bytes,
                 all_cycles=self.all_cycles,
@@ -207,8 +231,6 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             from whyalive.distributed import gather_summary
 
             self.summary = gather_summary(self.report)
-        if exc_type is None and self.report.found:
-            self._act(self.report)
 
     def _act(self, report: Report) -> None:
         if self.on_leak == "ignore":

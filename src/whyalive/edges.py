@@ -16,6 +16,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from whyalive.guarded import type_module, type_qualname, type_short_name
+
 # Edge kinds: a small closed vocabulary that patterns and cut ranking read.
 CLOSURE = "closure"  # function -> cell, through __closure__[i] (the tuple collapsed)
 CELL = "cell"  # cell -> its contents: a closure variable
@@ -57,18 +59,13 @@ class NodeName:
     location: str | None
 
 
-_TYPE_MODULE = type.__dict__["__module__"]
-_TYPE_QUALNAME = type.__dict__["__qualname__"]
-
-
 def type_name(obj: object) -> str:
     """``module.Qualname`` of the object's type, builtins without a module."""
     cls = type(obj)
-    # type's own descriptors: a metaclass property named __module__ must not run.
-    module = _TYPE_MODULE.__get__(cls)
-    qualname = _TYPE_QUALNAME.__get__(cls)
-    if module in ("builtins", None):
-        return str(qualname)
+    module = type_module(cls)
+    qualname = type_qualname(cls)
+    if module is None or module == "builtins":
+        return qualname
     return f"{module}.{qualname}"
 
 
@@ -133,7 +130,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
             line = obj.f_lineno
             where = f"{os.path.basename(code.co_filename)}:{line}"
             return NodeName(tname, f"frame of {_qualname(code)}", where)
-        kind = "function" if cls is types.FunctionType else cls.__name__
+        kind = "function" if cls is types.FunctionType else type_short_name(cls)
         return NodeName(tname, f"{kind} {_qualname(code, obj)}", code_location(code))
     if cls is types.MethodType:
         func = obj.__func__
@@ -148,17 +145,17 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
         where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"
         return NodeName(tname, f"traceback in {_qualname(frame.f_code)}", where)
     if issubclass(cls, type):
-        return NodeName(tname, f"class {obj.__qualname__}", None)
+        return NodeName(tname, f"class {type_qualname(obj)}", None)
     if issubclass(cls, BaseException):
-        return NodeName(tname, f"{cls.__qualname__} exception{suffix}", None)
+        return NodeName(tname, f"{type_qualname(cls)} exception{suffix}", None)
     if cls in (list, dict, tuple, set, frozenset):
         try:
             size = len(obj)
         except Exception:
             size = -1
         count = f" of {size}" if size >= 0 else ""
-        return NodeName(tname, f"{cls.__name__}{suffix}{count}".strip(), None)
-    return NodeName(tname, f"{cls.__qualname__} object{suffix}", None)
+        return NodeName(tname, f"{type_short_name(cls)}{suffix}{count}".strip(), None)
+    return NodeName(tname, f"{type_qualname(cls)} object{suffix}", None)
 
 
 def variable_name(edge: EdgeName) -> str | None:

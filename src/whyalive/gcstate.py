@@ -1,46 +1,280 @@
-"""Snapshot and exact restore of the garbage collector's settings (DESIGN §3.1)."""
+"""The one process-wide owner of what whyalive changes in the garbage collector."""
 
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from whyalive import graphcore
 
-@dataclass(frozen=True)
-class GcSettings:
-    """What whyalive may change and must put back."""
+_SAVEALL = gc.DEBUG_SAVEALL
 
-    debug: int
-    enabled: bool
-    threshold: tuple[int, ...]
 
-    @classmethod
-    def current(cls) -> GcSettings:
-        """Read the collector's settings now."""
-        return cls(gc.get_debug(), gc.isenabled(), gc.get_threshold())
+@dataclass(eq=False)
+class Lease:
+    """One whyalive user that needs ``DEBUG_SAVEALL``: a check, a pytest bracket, a run.
 
-    def restore(self) -> None:
-        """Put the collector back to these settings."""
-        gc.set_debug(self.debug)
-        gc.set_threshold(*self.threshold)
-        if self.enabled:
-            gc.enable()
+    ``overlapped`` turns True when another lease ran at the same time without
+    being nested inside this one (another thread or asyncio task, or one that
+    outlived it), so garbage found while both ran may be reported by the other.
+    """
+
+    serial: int
+    thread: int
+    task: object | None
+    began: int
+    freeze_count: int
+    user_keeps: bool
+    saveall_before: int
+    overlapped: bool = False
+    freeze_changed: bool = False
+
+
+class GcOwner:
+    """The process's one owner of what whyalive changes in the collector.
+
+    Checks, the pytest plugin and the monitor may start and stop in any order
+    (threads, asyncio tasks, generators). The owner counts who needs what:
+    ``DEBUG_SAVEALL`` is on while any :class:`Lease` is open and the user's own
+    bit comes back when the last one closes; the heap stays frozen while any
+    freeze hold is open. Its gc callback moves out of ``gc.garbage`` exactly the
+    objects each saving collection found unreachable, and nothing else: what the
+    user (or a ``__del__``) put there stays theirs, untouched.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._leases: list[Lease] = []
+        self._serial = 0
+        self._user_debug = gc.get_debug()
+        # (collection number, objects) per saving collection, oldest first.
+        self._saved: list[tuple[int, list[object]]] = []
+        self._collections = 0
+        self._garbage_start = -1
+        self._freeze_holds = 0
+        self._probes: tuple[list[object], list[object]] | None = None
+        self._collection_holds = 0
+        # Bound now: the callback may run during interpreter shutdown.
+        self._garbage = gc.garbage
+        self._get_debug = gc.get_debug
+
+    @property
+    def saving(self) -> bool:
+        """True while some lease keeps ``DEBUG_SAVEALL`` on."""
+        return bool(self._leases)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        # Inside the collector: no collection, import or analysis here.
+        garbage = self._garbage
+        if phase == "start":
+            # Held until "stop": finalizers run Python code, so another thread could
+            # otherwise flip DEBUG_SAVEALL between what this callback reads and what
+            # the collector does (garbage saved but never taken, or taken but free).
+            self._lock.acquire()
+            self._collection_holds += 1
+            self._collections += 1
+            self._garbage_start = len(garbage) if self._get_debug() & _SAVEALL else -1
+            return
+        if not self._collection_holds:
+            return  # installed during this very collection (by a finalizer)
+        try:
+            self._take_saved(garbage, info)
+        finally:
+            self._collection_holds -= 1
+            self._lock.release()
+
+    def _take_saved(self, garbage: list[object], info: dict[str, int]) -> None:
+        start, self._garbage_start = self._garbage_start, -1
+        if start < 0:
+            return
+        # Finalizers and weakref callbacks (which may append the user's live objects)
+        # run before the collector saves; legacy uncollectables are appended after.
+        end = len(garbage) - info["uncollectable"]
+        first = max(start, end - info["collected"])
+        if end <= first:
+            return
+        if end == len(garbage):
+            objects = graphcore.take_tail(garbage, first)
         else:
-            gc.disable()
+            objects = garbage[first:end]
+            del garbage[first:end]
+        self._saved.append((self._collections, objects))
+
+    def open_lease(self) -> Lease:
+        """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on."""
+        with self._lock:
+            if not self._leases:
+                self._user_debug = gc.get_debug()
+                # First, so gc.garbage is read before any other callback can change it.
+                gc.callbacks.insert(0, self._on_gc)
+            debug = gc.get_debug()
+            gc.set_debug(debug | _SAVEALL)
+            self._serial += 1
+            lease = Lease(
+                serial=self._serial,
+                thread=threading.get_ident(),
+                task=_current_task(),
+                began=self._collections,
+                # Only read without a whyalive freeze (the probes tell then).
+                freeze_count=gc.get_freeze_count() if self._probes is None else 0,
+                user_keeps=bool(self._user_debug & _SAVEALL),
+                saveall_before=debug & _SAVEALL,
+            )
+            self._leases.append(lease)
+            return lease
+
+    def collect(self, lease: Lease, generation: int = 2) -> list[object]:
+        """Run a saving collection and take what was saved since ``lease`` began or last took."""
+        # The block may have reset the flags (gc.set_debug(0)); capture regardless.
+        gc.set_debug(gc.get_debug() | _SAVEALL)
+        gc.collect(generation)
+        return self._claim(lease)
+
+    def _claim(self, lease: Lease) -> list[object]:
+        with self._lock:
+            saved = self._saved
+            self._saved = []
+            began, lease.began = lease.began, self._collections
+            objects: list[object] = []
+            for number, batch in saved:
+                if number > began:
+                    if objects:
+                        objects.extend(batch)
+                    else:
+                        objects = batch
+                else:
+                    self._saved.append((number, batch))
+            saved.clear()
+            if self._probes is not None:
+                lease.freeze_changed = lease.freeze_changed or self._freeze_changed()
+            elif gc.get_freeze_count() > lease.freeze_count:
+                # Frozen objects that die shrink the count; only gc.freeze() grows it
+                # (a freeze of fewer objects than died meanwhile goes unseen).
+                lease.freeze_changed = True
+            return objects
+
+    def close_lease(self, lease: Lease, generation: int = 2) -> list[object]:
+        """The lease's closing collection; restores the user's flags when it is the last."""
+        if sys.is_finalizing():
+            objects: list[object] = []
+        else:
+            objects = self.collect(lease, generation)
+        with self._lock:
+            self._leases.remove(lease)
+            for other in self._leases:
+                # Nested: opened earlier in this thread, and either in this task or
+                # outside any task (it then encloses the whole event loop).
+                nested = (
+                    other.serial < lease.serial
+                    and other.thread == lease.thread
+                    and other.task in (None, lease.task)
+                )
+                if not nested:
+                    other.overlapped = lease.overlapped = True
+            if self._leases:
+                if not lease.overlapped:
+                    # Nested: the enclosing user gets the bit it had (it may have turned
+                    # SAVEALL off itself; the pytest plugin turns it back on).
+                    gc.set_debug(gc.get_debug() & ~_SAVEALL | lease.saveall_before)
+                return objects
+            user_bit = self._user_debug & _SAVEALL
+            gc.set_debug(gc.get_debug() & ~_SAVEALL | user_bit)
+            gc.callbacks.remove(self._on_gc)
+            while self._collection_holds:  # closed by a finalizer: "stop" will not come
+                self._collection_holds -= 1
+                self._lock.release()
+            # Saved between the closing collection and now (an automatic collection
+            # inside an allocation on 3.10/3.11): nobody else will take it.
+            for _, batch in self._saved:
+                objects.extend(batch)
+            self._saved = []
+            return objects
+
+    @contextmanager
+    def freeing(self) -> Iterator[None]:
+        """``DEBUG_SAVEALL`` off for one collection that frees what whyalive released.
+
+        Under the owner's lock, so no other thread opens or closes a lease meanwhile;
+        the bit comes back as it was (the user may have turned it off inside a
+        check), unless a finalizer opened a lease during the collection.
+        """
+        with self._lock:
+            before = gc.get_debug() & _SAVEALL
+            serial = self._serial
+            gc.set_debug(gc.get_debug() & ~_SAVEALL)
+            try:
+                yield
+            finally:
+                opened = self._serial != serial and self._leases
+                gc.set_debug(gc.get_debug() & ~_SAVEALL | (_SAVEALL if opened else before))
+
+    def hold_freeze(self) -> tuple[bool, bool]:
+        """Freeze the heap for a cheap baseline: (whyalive holds a freeze, this call froze).
+
+        Nothing is held when the user froze objects themselves: whyalive cannot
+        unfreeze only its own.
+        """
+        with self._lock:
+            if self._freeze_holds == 0:
+                if gc.get_freeze_count() != 0:
+                    return False, False
+                # Probes tell later whether someone else froze or unfroze (see
+                # _freeze_changed); the freeze count cannot: on 3.11 reading it walks
+                # the whole frozen heap, and frozen objects that die shrink it.
+                frozen_probe = [object()]
+                gc.freeze()
+                self._probes = (frozen_probe, [object()])
+                self._freeze_holds = 1
+                return True, True
+            self._freeze_holds += 1
+            return True, False
+
+    def _freeze_changed(self) -> bool:
+        """Whether someone else froze (or unfroze) the heap since whyalive froze it.
+
+        Each probe's content has one referrer, the probe, which gc.get_referrers
+        finds only while the probe is not frozen: the one made before whyalive's
+        freeze is found again after an unfreeze, the one made after it is lost
+        after another freeze. One scan, of what is not frozen.
+        """
+        if self._probes is None:
+            return False
+        frozen_probe, live_probe = self._probes
+        found = gc.get_referrers(frozen_probe[0], live_probe[0])
+        return not (len(found) == 1 and found[0] is live_probe)
+
+    def drop_freeze(self) -> None:
+        """Give back one freeze hold; the last one unfreezes, unless the user froze since.
+
+        ``gc.freeze()`` by the user moved everything then alive, whyalive's baseline
+        included, into the permanent generation: unfreezing would undo their freeze.
+        """
+        with self._lock:
+            self._freeze_holds -= 1
+            if self._freeze_holds == 0:
+                if not self._freeze_changed():
+                    gc.unfreeze()
+                self._probes = None
+                if self._leases:
+                    count = gc.get_freeze_count()
+                    for lease in self._leases:
+                        lease.freeze_count = count
 
 
-@contextmanager
-def saved_gc_state() -> Iterator[GcSettings]:
-    """Restore debug flags, enabled state and thresholds on exit, whatever happens inside."""
-    settings = GcSettings.current()
+def _current_task() -> object | None:
+    """The running asyncio task, if the user's program uses asyncio (never imported here)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
     try:
-        yield settings
-    finally:
-        settings.restore()
+        task: object | None = asyncio.current_task()
+    except RuntimeError:  # no running event loop in this thread
+        return None
+    return task
 
 
-def user_saves_all(settings: GcSettings) -> bool:
-    """True when the user asked for ``DEBUG_SAVEALL`` themselves, so garbage is theirs to keep."""
-    return bool(settings.debug & gc.DEBUG_SAVEALL)
+OWNER = GcOwner()

@@ -36,6 +36,7 @@ from typing import Any
 
 from whyalive.analysis import AnalysisOptions, analyze
 from whyalive.errors import UsageError
+from whyalive.gcstate import OWNER
 from whyalive.monitor_view import (
     SignatureSeen,
     Timeline,
@@ -374,12 +375,10 @@ class GcMonitor:
         """Install the callback (once); returns ``self``."""
         if self.active:
             raise UsageError("this GcMonitor is already started")
-        self._froze = self.freeze and gc.get_freeze_count() == 0
-        if self._froze:
-            # The heap before the run leaves the collector's view: full collections (the
-            # user's and the ones that free old saved garbage) then cost what the run made.
-            gc.freeze()
-        else:
+        # The heap before the run leaves the collector's view: full collections (the
+        # user's and the ones that free old saved garbage) then cost what the run made.
+        self._froze = self.freeze and OWNER.hold_freeze()[0]
+        if not self._froze:
             self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
         self._started_at = self._clock()
         self._off = False
@@ -416,7 +415,7 @@ class GcMonitor:
             _ACTIVE.discard(self)
             if self._froze:
                 self._froze = False
-                gc.unfreeze()
+                OWNER.drop_freeze()
         try:
             self._log.finish(self.stats, self._steps_words())
         except Exception:
@@ -531,9 +530,11 @@ class GcMonitor:
             self._armed = None
             self._set_debug(armed)
             garbage = self._garbage
-            start = min(self._armed_start, len(garbage))
-            # Legacy uncollectables come last; they would be in gc.garbage anyway.
-            end = max(start, len(garbage) - info["uncollectable"])
+            # Legacy uncollectables come last; they would be in gc.garbage anyway. What
+            # finalizers appended (the user's live objects, maybe) comes before the saved.
+            end = len(garbage) - info["uncollectable"]
+            start = min(max(self._armed_start, end - info["collected"]), len(garbage))
+            end = max(start, end)
             self._signal = end > start
             if end > start:
                 # What a freeing collection found waits for the next automatic one.
@@ -622,13 +623,11 @@ class GcMonitor:
     def _release(self, generation: int, *, scheduled: bool = False) -> int:
         """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
         began = self._clock()
-        debug = self._get_debug()
         self._quiet = True
         try:
-            self._set_debug(debug & ~_SAVEALL)
-            return gc.collect(generation)
+            with OWNER.freeing():
+                return gc.collect(generation)
         finally:
-            self._set_debug(debug)
             self._quiet = False
             if generation == 2 and not scheduled:
                 self._full_cost = self._clock() - began

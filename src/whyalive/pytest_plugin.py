@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from whyalive.gcstate import GcSettings
+    from whyalive.gcstate import Lease
     from whyalive.report import Report
 
 HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
@@ -69,21 +69,15 @@ class TestWatch:
     label: str = "setup"
     leaks: list[Leak] = field(default_factory=list)
     reported: int = 0
-    _user: GcSettings | None = None
-    _start: int = 0
-    _froze: bool = False
+    _lease: Lease | None = None
+    _holds_freeze: bool = False
 
     def begin(self) -> None:
         """Open the bracket: earlier young garbage is freed as usual, later garbage is saved."""
-        from whyalive import capture
-        from whyalive.gcstate import GcSettings
+        from whyalive.gcstate import OWNER
 
-        user = GcSettings.current()
         gc.collect(1)
-        self._user = user
-        capture.watch_opened(user)
-        self._start = len(gc.garbage)
-        gc.set_debug(user.debug | gc.DEBUG_SAVEALL)
+        self._lease = OWNER.open_lease()
 
     def checkpoint(self, next_label: str | None) -> None:
         """Take the segment's garbage, blame it on ``label``, and go on as ``next_label``.
@@ -94,46 +88,41 @@ class TestWatch:
         with a young-generation collection instead (fixture cycles are young).
         """
         from whyalive.analysis import AnalysisOptions, analyze
-        from whyalive.capture import CapturedGarbage, take_saved_garbage
-        from whyalive.gcstate import user_saves_all
+        from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
+        from whyalive.gcstate import OWNER
 
-        user = self._user
-        if user is None:
+        lease = self._lease
+        if lease is None:
             return
-        gc.collect(2 if self._froze else 1)
-        captured = CapturedGarbage(take_saved_garbage(self._start), user_keeps=user_saves_all(user))
+        generation = 2 if self._holds_freeze else 1
+        if next_label is None:
+            self._lease = None
+            objects = OWNER.close_lease(lease, generation)
+        else:
+            objects = OWNER.collect(lease, generation)
+        captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
         try:
             if captured.objects:
+                notes = (OVERLAP_NOTE,) if lease.overlapped else ()
                 options = AnalysisOptions(
                     min_bytes=self.options.min_bytes,
                     allow=self.options.allow,
                     where=f"{self.where} ({self.label})",
+                    notes=notes,
                 )
                 report = analyze(captured.objects, options)
                 if report.found:
                     self.leaks.append(Leak(self.label, report))
         finally:
             captured.release()
-        if self._froze:
-            self._froze = False
-            gc.unfreeze()
+        if self._holds_freeze:
+            self._holds_freeze = False
+            OWNER.drop_freeze()
         if next_label is None:
-            self._close(user)
             return
         self.label = next_label
-        if next_label == "call" and gc.get_freeze_count() == 0:
-            self._froze = True
-            gc.freeze()
-        # A test may reset the debug flags (gc.set_debug(0)); watching goes on regardless.
-        gc.set_debug(gc.get_debug() | gc.DEBUG_SAVEALL)
-        self._start = len(gc.garbage)
-
-    def _close(self, user: GcSettings) -> None:
-        from whyalive import capture
-
-        self._user = None
-        gc.set_debug(gc.get_debug() & ~gc.DEBUG_SAVEALL | (user.debug & gc.DEBUG_SAVEALL))
-        capture.watch_closed(user)
+        if next_label == "call":
+            self._holds_freeze = OWNER.hold_freeze()[0]
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""

@@ -214,6 +214,9 @@ class Report:
                 f"unsupported report schema_version {version!r} (this whyalive reads "
                 f"{SCHEMA_VERSION})"
             )
+        from whyalive.report_schema import validate_report
+
+        validate_report(data)
         try:
             return _from_plain(cls, data)
         except (KeyError, TypeError, ValueError) as error:

@@ -4,10 +4,13 @@ Runs a program the way ``python -m cProfile`` does: ``sys.argv`` is the
 program's own, it runs as ``__main__`` and its directory is ``sys.path[0]``.
 Then it reports the cycles holding heavy objects that the program created.
 
-Exit codes (see :mod:`whyalive.errors`): 0 clean, 1 leaks found (or the program
-raised: its traceback is printed after the report), 2 usage error (missing
-script or module, syntax error in it, unknown option). A program that calls
-``sys.exit(n)`` without leaking exits ``n``.
+Exit codes (see :mod:`whyalive.errors`): 0 clean, 1 leaks found or the program
+failed (it raised, and its traceback is printed after the report; or it called
+``sys.exit`` with a non-zero status or a message, and a line says which), 2 usage
+error (missing script or module, syntax error in it, unknown option). The
+program's own status never passes through as is: 2 and 3 mean whyalive's own
+errors. ``os._exit(n)`` ends the process at once, so no report is made and the
+status is ``n``.
 """
 
 from __future__ import annotations
@@ -215,9 +218,12 @@ def run(args: argparse.Namespace) -> int:
             tb = tb.tb_next
         traceback.print_exception(type(error), error, tb, file=sys.stderr)
         return EXIT_FOUND
+    if code not in (None, EXIT_OK):
+        sys.stderr.write(f"whyalive: the program exited with status {code}; whyalive exits 1\n")
+        return EXIT_FOUND
     if found:
         return EXIT_FOUND
-    return code if code is not None else EXIT_OK
+    return EXIT_OK
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -11,6 +11,7 @@ from collections import deque
 
 from whyalive import edges as ek
 from whyalive.edges import name_node
+from whyalive.guarded import type_qualname
 from whyalive.paths import CycleView, NamedEdge
 
 
@@ -52,7 +53,7 @@ def qualname_of(obj: object) -> str:
     if type(obj) is types.FunctionType:
         # A plain function's __qualname__ is a C-level slot: no user code runs.
         return str(obj.__qualname__)
-    return type(obj).__qualname__
+    return type_qualname(type(obj))
 
 
 def enclosing_function(qualname: str) -> str:

@@ -19,6 +19,7 @@ from whyalive.diagnose.naming import cell_variable as cell_variable  # re-export
 from whyalive.diagnose.naming import enclosing_function as enclosing_function
 from whyalive.diagnose.naming import label as label
 from whyalive.diagnose.naming import qualname_of as qualname_of
+from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.structure import BACK_NAMES, Link, Structure
 from whyalive.words import kind_count_words, members_words
@@ -133,8 +134,7 @@ class RecursiveClosurePattern:
 
 def _is_instance_node(obj: object) -> bool:
     cls = type(obj)
-    module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
-    return module != "builtins" and not issubclass(cls, (type, BaseException))
+    return type_module(cls) != "builtins" and not issubclass(cls, (type, BaseException))
 
 
 class BoundMethodOnSelfPattern:
@@ -165,7 +165,7 @@ class BoundMethodOnSelfPattern:
     def _bound(
         self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
     ) -> PatternMatch:
-        cls = type(view.obj(owner)).__qualname__
+        cls = type_qualname(type(view.obj(owner)))
         func = qualname_of(view.obj(method))
         where = path_words(view, steps)
         attr = where.lstrip(".") if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE else None
@@ -192,7 +192,7 @@ class BoundMethodOnSelfPattern:
         steps: list[NamedEdge],
         closure: NamedEdge,
     ) -> PatternMatch:
-        cls = type(view.obj(owner)).__qualname__
+        cls = type_qualname(type(view.obj(owner)))
         variable = closure.name.name.split(" ", 1)[1]
         where = path_words(view, steps)
         summary = (
@@ -232,7 +232,7 @@ class ExceptionTracebackPattern:
             if e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
         ]
         frame_words = ", ".join(label(view, f) for f in frames[:3])
-        exc_name = type(view.obj(exc)).__qualname__
+        exc_name = type_qualname(type(view.obj(exc)))
         if holders:
             holder = holders[0]
             held_by = f"{label(view, holder.source)} holds it again in `{holder.name.name}`"
@@ -288,7 +288,7 @@ class GeneratorFramePattern:
         held = [e for e in into if e.name.kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX)]
         locals_in = [e for e in loop if e.name.kind == ek.LOCAL]
         cut = held[:1] or [e for e in into if e.name.kind == ek.LOCAL][:1] or into[:1]
-        kind = type(view.obj(gen)).__name__
+        kind = type_short_name(type(view.obj(gen)))
         summary = f"{label(view, gen)} is held by its own frame"
         if loop:
             summary += f" through `{path_words(view, loop)}`"
@@ -342,7 +342,7 @@ class AutogradNodePattern:
         out = [e for e in view.edges_from(node) if e.name.kind != ek.INTERNAL] or view.edges_from(
             node
         )
-        summary = f"autograd node `{type(view.obj(node)).__qualname__}` is part of the cycle"
+        summary = f"autograd node `{type_qualname(type(view.obj(node)))}` is part of the cycle"
         if out:
             summary += f": `{out[0].name.name}` attached to it refers back into the cycle"
         explanation = (
@@ -440,8 +440,8 @@ class ParentChildPattern:
                 e for e in attr_edges if e.target in instance_set and e.source in instance_set
             ]
             back = direct[-1] if direct else attr_edges[-1]
-        child = type(view.obj(back.source)).__qualname__
-        parent = type(view.obj(back.target)).__qualname__
+        child = type_qualname(type(view.obj(back.source)))
+        parent = type_qualname(type(view.obj(back.target)))
         attr = back.name.name.lstrip(".")
         summary = (
             f"a `{parent}` object and a `{child}` object refer to each other "
@@ -478,7 +478,7 @@ class SelfContainingContainerPattern:
             node = view.shown[0]
             edge = view.edges[0] if view.edges else None
             where = edge.name.name if edge else "an item"
-            summary = f"a `{type(view.obj(node)).__name__}` contains itself at `{where}`"
+            summary = f"a `{type_short_name(type(view.obj(node)))}` contains itself at `{where}`"
             cut = [edge] if edge else []
         else:
             order = {n: i for i, n in enumerate(view.shown)}
@@ -487,8 +487,8 @@ class SelfContainingContainerPattern:
             forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
             lead = forward[0].name.name if forward else "its items"
             summary = (
-                f"a `{type(view.obj(root)).__name__}` holds, at `{lead}`, containers that refer "
-                f"back to it"
+                f"a `{type_short_name(type(view.obj(root)))}` holds, at `{lead}`, "
+                "containers that refer back to it"
             )
             cut = forward[:1] or back[:1]
         explanation = (

@@ -9,7 +9,7 @@ New kinds plug in with :func:`register_kind`.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 
@@ -32,6 +32,14 @@ class HeavyFacts:
     storage: Hashable
     owner: object | None = None
     storage_users: int = 0
+    memory: tuple[int, int] | None = None
+    """The address range ``[start, end)`` of that memory on ``device``, when known."""
+    through_autograd: tuple[HeavyFacts, ...] = ()
+    """Tensors that only the object's autograd graph (C++, invisible to the GC) holds."""
+
+    def held(self) -> tuple[HeavyFacts, ...]:
+        """This object's facts, then those of what its autograd graph holds."""
+        return (self, *self.through_autograd)
 
 
 @runtime_checkable
@@ -100,6 +108,57 @@ class KindResolver(dict[type, "HeavyKind | None"]):
             return kind.describe(obj)
         except Exception:  # a hostile or half-dead object is simply not described
             return None
+
+
+def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
+    """One storage per memory range, across kinds: bytes are counted once per range.
+
+    A tensor and its ``.numpy()`` view, or an array over a ``bytearray``, are
+    different kinds with different storage keys but the same memory. Overlapping
+    address ranges on one device merge into one storage spanning their union.
+    """
+    spans = sorted(
+        {
+            (held.device, held.memory[0], held.memory[1], held.storage)
+            for fact in facts.values()
+            for held in fact.held()
+            if held.memory is not None and held.memory[1] > held.memory[0]
+        },
+        key=lambda span: span[:3],
+    )
+    # (device, start, end, storage keys merged) per merged range, in address order.
+    merged: list[tuple[str, int, int, set[Hashable]]] = []
+    for device, start, end, storage in spans:
+        last = merged[-1] if merged else None
+        if last is not None and last[0] == device and start < last[2]:
+            merged[-1] = (device, last[1], max(last[2], end), last[3] | {storage})
+        else:
+            merged.append((device, start, end, {storage}))
+    shared = {
+        storage: (device, start, end)
+        for device, start, end, storages in merged
+        if len(storages) > 1
+        for storage in storages
+    }
+    if not shared:
+        return facts
+    return {node: _merged(fact, shared) for node, fact in facts.items()}
+
+
+def _merged(fact: HeavyFacts, shared: dict[Hashable, tuple[str, int, int]]) -> HeavyFacts:
+    """``fact`` (and what its autograd graph holds) keyed by its merged memory range."""
+    span = shared.get(fact.storage) if fact.memory is not None else None
+    through = tuple(_merged(held, shared) for held in fact.through_autograd)
+    if span is None:
+        return replace(fact, through_autograd=through) if through else fact
+    device, start, end = span
+    return replace(
+        fact,
+        storage=("memory", device, start),
+        nbytes=end - start,
+        memory=(start, end),
+        through_autograd=through,
+    )
 
 
 def _register_builtin_kinds() -> None:

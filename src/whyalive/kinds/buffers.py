@@ -46,4 +46,23 @@ class BufferKind:
             nbytes=size,
             device="cpu",
             storage=("buffer", id(obj)),
+            memory=_memory(obj, size),
         )
+
+
+# CPython keeps a bytes object's data inline, right after its header (ob_sval).
+_BYTES_DATA_OFFSET = bytes.__basicsize__ - 1
+
+
+def _memory(obj: bytes | bytearray, size: int) -> tuple[int, int] | None:
+    """The address range of the buffer's data, so views of it through other kinds merge."""
+    if isinstance(obj, bytes):
+        start = id(obj) + _BYTES_DATA_OFFSET
+    else:
+        import ctypes
+
+        try:
+            start = ctypes.addressof(ctypes.c_char.from_buffer(obj))
+        except (TypeError, ValueError):  # not exportable now: counted, just not merged
+            return None
+    return (start, start + size)

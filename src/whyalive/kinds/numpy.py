@@ -34,9 +34,14 @@ class NumpyKind:
             base = ndarray.base.__get__(base) if issubclass(type(base), ndarray) else None
         if issubclass(type(root), ndarray):
             nbytes = int(ndarray.nbytes.__get__(root))
+            memory = _memory(ndarray, root, nbytes)
         else:
-            # A view of a foreign buffer (bytes, mmap): count what this array spans.
+            # A view of a foreign buffer (bytes, mmap, a tensor's .numpy()): count what
+            # this array spans; the range lets it merge with the owner's memory.
             nbytes = int(ndarray.nbytes.__get__(obj))
+            flags = ndarray.flags.__get__(obj)
+            contiguous = flags.c_contiguous or flags.f_contiguous
+            memory = _memory(ndarray, obj, nbytes) if contiguous else None
         dims = ", ".join(str(int(d)) for d in shape)
         dtype_name = _DTYPE_NAMES.get(dtype)
         if dtype_name is None:
@@ -48,4 +53,14 @@ class NumpyKind:
             device="cpu",
             storage=("numpy", id(root)),
             owner=None if root is obj else root,
+            memory=memory,
         )
+
+
+def _memory(ndarray: Any, array: object, nbytes: int) -> tuple[int, int] | None:
+    """The address range of a contiguous array's data (None if NumPy cannot say)."""
+    try:
+        start = int(ndarray.__array_interface__.__get__(array)["data"][0])
+    except Exception:  # counted, just not merged with other kinds
+        return None
+    return (start, start + nbytes) if start else None

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
+from whyalive.words import size_to_words
 
 
 def _fake_tensor_type() -> type | None:
@@ -39,7 +44,7 @@ class TorchKind:
             dims = ", ".join(str(int(d)) for d in base.shape.__get__(obj))
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            name = type(obj).__name__
+            name = type_short_name(type(obj))
             description = f"{name}({dtype}[{dims}], {device})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
@@ -50,6 +55,7 @@ class TorchKind:
                 nbytes = int(base.element_size(obj)) * int(base.numel(obj))
                 return HeavyFacts("torch.Tensor", description, nbytes, device, ("torch", id(obj)))
             nbytes = int(storage.nbytes())
+            start = int(storage.data_ptr())
             key = ("torch", device, int(storage._cdata))
             sharers = 0
             use_count = getattr(torch._C, "_storage_Use_Count", None)
@@ -57,4 +63,166 @@ class TorchKind:
                 # One count is the temporary storage object we hold right now.
                 sharers = int(use_count(storage._cdata)) - 1
             del storage
-        return HeavyFacts("torch.Tensor", description, nbytes, device, key, storage_users=sharers)
+        memory = (start, start + nbytes) if start else None
+        return HeavyFacts(
+            "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
+        )
+
+
+# Autograd graphs of a training step have thousands of nodes; past this the rest
+# of a graph is not searched (its tensors are then simply not counted).
+MAX_AUTOGRAD_NODES = 100_000
+
+
+class AutogradWalk:
+    """Tensors that only the garbage's autograd graphs hold.
+
+    A leaf (``AccumulateGrad.variable``), its gradient and the tensors saved for
+    backward are C++ references, so the GC never sees them, yet a tensor in a
+    cycle keeps its whole graph, and so those tensors, alive. They count when no
+    Python reference beyond the garbage's holds them (a model's parameters are held
+    by the model, and so are their gradients) and no such live tensor of the graph
+    shares their storage (``weight.t()`` saved by a linear layer). Not seen: a live
+    view, outside the graph, of a saved tensor; its bytes are counted.
+
+    One walk per analysis: each autograd node is visited once, and a tensor found
+    from several roots is credited to the first. Holds the visited nodes and the
+    found tensors until :meth:`finish`.
+    """
+
+    def __init__(self) -> None:
+        self._visited: dict[int, object] = {}
+        self._found: dict[int, object] = {}
+        self._by_root: dict[int, list[int]] = {}
+        self._grad_of: dict[int, int] = {}  # a leaf's gradient -> the leaf (both found)
+        self._kind = TorchKind()
+
+    def visit(self, node: int, tensor: object) -> None:
+        """Walk ``tensor``'s autograd graph (``node`` is its index in the object graph)."""
+        try:
+            found = self._walk(tensor)
+        except Exception:  # a hostile subclass or a half-dead graph: nothing found
+            return
+        if found:
+            self._by_root[node] = found
+
+    def _walk(self, tensor: object) -> list[int]:
+        torch: Any = sys.modules["torch"]
+        base = torch._C.TensorBase
+        found: list[int] = []
+        with torch._C.DisableTorchFunctionSubclass():
+            stack = [base.grad_fn.__get__(tensor)]
+            while stack and len(self._visited) < MAX_AUTOGRAD_NODES:
+                node = stack.pop()
+                if node is None or id(node) in self._visited:
+                    continue
+                self._visited[id(node)] = node
+                for held, leaf in _tensors_of(node, base):
+                    if id(held) not in self._found:
+                        self._found[id(held)] = held
+                        found.append(id(held))
+                        if leaf is not None:
+                            self._grad_of[id(held)] = id(leaf)
+                stack.extend(next_node for next_node, _ in node.next_functions)
+        return found
+
+    def finish(
+        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+    ) -> dict[int, HeavyFacts]:
+        """``facts`` with ``through_autograd`` filled; drops every reference the walk held."""
+        try:
+            return self._held_facts(facts, garbage) if self._by_root else facts
+        finally:
+            self._visited.clear()
+            self._found.clear()
+            self._by_root.clear()
+            self._grad_of.clear()
+
+    def _held_facts(
+        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+    ) -> dict[int, HeavyFacts]:
+        referrers = self._garbage_references(garbage)
+        described: dict[int, HeavyFacts] = {}
+        # What a reference count reads for an object only the walk holds, measured
+        # rather than assumed: interpreters differ in the temporary references they keep.
+        alone = _reference_count({0: object()}, 0)
+        live: set[int] = set()
+        for key in list(self._found):
+            # Beyond the walk's and the garbage's, torch's C++ side keeps one reference
+            # on a tensor whose implementation autograd shares; any more is live.
+            if _reference_count(self._found, key) > alone + 1 + referrers.get(key, 0):
+                live.add(key)
+        live_storages: set[Hashable] = set()
+        for key, tensor in self._found.items():
+            try:
+                fact = self._kind.describe(tensor)
+            except Exception:
+                continue
+            if fact is None:
+                continue
+            if key in live or self._grad_of.get(key) in live:  # a live leaf keeps its grad
+                live_storages.add(fact.storage)
+            else:
+                described[key] = fact
+        result = dict(facts)
+        for node, keys in self._by_root.items():
+            own = facts[node]
+            storages = {own.storage}
+            held: list[HeavyFacts] = []
+            for key in keys:
+                fact = described.get(key)
+                if fact is None or fact.storage in storages or fact.storage in live_storages:
+                    continue
+                storages.add(fact.storage)
+                held.append(fact)
+            if held:
+                extra = size_to_words(sum(f.nbytes for f in held))
+                description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
+                result[node] = replace(own, description=description, through_autograd=tuple(held))
+        return result
+
+    def _garbage_references(self, garbage: Sequence[object]) -> dict[int, int]:
+        """How many references each found tensor gets from the captured garbage."""
+        found = self._found
+        counts: dict[int, int] = {}
+        for obj in garbage:
+            for ref in gc.get_referents(obj):
+                key = id(ref)
+                if key in found and found[key] is ref:
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+def _reference_count(mapping: dict[int, object], key: int) -> int:
+    """The reference count of ``mapping[key]``, read the same way for every object."""
+    return sys.getrefcount(mapping[key])
+
+
+# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once.
+_SAVED_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
+    """The tensors an autograd node holds (saved tensors, its leaf), each with the leaf
+    whose gradient it is, if it is one."""
+    values: list[object] = []
+    grads: list[tuple[object, object | None]] = []
+    variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf it feeds
+    if issubclass(type(variable), base):
+        values.append(variable)
+        grads.append((base.grad.__get__(variable), variable))
+    names = _SAVED_NAMES.get(type(node))
+    if names is None:
+        names = _SAVED_NAMES.setdefault(
+            type(node), tuple(n for n in dir(node) if n.startswith("_saved_"))
+        )
+    for name in names:
+        try:
+            value = getattr(node, name)
+        except RuntimeError:  # freed by backward(): nothing held any more
+            continue
+        values.extend(value if type(value) in (tuple, list) else (value,))
+    # 0-dim tensors are skipped: autograd saves Python numbers (``x * 2``) as scalar
+    # tensors that cannot be told from the user's, and each holds at most 16 bytes.
+    pairs = [(value, None) for value in values] + grads
+    return [(v, leaf) for v, leaf in pairs if issubclass(type(v), base) and base.dim(v) > 0]

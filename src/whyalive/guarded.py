@@ -1,0 +1,49 @@
+"""The one reader of attributes that user code controls: type names and plain attributes.
+
+``type(obj).__qualname__`` looks like a harmless read, but a metaclass can define
+``__getattribute__`` or a property of that name, and a class body can set
+``__module__`` to anything. Every name read here goes through ``type``'s own
+descriptors, which run no user code, and every other read catches what the user's
+code raises; none of these functions ever raises.
+"""
+
+from __future__ import annotations
+
+_TYPE_NAME = type.__dict__["__name__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_TYPE_MODULE = type.__dict__["__module__"]
+
+_FALLBACK = "object"
+
+
+def type_short_name(cls: type) -> str:
+    """``cls.__name__``, read without running a metaclass's code."""
+    try:
+        return str(_TYPE_NAME.__get__(cls))
+    except Exception:
+        return _FALLBACK
+
+
+def type_qualname(cls: type) -> str:
+    """``cls.__qualname__``, read without running a metaclass's code."""
+    try:
+        return str(_TYPE_QUALNAME.__get__(cls))
+    except Exception:
+        return _FALLBACK
+
+
+def type_module(cls: type) -> str | None:
+    """``cls.__module__`` when it is a string (a class body may set it to anything)."""
+    try:
+        module = _TYPE_MODULE.__get__(cls)
+    except Exception:
+        return None
+    return module if type(module) is str else None
+
+
+def read_attribute(obj: object, name: str, default: object = None) -> object:
+    """``getattr(obj, name, default)``, with ``default`` also when the user's code raises."""
+    try:
+        return getattr(obj, name, default)
+    except Exception:
+        return default

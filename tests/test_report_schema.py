@@ -1,0 +1,104 @@
+"""Reading reports back: the stdlib schema check behind ``whyalive render`` and Report.load."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from whyalive import find_leaks
+from whyalive.cli import main
+from whyalive.errors import EXIT_USAGE, ReportFormatError
+from whyalive.report import Report
+from whyalive.report_schema import report_schema, validate_report
+
+
+def _leak() -> None:
+    holder: list[object] = [bytearray(2 << 20)]
+    holder.append(holder)
+
+
+@pytest.fixture(scope="module")
+def report_data() -> dict[str, Any]:
+    """A real report with a cycle, a heavy object, paths and a cut, as plain data."""
+    data: dict[str, Any] = find_leaks(_leak).to_dict()
+    assert data["cycles"]
+    return data
+
+
+def _mutations(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Broken copies of a valid report, each with what is wrong with it."""
+    cases: list[tuple[str, dict[str, Any]]] = []
+
+    def case(name: str, change: Any) -> None:
+        broken = copy.deepcopy(data)
+        change(broken)
+        cases.append((name, broken))
+
+    case("only a version", lambda d: d.clear() or d.update(schema_version=1))
+    case("missing run", lambda d: d.pop("run"))
+    case("string bytes", lambda d: d.update(total_bytes="8"))
+    case("negative bytes", lambda d: d.update(total_bytes=-1))
+    case("bool as int", lambda d: d.update(cycle_count=True))
+    case("unknown field", lambda d: d.update(extra=1))
+    case("node not an object", lambda d: d["nodes"].__setitem__(0, 7))
+    case("edge without name", lambda d: d["cycles"][0]["edges"][0].pop("name"))
+    case("cut of the wrong shape", lambda d: d["cycles"][0].update(cut=[]))
+    case("device bytes as text", lambda d: d.update(bytes_by_device={"cpu": "1"}))
+    return cases
+
+
+def test_real_reports_are_valid(report_data: dict[str, Any]) -> None:
+    """A report whyalive wrote passes the check and loads back equal."""
+    validate_report(report_data)
+    assert Report.from_dict(report_data).to_dict() == report_data
+
+
+def test_each_schema_break_is_one_line(report_data: dict[str, Any]) -> None:
+    """Every broken copy is rejected with one line that says where."""
+    for name, broken in _mutations(report_data):
+        with pytest.raises(ReportFormatError) as caught:
+            Report.from_dict(broken)
+        message = str(caught.value)
+        assert message.startswith("not a valid whyalive report: report"), name
+        assert "\n" not in message, name
+
+
+def test_agrees_with_jsonschema(report_data: dict[str, Any]) -> None:
+    """The stdlib check accepts and rejects exactly what jsonschema does on the schema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(report_data, report_schema())
+    for name, broken in _mutations(report_data):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, report_schema())
+        with pytest.raises(ReportFormatError):
+            validate_report(broken)
+        assert name
+
+
+def test_dangling_node_ids_are_rejected(report_data: dict[str, Any]) -> None:
+    """A node id past the node table (which renderers index) is one clear line."""
+    broken = copy.deepcopy(report_data)
+    broken["cycles"][0]["members"] = [len(broken["nodes"]) + 5]
+    with pytest.raises(ReportFormatError, match=r"cycles\[0\]\.members names node"):
+        validate_report(broken)
+    renumbered = copy.deepcopy(report_data)
+    renumbered["nodes"][0]["node_id"] = 9
+    with pytest.raises(ReportFormatError, match=r"nodes\[0\]\.node_id must be 0"):
+        validate_report(renumbered)
+
+
+def test_render_of_a_version_only_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`whyalive render` on {"schema_version": 1} exits 2 with one line, and prints no report."""
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"schema_version": 1}), encoding="utf-8")
+    assert main(["render", str(path)]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "not a valid whyalive report: report has no 'run'" in captured.err
