@@ -453,8 +453,17 @@ def test_every_renderer_shows_a_long_loop_with_its_gap() -> None:
     assert "Ring" in report.render("html")
 
 
-def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(pytester: pytest.Pytester) -> None:
-    """Under --whyalive a test that leaves a 20,000-node tree fails at once, with `.parent`."""
+@pytest.mark.parametrize("frozen_before", [False, True], ids=["plain", "user-froze"])
+def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(
+    pytester: pytest.Pytester, frozen_before: bool
+) -> None:
+    """Under --whyalive a test that leaves a 20,000-node tree fails at once, with `.parent`.
+
+    Also when objects were frozen before the session (as Python 3.12 does at startup),
+    although the tree was promoted to the oldest generation while the test ran.
+    """
+    if frozen_before:
+        pytester.makeconftest("import gc\n\ngc.freeze()\n")
     pytester.makepyfile(
         test_tree="""
         import numpy as np

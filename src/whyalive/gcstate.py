@@ -233,6 +233,11 @@ class GcOwner:
             self._freeze_holds += 1
             return True, False
 
+    def freeze_available(self) -> bool:
+        """Whether :meth:`hold_freeze` would hold a freeze now (nobody else froze objects)."""
+        with self._lock:
+            return self._freeze_holds > 0 or gc.get_freeze_count() == 0
+
     def _freeze_changed(self) -> bool:
         """Whether someone else froze (or unfroze) the heap since whyalive froze it.
 

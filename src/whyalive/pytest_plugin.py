@@ -86,6 +86,11 @@ class TestWatch:
         then traverses only what the test body created. Setup and teardown segments
         run user fixtures, which a suite may ask about the freeze count, so they end
         with a young-generation collection instead (fixture cycles are young).
+
+        When the baseline cannot be frozen (objects were frozen already, as Python
+        3.12 does at startup), the call segment is bracketed by two full collections
+        instead: the test's garbage may have been promoted to the oldest generation
+        while it ran, and a young collection would miss it.
         """
         from whyalive.analysis import AnalysisOptions, analyze
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
@@ -94,7 +99,12 @@ class TestWatch:
         lease = self._lease
         if lease is None:
             return
-        generation = 2 if self._holds_freeze else 1
+        full = (
+            self._holds_freeze
+            or self.label == "call"
+            or (next_label == "call" and not OWNER.freeze_available())
+        )
+        generation = 2 if full else 1
         if next_label is None:
             self._lease = None
             objects = OWNER.close_lease(lease, generation)
