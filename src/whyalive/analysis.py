@@ -21,7 +21,14 @@ from typing import cast
 from whyalive import edges as ek
 from whyalive import graphcore
 from whyalive.diagnose import Diagnosis, diagnose
-from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
+from whyalive.diagnose.naming import expression
+from whyalive.diagnose.patterns import (
+    cell_variable,
+    enclosing_function,
+    is_instance_node,
+    label,
+    qualname_of,
+)
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import HeavyFacts, KindResolver
@@ -39,20 +46,16 @@ from whyalive.report import (
     Edge,
     HeavyObject,
     HolderPath,
+    Holding,
     Node,
     Report,
     RunInfo,
 )
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
-from whyalive.words import heavy_group_words
+from whyalive.words import BLIND_SPOTS, heavy_brief, heavy_group_words
 
-BLIND_SPOTS = (
-    "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
-    "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
-    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
-    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
-    "its frame, so such cycles are freed rather than captured."
-)
+# Places listed under a cycle's holds; the rest are counted in the heavy objects.
+MAX_HOLDINGS = 24
 
 
 @dataclass(frozen=True)
@@ -494,6 +497,76 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     return "; ".join(phrases)
 
 
+def _path_start(view: CycleView, edges: list[NamedEdge]) -> tuple[str, list[NamedEdge], bool]:
+    """The code-level name a holder path starts from, the steps after it, and if it is code."""
+    first = edges[0]
+    variable = variable_name(first.name)
+    if first.name.kind in (ek.CLOSURE, ek.LOCAL) and variable is not None:
+        return variable, edges[1:], True
+    if first.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(first.source)):
+        return "self", edges, True
+    return label(view, first.source), edges, False
+
+
+def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, int | None]:
+    """(``"stage_output_tensors"``, ``""``, 3) for ``...[3]``: the index apart so siblings fold.
+
+    The place reads ``head + [index] + tail``: Python from a variable or ``self`` where
+    every step has a spelling, else the steps' names ``of`` the member that starts them.
+    """
+    base, steps, is_code = _path_start(view, edges)
+    index: int | None = None
+    last = steps[-1] if steps else None
+    if last is not None and last.name.kind == ek.INDEX and last.name.name[1:-1].isdigit():
+        index = int(last.name.name[1:-1])
+        steps = steps[:-1]
+    if is_code:
+        where = expression(base, steps)
+        if where is not None:
+            return where, "", index
+    names = "".join(e.name.name if e.name.name[:1] in ".[" else f" {e.name.name}" for e in steps)
+    return names.strip(), f" of {base}", index
+
+
+def _index_words(indices: list[int]) -> str:
+    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, ...]`` for many."""
+    ordered = sorted(set(indices))
+    if len(ordered) == 1:
+        return f"[{ordered[0]}]"
+    if ordered[-1] - ordered[0] == len(ordered) - 1:
+        return f"[{ordered[0]}..{ordered[-1]}]"
+    shown = ", ".join(str(i) for i in ordered[:3])
+    return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"
+
+
+def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
+    """Every heavy object by the place that holds it, siblings of one list folded."""
+    groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int]]] = {}
+    for nodes, edges in view.holder_paths:
+        heavy = nodes[-1]
+        fact = facts[heavy]
+        head, tail, index = _holding_place(view, edges) if edges else ("", "", None)
+        key = (head, tail, fact.kind, index is not None)
+        indices, heavy_nodes = groups.setdefault(key, ([], []))
+        if index is not None:
+            indices.append(index)
+        heavy_nodes.append(heavy)
+    holds = []
+    for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
+        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        where = head + (_index_words(indices) if indexed else "") + tail
+        holds.append(
+            Holding(
+                where=where.strip().removeprefix("of ") or "the cycle itself",
+                count=len(heavy_nodes),
+                kind=kind,
+                description=briefs.pop() if len(briefs) == 1 else "of several shapes",
+                nbytes=_bytes(heavy_nodes, facts),
+            )
+        )
+    return holds
+
+
 def _cycle_report(
     table: _NodeTable,
     group: _Group,
@@ -563,6 +636,7 @@ def _cycle_report(
         member_count=member_count,
         member_types=member_types,
         structure=match.summary if structure is not None else None,
+        holds=tuple(_holds(view, facts)),
     )
 
 

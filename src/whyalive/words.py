@@ -5,7 +5,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from whyalive.report import CycleReport
+    from whyalive.report import CycleReport, Holding, Report
+
+BLIND_SPOTS = (
+    "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
+    "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
+    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
+    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
+    "its frame, so such cycles are freed rather than captured."
+)
+"""Said once per run (the CLI's output, the pytest terminal summary), not in every report."""
+
+
+def blind_spot_note() -> str:
+    """The blind-spot note as its own paragraph, for the end of a run's text output."""
+    return f"\nNote: {BLIND_SPOTS}\n"
+
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -113,3 +128,88 @@ def more_members_words(cycle: CycleReport) -> str | None:
     kinds = members_words(cycle.member_types)
     noun = "object" if rest == 1 else "objects"
     return f"... and {rest:,} more {noun} in the same cycle (in all: {kinds})"
+
+
+def verb(count: int, singular: str, plural_form: str) -> str:
+    """``verb(1, "keeps", "keep")`` -> ``"keeps"``: the verb that agrees with a count."""
+    return singular if count == 1 else plural_form
+
+
+def devices_words(by_device: dict[str, int]) -> str:
+    """``"cpu: 64.0 KiB, cuda:0: 1.0 GiB"``."""
+    return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
+
+
+def cycles_headline(
+    occurrences: int,
+    signatures: int,
+    heavy: str,
+    nbytes: int,
+    by_device: dict[str, int],
+    where: str | None = None,
+) -> str:
+    """The one wording for what a run found, in the text, the viewer and the rank summary.
+
+    ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
+    ``heavy`` is the counted noun (``"8 tensors"``).
+    """
+    kinds = f" ({plural(signatures, 'signature')})" if signatures != occurrences else ""
+    devices = ""
+    if len(by_device) > 1:
+        devices = f" ({devices_words(by_device)})"
+    elif by_device:
+        devices = f" on {next(iter(by_device))}"
+    return (
+        f"{plural(occurrences, 'reference cycle')}{kinds} "
+        f"{verb(occurrences, 'keeps', 'keep')} {heavy} alive{f' at {where}' if where else ''}: "
+        f"{size_to_words(nbytes)}{devices}"
+    )
+
+
+def heavy_count_words(count: int, kinds: set[str]) -> str:
+    """``"8 tensors"`` when they are all one kind, else ``"8 heavy objects"``."""
+    if len(kinds) == 1:
+        return heavy_noun(next(iter(kinds)), count)
+    return plural(count, "heavy object")
+
+
+def report_headline(report: Report) -> str:
+    """What a report found, in one sentence without its rank: the text's and the viewer's."""
+    where = report.run.where
+    at = f" at {where}" if where else ""
+    if report.cycles:
+        return cycles_headline(
+            sum(c.occurrences for c in report.cycles),
+            len(report.cycles),
+            heavy_count_words(
+                sum(c.heavy_count for c in report.cycles),
+                {h.kind for h in report.heavy_objects},
+            ),
+            report.total_bytes,
+            report.bytes_by_device,
+            where,
+        )
+    if report.alive:
+        alive_bytes = sum(a.nbytes for a in report.alive)
+        return (
+            f"{plural(len(report.alive), 'heavy object')} still alive{at}: "
+            f"{size_to_words(alive_bytes)}"
+        )
+    return (
+        f"no cyclic garbage holds heavy objects{at} "
+        f"({plural(report.garbage_objects, 'garbage object')}, "
+        f"{plural(report.light_cycle_count, 'light cycle')})"
+    )
+
+
+def holding_words(holding: Holding) -> str:
+    """``"stage_output_tensors[0..3]: 4 tensors float32[16, 256] cpu, 64.0 KiB"``."""
+    what = heavy_noun(holding.kind, holding.count)
+    detail = f" {holding.description}" if holding.description else ""
+    return f"{holding.where}: {what}{detail}, {size_to_words(holding.nbytes)}"
+
+
+def article(noun: str) -> str:
+    """``"an `Index` object"``, ``"a list"``: the article the noun's first letter asks for."""
+    first = noun.lstrip("`")[:1].lower()
+    return f"{'an' if first in 'aeiou' and first else 'a'} {noun}"

@@ -6,6 +6,7 @@ its summary, its cut and its fix.
 
 from __future__ import annotations
 
+import ast
 import types
 from collections import deque
 
@@ -116,3 +117,39 @@ def variable_of(edge: NamedEdge) -> str:
     """``me`` for ``local me``; the edge's name otherwise."""
     name = edge.name.name
     return name.split(" ", 1)[1] if name.startswith("local ") else name
+
+
+def accessor(edge: NamedEdge) -> str | None:
+    """The Python that follows this reference: ``.cb``, ``['k']``, ``[3]``; ``""`` for a cell.
+
+    None when the reference has no spelling in code (a set item, a frame's local, a
+    truncated key).
+    """
+    name, kind = edge.name.name, edge.name.kind
+    if kind == ek.CELL:
+        return ""
+    if kind == ek.ATTRIBUTE and name[1:].isidentifier():
+        return name
+    if kind in (ek.KEY, ek.INDEX) and name.startswith("[") and is_python(f"x{name}"):
+        return name
+    return None
+
+
+def expression(base: str, steps: list[NamedEdge]) -> str | None:
+    """``base`` followed by each step's accessor: ``self.hooks[0]``; None if one has none."""
+    parts = [base]
+    for step in steps:
+        part = accessor(step)
+        if part is None:
+            return None
+        parts.append(part)
+    return "".join(parts)
+
+
+def is_python(text: str) -> bool:
+    """True when ``text`` parses as a Python expression or statement."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True

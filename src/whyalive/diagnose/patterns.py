@@ -131,7 +131,8 @@ class RecursiveClosurePattern:
         return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL101")
 
 
-def _is_instance_node(obj: object) -> bool:
+def is_instance_node(obj: object) -> bool:
+    """True for an instance of a user class (not a builtin, a class or an exception)."""
     cls = type(obj)
     module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
     return module != "builtins" and not issubclass(cls, (type, BaseException))
@@ -152,7 +153,7 @@ class BoundMethodOnSelfPattern:
                 if steps:
                     return self._bound(view, method, owner, steps)
         for edge in view.edges:
-            if edge.name.kind != ek.CELL or not _is_instance_node(view.obj(edge.target)):
+            if edge.name.kind != ek.CELL or not is_instance_node(view.obj(edge.target)):
                 continue
             owner = edge.target
             for closure in view.edges_into(edge.source):
@@ -400,7 +401,7 @@ class MethodCachePattern:
         if any(issubclass(type(view.obj(n)), type) for n in view.shown):
             # A class-level cache: the class is always a cycle of its own, so the cut
             # is the cache's entry that holds the instance (and its heavy objects).
-            owners = [n for n in view.shown if _is_instance_node(view.obj(n))]
+            owners = [n for n in view.shown if is_instance_node(view.obj(n))]
             steps = chain(view, cache, owners[0]) if owners else []
             entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
             cut = entries[:1] or cut
@@ -422,7 +423,7 @@ class ParentChildPattern:
 
     def match(self, view: CycleView) -> PatternMatch | None:
         """Two or more user objects in the loop, linked by attributes."""
-        instances = [n for n in view.shown if _is_instance_node(view.obj(n))]
+        instances = [n for n in view.shown if is_instance_node(view.obj(n))]
         if len(instances) < 2:
             return None
         attr_edges = [e for e in view.edges if e.name.kind == ek.ATTRIBUTE]
