@@ -477,7 +477,7 @@ def test_holds_fold_siblings_of_one_list() -> None:
 
 
 def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
-    """`detail="full"` lists every holder path, the cut's references and the note; short does not."""
+    """`detail="full"` lists every holder path, the cut's references and the note."""
     report = scenario_report("recursive_closure")
     short, full = report.render("text"), report.render("text", detail="full")
     assert "Not visible to the cyclic GC" in full
