@@ -140,6 +140,12 @@ def devices_words(by_device: dict[str, int]) -> str:
     return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
 
 
+def cycles_words(occurrences: int, signatures: int) -> str:
+    """``"3 reference cycles (1 signature)"``; the signatures only when some repeat."""
+    kinds = f" ({plural(signatures, 'signature')})" if signatures != occurrences else ""
+    return f"{plural(occurrences, 'reference cycle')}{kinds}"
+
+
 def cycles_headline(
     occurrences: int,
     signatures: int,
@@ -153,14 +159,13 @@ def cycles_headline(
     ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
     ``heavy`` is the counted noun (``"8 tensors"``).
     """
-    kinds = f" ({plural(signatures, 'signature')})" if signatures != occurrences else ""
     devices = ""
     if len(by_device) > 1:
         devices = f" ({devices_words(by_device)})"
     elif by_device:
         devices = f" on {next(iter(by_device))}"
     return (
-        f"{plural(occurrences, 'reference cycle')}{kinds} "
+        f"{cycles_words(occurrences, signatures)} "
         f"{verb(occurrences, 'keeps', 'keep')} {heavy} alive{f' at {where}' if where else ''}: "
         f"{size_to_words(nbytes)}{devices}"
     )

@@ -25,7 +25,7 @@ from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
 from whyalive.render.timeline import timeline_svg
 from whyalive.report import Report
-from whyalive.words import size_to_words
+from whyalive.words import report_headline, size_to_words
 
 Layout = Literal["auto", "graphviz", "dagre"]
 
@@ -199,7 +199,13 @@ class HtmlRenderer:
 
     def render(self, report: Report) -> str:
         """The whole document."""
-        data = _script_safe_json({"report": report.to_dict(), "views": self.views(report)})
+        data = _script_safe_json(
+            {
+                "report": report.to_dict(),
+                "views": self.views(report),
+                "headline": report_headline(report),
+            }
+        )
         library = _asset("dagre.min.js").replace("//# sourceMappingURL=dagre.min.js.map", "")
         viewer = _asset("viewer.js")
         style = _asset("viewer.css")

@@ -43,14 +43,9 @@
   /* ---- header ---- */
   var cycles = report.cycles || [];
   var headline = document.getElementById("headline");
-  if (cycles.length) {
-    headline.textContent = cycles.length + (cycles.length === 1 ? " cycle keeps " : " cycles keep ") +
-      size(report.total_bytes || 0) + " alive";
-  } else if ((report.alive || []).length) {
-    headline.textContent = report.alive.length + " heavy object(s) still alive";
-  } else {
-    headline.textContent = "No cyclic garbage holds heavy objects";
-  }
+  /* The same sentence as the text report's first line (whyalive.words.report_headline). */
+  var said = data.headline || "";
+  headline.textContent = said.charAt(0).toUpperCase() + said.slice(1);
   var run = report.run || {};
   document.getElementById("run").textContent = [
     run.where ? "at " + run.where : "", run.python ? "Python " + run.python : "",
