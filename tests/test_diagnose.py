@@ -467,7 +467,7 @@ def test_hooks_on_autograd_nodes_are_a_stated_blind_spot() -> None:
     assert any("C++ owners" in note for note in report.notes)
 
 
-# unrecognised ----------------------------------------------------------------------------
+# named by the family of the cut ----------------------------------------------------------
 
 
 class Blob:
@@ -481,12 +481,13 @@ def self_attribute(*, cycle: bool) -> None:
         blob.me = blob  # type: ignore[attr-defined]
 
 
-def test_unrecognised_cycle_still_has_a_cut() -> None:
-    """An object holding itself in `.me` is unrecognised, yet cut at `.me`."""
+def test_otherwise_unnamed_cycle_is_named_by_its_cut_family() -> None:
+    """An object holding itself in `.me` is an attribute loop, cut at `.me`, fixed in code."""
     cycle = only_cycle(self_attribute, cycle=True)
-    assert cycle.pattern == "unrecognised"
+    assert cycle.pattern == "attribute-loop"
     assert cut_names(cycle) == [".me"]
     assert "Blob" in cycle.summary
+    assert "`self.me = None`" in cycle.fix
     assert not find_leaks(self_attribute, cycle=False).found
 
 

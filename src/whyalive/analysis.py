@@ -21,7 +21,7 @@ from typing import cast
 from whyalive import edges as ek
 from whyalive import graphcore
 from whyalive.diagnose import Diagnosis, diagnose
-from whyalive.diagnose.naming import expression
+from whyalive.diagnose.naming import expression, short_name
 from whyalive.diagnose.patterns import (
     cell_variable,
     enclosing_function,
@@ -647,7 +647,12 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
         source = view.obj(edge.source)
         if kind == ek.CELL:
             variable = cell_variable(view, edge.source) or "?"
-            owner = enclosing_function(qualname_of(view.obj(edge.target)))
+            functions = [
+                e.source for e in view.edges_into(edge.source) if e.name.kind == ek.CLOSURE
+            ]
+            # The variable belongs to the function that defines the closure's function.
+            inner = view.obj(functions[0]) if functions else view.obj(edge.target)
+            owner = short_name(enclosing_function(qualname_of(inner)))
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
             phrases.append(

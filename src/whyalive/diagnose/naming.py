@@ -153,3 +153,46 @@ def is_python(text: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def short_name(qualname: str) -> str:
+    """``f.<locals>.Model.forward`` -> ``Model.forward``: the part a reader can write."""
+    return qualname.rpartition(".<locals>.")[2]
+
+
+def _is_user_instance(obj: object) -> bool:
+    cls = type(obj)
+    module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
+    return module != "builtins" and not issubclass(cls, (type, BaseException))
+
+
+def holder_code(view: CycleView, node: int) -> str | None:
+    """How the user's code names ``node``: a variable holding it, else ``self`` for an instance."""
+    for edge in view.edges_into(node):
+        if edge.name.kind in (ek.LOCAL, ek.CELL):
+            named = reference_code(view, edge, owner=False)
+            if named:
+                return named
+    if _is_user_instance(view.obj(node)):
+        return "self"
+    for edge in view.edges_into(node):
+        if edge.name.kind == ek.ATTRIBUTE and _is_user_instance(view.obj(edge.source)):
+            return expression("self", [edge])
+    return None
+
+
+def reference_code(view: CycleView, edge: NamedEdge, *, owner: bool = True) -> str | None:
+    """The expression that names the reference ``edge``: ``frame``, ``self.cb``, ``xs[0]``.
+
+    None when the code has no name for it (an interpreter link, an unnamed holder).
+    """
+    kind = edge.name.kind
+    if kind == ek.LOCAL:
+        name = variable_of(edge)
+        return name if name.isidentifier() else None
+    if kind == ek.CELL:
+        return cell_variable(view, edge.source)
+    if kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX) and owner:
+        base = holder_code(view, edge.source)
+        return expression(base, [edge]) if base else None
+    return None
