@@ -8,6 +8,7 @@ import inspect
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -311,3 +312,50 @@ def test_generic_fallback_names_the_closure_and_its_function(reports: dict[str, 
     assert cycle.cut is not None
     assert cycle.cut.description == "the closure variable `box` in `closure_through_a_dict`"
     assert "`box = None`" in cycle.fix
+
+
+def line_of(text: str) -> str:
+    """``test_explanations.py:N  text``: the line of this file that starts with ``text``."""
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    number, line = next(
+        (i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip().startswith(text)
+    )
+    return f"{Path(__file__).name}:{number}  {line}"
+
+
+def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> None:
+    """`self.callback = self.on_step` is named by file:line, with the lint rule that flags it."""
+    [cycle] = reports["bound method on self"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line == line_of("self.callback = self.on_step") + "  # WAL201"
+    place = line_of("self.callback = self.on_step").split("  ")[0]
+    text = reports["bound method on self"].render("text")
+    assert f"made at {place}: `self.callback = self.on_step  # WAL201`" in text
+    [closure] = reports["closure loop"].cycles
+    assert closure.cut is not None
+    assert closure.cut.source_line == line_of("box: dict[str, object] = {}")
+    [frame] = reports["frame on an object"].cycles
+    assert frame.cut is not None
+    assert frame.cut.source_line is not None
+    assert frame.cut.source_line.startswith(
+        line_of("probe.frame = sys._getframe()  # type: ignore[attr-defined]")[:-30]
+    )
+
+
+def test_cut_says_so_when_no_line_stores_it(reports: dict[str, Report]) -> None:
+    """A dict entry set by a function outside the cycle: no line is guessed, the report says so."""
+    [cycle] = reports["self in its own dict"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is None
+    assert cycle.cut.source_note == "no function in the cycle shows where `['me']` is stored"
+    assert "(no function in the cycle shows where `['me']` is stored)" in (
+        reports["self in its own dict"].render("text")
+    )
+
+
+def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> None:
+    """The closure variable of a recursive helper is made by its `def` line, which parses."""
+    [cycle] = reports["recursive closure"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line == line_of("def walk(value: object) -> None:") + " ...  # WAL101"
+    ast.parse(cycle.cut.source_line.split("  ", 1)[1])

@@ -51,6 +51,7 @@ from whyalive.report import (
     Report,
     RunInfo,
 )
+from whyalive.sourcelines import SourceLines
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
 from whyalive.words import BLIND_SPOTS, heavy_brief, heavy_group_words
 
@@ -296,7 +297,8 @@ def _analyze_graph(
 
     progress.stage("writing the report")
     table = _NodeTable(graph, facts)
-    cycles = [_cycle_report(table, g, facts, storage_users, options) for g in kept]
+    sources = SourceLines()
+    cycles = [_cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = _heavy_table(table, kept, facts, storage_users, options)
     storages: dict[object, tuple[int, str]] = {}
     for group in kept:
@@ -567,12 +569,23 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     return holds
 
 
+def _source_of(
+    sources: SourceLines, view: CycleView, edge: NamedEdge
+) -> tuple[str | None, str | None]:
+    """The line that made the cut's reference; a source that raises is said, not raised."""
+    try:
+        return sources.line_for(view, edge)
+    except Exception:  # user source or hostile objects; the rest of the report stands
+        return None, "the source that made this reference could not be read"
+
+
 def _cycle_report(
     table: _NodeTable,
     group: _Group,
     facts: dict[int, HeavyFacts],
     storage_users: dict[object, int],
     options: AnalysisOptions,
+    sources: SourceLines,
 ) -> CycleReport:
     view, diagnosis = group.view, group.diagnosis
     assert view is not None
@@ -592,10 +605,13 @@ def _cycle_report(
     summary = f"{match.summary}; {holding}." if holding else f"{match.summary}."
     cut = None
     if diagnosis.cut:
+        source_line, source_note = _source_of(sources, view, diagnosis.cut[0])
         cut = Cut(
             tuple(table.edge(e) for e in diagnosis.cut),
             match.cut_words or _cut_words(view, diagnosis.cut),
             all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
+            source_line,
+            source_note,
         )
     by_device, shared = _storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())

@@ -1,0 +1,212 @@
+"""The line of source that made a cut's reference: ``leaky.py:6  self.on_step = self.step``.
+
+A cut names a reference by its code-level name (an attribute, a closure
+variable, a local, a dict key). The functions the cycle runs through (its
+functions, bound methods and frames, and the methods of the class that holds an
+attribute) are read back from their files, parsed, and searched for the
+statement that stores that name. The file is parsed once and linted with the
+same engine as ``whyalive lint``, so a line a rule flags is named with its code.
+When no statement is found the caller says so; it never guesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from whyalive import edges as ek
+from whyalive.diagnose.naming import cell_variable, variable_of
+from whyalive.paths import CycleView, NamedEdge
+
+_SEARCHED = (ek.ATTRIBUTE, ek.CELL, ek.KEY, ek.LOCAL)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+@dataclass
+class _ParsedFile:
+    lines: list[str]
+    tree: ast.Module
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    flagged: dict[int, str] | None = None
+
+    def lint_codes(self, filename: str) -> dict[int, str]:
+        """Lines the lint rules flag in this file, with their codes (once per file)."""
+        if self.flagged is None:
+            from whyalive.lint import lint_source
+
+            self.flagged = {}
+            for finding in lint_source("".join(self.lines), filename):
+                self.flagged.setdefault(finding.line, finding.code)
+        return self.flagged
+
+
+@dataclass
+class SourceLines:
+    """Parsed files, shared by every cut of one analysis."""
+
+    files: dict[str, _ParsedFile | None] = field(default_factory=dict)
+
+    def parsed(self, filename: str) -> _ParsedFile | None:
+        """The file's lines and tree, or None when it cannot be read or parsed."""
+        if filename not in self.files:
+            lines = linecache.getlines(filename)
+            parsed: _ParsedFile | None = None
+            if lines:
+                try:
+                    tree = ast.parse("".join(lines), filename)
+                except (SyntaxError, ValueError):
+                    tree = None
+                if tree is not None:
+                    parsed = _ParsedFile(lines, tree)
+                    for node in ast.walk(tree):
+                        for child in ast.iter_child_nodes(node):
+                            parsed.parents[child] = node
+            self.files[filename] = parsed
+        return self.files[filename]
+
+    def line_for(self, view: CycleView, edge: NamedEdge) -> tuple[str | None, str | None]:
+        """(``"leaky.py:6  self.on_step = self.step"``, None), or (None, why not)."""
+        if edge.name.kind not in _SEARCHED:
+            return None, None
+        target = _target_of(view, edge)
+        if target is None:
+            return None, None
+        what, name = target
+        codes = list(_codes_to_search(view, edge))
+        searched = False
+        for code, scope_up in codes:
+            parsed = self.parsed(code.co_filename)
+            if parsed is None:
+                continue
+            searched = True
+            for function in _functions_at(parsed, code.co_firstlineno):
+                scope = _enclosing(parsed, function) if scope_up else function
+                if scope is None:
+                    continue
+                lineno = _first_store(scope, what, name)
+                if lineno is not None:
+                    text = parsed.lines[lineno - 1].strip()
+                    if text.endswith(":"):  # a def or for header: a body makes it parse
+                        text += " ..."
+                    flagged = parsed.lint_codes(code.co_filename).get(lineno)
+                    rule = f"  # {flagged}" if flagged else ""
+                    where = f"{os.path.basename(code.co_filename)}:{lineno}"
+                    return f"{where}  {text}{rule}", None
+        spelled = {"attribute": f"`.{name}`", "key": f"`[{name!r}]`"}.get(what, f"`{name}`")
+        if not codes:
+            return None, f"no function in the cycle shows where {spelled} is stored"
+        if not searched:
+            return None, f"the source that stores {spelled} could not be read"
+        return None, f"no line in the cycle's functions stores {spelled}"
+
+
+def _target_of(view: CycleView, edge: NamedEdge) -> tuple[str, object] | None:
+    """What the statement stores: ("attribute", "cb"), ("name", "xs"), ("key", "k")."""
+    kind, name = edge.name.kind, edge.name.name
+    if kind == ek.ATTRIBUTE:
+        return ("attribute", name[1:]) if name[1:].isidentifier() else None
+    if kind == ek.CELL:
+        variable = cell_variable(view, edge.source)
+        return ("name", variable) if variable else None
+    if kind == ek.LOCAL:
+        variable = variable_of(edge)
+        return ("name", variable) if variable.isidentifier() else None
+    try:
+        key = ast.literal_eval(name[1:-1]) if name.startswith("[") else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return ("key", key) if isinstance(key, (str, int)) else None
+
+
+def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
+    """Code objects whose source may store the reference; True: search the enclosing def."""
+    if edge.name.kind == ek.CELL:
+        for into in view.edges_into(edge.source):
+            fn = view.obj(into.source)
+            if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
+                yield fn.__code__, True
+        return
+    if edge.name.kind == ek.LOCAL:
+        frame = view.obj(edge.source)
+        if type(frame) is types.FrameType:
+            yield frame.f_code, False
+        return
+    if edge.name.kind == ek.ATTRIBUTE:
+        namespace = type.__dict__["__dict__"].__get__(type(view.obj(edge.source)))
+        for value in list(namespace.values()):
+            if type(value) is types.FunctionType:
+                yield value.__code__, False
+    for node in view.shown:
+        obj = view.obj(node)
+        if type(obj) is types.MethodType:
+            obj = obj.__func__
+        if type(obj) is types.FunctionType:
+            yield obj.__code__, False
+        elif type(obj) is types.FrameType:
+            yield obj.f_code, False
+
+
+def _functions_at(parsed: _ParsedFile, first_line: int) -> Iterator[ast.AST]:
+    """The function definitions (or module) a code object's first line belongs to."""
+    if first_line <= 1:
+        yield parsed.tree
+    for node in ast.walk(parsed.tree):
+        if isinstance(node, _FUNCTIONS):
+            decorators = getattr(node, "decorator_list", [])
+            start = min([node.lineno, *(d.lineno for d in decorators)])
+            if start == first_line:
+                yield node
+
+
+def _enclosing(parsed: _ParsedFile, node: ast.AST) -> ast.AST | None:
+    parent = parsed.parents.get(node)
+    while parent is not None and not isinstance(parent, (*_FUNCTIONS, ast.Module)):
+        parent = parsed.parents.get(parent)
+    return parent
+
+
+def _stored(target: ast.AST, what: str, name: object) -> bool:
+    if what == "attribute":
+        return isinstance(target, ast.Attribute) and target.attr == name
+    if what == "name":
+        return isinstance(target, ast.Name) and target.id == name
+    return (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.slice, ast.Constant)
+        and target.slice.value == name
+    )
+
+
+def _first_store(scope: ast.AST, what: str, name: object) -> int | None:
+    """The first line in ``scope`` that stores ``name`` (its nested functions included)."""
+    found: list[int] = []
+    for node in ast.walk(scope):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in _unpacked(target)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and what == "name":
+            if node.name == name and node is not scope:
+                found.append(node.lineno)
+            continue
+        elif isinstance(node, ast.Dict) and what == "key":
+            if any(isinstance(k, ast.Constant) and k.value == name for k in node.keys):
+                found.append(node.lineno)
+            continue
+        elif isinstance(node, ast.ExceptHandler) and what == "name" and node.name == name:
+            found.append(node.lineno)
+            continue
+        if any(_stored(t, what, name) for t in targets):
+            found.append(targets[0].lineno)
+    return min(found) if found else None
+
+
+def _unpacked(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for element in target.elts for t in _unpacked(element)]
+    return [target]
