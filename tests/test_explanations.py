@@ -359,3 +359,24 @@ def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> 
     assert cycle.cut is not None
     assert cycle.cut.source_line == line_of("def walk(value: object) -> None:") + " ...  # WAL101"
     ast.parse(cycle.cut.source_line.split("  ", 1)[1])
+
+
+class Index:
+    pass
+
+
+def index_holding_itself() -> None:
+    index = Index()
+    index.data = heavy()  # type: ignore[attr-defined]
+    index.me = index  # type: ignore[attr-defined]
+
+
+def test_articles_and_plurals_read_right() -> None:
+    """Articles and plurals agree: "an `Index` object", "1 object", "1 reference cycle keeps"."""
+    report = find_leaks(index_holding_itself)
+    text = report.render("text")
+    assert "an `Index` object" in text
+    assert "a `Index`" not in text
+    assert "1 objects" not in text
+    assert ": 1 object, " in text
+    assert "1 reference cycle keeps 1 array alive" in text

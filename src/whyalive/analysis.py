@@ -53,7 +53,7 @@ from whyalive.report import (
 )
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
-from whyalive.words import BLIND_SPOTS, heavy_brief, heavy_group_words
+from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words
 
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
@@ -672,7 +672,7 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
             phrases.append(
-                f"the attribute `{edge.name.name}` of a `{type(source).__qualname__}` object"
+                f"the attribute `{edge.name.name}` of {a_code(type(source).__qualname__)} object"
             )
         elif kind == ek.LOCAL:
             phrases.append(
@@ -681,9 +681,9 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
                 + f"` of {label(view, edge.source)}"
             )
         elif kind == ek.KEY:
-            phrases.append(f"the entry `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"the entry `{edge.name.name}` of {a_code(type(source).__name__)}")
         elif kind == ek.INDEX:
-            phrases.append(f"item `{edge.name.name}` of a `{type(source).__name__}`")
+            phrases.append(f"the item `{edge.name.name}` of {a_code(type(source).__name__)}")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
     # A tree's cut is every child's `.parent`: say it once, with the count.

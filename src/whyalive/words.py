@@ -214,7 +214,14 @@ def holding_words(holding: Holding) -> str:
     return f"{holding.where}: {what}{detail}, {size_to_words(holding.nbytes)}"
 
 
-def article(noun: str) -> str:
-    """``"an `Index` object"``, ``"a list"``: the article the noun's first letter asks for."""
-    first = noun.lstrip("`")[:1].lower()
-    return f"{'an' if first in 'aeiou' and first else 'a'} {noun}"
+def an(word: str) -> str:
+    """``"an"`` before ``Index``, ``"a"`` before ``list``: the article the word's sound asks for.
+
+    Read from the first letter, as a reader says a type name: ``an `Index```, ``a `Node```.
+    """
+    return "an" if word[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+
+
+def a_code(name: str) -> str:
+    """``"an `Index`"``: a type or name in backticks with the article it takes."""
+    return f"{an(name)} `{name}`"

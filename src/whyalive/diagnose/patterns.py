@@ -30,7 +30,7 @@ from whyalive.diagnose.naming import label as label
 from whyalive.diagnose.naming import qualname_of as qualname_of
 from whyalive.paths import CycleView, NamedEdge, choose_cut
 from whyalive.structure import BACK_NAMES, Link, Structure
-from whyalive.words import kind_count_words, members_words
+from whyalive.words import a_code, kind_count_words, members_words, plural
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ class BoundMethodOnSelfPattern:
         func = qualname_of(view.obj(method))
         code = expression("self", steps)
         stored = f"`{code}`" if code else f"`{path_words(view, steps)}`"
-        summary = f"a `{cls}` object stores its own bound method `{func}` in {stored}"
+        summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
         explanation = (
             f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
@@ -207,7 +207,7 @@ class BoundMethodOnSelfPattern:
         variable = closure.name.name.split(" ", 1)[1]
         where = expression("self", steps) or path_words(view, steps)
         summary = (
-            f"a `{cls}` object stores in `{where}` {label(view, fn)}, whose closure captures "
+            f"{a_code(cls)} object stores in `{where}` {label(view, fn)}, whose closure captures "
             f"the object as `{variable}`"
         )
         explanation = (
@@ -374,7 +374,7 @@ class WrappedMethodOnSelfPattern:
         stored = f"`{code}`" if code else f"`{path_words(view, steps)}`"
         wrapper_name = short_name(qualname_of(view.obj(wrapper)))
         summary = (
-            f"a `{cls}` object stores in {stored} the wrapper `{wrapper_name}` around its own "
+            f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
             f"bound method `{method_name}`"
         )
         explanation = (
@@ -422,7 +422,7 @@ class SelfInOwnContainerPattern:
         held_in = expression("self", [attr])
         entry = expression("self", [attr, back])
         summary = (
-            f"a `{cls}` object keeps itself in the {kind} of its own attribute "
+            f"{a_code(cls)} object keeps itself in the {kind} of its own attribute "
             f"`{attr.name.name}` (at `{back.name.name}`)"
         )
         explanation = (
@@ -627,7 +627,7 @@ class ParentChildPattern:
         parent = type(view.obj(back.target)).__qualname__
         attr = back.name.name.lstrip(".")
         summary = (
-            f"a `{parent}` object and a `{child}` object refer to each other "
+            f"{a_code(parent)} object and {a_code(child)} object refer to each other "
             f"(the `{child}` holds its `{parent}` in `.{attr}`)"
         )
         explanation = (
@@ -665,7 +665,7 @@ class SelfContainingContainerPattern:
             node = view.shown[0]
             edge = view.edges[0] if view.edges else None
             where = edge.name.name if edge else "an item"
-            summary = f"a `{type(view.obj(node)).__name__}` contains itself at `{where}`"
+            summary = f"{a_code(type(view.obj(node)).__name__)} contains itself at `{where}`"
             cut = [edge] if edge else []
         else:
             order = {n: i for i, n in enumerate(view.shown)}
@@ -674,8 +674,8 @@ class SelfContainingContainerPattern:
             forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
             lead = forward[0].name.name if forward else "its items"
             summary = (
-                f"a `{type(view.obj(root)).__name__}` holds, at `{lead}`, containers that refer "
-                f"back to it"
+                f"{a_code(type(view.obj(root)).__name__)} holds, at `{lead}`, containers that "
+                "refer back to it"
             )
             cut = forward[:1] or back[:1]
         explanation = (
@@ -707,7 +707,7 @@ class UnrecognisedPattern:
         shown = view.shown[:4]
         names = " -> ".join(label(view, n) for n in shown)
         more = f" (+{len(view.shown) - 4} more)" if len(view.shown) > 4 else ""
-        summary = f"a cycle of {len(view.shown)} objects: {names}{more}"
+        summary = f"a cycle of {plural(len(view.shown), 'object')}: {names}{more}"
         explanation = (
             "These objects refer to each other in a loop, so reference counting cannot free "
             "them; they wait for the cyclic garbage collector."
