@@ -105,7 +105,7 @@ def _graphviz_source(view: dict[str, Any]) -> str:
         "digraph g {",
         "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
         '  node [shape=box, fixedsize=true, label=""];',
-        "  edge [fontname=Courier, fontsize=10];",
+        "  edge [fontname=Courier, fontsize=11];",
     ]
     for node in view["nodes"]:
         width = node["w"] / _POINTS_PER_INCH
@@ -231,7 +231,10 @@ class HtmlRenderer:
             f"{timeline}"
             '<main><nav id="cycles" aria-label="cycles"></nav>\n'
             '<section id="graph-pane"><div id="toolbar"></div>'
-            '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg></section>\n'
+            '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg>'
+            '<div id="legend" aria-label="legend"><span><i class="key-cut"></i>suggested cut'
+            '</span><span><i class="key-heavy"></i>heavy object</span>'
+            '<span><i class="key-member"></i>in the cycle</span></div></section>\n'
             '<aside id="side"><div id="cycle-details"></div><div id="details"></div></aside>'
             "</main>\n"
             f"<noscript><pre>{text}</pre></noscript>\n"
