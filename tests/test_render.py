@@ -497,3 +497,14 @@ def test_every_cycle_starts_with_pattern_size_place_then_cut_and_fix() -> None:
         assert re.match(r"Cycle 1: .+ \[[a-z-]+\]: \d+ objects, [\d.]+ KiB, at \S+:", block[0])
         assert block[1].startswith("  Cut: ")
         assert block[2].startswith("  Fix: ")
+
+
+def test_a_reference_with_no_name_reads_as_unnamed_not_as_an_empty_label() -> None:
+    """A reference whyalive cannot name prints as `(unnamed reference)`, never `---> dict-->`."""
+    from whyalive.render.text import edge_words
+
+    report = Report(nodes=(Node(0, "dict", "dict of 1"),))
+    assert edge_words(report, Edge(0, 0, "unknown", "-> dict")) == (
+        "--(unnamed reference)--> dict of 1"
+    )
+    assert edge_words(report, Edge(0, 0, "key", "['k']")) == "--['k']--> dict of 1"

@@ -57,6 +57,8 @@ from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words
 
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
+# A cut of many different references is named by its first few (the edges keep them all).
+MAX_CUT_PHRASES = 3
 
 
 @dataclass(frozen=True)
@@ -690,7 +692,14 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
     counts = dict.fromkeys(phrases, 0)
     for phrase in phrases:
         counts[phrase] += 1
-    return " and ".join(p if n == 1 else f"{p} (each of {n})" for p, n in counts.items())
+    said = [p if n == 1 else f"{p} (each of {n})" for p, n in counts.items()]
+    if len(said) > MAX_CUT_PHRASES:
+        rest = len(phrases) - sum(list(counts.values())[:MAX_CUT_PHRASES])
+        said = [
+            *said[:MAX_CUT_PHRASES],
+            f"{rest} more {'reference' if rest == 1 else 'references'}",
+        ]
+    return " and ".join(said)
 
 
 def _heavy_table(

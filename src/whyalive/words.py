@@ -225,3 +225,10 @@ def an(word: str) -> str:
 def a_code(name: str) -> str:
     """``"an `Index`"``: a type or name in backticks with the article it takes."""
     return f"{an(name)} `{name}`"
+
+
+def edge_label(kind: str, name: str) -> str:
+    """How a reference reads in a loop or a path; one with no name says so, not ``-> dict``."""
+    if kind == "unknown" or not name:
+        return "(unnamed reference)"
+    return name

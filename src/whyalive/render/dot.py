@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from whyalive.report import Edge, Report
-from whyalive.words import loop_gap_words, plural, size_to_words
+from whyalive.words import edge_label, loop_gap_words, plural, size_to_words
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ def _collect(edges: list[Edge], cut: set[tuple[int, int, str]]) -> tuple[ViewEdg
     for edge in edges:
         key = (edge.source, edge.target, edge.name)
         if key not in seen:
-            seen[key] = ViewEdge(edge.source, edge.target, edge.name, key in cut)
+            label = edge_label(edge.kind, edge.name)
+            seen[key] = ViewEdge(edge.source, edge.target, label, key in cut)
     return tuple(seen.values())
 
 

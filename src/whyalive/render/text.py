@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from whyalive.report import AliveObject, CycleReport, Edge, Report
 from whyalive.words import (
     BLIND_SPOTS,
+    edge_label,
     holding_words,
     loop_gap_words,
     more_members_words,
@@ -18,7 +19,7 @@ from whyalive.words import (
 
 def edge_words(report: Report, edge: Edge) -> str:
     """``--cell_contents--> list xs of 4``."""
-    return f"--{edge.name}--> {report.node(edge.target).label}"
+    return f"--{edge_label(edge.kind, edge.name)}--> {report.node(edge.target).label}"
 
 
 def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
@@ -67,7 +68,8 @@ def cut_line(report: Report, cycle: CycleReport, *, with_edges: bool) -> str | N
     line = f"Cut: {cut.description}"
     if with_edges:
         refs = "; ".join(
-            f"{report.node(e.source).label} --{e.name}--> {report.node(e.target).label}"
+            f"{report.node(e.source).label} --{edge_label(e.kind, e.name)}--> "
+            f"{report.node(e.target).label}"
             for e in cut.edges
         )
         line += f" ({refs})"
