@@ -936,3 +936,10 @@ PATTERNS: tuple[Pattern, ...] = (
     SelfContainingContainerPattern(),
     ReferenceLoopPattern(),
 )
+
+PATTERN_NAMES: frozenset[str] = frozenset(
+    {pattern.name for pattern in PATTERNS}
+    | {name for name, _ in _FAMILY_WORDS.values()}
+    | {LinkedStructurePattern.name, UNRECOGNISED.name}
+)
+"""Every pattern name a report can carry."""
