@@ -380,3 +380,31 @@ def test_articles_and_plurals_read_right() -> None:
     assert "1 objects" not in text
     assert ": 1 object, " in text
     assert "1 reference cycle keeps 1 array alive" in text
+
+
+def test_cycles_made_by_torch_fx_tracing_read_right() -> None:
+    """`torch.fx.symbolic_trace` leaves cycles: each named, looped, fixed in code that parses."""
+    torch = pytest.importorskip("torch")
+
+    class Small(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+
+        def forward(self, x: object) -> object:
+            return torch.relu(self.lin(x)) + 1
+
+    def trace() -> None:
+        torch.fx.symbolic_trace(Small())(torch.randn(2, 64))
+
+    report = find_leaks(trace)
+    assert report.cycles
+    text = report.render("text")
+    assert "---> " not in text  # no reference prints as an empty label
+    for cycle in report.cycles:
+        assert cycle.pattern != "unrecognised"
+        assert_simple_closed_loop(cycle)
+        for span in backticked(cycle.fix):
+            ast.parse(span.strip())
+        assert "`del self`" not in cycle.fix
+        assert "->" not in " ".join(backticked(cycle.fix + cycle.explanation))

@@ -686,6 +686,8 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
             phrases.append(f"the entry `{edge.name.name}` of {a_code(type(source).__name__)}")
         elif kind == ek.INDEX:
             phrases.append(f"the item `{edge.name.name}` of {a_code(type(source).__name__)}")
+        elif kind == ek.UNKNOWN:
+            phrases.append(f"an unnamed reference from {label(view, edge.source)}")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
     # A tree's cut is every child's `.parent`: say it once, with the count.

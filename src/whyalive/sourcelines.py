@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
-from whyalive.diagnose.naming import cell_variable, variable_of
+from whyalive.diagnose.naming import cell_variable, is_python, variable_of
 from whyalive.paths import CycleView, NamedEdge
+from whyalive.words import shorten
 
 _SEARCHED = (ek.ATTRIBUTE, ek.CELL, ek.KEY, ek.LOCAL)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -87,11 +88,10 @@ class SourceLines:
                 scope = _enclosing(parsed, function) if scope_up else function
                 if scope is None:
                     continue
-                lineno = _first_store(scope, what, name)
-                if lineno is not None:
-                    text = parsed.lines[lineno - 1].strip()
-                    if text.endswith(":"):  # a def or for header: a body makes it parse
-                        text += " ..."
+                stored = _first_store(scope, what, name)
+                if stored is not None:
+                    lineno, statement = stored
+                    text = _code_of(parsed.lines[lineno - 1], statement)
                     flagged = parsed.lint_codes(code.co_filename).get(lineno)
                     rule = f"  # {flagged}" if flagged else ""
                     where = f"{os.path.basename(code.co_filename)}:{lineno}"
@@ -181,9 +181,9 @@ def _stored(target: ast.AST, what: str, name: object) -> bool:
     )
 
 
-def _first_store(scope: ast.AST, what: str, name: object) -> int | None:
-    """The first line in ``scope`` that stores ``name`` (its nested functions included)."""
-    found: list[int] = []
+def _first_store(scope: ast.AST, what: str, name: object) -> tuple[int, ast.AST] | None:
+    """The first statement in ``scope`` that stores ``name``, with its line (nested defs too)."""
+    found: list[tuple[int, ast.AST]] = []
     for node in ast.walk(scope):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -192,18 +192,32 @@ def _first_store(scope: ast.AST, what: str, name: object) -> int | None:
             targets = [node.target]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and what == "name":
             if node.name == name and node is not scope:
-                found.append(node.lineno)
+                found.append((node.lineno, node))
             continue
         elif isinstance(node, ast.Dict) and what == "key":
             if any(isinstance(k, ast.Constant) and k.value == name for k in node.keys):
-                found.append(node.lineno)
+                found.append((node.lineno, node))
             continue
         elif isinstance(node, ast.ExceptHandler) and what == "name" and node.name == name:
-            found.append(node.lineno)
+            found.append((node.lineno, node))
             continue
         if any(_stored(t, what, name) for t in targets):
-            found.append(targets[0].lineno)
-    return min(found) if found else None
+            found.append((targets[0].lineno, node))
+    return min(found, key=lambda item: item[0]) if found else None
+
+
+def _code_of(line: str, node: ast.AST) -> str:
+    """The line as Python that parses: a header gets ``...``, a statement over lines is unparsed."""
+    text = line.strip()
+    if text.endswith(":"):
+        text += " ..."
+    if is_python(text):
+        return text
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"def {node.name}(...): ..."
+    if isinstance(node, ast.ExceptHandler):
+        return f"except ... as {node.name}: ..."
+    return shorten(" ".join(ast.unparse(node).split()), 100)
 
 
 def _unpacked(target: ast.expr) -> list[ast.expr]:

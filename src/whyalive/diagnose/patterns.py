@@ -97,10 +97,11 @@ class RecursiveClosurePattern:
                 f"free this pair; only the cyclic garbage collector can, whenever it next "
                 f"runs.{also}"
             )
+            data_names = [name for name in others if name != "self"]
             data = (
-                f" Deleting only the data (`del {others[0]}`) frees it but leaves the "
+                f" Deleting only the data (`del {data_names[0]}`) frees it but leaves the "
                 "function/cell cycle for the collector."
-                if others
+                if data_names
                 else ""
             )
             fix = (
@@ -178,7 +179,7 @@ class BoundMethodOnSelfPattern:
         cls = type(view.obj(owner)).__qualname__
         func = qualname_of(view.obj(method))
         code = expression("self", steps)
-        stored = f"`{code}`" if code else f"`{path_words(view, steps)}`"
+        stored = f"`{code}`" if code else _stored_words(view, steps)
         summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
         explanation = (
@@ -187,13 +188,15 @@ class BoundMethodOnSelfPattern:
             f"method hold the object, so neither is freed by reference counting."
         )
         call_as = f" (call it as `{code}()(...)`)" if code else ""
-        remove = f"`del {code}`" if code else "`del` the reference"
+        remove = f"`del {code}`" if code else "delete the reference"
         fix = (
             f"Store `weakref.WeakMethod(self.{method_name})` instead{call_as}, store the plain "
             f"function and pass `self` when calling, or remove it ({remove}, `handle.remove()`) "
             "when done."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL201"
+        )
 
     def _closure(
         self,
@@ -205,24 +208,47 @@ class BoundMethodOnSelfPattern:
     ) -> PatternMatch:
         cls = type(view.obj(owner)).__qualname__
         variable = closure.name.name.split(" ", 1)[1]
-        where = expression("self", steps) or path_words(view, steps)
+        code = expression("self", steps)
+        where = f"`{code}`" if code else _stored_words(view, steps)
         summary = (
-            f"{a_code(cls)} object stores in `{where}` {label(view, fn)}, whose closure captures "
+            f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
             f"the object as `{variable}`"
         )
         explanation = (
-            f"The function stored on the `{cls}` object (at `{where}`) closes over `{variable}`, "
+            f"The function stored on the `{cls}` object (in {where}) closes over `{variable}`, "
             f"which is that same object: object -> function -> closure cell -> object. "
             f"Reference counting cannot free the loop."
         )
         code = expression(variable, steps)
-        remove = f"`del {code}`" if code else "unregister it"
+        remove = f"`del {code}` or unregister the hook" if code else "unregister the hook"
         fix = (
             f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
-            f"the function), make it a regular method, or remove it ({remove}, or unregister "
-            "the hook) when done."
+            f"the function), make it a regular method, or remove it ({remove}) when done."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL202")
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL202"
+        )
+
+
+def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """Where a chain ends, when it has no spelling in code: "`._insert` of a `Graph` object"."""
+    last = steps[-1]
+    obj = view.obj(last.source)
+    owner = (
+        f"{a_code(type(obj).__qualname__)} object"
+        if is_instance_node(obj)
+        else label(view, last.source)
+    )
+    if last.name.kind == ek.UNKNOWN:
+        return f"an unnamed reference from {owner}"
+    return f"`{last.name.name}` of {owner}"
+
+
+def _written_step(steps: list[NamedEdge]) -> list[NamedEdge]:
+    """The reference the user's code stored: its first attribute (``.cb``, ``._insert``)."""
+    attributes = [e for e in steps if e.name.kind == ek.ATTRIBUTE]
+    named = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+    return attributes[:1] or named[-1:] or steps[:1]
 
 
 class ExceptionTracebackPattern:
