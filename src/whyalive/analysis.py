@@ -21,14 +21,8 @@ from typing import cast
 from whyalive import edges as ek
 from whyalive import graphcore
 from whyalive.diagnose import Diagnosis, diagnose
-from whyalive.diagnose.naming import expression, short_name
-from whyalive.diagnose.patterns import (
-    cell_variable,
-    enclosing_function,
-    is_instance_node,
-    label,
-    qualname_of,
-)
+from whyalive.diagnose.naming import expression, is_instance_node, short_name
+from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import HeavyFacts, KindResolver

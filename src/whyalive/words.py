@@ -43,9 +43,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``plural(4, "tensor")`` -> ``"4 tensors"``."""
+    """``plural(4, "tensor")`` -> ``"4 tensors"``; ``"4,000 objects"`` with thousands marked."""
     word = singular if count == 1 else (plural_form or singular + "s")
-    return f"{count} {word}"
+    return f"{count:,} {word}"
 
 
 def code(text: str) -> str:
@@ -65,7 +65,7 @@ _KIND_NOUNS = {
 def heavy_noun(kind: str, count: int) -> str:
     """``heavy_noun("torch.Tensor", 4)`` -> ``"4 tensors"``."""
     singular, many = _KIND_NOUNS.get(kind, ("object", "objects"))
-    return f"{count} {singular if count == 1 else many}"
+    return f"{count:,} {singular if count == 1 else many}"
 
 
 def heavy_brief(description: str) -> str:

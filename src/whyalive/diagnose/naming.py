@@ -160,7 +160,8 @@ def short_name(qualname: str) -> str:
     return qualname.rpartition(".<locals>.")[2]
 
 
-def _is_user_instance(obj: object) -> bool:
+def is_instance_node(obj: object) -> bool:
+    """True for an instance of a user class (not a builtin, a class or an exception)."""
     cls = type(obj)
     module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
     return module != "builtins" and not issubclass(cls, (type, BaseException))
@@ -173,10 +174,10 @@ def holder_code(view: CycleView, node: int) -> str | None:
             named = reference_code(view, edge, owner=False)
             if named:
                 return named
-    if _is_user_instance(view.obj(node)):
+    if is_instance_node(view.obj(node)):
         return "self"
     for edge in view.edges_into(node):
-        if edge.name.kind == ek.ATTRIBUTE and _is_user_instance(view.obj(edge.source)):
+        if edge.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(edge.source)):
             return expression("self", [edge])
     return None
 

@@ -19,6 +19,7 @@ from whyalive.diagnose.naming import (
     chain,
     expression,
     holder_code,
+    is_instance_node,
     path_words,
     reference_code,
     short_name,
@@ -139,13 +140,6 @@ class RecursiveClosurePattern:
             f"move them to module level."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL101")
-
-
-def is_instance_node(obj: object) -> bool:
-    """True for an instance of a user class (not a builtin, a class or an exception)."""
-    cls = type(obj)
-    module = type.__dict__["__module__"].__get__(cls)  # never a metaclass property
-    return module != "builtins" and not issubclass(cls, (type, BaseException))
 
 
 class BoundMethodOnSelfPattern:
@@ -420,7 +414,7 @@ class WrappedMethodOnSelfPattern:
         return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
 
 
-_CONTAINER_TYPES = (dict, list, set, tuple)
+_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class SelfInOwnContainerPattern:
@@ -434,7 +428,7 @@ class SelfInOwnContainerPattern:
         for edge in view.edges:
             if edge.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(edge.source)):
                 continue
-            if not isinstance(view.obj(edge.target), _CONTAINER_TYPES):
+            if not isinstance(view.obj(edge.target), _CONTAINERS):
                 continue
             back = [e for e in view.edges_from(edge.target) if e.target == edge.source]
             if back:
@@ -672,9 +666,6 @@ class ParentChildPattern:
         # Every child's back reference of that name: together they free the tree.
         backs = [e for e in attr_edges if e.name.name == back.name.name]
         return PatternMatch(self.name, self.title, summary, explanation, fix, backs, "WAL901")
-
-
-_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class SelfContainingContainerPattern:
