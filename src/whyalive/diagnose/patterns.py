@@ -428,7 +428,7 @@ class SelfInOwnContainerPattern:
         for edge in view.edges:
             if edge.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(edge.source)):
                 continue
-            if not isinstance(view.obj(edge.target), _CONTAINERS):
+            if not issubclass(type(view.obj(edge.target)), _CONTAINERS):
                 continue
             back = [e for e in view.edges_from(edge.target) if e.target == edge.source]
             if back:
@@ -437,8 +437,8 @@ class SelfInOwnContainerPattern:
 
     def _words(self, view: CycleView, attr: NamedEdge, back: NamedEdge) -> PatternMatch:
         cls = type(view.obj(attr.source)).__qualname__
-        container = view.obj(attr.target)
-        kind = type(container).__name__
+        container_type = type(view.obj(attr.target))
+        kind = container_type.__name__
         held_in = expression("self", [attr])
         entry = expression("self", [attr, back])
         summary = (
@@ -450,15 +450,15 @@ class SelfInOwnContainerPattern:
             "the object again: a registry, a list of listeners or a lookup table that includes "
             "its own owner is a cycle, freed only by the cyclic collector."
         )
-        if isinstance(container, list) and held_in:
+        if issubclass(container_type, list) and held_in:
             remove = f"`{held_in}.remove(self)`"
-        elif isinstance(container, dict) and entry and back.name.name != "key":
+        elif issubclass(container_type, dict) and entry and back.name.name != "key":
             remove = f"`del {entry}`"
         else:
             remove = "remove it"
         weak = (
             "`weakref.WeakValueDictionary`"
-            if isinstance(container, dict)
+            if issubclass(container_type, dict)
             else ("`weakref.WeakSet`")
         )
         fix = (
