@@ -15,6 +15,7 @@ import ast
 import linecache
 import os
 import types
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,6 +25,11 @@ from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import shorten
 
 _SEARCHED = (ek.ATTRIBUTE, ek.CELL, ek.KEY, ek.LOCAL)
+# A class up to this size is linted whole around the line; a bigger one only by the function.
+MAX_CLASS_LINES = 400
+# Parsed source files kept between analyses (the same lines object from linecache: unchanged).
+_RECENT_FILES = 16
+_recent: OrderedDict[str, tuple[list[str], _ParsedFile | None]] = OrderedDict()
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
@@ -33,16 +39,62 @@ class _ParsedFile:
     tree: ast.Module
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     flagged: dict[int, str] | None = None
+    """Lint codes by line for the statements linted so far ("" for a line none flags)."""
 
-    def lint_codes(self, filename: str) -> dict[int, str]:
-        """Lines the lint rules flag in this file, with their codes (once per file)."""
+    def lint_code(self, filename: str, lineno: int, statement: ast.AST) -> str | None:
+        """The code of a lint rule that flags ``lineno``, if one does.
+
+        Only the module's imports and the outermost function around the statement (with
+        the headers of the classes around it) are linted, the other lines blanked so that
+        line numbers stay: a big module costs what that one function costs.
+        """
         if self.flagged is None:
+            self.flagged = {}
+        if lineno not in self.flagged:
             from whyalive.lint import lint_source
 
-            self.flagged = {}
-            for finding in lint_source("".join(self.lines), filename):
+            shown = {
+                line
+                for node in self.tree.body
+                if isinstance(node, (ast.Import, ast.ImportFrom))
+                for line in _lines_of(node)
+            }
+            shown.update(self._context_lines(statement))
+            text = "".join(
+                line if number in shown else "\n" for number, line in enumerate(self.lines, 1)
+            )
+            for finding in lint_source(text, filename):
                 self.flagged.setdefault(finding.line, finding.code)
-        return self.flagged
+            self.flagged.setdefault(lineno, "")
+        return self.flagged[lineno] or None
+
+    def _context_lines(self, statement: ast.AST) -> set[int]:
+        """The outermost function holding ``statement``, and its classes' header lines."""
+        outermost: ast.AST = statement
+        classes: list[ast.ClassDef] = []
+        node: ast.AST | None = statement
+        while node is not None and not isinstance(node, ast.Module):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                outermost, classes = node, []
+            elif isinstance(node, ast.ClassDef):
+                classes.append(node)
+            elif node is not statement and not classes and outermost is statement:
+                outermost = node  # a module-level statement: keep the whole of it
+            node = self.parents.get(node)
+        lines = set(_lines_of(outermost))
+        if classes and len(_lines_of(classes[-1])) <= MAX_CLASS_LINES:
+            # Rules read the class around a method (`self.cb = self.on_step` needs `on_step`).
+            lines.update(_lines_of(classes[-1]))
+        else:
+            for cls in classes:
+                lines.update(range(cls.lineno, cls.body[0].lineno))
+        return lines
+
+
+def _lines_of(node: ast.AST) -> range:
+    decorators = getattr(node, "decorator_list", [])
+    first = min([getattr(node, "lineno", 1), *(d.lineno for d in decorators)])
+    return range(first, (getattr(node, "end_lineno", None) or first) + 1)
 
 
 @dataclass
@@ -55,6 +107,11 @@ class SourceLines:
         """The file's lines and tree, or None when it cannot be read or parsed."""
         if filename not in self.files:
             lines = linecache.getlines(filename)
+            recent = _recent.get(filename)
+            if recent is not None and recent[0] is lines:
+                _recent.move_to_end(filename)
+                self.files[filename] = recent[1]
+                return recent[1]
             parsed: _ParsedFile | None = None
             if lines:
                 try:
@@ -67,6 +124,9 @@ class SourceLines:
                         for child in ast.iter_child_nodes(node):
                             parsed.parents[child] = node
             self.files[filename] = parsed
+            _recent[filename] = (lines, parsed)
+            if len(_recent) > _RECENT_FILES:
+                _recent.popitem(last=False)
         return self.files[filename]
 
     def line_for(self, view: CycleView, edge: NamedEdge) -> tuple[str | None, str | None]:
@@ -92,7 +152,7 @@ class SourceLines:
                 if stored is not None:
                     lineno, statement = stored
                     text = _code_of(parsed.lines[lineno - 1], statement)
-                    flagged = parsed.lint_codes(code.co_filename).get(lineno)
+                    flagged = parsed.lint_code(code.co_filename, lineno, statement)
                     rule = f"  # {flagged}" if flagged else ""
                     where = f"{os.path.basename(code.co_filename)}:{lineno}"
                     return f"{where}  {text}{rule}", None
