@@ -47,7 +47,7 @@ from whyalive.report import (
 )
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
-from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words
+from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words, index_range_words
 
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
@@ -526,17 +526,6 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
     return names.strip(), f" of {base}", index
 
 
-def _index_words(indices: list[int]) -> str:
-    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, ...]`` for many."""
-    ordered = sorted(set(indices))
-    if len(ordered) == 1:
-        return f"[{ordered[0]}]"
-    if ordered[-1] - ordered[0] == len(ordered) - 1:
-        return f"[{ordered[0]}..{ordered[-1]}]"
-    shown = ", ".join(str(i) for i in ordered[:3])
-    return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"
-
-
 def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     """Every heavy object by the place that holds it, siblings of one list folded."""
     groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int]]] = {}
@@ -552,7 +541,7 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     holds = []
     for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
         briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
-        where = head + (_index_words(indices) if indexed else "") + tail
+        where = head + (index_range_words(indices) if indexed else "") + tail
         holds.append(
             Holding(
                 where=where.strip().removeprefix("of ") or "the cycle itself",

@@ -232,3 +232,14 @@ def edge_label(kind: str, name: str) -> str:
     if kind == "unknown" or not name:
         return "(unnamed reference)"
     return name
+
+
+def index_range_words(indices: list[int]) -> str:
+    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, 5, ...]`` for many."""
+    ordered = sorted(set(indices))
+    if len(ordered) == 1:
+        return f"[{ordered[0]}]"
+    if ordered[-1] - ordered[0] == len(ordered) - 1:
+        return f"[{ordered[0]}..{ordered[-1]}]"
+    shown = ", ".join(str(i) for i in ordered[:3])
+    return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"
