@@ -7,6 +7,7 @@ its summary, its cut and its fix.
 from __future__ import annotations
 
 import ast
+import functools
 import types
 from collections import deque
 
@@ -146,6 +147,7 @@ def expression(base: str, steps: list[NamedEdge]) -> str | None:
     return "".join(parts)
 
 
+@functools.lru_cache(maxsize=4096)  # keys and indexes repeat across thousands of paths
 def is_python(text: str) -> bool:
     """True when ``text`` parses as a Python expression or statement."""
     try:

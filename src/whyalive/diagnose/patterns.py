@@ -327,7 +327,8 @@ class FrameKeptPattern:
         code = reference_code(view, cut[0]) if cut else None
         held = type(view.obj(cut[0].target)).__name__ if cut else "frame"
         if cut and cut[0].name.kind == ek.LOCAL and cut[0].source == frame:
-            how = f"holds its own {held} in the local `{code}`"
+            local = f"the local `{code}`" if code else "one of its locals"
+            how = f"holds its own {held} in {local}"
         elif cut:
             how = f"is held by {label(view, cut[0].source)} (in `{cut[0].name.name}`), which "
             how += "the frame's locals reach again"
@@ -391,7 +392,7 @@ class WrappedMethodOnSelfPattern:
         cls = type(view.obj(owner)).__qualname__
         method_name = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
         code = expression("self", steps)
-        stored = f"`{code}`" if code else f"`{path_words(view, steps)}`"
+        stored = f"`{code}`" if code else _stored_words(view, steps)
         wrapper_name = short_name(qualname_of(view.obj(wrapper)))
         summary = (
             f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
@@ -456,11 +457,8 @@ class SelfInOwnContainerPattern:
             remove = f"`del {entry}`"
         else:
             remove = "remove it"
-        weak = (
-            "`weakref.WeakValueDictionary`"
-            if issubclass(container_type, dict)
-            else ("`weakref.WeakSet`")
-        )
+        dict_like = issubclass(container_type, dict)
+        weak = "`weakref.WeakValueDictionary`" if dict_like else "`weakref.WeakSet`"
         fix = (
             f"Keep the object out of its own {kind}: keep the registry outside the object, "
             f"store `weakref.ref(self)` or use a {weak}, or {remove} when done."
@@ -803,7 +801,7 @@ def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str 
         return f"`del {code}` when done (in a finally block), or do not keep it in this frame."
     return (
         "Remove the reference named in the cut when done, or hold it with `weakref.ref`; the "
-        "loop above shows each reference in turn."
+        "printed loop shows each reference in turn."
     )
 
 
