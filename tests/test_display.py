@@ -62,15 +62,16 @@ def test_report_repr_is_one_line_and_print_keeps_the_text() -> None:
     """repr(report) is one line with count, bytes and top pattern; str() is the full text."""
     report = closure_report()
     line = repr(report)
-    assert line.startswith("<whyalive.Report: 1 reference cycle keeps 16.0 KiB alive at ")
+    assert line.startswith("<whyalive.Report: 1 reference cycle keeps 4 arrays alive at ")
+    assert ": 16.0 KiB on cpu; top:" in line
     assert "top: recursive-closure (recursive nested function)" in line
     assert "\n" not in line
     assert len(line) < 250
     assert str(report).count("\n") > 10
     assert "Fix:" in str(report)
     assert (
-        repr(Report())
-        == "<whyalive.Report: no cyclic garbage holds heavy objects (0 garbage objects)>"
+        repr(Report()) == "<whyalive.Report: no cyclic garbage holds heavy objects "
+        "(0 garbage objects, 0 light cycles)>"
     )
 
 
@@ -104,14 +105,14 @@ def test_summary_repr_and_html_escape_hostile_titles() -> None:
     rows = [RankCycle("sig1", "recursive-closure", f"title {HOSTILE}", 4096, 2)]
     summary = summarize({0: rows, 1: []}, 3)
     assert repr(summary) == (
-        "<whyalive.Summary: 2 of 3 rank(s) reported; 1 cycle signature holds 4.0 KiB on "
-        "rank(s) 0; top: recursive-closure; missing rank(s) 2>"
+        "<whyalive.Summary: 2 of 3 ranks reported; 2 reference cycles (1 signature) keep 4.0 KiB "
+        "alive on rank 0; top: recursive-closure; missing rank 2>"
     )
     markup = summary._repr_html_()
     assert HOSTILE not in markup
     assert html.escape(HOSTILE) in markup
     assert "<script" not in markup
-    assert str(summary).startswith("whyalive summary: 2 of 3 rank(s) reported")
+    assert str(summary).startswith("whyalive summary: 2 of 3 ranks reported")
 
 
 @pytest.fixture

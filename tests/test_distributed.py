@@ -192,8 +192,8 @@ def test_summarize_is_the_union_of_rank_reports() -> None:
     assert summary.missing == (3,)
     assert summary.leaking_ranks == (0, 2)
     text = str(summary)
-    assert "3 of 4 rank(s) reported" in text
-    assert "missing: rank(s) 3" in text
+    assert "3 of 4 ranks reported" in text
+    assert "missing: rank 3" in text
     assert row.signature in text
     assert "recursive-closure" in text
     data = json.loads(json.dumps(summary.to_dict()))
@@ -290,7 +290,7 @@ def test_crashed_rank_is_reported_missing(two_ranks: Launch) -> None:
     summary = first["missing"]["summary"]
     assert summary.ranks == (0,)
     assert summary.missing == (1,)
-    assert "missing: rank(s) 1" in first["missing"]["summary_text"]
+    assert "missing: rank 1" in first["missing"]["summary_text"]
 
 
 def test_example_prints_the_summary_on_rank_zero(tmp_path: Path) -> None:
@@ -301,7 +301,7 @@ def test_example_prints_the_summary_on_rank_zero(tmp_path: Path) -> None:
     run = start_ranks(2, argv, tmp_path, deadline=150)
     assert run.returncodes == [0, 0], "\n".join(run.logs)
     text = run.logs[0]
-    assert "whyalive summary: 2 of 2 rank(s) reported" in text
+    assert "whyalive summary: 2 of 2 ranks reported" in text
     (row,) = [line for line in text.splitlines() if "recursive-closure" in line and " 0,1 " in line]
     assert row.split()[-1] == "16", "2 ranks x 2 steps x 4 microbatches"
     assert "whyalive summary" not in run.logs[1], "only rank 0 prints the summary"

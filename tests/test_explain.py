@@ -230,7 +230,7 @@ def test_explanation_renders_everywhere_and_round_trips(holders: types.ModuleTyp
             continue
     assert Report.from_dict(report.to_dict()) == report
     text = str(explain(holders.DATA))
-    assert text.startswith("whyalive: 1 object still alive")
+    assert text.startswith("whyalive: 1 heavy object still alive")
     assert "Held by: module" in text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -126,7 +127,7 @@ def test_viewer_draws_cycle_and_shows_details_offline(
     members = browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")
     assert sorted(int(m.get_attribute("data-node")) for m in members) == sorted(cycle.members)
     assert browser.find_elements(By.CSS_SELECTOR, "#graph .edge.cut")
-    assert cycle.fix in browser.find_element(By.ID, "cycle-details").text
+    assert cycle.fix.replace("`", "") in browser.find_element(By.ID, "cycle-details").text
     browser.find_elements(By.CSS_SELECTOR, "#toolbar .tool")[2].click()  # fit: all in view
     first = report.node(cycle.members[0])
     browser.find_element(By.CSS_SELECTOR, f'#graph .node[data-node="{first.node_id}"]').click()
@@ -139,6 +140,57 @@ def test_viewer_draws_cycle_and_shows_details_offline(
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / f"whyalive-html-{layout}.png"))
     assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+# What the graph pane shows on open: the pane, the drawn graph's box, the smallest label.
+_GRAPH_ON_OPEN = """
+const pane = document.getElementById("graph").getBoundingClientRect();
+const drawn = document.querySelector("#graph g.world").getBoundingClientRect();
+const labels = Array.from(document.querySelectorAll("#graph text"),
+                          t => t.getBoundingClientRect().height).filter(h => h > 0);
+return [pane.width, pane.height, drawn.width, drawn.height, Math.min(...labels)];
+"""
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+@pytest.mark.parametrize("layout", ["dagre", "graphviz"])
+def test_viewer_opens_fitted_readable_with_a_legend_and_the_texts_words(
+    browser: Any, tmp_path: Path, layout: str
+) -> None:
+    """On open the graph fills its pane, labels are 11 px or more; legend, code and loop shown."""
+    if layout == "graphviz" and shutil.which("dot") is None:
+        pytest.skip("Graphviz dot is not installed")
+    report = _demo_report()
+    _open(browser, report, tmp_path / "fit.html", layout=layout)
+    _wait_until_fitted(browser)
+    pane_w, pane_h, drawn_w, drawn_h, smallest_label = browser.execute_script(_GRAPH_ON_OPEN)
+    shot = browser.find_element(By.ID, "graph-pane").screenshot_as_png
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"whyalive-html-fit-{layout}.png").write_bytes(shot)
+    shot_w, shot_h = _png_size(shot)
+    assert abs(shot_w - pane_w) <= 2
+    assert abs(shot_h - pane_h) <= 2
+    # Fitted: the graph spans most of the pane in one direction at least.
+    assert max(drawn_w / pane_w, drawn_h / pane_h) >= 0.8, (pane_w, pane_h, drawn_w, drawn_h)
+    assert smallest_label >= 11
+    legend = browser.find_element(By.ID, "legend").text
+    for words in ("suggested cut", "heavy object", "in the cycle"):
+        assert words in legend
+    from whyalive.words import report_headline
+
+    headline = report_headline(report)
+    assert browser.find_element(By.ID, "headline").text == headline[0].upper() + headline[1:]
+    details = browser.find_element(By.ID, "cycle-details")
+    codes = [c.text for c in details.find_elements(By.CSS_SELECTOR, ".fix code")]
+    assert "del extract_tensors_with_grads" in codes
+    assert "`" not in details.find_element(By.CSS_SELECTOR, ".fix").text
+    loop = details.find_elements(By.CSS_SELECTOR, ".loop li")
+    assert len(loop) == len(report.cycles[0].loop)
 
 
 class _Link:
@@ -247,6 +299,7 @@ def test_hostile_strings_show_as_text_and_execute_nothing(
     if layout == "graphviz" and shutil.which("dot") is None:
         pytest.skip("Graphviz dot is not installed")
     seen = _open(browser, _hostile_report(), tmp_path / "xss.html", layout=layout)
+    browser.find_elements(By.CSS_SELECTOR, "#toolbar .tool")[2].click()  # fit: all in view
     browser.find_element(By.CSS_SELECTOR, '#graph .node[data-node="1"]').click()
     assert browser.execute_script("return window.__whyalive_xss") is None
     injected = "return document.querySelectorAll('img, [onerror], [onload], svg svg').length"
@@ -263,6 +316,7 @@ def test_hostile_strings_show_as_text_and_execute_nothing(
     assert f"[{SCRIPT_CLOSE!r}]"[:31] + "\u2026" in labels
     browser.find_elements(By.CSS_SELECTOR, "#cycles .cycle-item")[1].click()  # the alive view
     assert f"root {ATTR_BREAK}" in browser.find_element(By.ID, "cycle-details").text
+    browser.find_elements(By.CSS_SELECTOR, "#toolbar .tool")[2].click()
     browser.find_element(By.CSS_SELECTOR, '#graph .node[data-node="4"]').click()
     assert f"Tensor {SCRIPT_CLOSE}" in browser.find_element(By.ID, "details").text
     assert browser.execute_script("return window.__whyalive_xss") is None
@@ -346,11 +400,14 @@ def test_notebook_outputs_draw_side_by_side_offline(
             assert browser.execute_script("return window.parent === window") is False
         finally:
             browser.switch_to.default_content()
-    assert seen == [
-        ("1 cycle keeps 64.0 KiB alive", 2, True, True),
-        ("1 cycle keeps 8.0 KiB alive", 2, True, True),
-        ("1 heavy object(s) still alive", 0, True, True),
+    # The cells' file names are the kernel's (hashed), so only the words around them are fixed.
+    headlines = [re.sub(r" at \S+:1( in \S+)?:", " at <cell>:", h) for h, *_ in seen]
+    assert headlines == [
+        "1 reference cycle keeps 4 tensors alive at <cell>: 64.0 KiB on cpu",
+        "1 reference cycle keeps 2 tensors alive at <cell>: 8.0 KiB on cpu",
+        "1 heavy object still alive: 400 B",
     ]
+    assert [rest for _, *rest in seen] == [[2, True, True], [2, True, True], [0, True, True]]
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "whyalive-notebook-outputs.png"))
     requests = [

@@ -82,18 +82,10 @@ def test_rule_codes_and_messages() -> None:
 
 def test_pattern_map_points_at_rules() -> None:
     """RULE_FOR_PATTERN uses runtime pattern names and names existing rules."""
-    names = {
-        "recursive-closure",
-        "bound-method-on-self",
-        "exception-traceback",
-        "parent-child",
-        "self-containing-container",
-        "autograd-node",
-        "generator-frame",
-        "method-cache",
-        "unrecognised",
-    }
-    assert set(RULE_FOR_PATTERN) <= names
+    from whyalive.diagnose.patterns import PATTERN_NAMES
+
+    assert set(RULE_FOR_PATTERN) <= PATTERN_NAMES
+    assert RULE_FOR_PATTERN["frame-kept"] == "WAL303"
     assert set(RULE_FOR_PATTERN.values()) <= {r.code for r in RULES}
 
 

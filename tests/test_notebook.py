@@ -84,7 +84,7 @@ def test_report_displays_html_and_a_one_line_repr(executed_notebook: Any) -> Non
     assert "8.0 KiB" in text
     printed = stdout(executed_notebook, 5)
     assert "Fix:" in printed
-    assert "Holder paths:" in printed
+    assert "Holds:" in printed
 
 
 def test_explain_names_the_global_in_under_600_characters(executed_notebook: Any) -> None:

@@ -446,3 +446,65 @@ def test_cli_png_to_stdout_is_raw_bytes(
     saved = _rich_report().save(tmp_path / "r.json")
     assert main(["render", str(saved), "--format", "png", "-o", "-"]) == 0
     assert capsysbinary.readouterr().out.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+# the answer first ------------------------------------------------------------------------
+
+
+def test_demo_puts_cut_and_fix_in_its_first_six_lines_and_fits_in_twenty(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`whyalive demo` leads with the cut and the fix and its whole output fits in 20 lines."""
+    assert main(["demo"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 20, "\n".join(lines)
+    head = lines[:6]
+    assert any(line.lstrip().startswith("Cut: ") for line in head), head
+    assert any(line.lstrip().startswith("Fix: ") for line in head), head
+    assert sum("Not visible to the cyclic GC" in line for line in lines) == 1
+
+
+def test_holds_fold_siblings_of_one_list() -> None:
+    """Items of one list are one holds line, `xs[0..1]`, with their count and bytes."""
+    report = scenario_report("recursive_closure")
+    [cycle] = report.cycles
+    [holding] = cycle.holds
+    assert holding.where == "stage_output_tensors[0..1]"
+    assert (holding.count, holding.nbytes) == (2, 2 * 16 * 256 * 4)
+    assert "    stage_output_tensors[0..1]: 2 arrays float32[16, 256], 32.0 KiB" in (
+        report.render("text").splitlines()
+    )
+
+
+def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
+    """`detail="full"` lists every holder path, the cut's references and the note."""
+    report = scenario_report("recursive_closure")
+    short, full = report.render("text"), report.render("text", detail="full")
+    assert "Not visible to the cyclic GC" in full
+    assert "Not visible to the cyclic GC" not in short
+    assert full.count("--[") == len(report.cycles[0].holder_paths) == 2
+    assert short.count("--[") == 1
+    assert "--cell_contents-->" in full.split("Fix:")[0]
+    with pytest.raises(ValueError, match="detail"):
+        report.render("text", detail="everything")
+
+
+def test_every_cycle_starts_with_pattern_size_place_then_cut_and_fix() -> None:
+    """Each cycle's block is: pattern, size and place; then `Cut:` and `Fix:` next."""
+    for scenario in ("recursive_closure", "bound_method"):
+        text = scenario_report(scenario).render("text")
+        block = text.split("\n\n")[1].splitlines()
+        assert re.match(r"Cycle 1: .+ \[[a-z-]+\]: \d+ objects, [\d.]+ KiB, at \S+:", block[0])
+        assert block[1].startswith("  Cut: ")
+        assert block[2].startswith("  Fix: ")
+
+
+def test_a_reference_with_no_name_reads_as_unnamed_not_as_an_empty_label() -> None:
+    """A reference whyalive cannot name prints as `(unnamed reference)`, never `---> dict-->`."""
+    from whyalive.render.text import edge_words
+
+    report = Report(nodes=(Node(0, "dict", "dict of 1"),))
+    assert edge_words(report, Edge(0, 0, "unknown", "-> dict")) == (
+        "--(unnamed reference)--> dict of 1"
+    )
+    assert edge_words(report, Edge(0, 0, "key", "['k']")) == "--['k']--> dict of 1"

@@ -139,9 +139,9 @@ def backticked_code_parses(text: str) -> bool:
 
 
 def cycle_section(text: str) -> list[str]:
-    """The lines of the printed ``Cycle:`` section."""
+    """The lines of the printed ``Loop:`` section."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == "Cycle:")
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Loop:")
     section = []
     for line in lines[start + 1 :]:
         if not line.startswith("    "):

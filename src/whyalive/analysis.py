@@ -21,6 +21,7 @@ from typing import cast
 from whyalive import edges as ek
 from whyalive import graphcore
 from whyalive.diagnose import Diagnosis, diagnose
+from whyalive.diagnose.naming import expression, is_instance_node, short_name
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
@@ -41,20 +42,19 @@ from whyalive.report import (
     Edge,
     HeavyObject,
     HolderPath,
+    Holding,
     Node,
     Report,
     RunInfo,
 )
+from whyalive.sourcelines import SourceLines
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure, type_words
-from whyalive.words import heavy_group_words
+from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words, index_range_words
 
-BLIND_SPOTS = (
-    "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
-    "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
-    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
-    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
-    "its frame, so such cycles are freed rather than captured."
-)
+# Places listed under a cycle's holds; the rest are counted in the heavy objects.
+MAX_HOLDINGS = 24
+# A cut of many different references is named by its first few (the edges keep them all).
+MAX_CUT_PHRASES = 3
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,8 @@ def _analyze_graph(
 
     progress.stage("writing the report")
     table = _NodeTable(graph, facts)
-    cycles = [_cycle_report(table, g, facts, storage_users, options) for g in kept]
+    sources = SourceLines()
+    cycles = [_cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = _heavy_table(table, kept, facts, storage_users, options)
     storages: dict[object, tuple[int, str]] = {}
     for group in kept:
@@ -494,12 +495,82 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     return "; ".join(phrases)
 
 
+def _path_start(view: CycleView, edges: list[NamedEdge]) -> tuple[str, list[NamedEdge], bool]:
+    """The code-level name a holder path starts from, the steps after it, and if it is code."""
+    first = edges[0]
+    variable = variable_name(first.name)
+    if first.name.kind in (ek.CLOSURE, ek.LOCAL) and variable is not None:
+        return variable, edges[1:], True
+    if first.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(first.source)):
+        return "self", edges, True
+    return label(view, first.source), edges, False
+
+
+def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, int | None]:
+    """(``"stage_output_tensors"``, ``""``, 3) for ``...[3]``: the index apart so siblings fold.
+
+    The place reads ``head + [index] + tail``: Python from a variable or ``self`` where
+    every step has a spelling, else the steps' names ``of`` the member that starts them.
+    """
+    base, steps, is_code = _path_start(view, edges)
+    index: int | None = None
+    last = steps[-1] if steps else None
+    if last is not None and last.name.kind == ek.INDEX and last.name.name[1:-1].isdigit():
+        index = int(last.name.name[1:-1])
+        steps = steps[:-1]
+    if is_code:
+        where = expression(base, steps)
+        if where is not None:
+            return where, "", index
+    names = "".join(e.name.name if e.name.name[:1] in ".[" else f" {e.name.name}" for e in steps)
+    return names.strip(), f" of {base}", index
+
+
+def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
+    """Every heavy object by the place that holds it, siblings of one list folded."""
+    groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int]]] = {}
+    for nodes, edges in view.holder_paths:
+        heavy = nodes[-1]
+        fact = facts[heavy]
+        head, tail, index = _holding_place(view, edges) if edges else ("", "", None)
+        key = (head, tail, fact.kind, index is not None)
+        indices, heavy_nodes = groups.setdefault(key, ([], []))
+        if index is not None:
+            indices.append(index)
+        heavy_nodes.append(heavy)
+    holds = []
+    for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
+        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        where = head + (index_range_words(indices) if indexed else "") + tail
+        holds.append(
+            Holding(
+                where=where.strip().removeprefix("of ") or "the cycle itself",
+                count=len(heavy_nodes),
+                kind=kind,
+                description=briefs.pop() if len(briefs) == 1 else "of several shapes",
+                nbytes=_bytes(heavy_nodes, facts),
+            )
+        )
+    return holds
+
+
+def _source_of(
+    sources: SourceLines, view: CycleView, edge: NamedEdge
+) -> tuple[str | None, str | None]:
+    """The line that made the cut's reference; a source that raises is said, not raised."""
+    try:
+        return sources.line_for(view, edge)
+    except Exception:  # user source or hostile objects; the rest of the report stands
+        return None, "the source that made this reference could not be read"
+
+
 def _cycle_report(
     table: _NodeTable,
     group: _Group,
     facts: dict[int, HeavyFacts],
     storage_users: dict[object, int],
     options: AnalysisOptions,
+    sources: SourceLines,
 ) -> CycleReport:
     view, diagnosis = group.view, group.diagnosis
     assert view is not None
@@ -519,10 +590,13 @@ def _cycle_report(
     summary = f"{match.summary}; {holding}." if holding else f"{match.summary}."
     cut = None
     if diagnosis.cut:
+        source_line, source_note = _source_of(sources, view, diagnosis.cut[0])
         cut = Cut(
             tuple(table.edge(e) for e in diagnosis.cut),
             match.cut_words or _cut_words(view, diagnosis.cut),
             all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
+            source_line,
+            source_note,
         )
     by_device, shared = _storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
@@ -563,6 +637,7 @@ def _cycle_report(
         member_count=member_count,
         member_types=member_types,
         structure=match.summary if structure is not None else None,
+        holds=tuple(_holds(view, facts)),
     )
 
 
@@ -573,11 +648,16 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
         source = view.obj(edge.source)
         if kind == ek.CELL:
             variable = cell_variable(view, edge.source) or "?"
-            owner = enclosing_function(qualname_of(view.obj(edge.target)))
+            functions = [
+                e.source for e in view.edges_into(edge.source) if e.name.kind == ek.CLOSURE
+            ]
+            # The variable belongs to the function that defines the closure's function.
+            inner = view.obj(functions[0]) if functions else view.obj(edge.target)
+            owner = short_name(enclosing_function(qualname_of(inner)))
             phrases.append(f"the closure variable `{variable}` in `{owner}`")
         elif kind == ek.ATTRIBUTE:
             phrases.append(
-                f"the attribute `{edge.name.name}` of a `{type_qualname(type(source))}` object"
+                f"the attribute `{edge.name.name}` of {a_code(type_qualname(type(source)))} object"
             )
         elif kind == ek.LOCAL:
             phrases.append(
@@ -586,16 +666,29 @@ def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
                 + f"` of {label(view, edge.source)}"
             )
         elif kind == ek.KEY:
-            phrases.append(f"the entry `{edge.name.name}` of a `{type_short_name(type(source))}`")
+            phrases.append(
+                f"the entry `{edge.name.name}` of {a_code(type_short_name(type(source)))}"
+            )
         elif kind == ek.INDEX:
-            phrases.append(f"item `{edge.name.name}` of a `{type_short_name(type(source))}`")
+            phrases.append(
+                f"the item `{edge.name.name}` of {a_code(type_short_name(type(source)))}"
+            )
+        elif kind == ek.UNKNOWN:
+            phrases.append(f"an unnamed reference from {label(view, edge.source)}")
         else:
             phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
     # A tree's cut is every child's `.parent`: say it once, with the count.
     counts = dict.fromkeys(phrases, 0)
     for phrase in phrases:
         counts[phrase] += 1
-    return " and ".join(p if n == 1 else f"{p} (each of {n})" for p, n in counts.items())
+    said = [p if n == 1 else f"{p} (each of {n})" for p, n in counts.items()]
+    if len(said) > MAX_CUT_PHRASES:
+        rest = len(phrases) - sum(list(counts.values())[:MAX_CUT_PHRASES])
+        said = [
+            *said[:MAX_CUT_PHRASES],
+            f"{rest} more {'reference' if rest == 1 else 'references'}",
+        ]
+    return " and ".join(said)
 
 
 def _heavy_table(

@@ -7,9 +7,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from whyalive import __version__
 from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, WhyaliveError
+
+if TYPE_CHECKING:
+    from whyalive.report import Report
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,13 +45,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     banner = f"whyalive demo: pipelining stage_backward ({version}, {name} backend)\n"
     # Only a text document on stdout gets the banner in front of it.
     to_stdout_text = args.output in (None, "-") and args.format in (None, "text")
-    (sys.stdout if to_stdout_text else sys.stderr).write(banner + ("\n" if to_stdout_text else ""))
+    (sys.stdout if to_stdout_text else sys.stderr).write(banner)
     _render_to(report, args.format, args.output)
     return EXIT_FOUND if report.found else EXIT_OK
 
 
-def _render_to(report: object, format_name: str | None, output: str | None) -> None:
+def _render_to(report: Report, format_name: str | None, output: str | None) -> None:
     from whyalive.render import get_renderer, renderer_for_path
+    from whyalive.words import blind_spot_note
 
     if format_name:
         renderer = get_renderer(format_name)
@@ -62,9 +67,12 @@ def _render_to(report: object, format_name: str | None, output: str | None) -> N
     if renderer.binary:
         from whyalive.render import render_bytes
 
-        _write(render_bytes(instance, report), output)  # type: ignore[arg-type]
+        _write(render_bytes(instance, report), output)
     else:
-        _write(instance.render(report), output)  # type: ignore[arg-type]
+        document = instance.render(report)
+        if renderer.name == "text" and report.found:
+            document += blind_spot_note()
+        _write(document, output)
 
 
 def _cmd_render(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.report import Report
-from whyalive.words import size_to_words
+from whyalive.words import cycles_words, plural, size_to_words, verb
 
 logger = logging.getLogger("whyalive")
 
@@ -246,21 +246,30 @@ def _ranks_words(ranks: Sequence[int]) -> str:
     return ",".join(str(r) for r in ranks) if ranks else "-"
 
 
+def ranks_phrase(ranks: Sequence[int]) -> str:
+    """``"rank 2"``, ``"ranks 0,1"``."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {_ranks_words(ranks)}"
+
+
+def summary_headline(summary: Summary) -> str:
+    """What the ranks found, in the words of a single report's headline."""
+    heard = f"{len(summary.ranks)} of {plural(summary.world_size, 'rank')} reported"
+    if not summary.rows:
+        return f"{heard}; no cyclic garbage holds heavy objects"
+    occurrences = sum(sum(row.occurrences_by_rank.values()) for row in summary.rows)
+    return (
+        f"{heard}; {cycles_words(occurrences, len(summary.rows))} "
+        f"{verb(occurrences, 'keeps', 'keep')} {size_to_words(summary.total_bytes)} alive "
+        f"on {ranks_phrase(summary.leaking_ranks)}"
+    )
+
+
 def render_summary(summary: Summary) -> str:
     """The summary as a text table: signature, pattern, ranks, bytes, occurrences."""
-    heard = len(summary.ranks)
-    lines = [
-        f"whyalive summary: {heard} of {summary.world_size} rank(s) reported; "
-        + (
-            f"{len(summary.rows)} cycle signature(s) hold "
-            f"{size_to_words(summary.total_bytes)} on rank(s) {_ranks_words(summary.leaking_ranks)}"
-            if summary.rows
-            else "no cyclic garbage holds heavy objects"
-        )
-    ]
+    lines = [f"whyalive summary: {summary_headline(summary)}"]
     if summary.missing:
         lines.append(
-            f"missing: rank(s) {_ranks_words(summary.missing)} did not report "
+            f"missing: {ranks_phrase(summary.missing)} did not report "
             "(crashed, stuck, or never called gather_summary)"
         )
     if summary.rows:

@@ -338,7 +338,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                     rows.setdefault((report.nodeid, str(value.get("phase"))), value)
     if not rows:
         return
-    from whyalive.words import plural, size_to_words
+    from whyalive.words import BLIND_SPOTS, plural, size_to_words
 
     tests = {nodeid for nodeid, _ in rows}
     terminalreporter.section("whyalive")
@@ -349,6 +349,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         patterns = ", ".join(value.get("patterns", ())) or "unrecognised"
         size = size_to_words(int(value.get("bytes", 0)))
         terminalreporter.line(f"  {nodeid} [{phase}]: {size} ({patterns})")
+    terminalreporter.line(f"Note: {BLIND_SPOTS}")
 
 
 @pytest.hookimpl(trylast=True)

@@ -91,12 +91,29 @@ class HolderPath:
 
 
 @dataclass(frozen=True)
+class Holding:
+    """Heavy objects a cycle holds at one place, siblings folded: ``xs[0..3]``."""
+
+    where: str
+    """A Python expression from the cycle member that holds them: ``stage_output_tensors[0..3]``."""
+    count: int
+    kind: str
+    description: str
+    """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class Cut:
     """A reference inside the cycle whose absence lets reference counting free it."""
 
     edges: tuple[Edge, ...]
     description: str
     in_user_code: bool
+    source_line: str | None = None
+    """The line that made the reference: ``leaky.py:6  self.on_step = self.step``."""
+    source_note: str | None = None
+    """Why no line is named, when one was looked for."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +152,8 @@ class CycleReport:
     """How many members of each kind: ``{"Node object": 9999, "list": 3333}``."""
     structure: str | None = None
     """For a big cycle: what it is made of, in words."""
+    holds: tuple[Holding, ...] = ()
+    """Every heavy object the cycle holds, grouped by holder (the first few dozen places)."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +330,7 @@ _NESTED.update(
         (CycleReport, "holder_paths"): HolderPath,
         (CycleReport, "loop"): Edge,
         (CycleReport, "cut"): Cut,
+        (CycleReport, "holds"): Holding,
         (HolderPath, "edges"): Edge,
         (Cut, "edges"): Edge,
     }

@@ -26,6 +26,7 @@ from types import CodeType
 
 from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
 from whyalive.report import Report
+from whyalive.words import blind_spot_note
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -208,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
     found = [report for report in reports if report.found]
     for report in found or reports[:1]:
         sys.stderr.write(report.render("text"))
+    if found:
+        sys.stderr.write(blind_spot_note())
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):
             sys.stderr.write(f"whyalive: report written to {path}\n")

@@ -5,7 +5,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from whyalive.report import CycleReport
+    from whyalive.report import CycleReport, Holding, Report
+
+BLIND_SPOTS = (
+    "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
+    "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
+    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
+    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
+    "its frame, so such cycles are freed rather than captured."
+)
+"""Said once per run (the CLI's output, the pytest terminal summary), not in every report."""
+
+
+def blind_spot_note() -> str:
+    """The blind-spot note as its own paragraph, for the end of a run's text output."""
+    return f"\nNote: {BLIND_SPOTS}\n"
+
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -28,9 +43,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``plural(4, "tensor")`` -> ``"4 tensors"``."""
+    """``plural(4, "tensor")`` -> ``"4 tensors"``; ``"4,000 objects"`` with thousands marked."""
     word = singular if count == 1 else (plural_form or singular + "s")
-    return f"{count} {word}"
+    return f"{count:,} {word}"
 
 
 def code(text: str) -> str:
@@ -50,7 +65,7 @@ _KIND_NOUNS = {
 def heavy_noun(kind: str, count: int) -> str:
     """``heavy_noun("torch.Tensor", 4)`` -> ``"4 tensors"``."""
     singular, many = _KIND_NOUNS.get(kind, ("object", "objects"))
-    return f"{count} {singular if count == 1 else many}"
+    return f"{count:,} {singular if count == 1 else many}"
 
 
 def heavy_brief(description: str) -> str:
@@ -113,3 +128,118 @@ def more_members_words(cycle: CycleReport) -> str | None:
     kinds = members_words(cycle.member_types)
     noun = "object" if rest == 1 else "objects"
     return f"... and {rest:,} more {noun} in the same cycle (in all: {kinds})"
+
+
+def verb(count: int, singular: str, plural_form: str) -> str:
+    """``verb(1, "keeps", "keep")`` -> ``"keeps"``: the verb that agrees with a count."""
+    return singular if count == 1 else plural_form
+
+
+def devices_words(by_device: dict[str, int]) -> str:
+    """``"cpu: 64.0 KiB, cuda:0: 1.0 GiB"``."""
+    return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
+
+
+def cycles_words(occurrences: int, signatures: int) -> str:
+    """``"3 reference cycles (1 signature)"``; the signatures only when some repeat."""
+    kinds = f" ({plural(signatures, 'signature')})" if signatures != occurrences else ""
+    return f"{plural(occurrences, 'reference cycle')}{kinds}"
+
+
+def cycles_headline(
+    occurrences: int,
+    signatures: int,
+    heavy: str,
+    nbytes: int,
+    by_device: dict[str, int],
+    where: str | None = None,
+) -> str:
+    """The one wording for what a run found, in the text, the viewer and the rank summary.
+
+    ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
+    ``heavy`` is the counted noun (``"8 tensors"``).
+    """
+    devices = ""
+    if len(by_device) > 1:
+        devices = f" ({devices_words(by_device)})"
+    elif by_device:
+        devices = f" on {next(iter(by_device))}"
+    return (
+        f"{cycles_words(occurrences, signatures)} "
+        f"{verb(occurrences, 'keeps', 'keep')} {heavy} alive{f' at {where}' if where else ''}: "
+        f"{size_to_words(nbytes)}{devices}"
+    )
+
+
+def heavy_count_words(count: int, kinds: set[str]) -> str:
+    """``"8 tensors"`` when they are all one kind, else ``"8 heavy objects"``."""
+    if len(kinds) == 1:
+        return heavy_noun(next(iter(kinds)), count)
+    return plural(count, "heavy object")
+
+
+def report_headline(report: Report) -> str:
+    """What a report found, in one sentence without its rank: the text's and the viewer's."""
+    where = report.run.where
+    at = f" at {where}" if where else ""
+    if report.cycles:
+        return cycles_headline(
+            sum(c.occurrences for c in report.cycles),
+            len(report.cycles),
+            heavy_count_words(
+                sum(c.heavy_count for c in report.cycles),
+                {h.kind for h in report.heavy_objects},
+            ),
+            report.total_bytes,
+            report.bytes_by_device,
+            where,
+        )
+    if report.alive:
+        alive_bytes = sum(a.nbytes for a in report.alive)
+        return (
+            f"{plural(len(report.alive), 'heavy object')} still alive{at}: "
+            f"{size_to_words(alive_bytes)}"
+        )
+    return (
+        f"no cyclic garbage holds heavy objects{at} "
+        f"({plural(report.garbage_objects, 'garbage object')}, "
+        f"{plural(report.light_cycle_count, 'light cycle')})"
+    )
+
+
+def holding_words(holding: Holding) -> str:
+    """``"stage_output_tensors[0..3]: 4 tensors float32[16, 256] cpu, 64.0 KiB"``."""
+    what = heavy_noun(holding.kind, holding.count)
+    detail = f" {holding.description}" if holding.description else ""
+    return f"{holding.where}: {what}{detail}, {size_to_words(holding.nbytes)}"
+
+
+def an(word: str) -> str:
+    """``"an"`` before ``Index``, ``"a"`` before ``list``: the article the word's sound asks for.
+
+    Read from the first letter, as a reader says a type name: ``an `Index```, ``a `Node```.
+    """
+    return "an" if word[:1].lower() in ("a", "e", "i", "o", "u") else "a"
+
+
+def a_code(name: str) -> str:
+    """``"an `Index`"``: a type or name in backticks with the article it takes."""
+    return f"{an(name)} `{name}`"
+
+
+def edge_label(kind: str, name: str) -> str:
+    """How a reference reads in a loop or a path; one with no name says so, not ``-> dict``."""
+    if kind == "unknown" or not name:
+        return "(unnamed reference)"
+    return name
+
+
+def index_range_words(indices: list[int]) -> str:
+    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, 5, ...]`` for many."""
+    ordered = sorted(set(indices))
+    if len(ordered) == 1:
+        return f"[{ordered[0]}]"
+    if ordered[-1] - ordered[0] == len(ordered) - 1:
+        return f"[{ordered[0]}..{ordered[-1]}]"
+    shown = ", ".join(str(i) for i in ordered[:3])
+    return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"

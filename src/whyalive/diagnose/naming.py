@@ -6,12 +6,14 @@ its summary, its cut and its fix.
 
 from __future__ import annotations
 
+import ast
+import functools
 import types
 from collections import deque
 
 from whyalive import edges as ek
 from whyalive.edges import name_node
-from whyalive.guarded import type_qualname
+from whyalive.guarded import type_module, type_qualname
 from whyalive.paths import CycleView, NamedEdge
 
 
@@ -117,3 +119,83 @@ def variable_of(edge: NamedEdge) -> str:
     """``me`` for ``local me``; the edge's name otherwise."""
     name = edge.name.name
     return name.split(" ", 1)[1] if name.startswith("local ") else name
+
+
+def accessor(edge: NamedEdge) -> str | None:
+    """The Python that follows this reference: ``.cb``, ``['k']``, ``[3]``; ``""`` for a cell.
+
+    None when the reference has no spelling in code (a set item, a frame's local, a
+    truncated key).
+    """
+    name, kind = edge.name.name, edge.name.kind
+    if kind == ek.CELL:
+        return ""
+    if kind == ek.ATTRIBUTE and name[1:].isidentifier():
+        return name
+    if kind in (ek.KEY, ek.INDEX) and name.startswith("[") and is_python(f"x{name}"):
+        return name
+    return None
+
+
+def expression(base: str, steps: list[NamedEdge]) -> str | None:
+    """``base`` followed by each step's accessor: ``self.hooks[0]``; None if one has none."""
+    parts = [base]
+    for step in steps:
+        part = accessor(step)
+        if part is None:
+            return None
+        parts.append(part)
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)  # keys and indexes repeat across thousands of paths
+def is_python(text: str) -> bool:
+    """True when ``text`` parses as a Python expression or statement."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def short_name(qualname: str) -> str:
+    """``f.<locals>.Model.forward`` -> ``Model.forward``: the part a reader can write."""
+    return qualname.rpartition(".<locals>.")[2]
+
+
+def is_instance_node(obj: object) -> bool:
+    """True for an instance of a user class (not a builtin, a class or an exception)."""
+    cls = type(obj)
+    return type_module(cls) != "builtins" and not issubclass(cls, (type, BaseException))
+
+
+def holder_code(view: CycleView, node: int) -> str | None:
+    """How the user's code names ``node``: a variable holding it, else ``self`` for an instance."""
+    for edge in view.edges_into(node):
+        if edge.name.kind in (ek.LOCAL, ek.CELL):
+            named = reference_code(view, edge, owner=False)
+            if named:
+                return named
+    if is_instance_node(view.obj(node)):
+        return "self"
+    for edge in view.edges_into(node):
+        if edge.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(edge.source)):
+            return expression("self", [edge])
+    return None
+
+
+def reference_code(view: CycleView, edge: NamedEdge, *, owner: bool = True) -> str | None:
+    """The expression that names the reference ``edge``: ``frame``, ``self.cb``, ``xs[0]``.
+
+    None when the code has no name for it (an interpreter link, an unnamed holder).
+    """
+    kind = edge.name.kind
+    if kind == ek.LOCAL:
+        name = variable_of(edge)
+        return name if name.isidentifier() else None
+    if kind == ek.CELL:
+        return cell_variable(view, edge.source)
+    if kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX) and owner:
+        base = holder_code(view, edge.source)
+        return expression(base, [edge]) if base else None
+    return None

@@ -14,15 +14,25 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from whyalive import edges as ek
-from whyalive.diagnose.naming import captured_variables, chain, path_words, variable_of
+from whyalive.diagnose.naming import (
+    captured_variables,
+    chain,
+    expression,
+    holder_code,
+    is_instance_node,
+    path_words,
+    reference_code,
+    short_name,
+    variable_of,
+)
 from whyalive.diagnose.naming import cell_variable as cell_variable  # re-exported
 from whyalive.diagnose.naming import enclosing_function as enclosing_function
 from whyalive.diagnose.naming import label as label
 from whyalive.diagnose.naming import qualname_of as qualname_of
-from whyalive.guarded import type_module, type_qualname, type_short_name
-from whyalive.paths import CycleView, NamedEdge
+from whyalive.guarded import type_qualname, type_short_name
+from whyalive.paths import CycleView, NamedEdge, choose_cut
 from whyalive.structure import BACK_NAMES, Link, Structure
-from whyalive.words import kind_count_words, members_words
+from whyalive.words import a_code, kind_count_words, members_words, plural
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class RecursiveClosurePattern:
             fn, closure_edge, back = self_loops[0]
             variable = closure_edge.name.name.split(" ", 1)[1]
             qualname = qualname_of(view.obj(fn))
-            outer = enclosing_function(qualname)
+            outer = short_name(enclosing_function(qualname))
             others = captured_variables(view, fn, variable)
             summary = f"{label(view, fn)} refers to itself through its closure cell `{variable}`"
             also = (
@@ -89,15 +99,16 @@ class RecursiveClosurePattern:
                 f"free this pair; only the cyclic garbage collector can, whenever it next "
                 f"runs.{also}"
             )
+            data_names = [name for name in others if name != "self"]
             data = (
-                f" Deleting only the data (`del {others[0]}`) frees it but leaves the "
+                f" Deleting only the data (`del {data_names[0]}`) frees it but leaves the "
                 "function/cell cycle for the collector."
-                if others
+                if data_names
                 else ""
             )
             fix = (
                 f"Break the self-reference: `del {variable}` in `{outer}` after its last use "
-                f"(in a `finally:` so an error cannot skip it), pass the function to itself as "
+                f"(in a finally block so an error cannot skip it), pass the function to itself as "
                 f"an argument (`{variable}(..., {variable})`), or move `{variable}` to module "
                 f"level.{data}"
             )
@@ -109,7 +120,7 @@ class RecursiveClosurePattern:
         fn, closure_edge, back = mutual[0]
         other = back.target
         first, second = qualname_of(view.obj(fn)), qualname_of(view.obj(other))
-        outer = enclosing_function(first)
+        outer = short_name(enclosing_function(first))
         # The user's names for the functions: the closure variables that hold them.
         names = sorted(
             {e.name.name.split(" ", 1)[1] for _, e, b in mutual if b.target in functions}
@@ -126,15 +137,10 @@ class RecursiveClosurePattern:
         )
         fix = (
             f"Break the loop: `del {del_names}` in `{outer}` after their last use (in a "
-            f"`finally:` so an error cannot skip it), pass the functions as arguments, or "
+            f"finally block so an error cannot skip it), pass the functions as arguments, or "
             f"move them to module level."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, [back], "WAL101")
-
-
-def _is_instance_node(obj: object) -> bool:
-    cls = type(obj)
-    return type_module(cls) != "builtins" and not issubclass(cls, (type, BaseException))
 
 
 class BoundMethodOnSelfPattern:
@@ -152,7 +158,7 @@ class BoundMethodOnSelfPattern:
                 if steps:
                     return self._bound(view, method, owner, steps)
         for edge in view.edges:
-            if edge.name.kind != ek.CELL or not _is_instance_node(view.obj(edge.target)):
+            if edge.name.kind != ek.CELL or not is_instance_node(view.obj(edge.target)):
                 continue
             owner = edge.target
             for closure in view.edges_into(edge.source):
@@ -167,22 +173,25 @@ class BoundMethodOnSelfPattern:
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
         func = qualname_of(view.obj(method))
-        where = path_words(view, steps)
-        attr = where.lstrip(".") if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE else None
-        stored = f"`self.{attr}`" if attr else f"`{where}`"
-        summary = f"a `{cls}` object stores its own bound method `{func}` in {stored}"
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
         explanation = (
             f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
             f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
             f"method hold the object, so neither is freed by reference counting."
         )
+        call_as = f" (call it as `{code}()(...)`)" if code else ""
+        remove = f"`del {code}`" if code else "delete the reference"
         fix = (
-            f"Store `weakref.WeakMethod(self.{func.rsplit('.', 1)[-1]})` instead (call it as "
-            f"`{stored.strip('`')}()(...)`), store the plain function and pass `self` when "
-            f"calling, or remove it (`del {stored.strip('`')}`, `handle.remove()`) when done."
+            f"Store `weakref.WeakMethod(self.{method_name})` instead{call_as}, store the plain "
+            f"function and pass `self` when calling, or remove it ({remove}, `handle.remove()`) "
+            "when done."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL201"
+        )
 
     def _closure(
         self,
@@ -194,22 +203,47 @@ class BoundMethodOnSelfPattern:
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
         variable = closure.name.name.split(" ", 1)[1]
-        where = path_words(view, steps)
+        code = expression("self", steps)
+        where = f"`{code}`" if code else _stored_words(view, steps)
         summary = (
-            f"a `{cls}` object stores in `{where}` {label(view, fn)}, whose closure captures "
+            f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
             f"the object as `{variable}`"
         )
         explanation = (
-            f"The function stored on the `{cls}` object (at `{where}`) closes over `{variable}`, "
+            f"The function stored on the `{cls}` object (in {where}) closes over `{variable}`, "
             f"which is that same object: object -> function -> closure cell -> object. "
             f"Reference counting cannot free the loop."
         )
+        code = expression(variable, steps)
+        remove = f"`del {code}` or unregister the hook" if code else "unregister the hook"
         fix = (
             f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
-            f"the function), make it a regular method, or remove it (`del {variable}{where}` or "
-            f"unregister the hook) when done."
+            f"the function), make it a regular method, or remove it ({remove}) when done."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL202")
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL202"
+        )
+
+
+def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """Where a chain ends, when it has no spelling in code: "`._insert` of a `Graph` object"."""
+    last = steps[-1]
+    obj = view.obj(last.source)
+    owner = (
+        f"{a_code(type_qualname(type(obj)))} object"
+        if is_instance_node(obj)
+        else label(view, last.source)
+    )
+    if last.name.kind == ek.UNKNOWN:
+        return f"an unnamed reference from {owner}"
+    return f"`{last.name.name}` of {owner}"
+
+
+def _written_step(steps: list[NamedEdge]) -> list[NamedEdge]:
+    """The reference the user's code stored: its first attribute (``.cb``, ``._insert``)."""
+    attributes = [e for e in steps if e.name.kind == ek.ATTRIBUTE]
+    named = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+    return attributes[:1] or named[-1:] or steps[:1]
 
 
 class ExceptionTracebackPattern:
@@ -259,12 +293,178 @@ class ExceptionTracebackPattern:
             f"`except` block (in a local, a list, an attribute or a future) while one of those "
             f"frames refers to it makes a cycle.{held}"
         )
+        kept = reference_code(view, holders[0]) if holders else None
+        drop = f"`del {kept}`" if kept else "delete it"
         fix = (
-            "Do not keep the exception object: `del` it in a `finally:`, keep only what you need "
-            "(`str(err)`, `traceback.format_exception(err)`), or drop the frames first with "
+            f"Do not keep the exception object: {drop} in a finally block, keep only what you "
+            "need (`str(err)`, `traceback.format_exception(err)`), or drop the frames first with "
             "`err.with_traceback(None)` or `traceback.clear_frames(err.__traceback__)`."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, holders[:1], "WAL301")
+
+
+class FrameKeptPattern:
+    """A frame kept where it can reach itself: ``frame = inspect.currentframe()``."""
+
+    name = "frame-kept"
+    title = "frame kept where its own locals reach it"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A frame (or a traceback of one) in the cycle, held by a reference the user wrote."""
+        kept = [
+            n for n in view.shown if type(view.obj(n)) in (types.FrameType, types.TracebackType)
+        ]
+        if not kept:
+            return None
+        written = [
+            e
+            for node in kept
+            for e in view.edges_into(node)
+            if e.name.kind in (ek.LOCAL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.CELL)
+        ]
+        frames = [n for n in kept if type(view.obj(n)) is types.FrameType]
+        frame = frames[0] if frames else kept[0]
+        cut = written[:1]
+        code = reference_code(view, cut[0]) if cut else None
+        held = type_short_name(type(view.obj(cut[0].target))) if cut else "frame"
+        if cut and cut[0].name.kind == ek.LOCAL and cut[0].source == frame:
+            local = f"the local `{code}`" if code else "one of its locals"
+            how = f"holds its own {held} in {local}"
+        elif cut:
+            how = f"is held by {label(view, cut[0].source)} (in `{cut[0].name.name}`), which "
+            how += "the frame's locals reach again"
+        else:
+            how = "reaches itself through its locals"
+        summary = f"{label(view, frame)} {how}"
+        explanation = (
+            "A frame holds all of its local variables. Keeping the running frame (from "
+            "`inspect.currentframe()` or `sys._getframe()`), or a traceback that holds it, "
+            "where that frame's locals can reach it makes a cycle: the frame and every local "
+            "it had stay alive until the cyclic collector runs. The `inspect` documentation "
+            "warns about exactly this."
+        )
+        drop = f"`del {code}`" if code else "delete the reference"
+        fix = (
+            f"{drop} as soon as you are done with it (in a finally block, as the `inspect` "
+            "documentation advises), or keep only what you need (`frame.f_code.co_name`, "
+            "`frame.f_lineno`, `traceback.format_tb(tb)`) instead of the frame."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL303")
+
+
+def _wrapped_method(view: CycleView, node: int) -> int | None:
+    """The bound method a ``functools.wraps`` wrapper keeps in its ``__wrapped__``."""
+    for edge in view.edges_from(node):
+        if edge.name.name in ("['__wrapped__']", ".__wrapped__"):
+            return edge.target
+        if edge.name.kind == ek.INTERNAL and type(view.obj(edge.target)) is dict:
+            for inner in view.edges_from(edge.target):
+                if inner.name.name == "['__wrapped__']":
+                    return inner.target
+    return None
+
+
+class WrappedMethodOnSelfPattern:
+    """``self.forward = wrap(self.forward)``: a wrapper of a bound method, stored on its object."""
+
+    name = "wrapped-method-on-self"
+    title = "wrapper around an object's own method, stored on it"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A function whose ``__wrapped__`` is a bound method of an object that holds it."""
+        for wrapper in view.shown:
+            if type(view.obj(wrapper)) is not types.FunctionType:
+                continue
+            method = _wrapped_method(view, wrapper)
+            if method is None or type(view.obj(method)) is not types.MethodType:
+                continue
+            owners = [e.target for e in view.edges_from(method) if e.name.kind == ek.BOUND_SELF]
+            if not owners:
+                continue
+            steps = chain(view, owners[0], wrapper)
+            if not steps:
+                continue
+            return self._words(view, wrapper, method, owners[0], steps)
+        return None
+
+    def _words(
+        self, view: CycleView, wrapper: int, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        method_name = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        wrapper_name = short_name(qualname_of(view.obj(wrapper)))
+        summary = (
+            f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
+            f"bound method `{method_name}`"
+        )
+        explanation = (
+            f"`functools.wraps` sets `__wrapped__` on the wrapper to the wrapped callable, here "
+            f"the bound method `self.{method_name}`, and the wrapper's closure usually holds it "
+            f"too. A bound method holds its instance, so the `{cls}` object holds the wrapper, "
+            "the wrapper holds the method and the method holds the object: reference counting "
+            "cannot free them."
+        )
+        remove = f"; or remove it when done (`del {code}`)" if code else ""
+        fix = (
+            f"Wrap the function once, in the class body (`{method_name} = decorator("
+            f"{method_name})`), so the wrapper never holds an instance; if it must be per "
+            f"instance, have the wrapper call `weakref.WeakMethod(self.{method_name})()` "
+            f"instead of the bound method (and `del wrapper.__wrapped__`){remove}."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+class SelfInOwnContainerPattern:
+    """``self.items = [self]``: an object kept in a container that its own attribute holds."""
+
+    name = "self-in-own-container"
+    title = "object kept in a container on its own attribute"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """object --.attr--> container --[i]/['k']--> the same object."""
+        for edge in view.edges:
+            if edge.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(edge.source)):
+                continue
+            if not issubclass(type(view.obj(edge.target)), _CONTAINERS):
+                continue
+            back = [e for e in view.edges_from(edge.target) if e.target == edge.source]
+            if back:
+                return self._words(view, edge, back[0])
+        return None
+
+    def _words(self, view: CycleView, attr: NamedEdge, back: NamedEdge) -> PatternMatch:
+        cls = type_qualname(type(view.obj(attr.source)))
+        container_type = type(view.obj(attr.target))
+        kind = container_type.__name__
+        held_in = expression("self", [attr])
+        entry = expression("self", [attr, back])
+        summary = (
+            f"{a_code(cls)} object keeps itself in the {kind} of its own attribute "
+            f"`{attr.name.name}` (at `{back.name.name}`)"
+        )
+        explanation = (
+            f"The `{cls}` object holds the {kind} in `{attr.name.name}`, and the {kind} holds "
+            "the object again: a registry, a list of listeners or a lookup table that includes "
+            "its own owner is a cycle, freed only by the cyclic collector."
+        )
+        if issubclass(container_type, list) and held_in:
+            remove = f"`{held_in}.remove(self)`"
+        elif issubclass(container_type, dict) and entry and back.name.name != "key":
+            remove = f"`del {entry}`"
+        else:
+            remove = "remove it"
+        dict_like = issubclass(container_type, dict)
+        weak = "`weakref.WeakValueDictionary`" if dict_like else "`weakref.WeakSet`"
+        fix = (
+            f"Keep the object out of its own {kind}: keep the registry outside the object, "
+            f"store `weakref.ref(self)` or use a {weak}, or {remove} when done."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [back], None)
 
 
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -293,6 +493,7 @@ class GeneratorFramePattern:
         if loop:
             summary += f" through `{path_words(view, loop)}`"
         local = variable_of(locals_in[0]) if locals_in else None
+        local = local if local and local.isidentifier() else None
         explanation = (
             f"A suspended {kind} keeps its frame, and the frame keeps its local variables; "
             f"{f'the local `{local}`' if local else 'one of them'} refers back to the {kind}, "
@@ -305,7 +506,7 @@ class GeneratorFramePattern:
             f"Do not keep the {kind} in its own frame"
             f"{f' (`{local}`)' if local else ''}: pass what it needs instead of the {kind} "
             "itself, or hold it through `weakref.ref`; and let `GeneratorExit` propagate "
-            "(never yield after catching it) so `.close()` can clear the frame."
+            "(never yield after catching it) so `gen.close()` can clear the frame."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
 
@@ -353,6 +554,7 @@ class AutogradNodePattern:
             "collector runs, and loops that pass through C++ are never collected at all."
         )
         attr = out[0].name.name if out and out[0].name.kind == ek.ATTRIBUTE else None
+        attr = attr if attr and attr[1:].isidentifier() else None
         ctx_fix = (
             f"In a custom `autograd.Function`, save tensors with `ctx.save_for_backward(...)` "
             f"(it does not hold the output strongly) instead of `ctx{attr}`. "
@@ -391,23 +593,23 @@ class MethodCachePattern:
         )
         into = view.edges_into(cache)
         cut = into[:1]
+        held_in = expression("self", into[:1]) if into else None
         stored = (
-            f" Here the cache is stored in `{into[0].name.name}`: drop it "
-            f"(`del self{into[0].name.name}`) when done."
-            if into and into[0].name.kind == ek.ATTRIBUTE
+            f" Here the cache is stored in `{held_in}`: drop it (`del {held_in}`) when done."
+            if held_in and into[0].name.kind == ek.ATTRIBUTE
             else ""
         )
         if any(issubclass(type(view.obj(n)), type) for n in view.shown):
             # A class-level cache: the class is always a cycle of its own, so the cut
             # is the cache's entry that holds the instance (and its heavy objects).
-            owners = [n for n in view.shown if _is_instance_node(view.obj(n))]
+            owners = [n for n in view.shown if is_instance_node(view.obj(n))]
             steps = chain(view, cache, owners[0]) if owners else []
             entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
             cut = entries[:1] or cut
-            short = name.rpartition(".<locals>.")[2]
+            short = short_name(name)
             stored = f" Or empty the cache when done: `{short}.cache_clear()`."
         fix = (
-            f"Do not put `lru_cache`/`cache` on `{name}` (a method): use "
+            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): use "
             "`functools.cached_property`, a dict on the instance, or cache a module-level "
             f"function of the fields you need.{stored}"
         )
@@ -422,7 +624,7 @@ class ParentChildPattern:
 
     def match(self, view: CycleView) -> PatternMatch | None:
         """Two or more user objects in the loop, linked by attributes."""
-        instances = [n for n in view.shown if _is_instance_node(view.obj(n))]
+        instances = [n for n in view.shown if is_instance_node(view.obj(n))]
         if len(instances) < 2:
             return None
         attr_edges = [e for e in view.edges if e.name.kind == ek.ATTRIBUTE]
@@ -444,7 +646,7 @@ class ParentChildPattern:
         parent = type_qualname(type(view.obj(back.target)))
         attr = back.name.name.lstrip(".")
         summary = (
-            f"a `{parent}` object and a `{child}` object refer to each other "
+            f"{a_code(parent)} object and {a_code(child)} object refer to each other "
             f"(the `{child}` holds its `{parent}` in `.{attr}`)"
         )
         explanation = (
@@ -454,14 +656,15 @@ class ParentChildPattern:
         )
         fix = (
             f"Hold the back reference weakly: `self.{attr} = weakref.ref({attr})` (or "
-            f"`weakref.proxy`), or clear `.{attr}` when the `{child}` is detached."
+            f"`weakref.proxy`), or clear it (`self.{attr} = None`) when the `{child}` is "
+            "detached."
+            if attr.isidentifier()
+            else "Hold the back reference weakly (`weakref.ref`), or clear it when the child "
+            "is detached."
         )
         # Every child's back reference of that name: together they free the tree.
         backs = [e for e in attr_edges if e.name.name == back.name.name]
         return PatternMatch(self.name, self.title, summary, explanation, fix, backs, "WAL901")
-
-
-_CONTAINERS = (dict, list, tuple, set, frozenset)
 
 
 class SelfContainingContainerPattern:
@@ -478,7 +681,9 @@ class SelfContainingContainerPattern:
             node = view.shown[0]
             edge = view.edges[0] if view.edges else None
             where = edge.name.name if edge else "an item"
-            summary = f"a `{type_short_name(type(view.obj(node)))}` contains itself at `{where}`"
+            summary = (
+                f"{a_code(type_short_name(type(view.obj(node))))} contains itself at `{where}`"
+            )
             cut = [edge] if edge else []
         else:
             order = {n: i for i, n in enumerate(view.shown)}
@@ -487,8 +692,8 @@ class SelfContainingContainerPattern:
             forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
             lead = forward[0].name.name if forward else "its items"
             summary = (
-                f"a `{type_short_name(type(view.obj(root)))}` holds, at `{lead}`, "
-                "containers that refer back to it"
+                f"{a_code(type_short_name(type(view.obj(root))))} holds, at `{lead}`, containers "
+                "that refer back to it"
             )
             cut = forward[:1] or back[:1]
         explanation = (
@@ -497,12 +702,14 @@ class SelfContainingContainerPattern:
             "cycle: reference counting cannot free it, so everything inside waits for the "
             "collector."
         )
+        entry = (
+            expression(holder_code(view, cut[0].source) or "container", cut[:1]) if cut else None
+        )
         fix = (
-            "Keep the entries in a separate structure, or remove them after use "
-            f"(`del container{cut[0].name.name}` / `.pop(...)`)."
-            if cut and cut[0].name.kind == ek.KEY
-            else "Do not store the container inside itself; keep the items elsewhere or "
-            "remove them after use."
+            f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."
+            if entry
+            else "Do not store the container inside itself (keep the items elsewhere), or "
+            "empty it after use (`container.clear()`)."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
 
@@ -518,13 +725,94 @@ class UnrecognisedPattern:
         shown = view.shown[:4]
         names = " -> ".join(label(view, n) for n in shown)
         more = f" (+{len(view.shown) - 4} more)" if len(view.shown) > 4 else ""
-        summary = f"a cycle of {len(view.shown)} objects: {names}{more}"
+        summary = f"a cycle of {plural(len(view.shown), 'object')}: {names}{more}"
         explanation = (
             "These objects refer to each other in a loop, so reference counting cannot free "
             "them; they wait for the cyclic garbage collector."
         )
         fix = "Remove the reference named in the cut, or hold it with a `weakref`."
         return PatternMatch(self.name, self.title, summary, explanation, fix, [], None)
+
+
+_FAMILIES = {
+    ek.ATTRIBUTE: "attributes",
+    ek.BOUND_SELF: "attributes",
+    ek.KEY: "container",
+    ek.INDEX: "container",
+    ek.CELL: "closure",
+    ek.CLOSURE: "closure",
+    ek.DEFAULTS: "closure",
+    ek.LOCAL: "frame",
+    ek.FRAME: "frame",
+    ek.TRACEBACK: "frame",
+}
+_FAMILY_WORDS = {
+    "attributes": ("attribute-loop", "loop through objects' attributes"),
+    "container": ("container-loop", "loop through a container"),
+    "closure": ("closure-loop", "loop through a closure"),
+    "frame": ("frame-loop", "loop through a frame's locals"),
+    "internal": ("reference-loop", "loop through interpreter references"),
+}
+
+
+class ReferenceLoopPattern:
+    """Any other cycle, named by the kind of reference its cut is: attribute, entry, closure."""
+
+    name = "attribute-loop"
+    title = "loop through objects' attributes"
+
+    def match(self, view: CycleView) -> PatternMatch:
+        """Always matches: the family of the best cut names the loop and shapes the fix."""
+        cut = choose_cut(view)
+        edge = cut[0] if cut else None
+        family = _FAMILIES.get(edge.name.kind, "internal") if edge else "internal"
+        name, title = _FAMILY_WORDS[family]
+        shown = view.shown[:4]
+        names = " -> ".join(label(view, n) for n in shown)
+        more = f" (+{len(view.shown) - 4} more)" if len(view.shown) > 4 else ""
+        count = len(view.shown)
+        summary = f"{count} {'object refers' if count == 1 else 'objects refer'} back to "
+        summary += f"{'itself' if count == 1 else 'each other'}: {names}{more}"
+        explanation = (
+            f"This is a {title}: each object is held by the one before it, so reference "
+            "counting cannot free any of them; they wait for the cyclic garbage collector."
+        )
+        code = reference_code(view, edge) if edge else None
+        fix = _family_fix(view, family, edge, code)
+        return PatternMatch(name, title, summary, explanation, fix, cut, None)
+
+
+def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str | None) -> str:
+    if family == "attributes" and code and edge is not None and edge.name.kind == ek.ATTRIBUTE:
+        attr = edge.name.name[1:]
+        return (
+            f"Clear the attribute when done (`{code} = None`), or hold it weakly "
+            f"(`{code} = weakref.ref({attr})`, read as `{code}()`)."
+        )
+    if family == "container" and code:
+        return (
+            f"Remove the entry when done (`del {code}`), or keep the value elsewhere, or in a "
+            "`weakref.WeakValueDictionary`."
+        )
+    if family == "closure" and code and edge is not None:
+        outer = short_name(enclosing_function(qualname_of(_cell_owner(view, edge.source))))
+        return (
+            f"Do not let the nested function capture `{code}`: pass it as an argument, capture "
+            f"`weakref.ref({code})`, or set `{code} = None` in `{outer}` when done."
+        )
+    if family == "frame" and code:
+        return f"`del {code}` when done (in a finally block), or do not keep it in this frame."
+    return (
+        "Remove the reference named in the cut when done, or hold it with `weakref.ref`; the "
+        "printed loop shows each reference in turn."
+    )
+
+
+def _cell_owner(view: CycleView, cell: int) -> object:
+    for edge in view.edges_into(cell):
+        if edge.name.kind == ek.CLOSURE:
+            return view.obj(edge.source)
+    return view.obj(cell)
 
 
 def _link_words(link: Link) -> str:
@@ -649,17 +937,27 @@ def _structure_fix(link: Link | None) -> str:
 
 
 UNRECOGNISED = UnrecognisedPattern()
+"""Said only when every pattern failed on a hostile object."""
 
 PATTERNS: tuple[Pattern, ...] = (
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),
+    WrappedMethodOnSelfPattern(),
     BoundMethodOnSelfPattern(),
     ExceptionTracebackPattern(),
+    FrameKeptPattern(),
     GeneratorFramePattern(),
     AutogradNodePattern(),
-    MethodCachePattern(),
+    SelfInOwnContainerPattern(),
     ParentChildPattern(),
     SelfContainingContainerPattern(),
-    UNRECOGNISED,
+    ReferenceLoopPattern(),
 )
+
+PATTERN_NAMES: frozenset[str] = frozenset(
+    {pattern.name for pattern in PATTERNS}
+    | {name for name, _ in _FAMILY_WORDS.values()}
+    | {LinkedStructurePattern.name, UNRECOGNISED.name}
+)
+"""Every pattern name a report can carry."""

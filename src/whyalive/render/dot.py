@@ -9,11 +9,11 @@ not in the report. Every string goes through :func:`quote`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from whyalive.report import Edge, Report
-from whyalive.words import loop_gap_words, plural, size_to_words
+from whyalive.words import edge_label, index_range_words, loop_gap_words, plural, size_to_words
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class GraphView:
     members: tuple[int, ...]
     hidden_heavy: int
     hidden_bytes: int
+    folded: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Heavy nodes drawn for their siblings too: node -> (how many, their bytes)."""
 
 
 def _collect(edges: list[Edge], cut: set[tuple[int, int, str]]) -> tuple[ViewEdge, ...]:
@@ -44,8 +46,58 @@ def _collect(edges: list[Edge], cut: set[tuple[int, int, str]]) -> tuple[ViewEdg
     for edge in edges:
         key = (edge.source, edge.target, edge.name)
         if key not in seen:
-            seen[key] = ViewEdge(edge.source, edge.target, edge.name, key in cut)
+            label = edge_label(edge.kind, edge.name)
+            seen[key] = ViewEdge(edge.source, edge.target, label, key in cut)
     return tuple(seen.values())
+
+
+def fold_siblings(
+    report: Report, edges: tuple[ViewEdge, ...]
+) -> tuple[tuple[ViewEdge, ...], dict[int, tuple[int, int]], set[int]]:
+    """Heavy items of one container drawn as one node reached by ``[0..3]``, as the text folds.
+
+    Returns the edges left, the folded nodes (node -> count, bytes) and the nodes folded away.
+    """
+    into: dict[int, int] = {}
+    leaving: set[int] = set()
+    for edge in edges:
+        into[edge.target] = into.get(edge.target, 0) + 1
+        leaving.add(edge.source)
+    groups: dict[tuple[int, str], list[ViewEdge]] = {}
+    for edge in edges:
+        target = report.node(edge.target) if 0 <= edge.target < len(report.nodes) else None
+        if (
+            target is not None
+            and target.heavy
+            and not edge.cut
+            and edge.name[1:-1].isdigit()
+            and into[edge.target] == 1
+            and edge.target not in leaving
+        ):
+            groups.setdefault((edge.source, target.type_name), []).append(edge)
+    folded: dict[int, tuple[int, int]] = {}
+    dropped: set[ViewEdge] = set()
+    away: set[int] = set()
+    relabelled: dict[ViewEdge, ViewEdge] = {}
+    for siblings in groups.values():
+        if len(siblings) < 2:
+            continue
+        first = siblings[0]
+        indices = [int(e.name[1:-1]) for e in siblings]
+        relabelled[first] = ViewEdge(first.source, first.target, index_range_words(indices), False)
+        folded[first.target] = (len(siblings), sum(report.node(e.target).size for e in siblings))
+        dropped.update(siblings[1:])
+        away.update(e.target for e in siblings[1:])
+    kept = tuple(relabelled.get(e, e) for e in edges if e not in dropped)
+    return kept, folded, away
+
+
+def heavy_lines(label: str, size: int, folded: tuple[int, int] | None, limit: int) -> list[str]:
+    """A heavy node's box: its label and bytes; folded, the sibling count and all their bytes."""
+    if folded is None:
+        return [_shorten(label, limit), size_to_words(size)]
+    count, nbytes = folded
+    return [_shorten(f"{count} \u00d7 {label}", limit), size_to_words(nbytes)]
 
 
 def _nodes_of(first: tuple[int, ...], edges: tuple[ViewEdge, ...]) -> tuple[int, ...]:
@@ -64,7 +116,7 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
         edges = list(cycle.edges)
         for path in cycle.holder_paths:
             edges.extend(path.edges)
-        drawn = _collect(edges, cut)
+        drawn, folded, away = fold_siblings(report, _collect(edges, cut))
         if cycle.loop_hidden and 0 < cycle.loop_hidden_after < len(cycle.loop):
             # The references a long loop leaves out, as one edge across the gap.
             before = cycle.loop[cycle.loop_hidden_after - 1].target
@@ -73,7 +125,7 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
             drawn = (*drawn, gap)
         nodes = _nodes_of(cycle.members, drawn)
         shown = set(nodes)
-        hidden = [h for h in cycle.heavy if h not in shown]
+        hidden = [h for h in cycle.heavy if h not in shown and h not in away]
         hidden_bytes = sum(report.node(h).size for h in hidden if 0 <= h < len(report.nodes))
         views.append(
             GraphView(
@@ -84,6 +136,7 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
                 cycle.members,
                 len(hidden),
                 hidden_bytes,
+                folded,
             )
         )
     for number, alive in enumerate(report.alive, 1):
@@ -151,20 +204,28 @@ class DotRenderer:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
-    def _node(self, report: Report, prefix: str, node_id: int, member: bool) -> str:
+    def _node(
+        self,
+        report: Report,
+        prefix: str,
+        node_id: int,
+        member: bool,
+        folded: tuple[int, int] | None = None,
+    ) -> str:
         node = report.node(node_id)
         text = _shorten(node.label)
         if node.location:
             text += f"\n{node.location}"
         attrs = [f"label={quote(text)}", f"tooltip={quote(node.type_name)}"]
         if node.heavy:
-            text = f"{_shorten(node.label)}\n{size_to_words(node.size)}"
+            drawn_bytes = folded[1] if folded else node.size
+            text = "\n".join(heavy_lines(node.label, node.size, folded, 60))
             attrs[0] = f"label={quote(text)}"
             attrs += [
                 'fillcolor="#fde68a"',
                 "penwidth=2",
-                f"width={heavy_width(node.size)}",
-                f"height={heavy_width(node.size) / 2:.2f}",
+                f"width={heavy_width(drawn_bytes)}",
+                f"height={heavy_width(drawn_bytes) / 2:.2f}",
             ]
         elif member:
             attrs.append('fillcolor="#fecaca"')
@@ -180,7 +241,7 @@ class DotRenderer:
         ]
         members = set(view.members)
         lines.extend(
-            self._node(report, prefix, n, n in members)
+            self._node(report, prefix, n, n in members, view.folded.get(n))
             for n in view.nodes
             if 0 <= n < len(report.nodes)
         )

@@ -20,12 +20,12 @@ from importlib import resources
 from typing import Any, ClassVar, Literal
 
 from whyalive.errors import WhyaliveError
-from whyalive.render.dot import GraphView, graph_views, quote
+from whyalive.render.dot import GraphView, graph_views, heavy_lines, quote
 from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
 from whyalive.render.timeline import timeline_svg
 from whyalive.report import Report
-from whyalive.words import size_to_words
+from whyalive.words import report_headline
 
 Layout = Literal["auto", "graphviz", "dagre"]
 
@@ -62,13 +62,13 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-def node_lines(report: Report, node_id: int) -> list[str]:
+def node_lines(report: Report, node_id: int, folded: tuple[int, int] | None = None) -> list[str]:
     """The lines drawn in a node's box (the viewer draws exactly these)."""
     node = report.node(node_id)
-    lines = [_shorten(node.label, 48)]
     if node.heavy:
-        lines.append(size_to_words(node.size))
-    elif node.location:
+        return heavy_lines(node.label, node.size, folded, 48)
+    lines = [_shorten(node.label, 48)]
+    if node.location:
         lines.append(_shorten(node.location, 48))
     return lines
 
@@ -80,7 +80,7 @@ def _box(lines: list[str]) -> tuple[float, float]:
 
 def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
     nodes = [n for n in view.nodes if 0 <= n < len(report.nodes)]
-    boxes = {n: _box(node_lines(report, n)) for n in nodes}
+    boxes = {n: _box(node_lines(report, n, view.folded.get(n))) for n in nodes}
     return {
         "key": view.key,
         "title": view.title,
@@ -88,7 +88,12 @@ def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
         "hidden_heavy": view.hidden_heavy,
         "hidden_bytes": view.hidden_bytes,
         "nodes": [
-            {"id": n, "lines": node_lines(report, n), "w": boxes[n][0], "h": boxes[n][1]}
+            {
+                "id": n,
+                "lines": node_lines(report, n, view.folded.get(n)),
+                "w": boxes[n][0],
+                "h": boxes[n][1],
+            }
             for n in nodes
         ],
         "edges": [
@@ -105,7 +110,7 @@ def _graphviz_source(view: dict[str, Any]) -> str:
         "digraph g {",
         "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
         '  node [shape=box, fixedsize=true, label=""];',
-        "  edge [fontname=Courier, fontsize=10];",
+        "  edge [fontname=Courier, fontsize=11];",
     ]
     for node in view["nodes"]:
         width = node["w"] / _POINTS_PER_INCH
@@ -199,7 +204,13 @@ class HtmlRenderer:
 
     def render(self, report: Report) -> str:
         """The whole document."""
-        data = _script_safe_json({"report": report.to_dict(), "views": self.views(report)})
+        data = _script_safe_json(
+            {
+                "report": report.to_dict(),
+                "views": self.views(report),
+                "headline": report_headline(report),
+            }
+        )
         library = _asset("dagre.min.js").replace("//# sourceMappingURL=dagre.min.js.map", "")
         viewer = _asset("viewer.js")
         style = _asset("viewer.css")
@@ -225,7 +236,10 @@ class HtmlRenderer:
             f"{timeline}"
             '<main><nav id="cycles" aria-label="cycles"></nav>\n'
             '<section id="graph-pane"><div id="toolbar"></div>'
-            '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg></section>\n'
+            '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg>'
+            '<div id="legend" aria-label="legend"><span><i class="key-cut"></i>suggested cut'
+            '</span><span><i class="key-heavy"></i>heavy object</span>'
+            '<span><i class="key-member"></i>in the cycle</span></div></section>\n'
             '<aside id="side"><div id="cycle-details"></div><div id="details"></div></aside>'
             "</main>\n"
             f"<noscript><pre>{text}</pre></noscript>\n"

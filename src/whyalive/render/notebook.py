@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from whyalive.render.html_page import HtmlRenderer
 from whyalive.render.text import TextRenderer
 from whyalive.report import Report
-from whyalive.words import plural, shorten, size_to_words
+from whyalive.words import plural, report_headline, shorten, size_to_words
 
 if TYPE_CHECKING:
     from whyalive.distributed import Summary
@@ -27,29 +27,11 @@ _TITLE_LIMIT = 90
 
 
 def report_line(report: Report) -> str:
-    """One line: what was found, how many bytes, the biggest cycle's pattern and title."""
-    where = f" at {report.run.where}" if report.run.where else ""
-    parts: list[str] = []
-    if report.cycles:
-        occurrences = sum(c.occurrences for c in report.cycles)
-        top = max(report.cycles, key=lambda c: c.total_bytes)
-        verb = "keeps" if occurrences == 1 else "keep"
-        parts.append(
-            f"{plural(occurrences, 'reference cycle')} {verb} "
-            f"{size_to_words(report.total_bytes)} alive{where}; top: {top.pattern} "
-            f"({shorten(top.title, _TITLE_LIMIT)})"
-        )
-    if report.alive:
-        alive_bytes = sum(a.nbytes for a in report.alive)
-        parts.append(
-            f"{plural(len(report.alive), 'object')} still alive, {size_to_words(alive_bytes)}"
-        )
-    if not parts:
-        return (
-            f"no cyclic garbage holds heavy objects{where} "
-            f"({plural(report.garbage_objects, 'garbage object')})"
-        )
-    return "; ".join(parts)
+    """One line: the text's headline, and the biggest cycle's pattern and title."""
+    if not report.cycles:
+        return report_headline(report)
+    top = max(report.cycles, key=lambda c: c.total_bytes)
+    return f"{report_headline(report)}; top: {top.pattern} ({shorten(top.title, _TITLE_LIMIT)})"
 
 
 def embed_page(document: str, *, height: int, label: str) -> str:
@@ -94,19 +76,13 @@ def explanation_line(report: Report) -> str:
 
 def summary_line(summary: Summary) -> str:
     """One line: ranks heard, signatures, bytes, leaking and missing ranks, top pattern."""
-    line = f"{len(summary.ranks)} of {summary.world_size} rank(s) reported"
+    from whyalive.distributed import ranks_phrase, summary_headline
+
+    line = summary_headline(summary)
     if summary.rows:
-        top = summary.rows[0]  # rows are sorted by bytes, biggest first
-        leaking = ",".join(map(str, summary.leaking_ranks))
-        line += (
-            f"; {plural(len(summary.rows), 'cycle signature')} "
-            f"{'holds' if len(summary.rows) == 1 else 'hold'} "
-            f"{size_to_words(summary.total_bytes)} on rank(s) {leaking}; top: {top.pattern}"
-        )
-    else:
-        line += "; no cyclic garbage holds heavy objects"
+        line += f"; top: {summary.rows[0].pattern}"  # rows are sorted by bytes, biggest first
     if summary.missing:
-        line += f"; missing rank(s) {','.join(map(str, summary.missing))}"
+        line += f"; missing {ranks_phrase(summary.missing)}"
     return line
 
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from whyalive.report import AliveObject, CycleReport, Edge, Report
-from whyalive.words import loop_gap_words, more_members_words, plural, size_to_words
-
-
-def _device_words(by_device: dict[str, int]) -> str:
-    return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
+from whyalive.words import (
+    BLIND_SPOTS,
+    edge_label,
+    holding_words,
+    loop_gap_words,
+    more_members_words,
+    plural,
+    report_headline,
+    size_to_words,
+)
 
 
 def edge_words(report: Report, edge: Edge) -> str:
     """``--cell_contents--> list xs of 4``."""
-    return f"--{edge.name}--> {report.node(edge.target).label}"
+    return f"--{edge_label(edge.kind, edge.name)}--> {report.node(edge.target).label}"
 
 
 def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
@@ -39,60 +44,80 @@ def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
     return lines
 
 
+Detail = Literal["short", "full"]
+
+# The short form lists this many holds; the full form lists them all.
+SHORT_HOLDS = 4
+
+
+def cycle_where(report: Report, cycle: CycleReport) -> str | None:
+    """Where the cycle's loop starts in the source (``demo.py:36``), if anywhere known."""
+    starts = [e.source for e in cycle.loop] or list(cycle.members)
+    for node_id in starts:
+        location = report.node(node_id).location
+        if location:
+            return location
+    return None
+
+
+def cut_line(report: Report, cycle: CycleReport, *, with_edges: bool) -> str | None:
+    """``Cut: the attribute `.cb` of a `Step` object, made at leaky.py:6  `self.cb = ...```."""
+    cut = cycle.cut
+    if cut is None:
+        return None
+    line = f"Cut: {cut.description}"
+    if with_edges:
+        refs = "; ".join(
+            f"{report.node(e.source).label} --{edge_label(e.kind, e.name)}--> "
+            f"{report.node(e.target).label}"
+            for e in cut.edges
+        )
+        line += f" ({refs})"
+    if cut.source_line:
+        place, _, source = cut.source_line.partition("  ")
+        line += f", made at {place}: `{source.strip()}`" if source else f", made at {place}"
+    elif cut.source_note:
+        line += f" ({cut.source_note})"
+    return line
+
+
 class TextRenderer:
-    """Plain text; ``color=True`` adds ANSI emphasis (the CLI turns it on for a tty)."""
+    """Plain text; ``color=True`` adds ANSI emphasis (the CLI turns it on for a tty).
+
+    ``detail="short"`` (the default) leads each cycle with its cut and fix and folds
+    what it holds; ``detail="full"`` lists every holder path and the blind-spot note.
+    """
 
     name: ClassVar[str] = "text"
     file_suffixes: ClassVar[tuple[str, ...]] = (".txt",)
     binary: ClassVar[bool] = False
 
-    def __init__(self, *, color: bool = False, width: int = 100) -> None:
+    def __init__(self, *, color: bool = False, width: int = 100, detail: Detail = "short") -> None:
+        if detail not in ("short", "full"):
+            raise ValueError(f"detail must be 'short' or 'full', not {detail!r}")
         self.color = color
         self.width = width
+        self.detail = detail
 
     def _bold(self, text: str) -> str:
         return f"\033[1m{text}\033[0m" if self.color else text
 
     def render(self, report: Report) -> str:
-        """Headline, then one block per cycle: summary, why, cut, fix, cycle, paths."""
+        """Headline, then one block per cycle: the answer first, then what it holds and why."""
         lines: list[str] = []
         rank = f" [rank {report.run.rank}]" if report.run.rank is not None else ""
-        where = f" at {report.run.where}" if report.run.where else ""
-        if report.alive and not report.cycles:
-            alive_bytes = sum(a.nbytes for a in report.alive)
-            lines.append(
-                self._bold(
-                    f"whyalive{rank}: {plural(len(report.alive), 'object')} still alive{where}: "
-                    f"{size_to_words(alive_bytes)}."
-                )
-            )
-        elif not report.cycles:
-            lines.append(
-                f"whyalive{rank}: no cyclic garbage holds heavy objects{where} "
-                f"({plural(report.garbage_objects, 'garbage object')}, "
-                f"{plural(report.light_cycle_count, 'light cycle')})."
-            )
-        else:
-            occurrences = sum(c.occurrences for c in report.cycles)
-            heavy = sum(c.heavy_count for c in report.cycles)
-            lines.append(
-                self._bold(
-                    f"whyalive{rank}: {plural(occurrences, 'reference cycle')} "
-                    f"({plural(len(report.cycles), 'kind')}) keep "
-                    f"{plural(heavy, 'heavy object')} alive{where}: "
-                    f"{size_to_words(report.total_bytes)} "
-                    f"({_device_words(report.bytes_by_device)})."
-                )
-            )
+        headline = f"whyalive{rank}: {report_headline(report)}."
+        lines.append(self._bold(headline) if report.found else headline)
         for number, cycle in enumerate(report.cycles, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle))
         for alive in report.alive:
             lines.append("")
             lines.extend(self._alive(report, alive))
-        if (report.cycles or report.alive) and report.notes:
+        notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
+        if (report.cycles or report.alive) and notes:
             lines.append("")
-            lines.extend(f"Note: {note}" for note in report.notes)
+            lines.extend(f"Note: {note}" for note in notes)
         return "\n".join(lines) + "\n"
 
     def _alive(self, report: Report, alive: AliveObject) -> list[str]:
@@ -113,45 +138,59 @@ class TextRenderer:
         return lines
 
     def _cycle(self, report: Report, number: int, cycle: CycleReport) -> list[str]:
-        times = f" x{cycle.occurrences}" if cycle.occurrences > 1 else ""
+        """Pattern, size and place; cut and fix; what it holds; then the loop and paths."""
+        full = self.detail == "full"
+        times = f", {plural(cycle.occurrences, 'occurrence')}" if cycle.occurrences > 1 else ""
+        members = cycle.member_count or len(cycle.members)
+        place = cycle_where(report, cycle)
+        at = f", at {place}" if place else ""
         lines = [
             self._bold(
-                f"Cycle {number}: {cycle.title} [{cycle.pattern}]{times}, "
-                f"{size_to_words(cycle.total_bytes)}"
-            ),
-            f"  {cycle.summary}",
-            f"  Why: {cycle.explanation}",
-        ]
-        if cycle.cut is not None:
-            refs = "; ".join(
-                f"{report.node(e.source).label} --{e.name}--> {report.node(e.target).label}"
-                for e in cycle.cut.edges
+                f"Cycle {number}: {cycle.title} [{cycle.pattern}]: "
+                f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}"
             )
-            lines.append(f"  Cut: {cycle.cut.description} ({refs})")
+        ]
+        cut = cut_line(report, cycle, with_edges=full)
+        if cut:
+            lines.append(f"  {cut}")
         lines.append(f"  Fix: {cycle.fix}")
+        if full:
+            lines.append(f"  What: {cycle.summary}")
+        lines.append(f"  Why: {cycle.explanation}")
+        holds = cycle.holds if full else cycle.holds[:SHORT_HOLDS]
+        if holds:
+            lines.append("  Holds:")
+            lines.extend(f"    {holding_words(h)}" for h in holds)
+            places = len(cycle.holds) - len(holds)
+            if places > 0:
+                lines.append(f"    ... and {plural(places, 'more place')}")
         if cycle.bytes_shared:
             lines.append(
                 f"  Shared: {size_to_words(cycle.bytes_shared)} of it is storage also used by "
                 "live objects, so it stays allocated after the cycle goes."
             )
-        lines.append("  Cycle:")
+        allocated = [
+            h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
+        ]
+        lines.extend(f"  Allocated: {h.description} at {h.allocation_site}" for h in allocated[:3])
+        lines.append("  Loop:")
         lines.extend(f"    {line}" for line in loop_lines(report, cycle))
-        if cycle.holder_paths:
-            lines.append("  Holder paths:")
-            for path in cycle.holder_paths:
+        paths = cycle.holder_paths if full else cycle.holder_paths[:1]
+        if paths:
+            lines.append("  Holder paths:" if full else "  Holder path, for example:")
+            for path in paths:
                 parts = [report.node(path.nodes[0]).label]
                 parts.extend(edge_words(report, e) for e in path.edges)
                 heavy = report.node(path.heavy_node)
                 lines.append(f"    {' '.join(parts)} ({size_to_words(heavy.size)})")
             hidden = cycle.heavy_count - len(cycle.holder_paths)
-            if hidden > 0:
+            if full and hidden > 0:
                 lines.append(f"    ... and {plural(hidden, 'more heavy object')}")
-        allocated = [
-            h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
-        ]
-        lines.extend(f"  Allocated: {h.description} at {h.allocation_site}" for h in allocated[:3])
         allow = f"check_leaks(allow=[{cycle.signature!r}])"
-        lines.append(f"  Signature: {cycle.signature} (to allow it: {allow})")
-        if cycle.lint_rule:
-            lines.append(f"  Lint: `whyalive lint` rule {cycle.lint_rule} catches this pattern.")
+        lint = (
+            f"; `whyalive lint` rule {cycle.lint_rule} finds it in source"
+            if cycle.lint_rule
+            else ""
+        )
+        lines.append(f"  Signature: {cycle.signature} (to allow it: {allow}){lint}")
         return lines

@@ -39,18 +39,25 @@
     parent.appendChild(row);
   }
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
+  /* A sentence from the report: `code` spans become <code> elements, all as text nodes. */
+  function sentence(parent, text) {
+    String(text || "").split("`").forEach(function (part, i) {
+      if (!part) { return; }
+      parent.appendChild(i % 2 ? el("code", null, part) : document.createTextNode(part));
+    });
+    return parent;
+  }
+  function labelled(cls, key, text) {
+    var p = el("p", cls); p.appendChild(el("strong", null, key + ": "));
+    return sentence(p, text);
+  }
 
   /* ---- header ---- */
   var cycles = report.cycles || [];
   var headline = document.getElementById("headline");
-  if (cycles.length) {
-    headline.textContent = cycles.length + (cycles.length === 1 ? " cycle keeps " : " cycles keep ") +
-      size(report.total_bytes || 0) + " alive";
-  } else if ((report.alive || []).length) {
-    headline.textContent = report.alive.length + " heavy object(s) still alive";
-  } else {
-    headline.textContent = "No cyclic garbage holds heavy objects";
-  }
+  /* The same sentence as the text report's first line (whyalive.words.report_headline). */
+  var said = data.headline || "";
+  headline.textContent = said.charAt(0).toUpperCase() + said.slice(1);
   var run = report.run || {};
   document.getElementById("run").textContent = [
     run.where ? "at " + run.where : "", run.python ? "Python " + run.python : "",
@@ -82,15 +89,47 @@
     var cycle = cycles[i];
     if (cycle) {
       box.appendChild(el("h2", null, cycle.title));
-      box.appendChild(el("p", "summary", cycle.summary));
-      var why = el("p", "why"); why.appendChild(el("strong", null, "Why: "));
-      why.appendChild(document.createTextNode(cycle.explanation)); box.appendChild(why);
       if (cycle.cut) {
-        var cut = el("p", "cut"); cut.appendChild(el("strong", null, "Cut: "));
-        cut.appendChild(document.createTextNode(cycle.cut.description)); box.appendChild(cut);
+        var cutWords = cycle.cut.description;
+        if (cycle.cut.source_line) {
+          var at = cycle.cut.source_line.split("  ");
+          cutWords += ", made at " + at[0] + ": `" + at.slice(1).join("  ") + "`";
+        } else if (cycle.cut.source_note) {
+          cutWords += " (" + cycle.cut.source_note + ")";
+        }
+        box.appendChild(labelled("cut", "Cut", cutWords));
       }
-      var fix = el("p", "fix"); fix.appendChild(el("strong", null, "Fix: "));
-      fix.appendChild(document.createTextNode(cycle.fix)); box.appendChild(fix);
+      box.appendChild(labelled("fix", "Fix", cycle.fix));
+      box.appendChild(labelled("why", "Why", cycle.explanation));
+      box.appendChild(sentence(el("p", "summary"), cycle.summary));
+      if ((cycle.holds || []).length) {
+        box.appendChild(el("h3", null, "Holds"));
+        var holds = el("ul", "holds");
+        cycle.holds.forEach(function (h) {
+          var li = el("li");
+          li.appendChild(el("code", null, h.where));
+          li.appendChild(document.createTextNode(": " + h.count + " \u00d7 " + h.description +
+            ", " + size(h.nbytes)));
+          holds.appendChild(li);
+        });
+        box.appendChild(holds);
+      }
+      /* The same closed loop the text prints: each hop a reference, back to the start. */
+      if ((cycle.loop || []).length) {
+        box.appendChild(el("h3", null, "Loop"));
+        var loop = el("ol", "loop");
+        cycle.loop.forEach(function (e, k) {
+          if (cycle.loop_hidden && k === cycle.loop_hidden_after) {
+            loop.appendChild(el("li", "gap", "... " + cycle.loop_hidden + " more references ..."));
+          }
+          var li = el("li");
+          li.appendChild(el("span", "from", (report.nodes[e.source] || {}).label));
+          li.appendChild(el("code", null, " --" + e.name + "--> "));
+          li.appendChild(el("span", "to", (report.nodes[e.target] || {}).label));
+          loop.appendChild(li);
+        });
+        box.appendChild(loop);
+      }
       field(box, "bytes held", size(cycle.total_bytes || cycle.bytes_held || 0));
       field(box, "pattern", cycle.pattern);
       field(box, "signature", cycle.signature);
@@ -140,7 +179,7 @@
     view.nodes.forEach(function (n) { g.setNode(String(n.id), { width: n.w, height: n.h }); });
     view.edges.forEach(function (e, k) {
       g.setEdge(String(e.source), String(e.target),
-        { width: e.label.length * CHAR_W * 0.9, height: LINE_H, labelpos: "c" }, "e" + k);
+        { width: e.label.length * CHAR_W, height: LINE_H, labelpos: "c" }, "e" + k);
     });
     dagre.layout(g);
     var out = { nodes: {}, edges: [], curved: false, width: g.graph().width || 0,
@@ -234,6 +273,9 @@
   }
 
   var extent = { w: 1, h: 1 };
+  /* Edge labels are 11 px at scale 1: a graph opens no smaller than that, and a small one
+     grows to fill its pane (up to 2.5 times). */
+  var MIN_READABLE = 1, MAX_FIT = 2.5;
   /* readable: a long cycle shown whole would be unreadably small, so start at a legible
      scale at its left end and let the user pan; the "fit" button shows it whole. */
   var unsized = false;
@@ -242,10 +284,10 @@
     var box = graphSvg.getBoundingClientRect();
     unsized = box.width < 1 || box.height < 1;
     if (unsized) { return; }
-    var k = Math.min((box.width - 20) / extent.w, (box.height - 20) / extent.h, 1.5);
+    var k = Math.min((box.width - 24) / extent.w, (box.height - 24) / extent.h, MAX_FIT);
     state.k = k > 0 ? k : 1;
     state.x = (box.width - extent.w * state.k) / 2;
-    if (readable && state.k < 0.45) { state.k = 0.45; state.x = 10; }
+    if (readable && state.k < MIN_READABLE) { state.k = MIN_READABLE; state.x = 12; }
     state.y = (box.height - extent.h * state.k) / 2;
     applyTransform();
   }

@@ -1,0 +1,410 @@
+"""Explanations read right on every scenario: a true loop, a named pattern, code that parses."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from whyalive import find_leaks
+from whyalive.report import CycleReport, Report
+
+numpy = pytest.importorskip("numpy")
+
+
+def heavy() -> object:
+    """A 4 KiB float32 array as the heavy payload."""
+    return numpy.zeros(1024, dtype=numpy.float32)
+
+
+# scenarios: one leaking function per shape -----------------------------------------------
+
+
+def recursive_closure() -> None:
+    kept = [heavy(), heavy()]
+
+    def walk(value: object) -> None:
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+        else:
+            kept.append(value)
+
+    walk([heavy()])
+
+
+def mutual_recursion() -> None:
+    data = heavy()
+
+    def is_even(n: int) -> bool:
+        return True if n == 0 else is_odd(n - 1) and data is not None
+
+    def is_odd(n: int) -> bool:
+        return False if n == 0 else is_even(n - 1)
+
+    is_even(2)
+
+
+class Trainer:
+    def __init__(self) -> None:
+        self.activations = heavy()
+        self.callback = self.on_step
+
+    def on_step(self) -> None:
+        pass
+
+
+class HookList:
+    def __init__(self) -> None:
+        self.activations = heavy()
+        self.hooks = [self.on_step]
+
+    def on_step(self) -> None:
+        pass
+
+
+class Scaler:
+    def __init__(self) -> None:
+        self.x = heavy()
+        self.fn = lambda: self.x
+
+
+class CachedModel:
+    def __init__(self) -> None:
+        self.weights = heavy()
+        self.predict = functools.lru_cache(maxsize=None)(self._predict)
+
+    def _predict(self, n: int) -> int:
+        return n
+
+
+class Step:
+    def run(self) -> None:
+        activations = heavy()  # noqa: F841 - held by the frame the traceback keeps
+        try:
+            raise ValueError("boom")
+        except ValueError as error:
+            self.error = error
+
+
+def exception_in_local() -> None:
+    data = heavy()  # noqa: F841 - held by the frame
+    try:
+        raise ValueError("boom")
+    except ValueError as error:
+        kept = error  # noqa: F841 - the leak under test
+
+
+def frame_in_local() -> None:
+    data = heavy()  # noqa: F841 - held by the frame
+    frame = inspect.currentframe()  # noqa: F841 - the leak under test
+
+
+def frame_from_getframe() -> None:
+    data = heavy()  # noqa: F841 - held by the frame
+    me = sys._getframe()  # noqa: F841 - the leak under test
+
+
+class Probe:
+    pass
+
+
+def frame_on_an_object() -> None:
+    data = heavy()  # noqa: F841 - held by the frame
+    probe = Probe()
+    probe.frame = sys._getframe()  # type: ignore[attr-defined]
+
+
+def traceback_in_local() -> None:
+    data = heavy()  # noqa: F841 - held by the frame
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        tb = sys.exc_info()[2]  # noqa: F841 - the leak under test
+
+
+class Wrapped:
+    def __init__(self) -> None:
+        self.weights = heavy()
+        self.forward = self.traced(self.forward)  # type: ignore[method-assign]
+
+    def traced(self, fn: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(fn)
+        def wrapper(*args: object) -> object:
+            return fn(*args)
+
+        return wrapper
+
+    def forward(self, x: object) -> object:
+        return x
+
+
+class Registry:
+    pass
+
+
+def self_in_own_list() -> None:
+    registry = Registry()
+    registry.data = heavy()  # type: ignore[attr-defined]
+    registry.members = [registry]  # type: ignore[attr-defined]
+
+
+def self_in_own_dict() -> None:
+    registry = Registry()
+    registry.data = heavy()  # type: ignore[attr-defined]
+    registry.by_name = {"me": registry}  # type: ignore[attr-defined]
+
+
+class Node:
+    def __init__(self, parent: Node | None = None) -> None:
+        self.parent = parent
+        self.children: list[Node] = []
+        self.data = heavy()
+        if parent is not None:
+            parent.children.append(self)
+
+
+def parent_and_children() -> None:
+    root = Node()
+    Node(root)
+    Node(root)
+
+
+def list_containing_itself() -> None:
+    items: list[object] = [heavy()]
+    items.append(items)
+
+
+def state_dict_referring_back() -> None:
+    group: dict[str, object] = {"params": [heavy()]}
+    group["intermediates"] = {"group": group}
+
+
+def self_attribute() -> None:
+    registry = Registry()
+    registry.data = heavy()  # type: ignore[attr-defined]
+    registry.me = registry  # type: ignore[attr-defined]
+
+
+def closure_through_a_dict() -> None:
+    box: dict[str, object] = {}
+    data = heavy()
+
+    def read() -> object:
+        return data, box
+
+    box["read"] = read
+
+
+SCENARIOS: dict[str, tuple[Callable[[], object], str]] = {
+    "recursive closure": (recursive_closure, "recursive-closure"),
+    "mutual recursion": (mutual_recursion, "recursive-closure"),
+    "bound method on self": (Trainer, "bound-method-on-self"),
+    "bound method in a list on self": (HookList, "bound-method-on-self"),
+    "lambda capturing self": (Scaler, "bound-method-on-self"),
+    "lru_cache of a bound method": (CachedModel, "method-cache"),
+    "exception on self": (lambda: Step().run(), "exception-traceback"),
+    "exception in a local": (exception_in_local, "exception-traceback"),
+    "inspect.currentframe in a local": (frame_in_local, "frame-kept"),
+    "sys._getframe in a local": (frame_from_getframe, "frame-kept"),
+    "frame on an object": (frame_on_an_object, "frame-kept"),
+    "traceback in a local": (traceback_in_local, "frame-kept"),
+    "functools.wraps of a bound method": (Wrapped, "wrapped-method-on-self"),
+    "self in its own list": (self_in_own_list, "self-in-own-container"),
+    "self in its own dict": (self_in_own_dict, "self-in-own-container"),
+    "parent and children": (parent_and_children, "parent-child"),
+    "list containing itself": (list_containing_itself, "self-containing-container"),
+    "state dict referring back": (state_dict_referring_back, "self-containing-container"),
+    "attribute loop": (self_attribute, "attribute-loop"),
+    "closure loop": (closure_through_a_dict, "closure-loop"),
+}
+
+
+def backticked(text: str) -> list[str]:
+    """The `...` spans of a sentence."""
+    return re.findall(r"`([^`]+)`", text)
+
+
+def assert_simple_closed_loop(cycle: CycleReport) -> None:
+    """The loop: each hop a reference of the cycle, from the previous target, no repeats."""
+    loop = cycle.loop
+    assert loop, "no loop"
+    real = {(e.source, e.target, e.name) for e in cycle.edges}
+    for hop, following in zip(loop, (*loop[1:], loop[0]), strict=True):
+        assert (hop.source, hop.target, hop.name) in real, hop
+        assert hop.target == following.source, (hop, following)
+    sources = [hop.source for hop in loop]
+    assert len(sources) == len(set(sources)), sources
+    if cycle.cut is not None:
+        first = cycle.cut.edges[0]
+        assert (first.source, first.target, first.name) in {
+            (e.source, e.target, e.name) for e in loop
+        }
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, Report]:
+    """Each scenario's report, analysed once for the module."""
+    return {name: find_leaks(make) for name, (make, _) in SCENARIOS.items()}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_cycle_is_named_looped_and_fixed_in_code(
+    scenario: str, reports: dict[str, Report]
+) -> None:
+    """The scenario's cycle has its pattern, a simple closed loop, and a fix that parses."""
+    report = reports[scenario]
+    assert len(report.cycles) == 1, [c.pattern for c in report.cycles]
+    [cycle] = report.cycles
+    assert cycle.pattern == SCENARIOS[scenario][1]
+    assert_simple_closed_loop(cycle)
+    spans = backticked(cycle.fix)
+    assert spans, cycle.fix
+    for span in spans:
+        ast.parse(span.strip())  # raises SyntaxError with the span in the message
+    text = report.render("text")
+    assert "[unrecognised]" not in text
+    assert "->" not in " ".join(spans)
+
+
+def test_frame_kept_in_its_own_local_says_del_that_local(reports: dict[str, Report]) -> None:
+    """`frame = inspect.currentframe()`: cut the local, fix `del frame`, lint rule WAL303."""
+    [cycle] = reports["inspect.currentframe in a local"].cycles
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == ["local frame"]
+    assert "`del frame`" in cycle.fix
+    assert cycle.lint_rule == "WAL303"
+    [on_object] = reports["frame on an object"].cycles
+    assert "`del probe.frame`" in on_object.fix
+
+
+def test_wrapper_of_own_method_is_named_and_not_pasted_as_a_path(
+    reports: dict[str, Report],
+) -> None:
+    """`self.forward = wraps(...)`: cut `.forward`, and the fix is code, not a holder path."""
+    [cycle] = reports["functools.wraps of a bound method"].cycles
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == [".forward"]
+    assert "`del self.forward`" in cycle.fix
+    assert "__wrapped__" in cycle.explanation
+    assert "__dict__" not in cycle.fix
+
+
+def test_object_in_its_own_container_is_cut_at_the_entry(reports: dict[str, Report]) -> None:
+    """`self.members = [self]`: cut the item that points back; the fix removes it."""
+    [in_list] = reports["self in its own list"].cycles
+    assert in_list.cut is not None
+    assert [e.name for e in in_list.cut.edges] == ["[0]"]
+    assert "`self.members.remove(self)`" in in_list.fix
+    [in_dict] = reports["self in its own dict"].cycles
+    assert "`del self.by_name['me']`" in in_dict.fix
+
+
+def test_generic_fallback_names_the_closure_and_its_function(reports: dict[str, Report]) -> None:
+    """A function stored in a dict it captures: a closure loop in `closure_through_a_dict`."""
+    [cycle] = reports["closure loop"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.description == "the closure variable `box` in `closure_through_a_dict`"
+    assert "`box = None`" in cycle.fix
+
+
+def line_of(text: str) -> str:
+    """``test_explanations.py:N  text``: the line of this file that starts with ``text``."""
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    number, line = next(
+        (i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip().startswith(text)
+    )
+    return f"{Path(__file__).name}:{number}  {line}"
+
+
+def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> None:
+    """`self.callback = self.on_step` is named by file:line, with the lint rule that flags it."""
+    [cycle] = reports["bound method on self"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line == line_of("self.callback = self.on_step") + "  # WAL201"
+    place = line_of("self.callback = self.on_step").split("  ")[0]
+    text = reports["bound method on self"].render("text")
+    assert f"made at {place}: `self.callback = self.on_step  # WAL201`" in text
+    [closure] = reports["closure loop"].cycles
+    assert closure.cut is not None
+    assert closure.cut.source_line == line_of("box: dict[str, object] = {}")
+    [frame] = reports["frame on an object"].cycles
+    assert frame.cut is not None
+    assert frame.cut.source_line is not None
+    assert frame.cut.source_line.startswith(
+        line_of("probe.frame = sys._getframe()  # type: ignore[attr-defined]")[:-30]
+    )
+
+
+def test_cut_says_so_when_no_line_stores_it(reports: dict[str, Report]) -> None:
+    """A dict entry set by a function outside the cycle: no line is guessed, the report says so."""
+    [cycle] = reports["self in its own dict"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is None
+    assert cycle.cut.source_note == "no function in the cycle shows where `['me']` is stored"
+    assert "(no function in the cycle shows where `['me']` is stored)" in (
+        reports["self in its own dict"].render("text")
+    )
+
+
+def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> None:
+    """The closure variable of a recursive helper is made by its `def` line, which parses."""
+    [cycle] = reports["recursive closure"].cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line == line_of("def walk(value: object) -> None:") + " ...  # WAL101"
+    ast.parse(cycle.cut.source_line.split("  ", 1)[1])
+
+
+class Index:
+    pass
+
+
+def index_holding_itself() -> None:
+    index = Index()
+    index.data = heavy()  # type: ignore[attr-defined]
+    index.me = index  # type: ignore[attr-defined]
+
+
+def test_articles_and_plurals_read_right() -> None:
+    """Articles and plurals agree: "an `Index` object", "1 object", "1 reference cycle keeps"."""
+    report = find_leaks(index_holding_itself)
+    text = report.render("text")
+    assert "an `Index` object" in text
+    assert "a `Index`" not in text
+    assert "1 objects" not in text
+    assert ": 1 object, " in text
+    assert "1 reference cycle keeps 1 array alive" in text
+
+
+def test_cycles_made_by_torch_fx_tracing_read_right() -> None:
+    """`torch.fx.symbolic_trace` leaves cycles: each named, looped, fixed in code that parses."""
+    torch = pytest.importorskip("torch")
+
+    class Small(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+
+        def forward(self, x: object) -> object:
+            return torch.relu(self.lin(x)) + 1
+
+    def trace() -> None:
+        torch.fx.symbolic_trace(Small())(torch.randn(2, 64))
+
+    report = find_leaks(trace)
+    assert report.cycles
+    text = report.render("text")
+    assert "---> " not in text  # no reference prints as an empty label
+    for cycle in report.cycles:
+        assert cycle.pattern != "unrecognised"
+        assert_simple_closed_loop(cycle)
+        for span in backticked(cycle.fix):
+            ast.parse(span.strip())
+        assert "`del self`" not in cycle.fix
+        assert "->" not in " ".join(backticked(cycle.fix + cycle.explanation))
