@@ -20,6 +20,7 @@ from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.report import Report
+from whyalive.verdict import fails
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
@@ -184,7 +185,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 note = f"whyalive could not check this block ({type_short_name(type(error))})"
                 with contextlib.suppress(Exception):
                     BaseException.add_note(exc, note)
-        if exc_type is None and self.report is not None and self.report.found:
+        if exc_type is None and self.report is not None and fails(self.report):
             self._act(self.report)
 
     def _finish(self, watch: GarbageWatch) -> None:

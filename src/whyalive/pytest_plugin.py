@@ -16,23 +16,31 @@ bracket, so a suite's own "gc state unchanged" fixture sees nothing move.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 if TYPE_CHECKING:
     from whyalive.gcstate import Lease
     from whyalive.report import Report
+    from whyalive.verdict import ThirdParty
+
+_THIRD_PARTY_CHOICES = ("fail", "report", "ignore")
 
 HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
 HELP_MIN_BYTES = "report only cycles holding at least this many bytes (default 0)"
 HELP_ON_LEAK = "what a leaking test does: 'fail' (default) or 'warn'"
 HELP_REPORT = "write a JSON (and HTML, when available) report per leaking test to this directory"
+HELP_THIRD_PARTY = (
+    "cycles made entirely inside installed packages (torch, the standard library): "
+    "'fail' the test, 'report' them in the summary (default) or 'ignore' them"
+)
 
 MARKER_CHECK = (
     "whyalive(min_bytes=0, allow=[], on_leak='fail'): check this test for heavy objects "
@@ -50,6 +58,8 @@ class TestOptions:
     min_bytes: int = 0
     allow: tuple[str, ...] = ()
     on_leak: str = "fail"
+    third_party: ThirdParty = "report"
+    user_root: str | None = None
 
 
 @dataclass
@@ -119,6 +129,7 @@ class TestWatch:
                     allow=self.options.allow,
                     where=f"{self.where} ({self.label})",
                     notes=notes,
+                    user_root=self.options.user_root,
                 )
                 report = analyze(captured.objects, options)
                 if report.found:
@@ -163,10 +174,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK)
     group.addoption("--whyalive-report", metavar="DIR", default=None, help=HELP_REPORT)
+    group.addoption(
+        "--whyalive-third-party", choices=_THIRD_PARTY_CHOICES, default=None, help=HELP_THIRD_PARTY
+    )
     parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
     parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
     parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
     parser.addini("whyalive_report", HELP_REPORT, default="")
+    parser.addini("whyalive_third_party", HELP_THIRD_PARTY, default="report")
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -185,10 +200,20 @@ def pytest_configure(config: pytest.Config) -> None:
         min_bytes = int(_setting(config, "whyalive_min_bytes"))
     except ValueError:
         raise pytest.UsageError("whyalive_min_bytes must be an integer") from None
+    third_party = str(_setting(config, "whyalive_third_party"))
+    if third_party not in _THIRD_PARTY_CHOICES:
+        raise pytest.UsageError(
+            f"whyalive_third_party must be 'fail', 'report' or 'ignore', not {third_party!r}"
+        )
     report = str(_setting(config, "whyalive_report") or "")
     config.stash[STATE] = PluginState(
         check_all=bool(_setting(config, "whyalive")),
-        defaults=TestOptions(min_bytes=min_bytes, on_leak=on_leak),
+        defaults=TestOptions(
+            min_bytes=min_bytes,
+            on_leak=on_leak,
+            third_party=cast("ThirdParty", third_party),
+            user_root=str(config.rootpath),
+        ),
         report_dir=Path(report) if report else None,
     )
 
@@ -204,7 +229,8 @@ def _options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
     on_leak = marker.kwargs.get("on_leak", state.defaults.on_leak)
     if on_leak not in ("fail", "warn"):
         raise pytest.UsageError(f"{item.nodeid}: whyalive on_leak must be 'fail' or 'warn'")
-    return TestOptions(
+    return dataclasses.replace(
+        state.defaults,
         min_bytes=int(marker.kwargs.get("min_bytes", state.defaults.min_bytes)),
         allow=(allow,) if isinstance(allow, str) else tuple(allow),
         on_leak=on_leak,
@@ -212,24 +238,41 @@ def _options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
 
 
 def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: bool) -> None:
-    """Record new leaks on the item (for the summary and xdist) and fail or warn."""
-    leaks = watch.take_new()
-    if not leaks:
-        return
+    """Record new findings on the item (for the summary and xdist) and fail or warn.
+
+    Only cycles worth fixing fail or warn (see :mod:`whyalive.verdict`); the
+    others are recorded for the session summary with the reason they did not fail.
+    """
+    from whyalive.verdict import split_cycles
+
     texts = []
-    for leak in leaks:
-        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{leak.report.render('text')}"
-        written = _write_report(state, item, leak)
+    first_phase = ""
+    for leak in watch.take_new():
+        failing, listed = split_cycles(leak.report, watch.options.third_party)
+        for cycle, reason in [(c, None) for c in failing] + listed:
+            item.user_properties.append(
+                (
+                    _PROPERTY,
+                    {
+                        "phase": leak.phase,
+                        "signature": cycle.signature,
+                        "pattern": cycle.pattern,
+                        "bytes": cycle.total_bytes,
+                        "not_failing": reason,
+                    },
+                )
+            )
+        if not failing:
+            continue
+        report = dataclasses.replace(leak.report, cycles=tuple(failing))
+        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{report.render('text')}"
+        written = _write_report(state, item, Leak(leak.phase, report))
         if written:
             text += f"Report written to {', '.join(str(p) for p in written)}\n"
         texts.append(text)
-        patterns = sorted({cycle.pattern for cycle in leak.report.cycles})
-        item.user_properties.append(
-            (
-                _PROPERTY,
-                {"phase": leak.phase, "bytes": leak.report.total_bytes, "patterns": patterns},
-            )
-        )
+        first_phase = first_phase or leak.phase
+    if not texts:
+        return
     message = "\n".join(texts)
     if watch.options.on_leak == "warn" or not raise_now:
         from whyalive.errors import LeakWarning
@@ -237,7 +280,7 @@ def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: boo
         if watch.options.on_leak == "warn":
             item.warn(LeakWarning(message))
         else:
-            item.add_report_section(leaks[0].phase.split()[0], "whyalive", message)
+            item.add_report_section(first_phase.split()[0], "whyalive", message)
         return
     pytest.fail(message, pytrace=False)
 
@@ -328,27 +371,59 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """List the leaking tests with bytes held and patterns (xdist: user_properties travel)."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+def _findings(terminalreporter: pytest.TerminalReporter) -> dict[str, list[dict[str, Any]]]:
+    """Each test's findings by signature (xdist: user_properties travel with the reports)."""
+    by_signature: dict[str, list[dict[str, Any]]] = {}
+    seen: set[tuple[str, str, str]] = set()
     for reports in terminalreporter.stats.values():
         for report in reports:
             for key, value in getattr(report, "user_properties", ()):
-                if key == _PROPERTY and isinstance(value, dict):
-                    rows.setdefault((report.nodeid, str(value.get("phase"))), value)
-    if not rows:
+                if key != _PROPERTY or not isinstance(value, dict):
+                    continue
+                signature = str(value.get("signature", ""))
+                # Call and teardown reports both carry the properties recorded so far.
+                marker = (report.nodeid, str(value.get("phase")), signature)
+                if marker in seen:
+                    continue
+                seen.add(marker)
+                by_signature.setdefault(signature, []).append({**value, "nodeid": report.nodeid})
+    return by_signature
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Findings grouped by signature, with the tests that show each; failing ones first."""
+    by_signature = _findings(terminalreporter)
+    if not by_signature:
         return
     from whyalive.words import plural, size_to_words
 
-    tests = {nodeid for nodeid, _ in rows}
     terminalreporter.section("whyalive")
-    terminalreporter.line(
-        f"{plural(len(tests), 'test')} left heavy objects in cyclic garbage:", red=True
+    groups = sorted(
+        by_signature.items(),
+        key=lambda kv: (kv[1][0].get("not_failing") is not None, -_bytes(kv[1]), kv[0]),
     )
-    for (nodeid, phase), value in sorted(rows.items()):
-        patterns = ", ".join(value.get("patterns", ())) or "unrecognised"
-        size = size_to_words(int(value.get("bytes", 0)))
-        terminalreporter.line(f"  {nodeid} [{phase}]: {size} ({patterns})")
+    failing = [sig for sig, rows in groups if rows[0].get("not_failing") is None]
+    if failing:
+        terminalreporter.line(
+            f"{plural(len(failing), 'cycle signature')} left heavy objects in cyclic garbage:",
+            red=True,
+        )
+    for signature, rows in groups:
+        first = rows[0]
+        reason = first.get("not_failing")
+        status = f"listed, not failing: {reason}" if reason else "failing"
+        pattern = first.get("pattern") or "unrecognised"
+        terminalreporter.line(
+            f"  {signature} {pattern}: {size_to_words(_bytes(rows))} in "
+            f"{plural(len({r['nodeid'] for r in rows}), 'test')} ({status})"
+        )
+        for row in sorted(rows, key=lambda r: (r["nodeid"], str(r.get("phase")))):
+            size = size_to_words(int(row.get("bytes", 0)))
+            terminalreporter.line(f"      {row['nodeid']} [{row.get('phase')}]: {size}")
+
+
+def _bytes(rows: list[dict[str, Any]]) -> int:
+    return sum(int(row.get("bytes", 0)) for row in rows)
 
 
 @pytest.hookimpl(trylast=True)

@@ -135,6 +135,9 @@ class CycleReport:
     """How many members of each kind: ``{"Node object": 9999, "list": 3333}``."""
     structure: str | None = None
     """For a big cycle: what it is made of, in words."""
+    made_inside: str | None = None
+    """``torch/fx/graph.py:1371`` when every function and frame of the cycle is code of an
+    installed package or the standard library (not the user's): the user cannot fix it."""
 
 
 @dataclass(frozen=True)
