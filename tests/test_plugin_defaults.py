@@ -37,6 +37,22 @@ def test_cycle_of_meta_tensors():
     graph["self"] = graph
 
 
+def test_own_collection_frees_the_cycle():
+    payload = object()
+    before = sys.getrefcount(payload)
+    holder = [payload]
+    holder.append(holder)
+    probe = weakref.ref(type("Node", (), {})())
+    node = type("Node", (), {})()
+    node.self = node
+    node_ref = weakref.ref(node)
+    del holder, node
+    gc.collect()
+    assert sys.getrefcount(payload) == before
+    assert node_ref() is None
+    assert probe() is None
+
+
 def test_recursive_closure_leaks_activations():
     activations = [torch.zeros(256, 256)]
 
@@ -54,7 +70,7 @@ def test_only_the_real_leak_fails(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "--whyalive", "-p", "no:cacheprovider", "-p", "no:randomly"
     )
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         [
             "*whyalive: leak in call of *::test_recursive_closure_leaks_activations",
@@ -78,6 +94,45 @@ def test_only_the_real_leak_fails(pytester: pytest.Pytester) -> None:
     )
     assert "@py_assert" not in result.stdout.str()
     assert "._excinfo" not in result.stdout.str()
+
+
+OWN_COLLECTION = """
+import gc
+import weakref
+
+import torch
+
+
+def run_stage():
+    activations = [torch.zeros(128, 128)]
+
+    def keep_activation(value):
+        activations.append(value)
+        return keep_activation
+
+    keep_activation(1)
+    return weakref.ref(activations[0])
+
+
+def test_leak_collected_by_the_test_itself():
+    alive = run_stage()
+    gc.collect()
+    assert alive() is None
+"""
+
+
+def test_own_collection_frees_and_still_reports(pytester: pytest.Pytester) -> None:
+    """A leak the test collects itself is freed by its gc.collect() and still fails the test."""
+    pytester.makepyfile(test_own=OWN_COLLECTION)
+    result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*whyalive: leak in call of test_own.py::test_leak_collected_by_the_test_itself",
+            "*recursive nested function [[]recursive-closure[]], 64.0 KiB",
+        ]
+    )
+    assert "assert alive() is None" not in result.stdout.str()
 
 
 THIRD_PARTY = """

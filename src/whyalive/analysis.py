@@ -189,6 +189,17 @@ def _quick_key(
     return tuple(key)
 
 
+def prepare_in_collector() -> None:
+    """Import now what an analysis imports lazily, so one can run inside a gc callback.
+
+    A gc callback must not import (the import system may be mid-way through a
+    module in this very thread); once imported, a module is only looked up.
+    """
+    import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
+
+    analyze([], AnalysisOptions(progress_after=None))
+
+
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 if TYPE_CHECKING:
+    from whyalive.analysis import AnalysisOptions
     from whyalive.gcstate import Lease
     from whyalive.report import Report
     from whyalive.verdict import ThirdParty
@@ -83,11 +84,38 @@ class TestWatch:
     _holds_freeze: bool = False
 
     def begin(self) -> None:
-        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved."""
+        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
+
+        What the test's own collections (and automatic ones) save is analysed and
+        freed before they return, so ``gc.collect()`` in a test frees what it would
+        free without whyalive.
+        """
+        from whyalive.analysis import prepare_in_collector
         from whyalive.gcstate import OWNER
 
+        prepare_in_collector()
         gc.collect(1)
-        self._lease = OWNER.open_lease()
+        self._lease = OWNER.open_lease(analyze_now=self._analyze)
+
+    def _analyze(self, objects: list[object]) -> Leak | None:
+        """The leak in what one collection saved (inside that collection: no gc, no import)."""
+        from whyalive.analysis import analyze
+
+        if not objects:
+            return None
+        report = analyze(objects, self._analysis_options(progress_after=None))
+        return Leak(self.label, report) if report.found else None
+
+    def _analysis_options(self, **more: Any) -> AnalysisOptions:
+        from whyalive.analysis import AnalysisOptions
+
+        return AnalysisOptions(
+            min_bytes=self.options.min_bytes,
+            allow=self.options.allow,
+            where=f"{self.where} ({self.label})",
+            user_root=self.options.user_root,
+            **more,
+        )
 
     def checkpoint(self, next_label: str | None) -> None:
         """Take the segment's garbage, blame it on ``label``, and go on as ``next_label``.
@@ -102,7 +130,7 @@ class TestWatch:
         instead: the test's garbage may have been promoted to the oldest generation
         while it ran, and a young collection would miss it.
         """
-        from whyalive.analysis import AnalysisOptions, analyze
+        from whyalive.analysis import analyze
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
         from whyalive.gcstate import OWNER
 
@@ -121,17 +149,12 @@ class TestWatch:
         else:
             objects = OWNER.collect(lease, generation)
         captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
+        self.leaks.extend(leak for leak in lease.records if isinstance(leak, Leak))
+        lease.records.clear()
         try:
             if captured.objects:
                 notes = (OVERLAP_NOTE,) if lease.overlapped else ()
-                options = AnalysisOptions(
-                    min_bytes=self.options.min_bytes,
-                    allow=self.options.allow,
-                    where=f"{self.where} ({self.label})",
-                    notes=notes,
-                    user_root=self.options.user_root,
-                )
-                report = analyze(captured.objects, options)
+                report = analyze(captured.objects, self._analysis_options(notes=notes))
                 if report.found:
                     self.leaks.append(Leak(self.label, report))
         finally:
