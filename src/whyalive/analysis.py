@@ -189,6 +189,7 @@ def _quick_key(
     return tuple(key)
 
 
+@functools.cache
 def prepare_in_collector() -> None:
     """Import now what an analysis imports lazily, so one can run inside a gc callback.
 
