@@ -38,6 +38,12 @@ HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyali
 HELP_MIN_BYTES = "report only cycles holding at least this many bytes (default 0)"
 HELP_ON_LEAK = "what a leaking test does: 'fail' (default) or 'warn'"
 HELP_REPORT = "write a JSON (and HTML, when available) report per leaking test to this directory"
+HELP_BASELINE = "fail only on cycle signatures not in this baseline file (JSON)"
+HELP_UPDATE_BASELINE = (
+    "write every cycle signature found, with its tests and bytes, to the baseline file "
+    "(--whyalive-baseline, default .whyalive-baseline.json in the rootdir); leaks do not fail"
+)
+HELP_ALLOW = "a cycle signature or pattern name never to report (repeat; ini: one per line)"
 HELP_THIRD_PARTY = (
     "cycles made entirely inside installed packages (torch, the standard library): "
     "'fail' the test, 'report' them in the summary (default) or 'ignore' them"
@@ -183,6 +189,9 @@ class PluginState:
     defaults: TestOptions
     report_dir: Path | None
     current: TestWatch | None = None
+    baseline: frozenset[str] = frozenset()
+    baseline_path: Path | None = None
+    update_baseline: bool = False
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -203,7 +212,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
     parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
     parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
+    group.addoption("--whyalive-baseline", metavar="FILE", default=None, help=HELP_BASELINE)
+    group.addoption(
+        "--whyalive-update-baseline", action="store_true", default=None, help=HELP_UPDATE_BASELINE
+    )
+    group.addoption(
+        "--whyalive-allow", action="append", metavar="SIGNATURE", default=None, help=HELP_ALLOW
+    )
     parser.addini("whyalive_report", HELP_REPORT, default="")
+    parser.addini("whyalive_baseline", HELP_BASELINE, default="")
+    parser.addini("whyalive_update_baseline", HELP_UPDATE_BASELINE, type="bool", default=False)
+    parser.addini("whyalive_allow", HELP_ALLOW, type="linelist", default=[])
     parser.addini("whyalive_third_party", HELP_THIRD_PARTY, default="report")
 
 
@@ -229,15 +248,31 @@ def pytest_configure(config: pytest.Config) -> None:
             f"whyalive_third_party must be 'fail', 'report' or 'ignore', not {third_party!r}"
         )
     report = str(_setting(config, "whyalive_report") or "")
+    update_baseline = bool(_setting(config, "whyalive_update_baseline"))
+    baseline_name = str(_setting(config, "whyalive_baseline") or "")
+    baseline_path = config.rootpath / (baseline_name or ".whyalive-baseline.json")
+    baseline: frozenset[str] = frozenset()
+    if baseline_name and not update_baseline:
+        from whyalive.baseline import load_baseline
+        from whyalive.errors import UsageError
+
+        try:
+            baseline = load_baseline(baseline_path)
+        except UsageError as error:
+            raise pytest.UsageError(str(error)) from None
     config.stash[STATE] = PluginState(
         check_all=bool(_setting(config, "whyalive")),
         defaults=TestOptions(
             min_bytes=min_bytes,
+            allow=tuple(_setting(config, "whyalive_allow")),
             on_leak=on_leak,
             third_party=cast("ThirdParty", third_party),
             user_root=str(config.rootpath),
         ),
         report_dir=Path(report) if report else None,
+        baseline=baseline,
+        baseline_path=baseline_path if baseline_name or update_baseline else None,
+        update_baseline=update_baseline,
     )
 
 
@@ -255,7 +290,7 @@ def _options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
     return dataclasses.replace(
         state.defaults,
         min_bytes=int(marker.kwargs.get("min_bytes", state.defaults.min_bytes)),
-        allow=(allow,) if isinstance(allow, str) else tuple(allow),
+        allow=state.defaults.allow + ((allow,) if isinstance(allow, str) else tuple(allow)),
         on_leak=on_leak,
     )
 
@@ -272,6 +307,12 @@ def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: boo
     first_phase = ""
     for leak in watch.take_new():
         failing, listed = split_cycles(leak.report, watch.options.third_party)
+        if state.update_baseline:
+            listed += [(c, "written to the baseline") for c in failing]
+            failing = []
+        elif state.baseline:
+            listed += [(c, "in the baseline") for c in failing if c.signature in state.baseline]
+            failing = [c for c in failing if c.signature not in state.baseline]
         for cycle, reason in [(c, None) for c in failing] + listed:
             item.user_properties.append(
                 (
@@ -416,6 +457,15 @@ def _findings(terminalreporter: pytest.TerminalReporter) -> dict[str, list[dict[
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Findings grouped by signature, with the tests that show each; failing ones first."""
     by_signature = _findings(terminalreporter)
+    state = terminalreporter.config.stash[STATE]
+    worker = hasattr(terminalreporter.config, "workerinput")  # xdist: the controller writes
+    if state.update_baseline and state.baseline_path is not None and not worker:
+        from whyalive.baseline import save_baseline
+
+        written = save_baseline(state.baseline_path, by_signature)
+        terminalreporter.write_line(
+            f"whyalive: wrote {len(by_signature)} cycle signature(s) to the baseline {written}"
+        )
     if not by_signature:
         return
     from whyalive.words import plural, size_to_words
@@ -456,9 +506,13 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if not state.check_all:
         return None
     options = state.defaults
-    return (
+    header = (
         f"whyalive: checking every test (min_bytes={options.min_bytes}, on_leak={options.on_leak})"
     )
+    if state.baseline_path is not None:
+        verb = "writing" if state.update_baseline else f"{len(state.baseline)} signature(s) in"
+        header += f"\nwhyalive: {verb} baseline {state.baseline_path}"
+    return header
 
 
 @pytest.fixture
