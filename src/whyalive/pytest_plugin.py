@@ -209,9 +209,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--whyalive-third-party", choices=_THIRD_PARTY_CHOICES, default=None, help=HELP_THIRD_PARTY
     )
-    parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
-    parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
-    parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
     group.addoption("--whyalive-baseline", metavar="FILE", default=None, help=HELP_BASELINE)
     group.addoption(
         "--whyalive-update-baseline", action="store_true", default=None, help=HELP_UPDATE_BASELINE
@@ -219,6 +216,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--whyalive-allow", action="append", metavar="SIGNATURE", default=None, help=HELP_ALLOW
     )
+    parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
+    parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
+    parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
     parser.addini("whyalive_report", HELP_REPORT, default="")
     parser.addini("whyalive_baseline", HELP_BASELINE, default="")
     parser.addini("whyalive_update_baseline", HELP_UPDATE_BASELINE, type="bool", default=False)
