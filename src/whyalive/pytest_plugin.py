@@ -374,13 +374,24 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     return (yield)
 
 
+def _is_pytest_own(fixturedef: pytest.FixtureDef[Any]) -> bool:
+    """pytest's own fixtures (parametrize values, tmp_path, capsys) get no segment of their own.
+
+    Parametrized tests run one such pseudo-fixture per argument: two checkpoints each
+    were most of the plugin's cost on a parametrize-heavy suite. What they leave
+    would be blamed on the segment around them.
+    """
+    module = getattr(fixturedef.func, "__module__", None)
+    return isinstance(module, str) and module.startswith("_pytest.")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(
     fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
 ) -> Generator[None, object, object]:
     """Give each fixture's setup its own segment, so its leaks are blamed on it."""
     watch = request.config.stash[STATE].current
-    if watch is None:
+    if watch is None or _is_pytest_own(fixturedef):
         return (yield)
     phase = watch.label.split()[0]
     watch.checkpoint(f"{phase} (fixture {fixturedef.argname})")
@@ -395,7 +406,7 @@ def pytest_fixture_post_finalizer(
 ) -> None:
     """A fixture was just torn down: what its finalizer left is blamed on it."""
     watch = request.config.stash[STATE].current
-    if watch is not None and watch.label.startswith("teardown"):
+    if watch is not None and watch.label.startswith("teardown") and not _is_pytest_own(fixturedef):
         watch.label = f"teardown (fixture {fixturedef.argname})"
         watch.checkpoint("teardown")
 
