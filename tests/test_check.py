@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import weakref
 
@@ -478,3 +479,41 @@ def test_array_over_a_bytearray_counts_once() -> None:
     report = find_leaks(leak)
     assert report.total_bytes == 2 << 20
     assert sum(h.counted for h in report.heavy_objects) == 1
+
+
+def test_own_collection_inside_check_frees_and_is_still_reported() -> None:
+    """gc.collect() in a block frees what it would free without whyalive; both leaks are found."""
+    from whyalive.report_schema import validate_report
+
+    payload = object()
+    before = sys.getrefcount(payload)
+
+    def stage() -> None:
+        activations = [numpy.zeros(512), payload]
+
+        def keep(value: object) -> object:
+            activations.append(value)
+            return keep
+
+        keep(1)
+
+    check = check_leaks(on_leak="ignore")
+    with check:
+        stage()
+        gc.collect()
+        assert sys.getrefcount(payload) == before
+        assert gc.garbage == []
+        holder: list[object] = [numpy.zeros(64)]
+        holder.append(holder)
+        del holder
+    report = check.report
+    assert report is not None
+    assert sorted(c.pattern for c in report.cycles) == [
+        "recursive-closure",
+        "self-containing-container",
+    ]
+    assert report.total_bytes == 4096 + 512
+    for cycle in report.cycles:
+        assert all(report.node(n).heavy for n in cycle.heavy)
+    validate_report(json.loads(report.to_json()))
+    assert "recursive nested function" in report.render("text")

@@ -116,12 +116,12 @@ def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
     result.stdout.fnmatch_lines(
         [
             "*= whyalive =*",
-            "3 tests left heavy objects in cyclic garbage:",
-            "  test_suite.py::test_fixture_leak [setup (fixture leaky_fixture)]: 7.8 KiB "
-            "(self-containing-container)",
-            "  test_suite.py::test_recursive_closure [call]: 16.0 KiB (recursive-closure)",
-            "  test_suite.py::test_teardown_leak [teardown (fixture leaky_teardown)]: 15.6 KiB "
-            "(self-containing-container)",
+            "2 cycle signatures left heavy objects in cyclic garbage:",
+            "  * self-containing-container: 23.4 KiB in 2 tests (failing)",
+            "      test_suite.py::test_fixture_leak [setup (fixture leaky_fixture)]: 7.8 KiB",
+            "      test_suite.py::test_teardown_leak [teardown (fixture leaky_teardown)]: 15.6 KiB",
+            "  * recursive-closure: 16.0 KiB in 1 test (failing)",
+            "      test_suite.py::test_recursive_closure [call]: 16.0 KiB",
             "Note: Not visible to the cyclic GC*",
         ]
     )
@@ -270,7 +270,8 @@ def test_xdist_workers_check_themselves_and_torch_leaks_are_named(
     result.stdout.fnmatch_lines(
         [
             "*bound-method-on-self*",
-            "*1 test left heavy objects in cyclic garbage:",
-            "  test_dist.py::test_torch_bound_method [call]: 1.0 KiB (bound-method-on-self)",
+            "1 cycle signature left heavy objects in cyclic garbage:",
+            "  * bound-method-on-self: 1.0 KiB in 1 test (failing)",
+            "      test_dist.py::test_torch_bound_method [call]: 1.0 KiB",
         ]
     )

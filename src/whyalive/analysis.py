@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import sys
 import time
 import types
@@ -28,6 +29,7 @@ from whyalive.graph import ObjectGraph, build_graph
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk
+from whyalive.origin import made_inside
 from whyalive.paths import (
     MAX_VERIFIED_EDGES,
     CycleView,
@@ -73,6 +75,9 @@ class AnalysisOptions:
     site_of: Callable[[object], str | None] | None = None
     # Seconds after which a long analysis says on stderr what it is doing (None: never).
     progress_after: float | None = 2.0
+    # Files under this directory are the user's code (unless installed in a virtual
+    # environment there); a cycle whose code is all elsewhere was made inside a package.
+    user_root: str | None = None
 
 
 @dataclass
@@ -182,6 +187,18 @@ def _quick_key(
     if not specific:
         key.append(-1 - component)  # builtins only: the shape needs the full signature
     return tuple(key)
+
+
+@functools.cache
+def prepare_in_collector() -> None:
+    """Import now what an analysis imports lazily, so one can run inside a gc callback.
+
+    A gc callback must not import (the import system may be mid-way through a
+    module in this very thread); once imported, a module is only looked up.
+    """
+    import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
+
+    analyze([], AnalysisOptions(progress_after=None))
 
 
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
@@ -638,6 +655,9 @@ def _cycle_report(
         member_types=member_types,
         structure=match.summary if structure is not None else None,
         holds=tuple(_holds(view, facts)),
+        made_inside=made_inside(
+            (view.obj(n) for n in view.members), options.user_root or os.getcwd()
+        ),
     )
 
 
@@ -742,7 +762,6 @@ def _allocation_site(obj: object, options: AnalysisOptions) -> str | None:
 def run_info(where: str | None = None) -> RunInfo:
     """Metadata of this process: versions, rank, time, where the check ran."""
     import datetime
-    import os
 
     from whyalive import __version__
     from whyalive.distributed import rank_and_world

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from whyalive import graphcore
@@ -48,6 +49,8 @@ class CapturedGarbage:
     user_keeps: bool = False
     overlapped: bool = False
     freeze_changed: bool = False
+    records: list[object] = field(default_factory=list)
+    """What collections inside the block saved, analysed and freed inside them."""
 
     def release(self) -> None:
         """Drop every strong reference and let the collector free the garbage now."""
@@ -95,8 +98,12 @@ class GarbageWatch:
         """
         return self._holds_freeze
 
-    def begin(self) -> None:
-        """Start watching: later garbage is saved, earlier garbage is left alone."""
+    def begin(self, analyze_now: Callable[[list[object]], object] | None = None) -> None:
+        """Start watching: later garbage is saved, earlier garbage is left alone.
+
+        ``analyze_now`` turns what other collections save meanwhile into records
+        (see :attr:`whyalive.gcstate.Lease.analyze_now`).
+        """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
         self._holds_freeze, froze = OWNER.hold_freeze()
@@ -104,7 +111,7 @@ class GarbageWatch:
             # Joining a frozen baseline (or the user's freeze) leaves what came since
             # in view: collect it now, so it is never blamed on this block.
             gc.collect()
-        self._lease = OWNER.open_lease()
+        self._lease = OWNER.open_lease(analyze_now)
 
     def end(self) -> CapturedGarbage:
         """Collect, take what the block left as garbage, and restore the user's settings."""
@@ -118,6 +125,7 @@ class GarbageWatch:
             user_keeps=lease.user_keeps,
             overlapped=lease.overlapped,
             freeze_changed=lease.freeze_changed,
+            records=lease.records,
         )
 
     def finish(self) -> None:

@@ -13,13 +13,15 @@ import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
-from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.analysis import AnalysisOptions, analyze, prepare_in_collector
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.report import Report
+from whyalive.report_merge import merge_reports
+from whyalive.verdict import fails
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
@@ -161,8 +163,23 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             self._recorder = AllocationRecorder()
             self._recorder.start()
         self._watch = GarbageWatch()
-        self._watch.begin()
+        prepare_in_collector()
+        self._watch.begin(analyze_now=self._analyze_now)
         return self
+
+    def _options(self, **more: Any) -> AnalysisOptions:
+        filename, line, function = self._location
+        return AnalysisOptions(
+            min_bytes=self.min_bytes,
+            all_cycles=self.all_cycles,
+            allow=self.allow,
+            where=f"{os.path.basename(filename)}:{line} in {function}",
+            **more,
+        )
+
+    def _analyze_now(self, objects: list[object]) -> Report:
+        """What a collection inside the block saved (inside that collection: no gc, no import)."""
+        return analyze(objects, self._options(progress_after=None))
 
     def __exit__(
         self,
@@ -184,7 +201,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 note = f"whyalive could not check this block ({type_short_name(type(error))})"
                 with contextlib.suppress(Exception):
                     BaseException.add_note(exc, note)
-        if exc_type is None and self.report is not None and self.report.found:
+        if exc_type is None and self.report is not None and fails(self.report):
             self._act(self.report)
 
     def _finish(self, watch: GarbageWatch) -> None:
@@ -196,7 +213,6 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         if recorder is not None:
             recorder.resolve(captured.objects)
         try:
-            filename, line, function = self._location
             notes = []
             if not self._gc_was_enabled:
                 notes.append("Automatic garbage collection was disabled during the check.")
@@ -206,15 +222,11 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 notes.append(FREEZE_NOTE)
             if captured.overlapped:
                 notes.append(OVERLAP_NOTE)
-            options = AnalysisOptions(
-                min_bytes=self.min_bytes,
-                all_cycles=self.all_cycles,
-                allow=self.allow,
-                where=f"{os.path.basename(filename)}:{line} in {function}",
-                notes=tuple(notes),
-                site_of=recorder.site_of if recorder is not None else None,
+            options = self._options(
+                notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
             )
-            self.report = analyze(captured.objects, options)
+            reports = [r for r in captured.records if isinstance(r, Report)]
+            self.report = merge_reports([analyze(captured.objects, options), *reports])
             if recorder is not None:
                 self.report = _note_unrecorded(self.report)
         finally:

@@ -3,7 +3,8 @@
 The only module that introspects a reference. Everything here is guarded: the
 objects are post-mortem garbage (``__del__`` has run, weakrefs are cleared), and
 may be hostile. We read through ``type(o)`` checks and C-level descriptors, never
-through ``repr``/``getattr`` of user classes, and never ``frame.f_locals``.
+through ``repr``/``getattr`` of user classes, and read ``frame.f_locals`` only
+of a frame that no thread is running (or on 3.13+, where it is a read-only view).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 import types
 import weakref
 from dataclasses import dataclass
@@ -406,9 +408,58 @@ def _name_frame_edge(source: Any, target: object) -> EdgeName | None:
         return EdgeName(INTERNAL, "evaluation stack")
     unbound = len(names) - local_values
     candidates = names[position : position + unbound + 1]
+    if len(candidates) > 1 and type(source) is types.FrameType:
+        exact = _local_holding(source, target)
+        if exact is not None:
+            return EdgeName(LOCAL, f"local {exact}")
+    # pytest's assertion rewriting adds `@py_assert1`-style locals the user never wrote.
+    candidates = tuple(c for c in candidates if not c.startswith(_ASSERT_TEMPORARY)) or (
+        "(a pytest assertion temporary)",
+    )
     if len(candidates) == 1:
         return EdgeName(LOCAL, f"local {candidates[0]}")
     return EdgeName(LOCAL, f"local (one of {', '.join(candidates)})")
+
+
+_ASSERT_TEMPORARY = "@py_assert"
+
+
+def _local_holding(frame: types.FrameType, target: object) -> str | None:
+    """The one local of ``frame`` bound to ``target``, read from ``f_locals``.
+
+    Up to 3.12 reading ``f_locals`` writes the locals into the frame, so only a
+    frame no thread is running qualifies (garbage frames have all finished); from
+    3.13 it is a read-only view of any frame.
+    """
+    if sys.version_info < (3, 13) and _is_running(frame):
+        return None
+    try:
+        names = [
+            name
+            for name, value in frame.f_locals.items()
+            if value is target and not name.startswith(_ASSERT_TEMPORARY)
+        ]
+    except Exception:
+        return None
+    return names[0] if len(names) == 1 else None
+
+
+def _is_running(frame: types.FrameType) -> bool:
+    # This thread's entry would be this very frame, which a local holding it would
+    # turn into a cycle: this thread's stack is walked from the caller instead.
+    tops = sys._current_frames()
+    tops[threading.get_ident()] = sys._getframe(1)
+    current: types.FrameType | None = None
+    try:
+        for top in tops.values():
+            current = top
+            while current is not None:
+                if current is frame:
+                    return True
+                current = current.f_back
+        return False
+    finally:
+        del tops, current
 
 
 def is_dead_proxy(obj: object) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from whyalive import graphcore
 
@@ -32,6 +32,14 @@ class Lease:
     saveall_before: int
     overlapped: bool = False
     freeze_changed: bool = False
+    analyze_now: Callable[[list[object]], object] | None = None
+    """Turns what a collection saved into a plain record (a report) inside that collection.
+
+    Collections that whyalive did not run (the user's ``gc.collect()``, automatic
+    ones) are then analysed and released before they return, so they free what
+    they would free without whyalive; the records wait in :attr:`records`.
+    """
+    records: list[object] = field(default_factory=list)
 
 
 class GcOwner:
@@ -58,6 +66,10 @@ class GcOwner:
         self._freeze_holds = 0
         self._probes: tuple[list[object], list[object]] | None = None
         self._collection_holds = 0
+        # Threads running a capture collection (its garbage is the caller's to claim).
+        self._capturing: set[int] = set()
+        # (collection number, record) per collection analysed inside its stop callback.
+        self._records: list[tuple[int, object]] = []
         # Bound now: the callback may run during interpreter shutdown.
         self._garbage = gc.garbage
         self._get_debug = gc.get_debug
@@ -102,10 +114,40 @@ class GcOwner:
         else:
             objects = garbage[first:end]
             del garbage[first:end]
-        self._saved.append((self._collections, objects))
+        if not self._release_now(objects):
+            self._saved.append((self._collections, objects))
 
-    def open_lease(self) -> Lease:
-        """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on."""
+    def _release_now(self, objects: list[object]) -> bool:
+        """Analyse and free what a collection whyalive did not run saved; False: keep it.
+
+        Runs inside the collection's stop callback, so nothing here may collect (it
+        would do nothing); tp_clear breaks the cycles and reference counting frees
+        them before the collection returns to the user's code.
+        """
+        clear = graphcore.clear_objects
+        capturing = threading.get_ident() in self._capturing
+        if capturing or clear is None or self._user_debug & _SAVEALL:
+            return False
+        analyze_now = next(
+            (lease.analyze_now for lease in reversed(self._leases) if lease.analyze_now), None
+        )
+        if analyze_now is None:
+            return False
+        try:
+            record = analyze_now(objects)
+        except Exception:  # an analysis failure must never break the user's collection
+            return False
+        self._records.append((self._collections, record))
+        clear(objects)
+        objects.clear()
+        return True
+
+    def open_lease(self, analyze_now: Callable[[list[object]], object] | None = None) -> Lease:
+        """Turn ``DEBUG_SAVEALL`` on (if not on already) and capture from now on.
+
+        With ``analyze_now``, what other collections save meanwhile is analysed and
+        freed inside them (see :attr:`Lease.analyze_now`).
+        """
         with self._lock:
             if not self._leases:
                 self._user_debug = gc.get_debug()
@@ -123,6 +165,7 @@ class GcOwner:
                 freeze_count=gc.get_freeze_count() if self._probes is None else 0,
                 user_keeps=bool(self._user_debug & _SAVEALL),
                 saveall_before=debug & _SAVEALL,
+                analyze_now=analyze_now,
             )
             self._leases.append(lease)
             return lease
@@ -131,7 +174,12 @@ class GcOwner:
         """Run a saving collection and take what was saved since ``lease`` began or last took."""
         # The block may have reset the flags (gc.set_debug(0)); capture regardless.
         gc.set_debug(gc.get_debug() | _SAVEALL)
-        gc.collect(generation)
+        thread = threading.get_ident()
+        self._capturing.add(thread)
+        try:
+            gc.collect(generation)
+        finally:
+            self._capturing.discard(thread)
         return self._claim(lease)
 
     def _claim(self, lease: Lease) -> list[object]:
@@ -149,6 +197,12 @@ class GcOwner:
                 else:
                     self._saved.append((number, batch))
             saved.clear()
+            records, self._records = self._records, []
+            for number, record in records:
+                if number > began:
+                    lease.records.append(record)
+                else:
+                    self._records.append((number, record))
             if self._probes is not None:
                 lease.freeze_changed = lease.freeze_changed or self._freeze_changed()
             elif gc.get_freeze_count() > lease.freeze_count:
@@ -192,6 +246,8 @@ class GcOwner:
             for _, batch in self._saved:
                 objects.extend(batch)
             self._saved = []
+            lease.records.extend(record for _, record in self._records)
+            self._records = []
             return objects
 
     @contextmanager

@@ -16,23 +16,38 @@ bracket, so a suite's own "gc state unchanged" fixture sees nothing move.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 if TYPE_CHECKING:
+    from whyalive.analysis import AnalysisOptions
     from whyalive.gcstate import Lease
     from whyalive.report import Report
+    from whyalive.verdict import ThirdParty
+
+_THIRD_PARTY_CHOICES = ("fail", "report", "ignore")
 
 HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
 HELP_MIN_BYTES = "report only cycles holding at least this many bytes (default 0)"
 HELP_ON_LEAK = "what a leaking test does: 'fail' (default) or 'warn'"
 HELP_REPORT = "write a JSON (and HTML, when available) report per leaking test to this directory"
+HELP_BASELINE = "fail only on cycle signatures not in this baseline file (JSON)"
+HELP_UPDATE_BASELINE = (
+    "write every cycle signature found, with its tests and bytes, to the baseline file "
+    "(--whyalive-baseline, default .whyalive-baseline.json in the rootdir); leaks do not fail"
+)
+HELP_ALLOW = "a cycle signature or pattern name never to report (repeat; ini: one per line)"
+HELP_THIRD_PARTY = (
+    "cycles made entirely inside installed packages (torch, the standard library): "
+    "'fail' the test, 'report' them in the summary (default) or 'ignore' them"
+)
 
 MARKER_CHECK = (
     "whyalive(min_bytes=0, allow=[], on_leak='fail'): check this test for heavy objects "
@@ -50,6 +65,8 @@ class TestOptions:
     min_bytes: int = 0
     allow: tuple[str, ...] = ()
     on_leak: str = "fail"
+    third_party: ThirdParty = "report"
+    user_root: str | None = None
 
 
 @dataclass
@@ -73,11 +90,38 @@ class TestWatch:
     _holds_freeze: bool = False
 
     def begin(self) -> None:
-        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved."""
+        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
+
+        What the test's own collections (and automatic ones) save is analysed and
+        freed before they return, so ``gc.collect()`` in a test frees what it would
+        free without whyalive.
+        """
+        from whyalive.analysis import prepare_in_collector
         from whyalive.gcstate import OWNER
 
+        prepare_in_collector()
         gc.collect(1)
-        self._lease = OWNER.open_lease()
+        self._lease = OWNER.open_lease(analyze_now=self._analyze)
+
+    def _analyze(self, objects: list[object]) -> Leak | None:
+        """The leak in what one collection saved (inside that collection: no gc, no import)."""
+        from whyalive.analysis import analyze
+
+        if not objects:
+            return None
+        report = analyze(objects, self._analysis_options(progress_after=None))
+        return Leak(self.label, report) if report.found else None
+
+    def _analysis_options(self, **more: Any) -> AnalysisOptions:
+        from whyalive.analysis import AnalysisOptions
+
+        return AnalysisOptions(
+            min_bytes=self.options.min_bytes,
+            allow=self.options.allow,
+            where=f"{self.where} ({self.label})",
+            user_root=self.options.user_root,
+            **more,
+        )
 
     def checkpoint(self, next_label: str | None) -> None:
         """Take the segment's garbage, blame it on ``label``, and go on as ``next_label``.
@@ -92,7 +136,7 @@ class TestWatch:
         instead: the test's garbage may have been promoted to the oldest generation
         while it ran, and a young collection would miss it.
         """
-        from whyalive.analysis import AnalysisOptions, analyze
+        from whyalive.analysis import analyze
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
         from whyalive.gcstate import OWNER
 
@@ -111,16 +155,12 @@ class TestWatch:
         else:
             objects = OWNER.collect(lease, generation)
         captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
+        self.leaks.extend(leak for leak in lease.records if isinstance(leak, Leak))
+        lease.records.clear()
         try:
             if captured.objects:
                 notes = (OVERLAP_NOTE,) if lease.overlapped else ()
-                options = AnalysisOptions(
-                    min_bytes=self.options.min_bytes,
-                    allow=self.options.allow,
-                    where=f"{self.where} ({self.label})",
-                    notes=notes,
-                )
-                report = analyze(captured.objects, options)
+                report = analyze(captured.objects, self._analysis_options(notes=notes))
                 if report.found:
                     self.leaks.append(Leak(self.label, report))
         finally:
@@ -149,6 +189,9 @@ class PluginState:
     defaults: TestOptions
     report_dir: Path | None
     current: TestWatch | None = None
+    baseline: frozenset[str] = frozenset()
+    baseline_path: Path | None = None
+    update_baseline: bool = False
 
 
 STATE = pytest.StashKey[PluginState]()
@@ -163,10 +206,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK)
     group.addoption("--whyalive-report", metavar="DIR", default=None, help=HELP_REPORT)
+    group.addoption(
+        "--whyalive-third-party", choices=_THIRD_PARTY_CHOICES, default=None, help=HELP_THIRD_PARTY
+    )
+    group.addoption("--whyalive-baseline", metavar="FILE", default=None, help=HELP_BASELINE)
+    group.addoption(
+        "--whyalive-update-baseline", action="store_true", default=None, help=HELP_UPDATE_BASELINE
+    )
+    group.addoption(
+        "--whyalive-allow", action="append", metavar="SIGNATURE", default=None, help=HELP_ALLOW
+    )
     parser.addini("whyalive", HELP_ENABLE, type="bool", default=False)
     parser.addini("whyalive_min_bytes", HELP_MIN_BYTES, default="0")
     parser.addini("whyalive_on_leak", HELP_ON_LEAK, default="fail")
     parser.addini("whyalive_report", HELP_REPORT, default="")
+    parser.addini("whyalive_baseline", HELP_BASELINE, default="")
+    parser.addini("whyalive_update_baseline", HELP_UPDATE_BASELINE, type="bool", default=False)
+    parser.addini("whyalive_allow", HELP_ALLOW, type="linelist", default=[])
+    parser.addini("whyalive_third_party", HELP_THIRD_PARTY, default="report")
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -185,11 +242,37 @@ def pytest_configure(config: pytest.Config) -> None:
         min_bytes = int(_setting(config, "whyalive_min_bytes"))
     except ValueError:
         raise pytest.UsageError("whyalive_min_bytes must be an integer") from None
+    third_party = str(_setting(config, "whyalive_third_party"))
+    if third_party not in _THIRD_PARTY_CHOICES:
+        raise pytest.UsageError(
+            f"whyalive_third_party must be 'fail', 'report' or 'ignore', not {third_party!r}"
+        )
     report = str(_setting(config, "whyalive_report") or "")
+    update_baseline = bool(_setting(config, "whyalive_update_baseline"))
+    baseline_name = str(_setting(config, "whyalive_baseline") or "")
+    baseline_path = config.rootpath / (baseline_name or ".whyalive-baseline.json")
+    baseline: frozenset[str] = frozenset()
+    if baseline_name and not update_baseline:
+        from whyalive.baseline import load_baseline
+        from whyalive.errors import UsageError
+
+        try:
+            baseline = load_baseline(baseline_path)
+        except UsageError as error:
+            raise pytest.UsageError(str(error)) from None
     config.stash[STATE] = PluginState(
         check_all=bool(_setting(config, "whyalive")),
-        defaults=TestOptions(min_bytes=min_bytes, on_leak=on_leak),
+        defaults=TestOptions(
+            min_bytes=min_bytes,
+            allow=tuple(_setting(config, "whyalive_allow")),
+            on_leak=on_leak,
+            third_party=cast("ThirdParty", third_party),
+            user_root=str(config.rootpath),
+        ),
         report_dir=Path(report) if report else None,
+        baseline=baseline,
+        baseline_path=baseline_path if baseline_name or update_baseline else None,
+        update_baseline=update_baseline,
     )
 
 
@@ -204,32 +287,56 @@ def _options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
     on_leak = marker.kwargs.get("on_leak", state.defaults.on_leak)
     if on_leak not in ("fail", "warn"):
         raise pytest.UsageError(f"{item.nodeid}: whyalive on_leak must be 'fail' or 'warn'")
-    return TestOptions(
+    return dataclasses.replace(
+        state.defaults,
         min_bytes=int(marker.kwargs.get("min_bytes", state.defaults.min_bytes)),
-        allow=(allow,) if isinstance(allow, str) else tuple(allow),
+        allow=state.defaults.allow + ((allow,) if isinstance(allow, str) else tuple(allow)),
         on_leak=on_leak,
     )
 
 
 def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: bool) -> None:
-    """Record new leaks on the item (for the summary and xdist) and fail or warn."""
-    leaks = watch.take_new()
-    if not leaks:
-        return
+    """Record new findings on the item (for the summary and xdist) and fail or warn.
+
+    Only cycles worth fixing fail or warn (see :mod:`whyalive.verdict`); the
+    others are recorded for the session summary with the reason they did not fail.
+    """
+    from whyalive.verdict import split_cycles
+
     texts = []
-    for leak in leaks:
-        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{leak.report.render('text')}"
-        written = _write_report(state, item, leak)
+    first_phase = ""
+    for leak in watch.take_new():
+        failing, listed = split_cycles(leak.report, watch.options.third_party)
+        if state.update_baseline:
+            listed += [(c, "written to the baseline") for c in failing]
+            failing = []
+        elif state.baseline:
+            listed += [(c, "in the baseline") for c in failing if c.signature in state.baseline]
+            failing = [c for c in failing if c.signature not in state.baseline]
+        for cycle, reason in [(c, None) for c in failing] + listed:
+            item.user_properties.append(
+                (
+                    _PROPERTY,
+                    {
+                        "phase": leak.phase,
+                        "signature": cycle.signature,
+                        "pattern": cycle.pattern,
+                        "bytes": cycle.total_bytes,
+                        "not_failing": reason,
+                    },
+                )
+            )
+        if not failing:
+            continue
+        report = dataclasses.replace(leak.report, cycles=tuple(failing))
+        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{report.render('text')}"
+        written = _write_report(state, item, Leak(leak.phase, report))
         if written:
             text += f"Report written to {', '.join(str(p) for p in written)}\n"
         texts.append(text)
-        patterns = sorted({cycle.pattern for cycle in leak.report.cycles})
-        item.user_properties.append(
-            (
-                _PROPERTY,
-                {"phase": leak.phase, "bytes": leak.report.total_bytes, "patterns": patterns},
-            )
-        )
+        first_phase = first_phase or leak.phase
+    if not texts:
+        return
     message = "\n".join(texts)
     if watch.options.on_leak == "warn" or not raise_now:
         from whyalive.errors import LeakWarning
@@ -237,7 +344,7 @@ def _act(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: boo
         if watch.options.on_leak == "warn":
             item.warn(LeakWarning(message))
         else:
-            item.add_report_section(leaks[0].phase.split()[0], "whyalive", message)
+            item.add_report_section(first_phase.split()[0], "whyalive", message)
         return
     pytest.fail(message, pytrace=False)
 
@@ -267,13 +374,24 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     return (yield)
 
 
+def _is_pytest_own(fixturedef: pytest.FixtureDef[Any]) -> bool:
+    """pytest's own fixtures (parametrize values, tmp_path, capsys) get no segment of their own.
+
+    Parametrized tests run one such pseudo-fixture per argument: two checkpoints each
+    were most of the plugin's cost on a parametrize-heavy suite. What they leave
+    would be blamed on the segment around them.
+    """
+    module = getattr(fixturedef.func, "__module__", None)
+    return isinstance(module, str) and module.startswith("_pytest.")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(
     fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
 ) -> Generator[None, object, object]:
     """Give each fixture's setup its own segment, so its leaks are blamed on it."""
     watch = request.config.stash[STATE].current
-    if watch is None:
+    if watch is None or _is_pytest_own(fixturedef):
         return (yield)
     phase = watch.label.split()[0]
     watch.checkpoint(f"{phase} (fixture {fixturedef.argname})")
@@ -288,7 +406,7 @@ def pytest_fixture_post_finalizer(
 ) -> None:
     """A fixture was just torn down: what its finalizer left is blamed on it."""
     watch = request.config.stash[STATE].current
-    if watch is not None and watch.label.startswith("teardown"):
+    if watch is not None and watch.label.startswith("teardown") and not _is_pytest_own(fixturedef):
         watch.label = f"teardown (fixture {fixturedef.argname})"
         watch.checkpoint("teardown")
 
@@ -328,28 +446,69 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     return result
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """List the leaking tests with bytes held and patterns (xdist: user_properties travel)."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+def _findings(terminalreporter: pytest.TerminalReporter) -> dict[str, list[dict[str, Any]]]:
+    """Each test's findings by signature (xdist: user_properties travel with the reports)."""
+    by_signature: dict[str, list[dict[str, Any]]] = {}
+    seen: set[tuple[str, str, str]] = set()
     for reports in terminalreporter.stats.values():
         for report in reports:
             for key, value in getattr(report, "user_properties", ()):
-                if key == _PROPERTY and isinstance(value, dict):
-                    rows.setdefault((report.nodeid, str(value.get("phase"))), value)
-    if not rows:
+                if key != _PROPERTY or not isinstance(value, dict):
+                    continue
+                signature = str(value.get("signature", ""))
+                # Call and teardown reports both carry the properties recorded so far.
+                marker = (report.nodeid, str(value.get("phase")), signature)
+                if marker in seen:
+                    continue
+                seen.add(marker)
+                by_signature.setdefault(signature, []).append({**value, "nodeid": report.nodeid})
+    return by_signature
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Findings grouped by signature, with the tests that show each; failing ones first."""
+    by_signature = _findings(terminalreporter)
+    state = terminalreporter.config.stash[STATE]
+    worker = hasattr(terminalreporter.config, "workerinput")  # xdist: the controller writes
+    if state.update_baseline and state.baseline_path is not None and not worker:
+        from whyalive.baseline import save_baseline
+
+        written = save_baseline(state.baseline_path, by_signature)
+        terminalreporter.write_line(
+            f"whyalive: wrote {len(by_signature)} cycle signature(s) to the baseline {written}"
+        )
+    if not by_signature:
         return
     from whyalive.words import BLIND_SPOTS, plural, size_to_words
 
-    tests = {nodeid for nodeid, _ in rows}
     terminalreporter.section("whyalive")
-    terminalreporter.line(
-        f"{plural(len(tests), 'test')} left heavy objects in cyclic garbage:", red=True
+    groups = sorted(
+        by_signature.items(),
+        key=lambda kv: (kv[1][0].get("not_failing") is not None, -_bytes(kv[1]), kv[0]),
     )
-    for (nodeid, phase), value in sorted(rows.items()):
-        patterns = ", ".join(value.get("patterns", ())) or "unrecognised"
-        size = size_to_words(int(value.get("bytes", 0)))
-        terminalreporter.line(f"  {nodeid} [{phase}]: {size} ({patterns})")
+    failing = [sig for sig, rows in groups if rows[0].get("not_failing") is None]
+    if failing:
+        terminalreporter.line(
+            f"{plural(len(failing), 'cycle signature')} left heavy objects in cyclic garbage:",
+            red=True,
+        )
+    for signature, rows in groups:
+        first = rows[0]
+        reason = first.get("not_failing")
+        status = f"listed, not failing: {reason}" if reason else "failing"
+        pattern = first.get("pattern") or "unrecognised"
+        terminalreporter.line(
+            f"  {signature} {pattern}: {size_to_words(_bytes(rows))} in "
+            f"{plural(len({r['nodeid'] for r in rows}), 'test')} ({status})"
+        )
+        for row in sorted(rows, key=lambda r: (r["nodeid"], str(r.get("phase")))):
+            size = size_to_words(int(row.get("bytes", 0)))
+            terminalreporter.line(f"      {row['nodeid']} [{row.get('phase')}]: {size}")
     terminalreporter.line(f"Note: {BLIND_SPOTS}")
+
+
+def _bytes(rows: list[dict[str, Any]]) -> int:
+    return sum(int(row.get("bytes", 0)) for row in rows)
 
 
 @pytest.hookimpl(trylast=True)
@@ -359,9 +518,13 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if not state.check_all:
         return None
     options = state.defaults
-    return (
+    header = (
         f"whyalive: checking every test (min_bytes={options.min_bytes}, on_leak={options.on_leak})"
     )
+    if state.baseline_path is not None:
+        verb = "writing" if state.update_baseline else f"{len(state.baseline)} signature(s) in"
+        header += f"\nwhyalive: {verb} baseline {state.baseline_path}"
+    return header
 
 
 @pytest.fixture

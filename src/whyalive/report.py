@@ -154,6 +154,9 @@ class CycleReport:
     """For a big cycle: what it is made of, in words."""
     holds: tuple[Holding, ...] = ()
     """Every heavy object the cycle holds, grouped by holder (the first few dozen places)."""
+    made_inside: str | None = None
+    """``torch/fx/graph.py:1371`` when every function and frame of the cycle is code of an
+    installed package or the standard library (not the user's): the user cannot fix it."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ cycle is explained in the same words everywhere.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from whyalive.diagnose.naming import cell_variable as cell_variable  # re-export
 from whyalive.diagnose.naming import enclosing_function as enclosing_function
 from whyalive.diagnose.naming import label as label
 from whyalive.diagnose.naming import qualname_of as qualname_of
-from whyalive.guarded import type_qualname, type_short_name
+from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge, choose_cut
 from whyalive.structure import BACK_NAMES, Link, Structure
 from whyalive.words import a_code, kind_count_words, members_words, plural
@@ -465,6 +466,44 @@ class SelfInOwnContainerPattern:
             f"store `weakref.ref(self)` or use a {weak}, or {remove} when done."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, [back], None)
+
+
+def _is_pytest_object(obj: object) -> bool:
+    """An object of pytest's own making: its classes, or a frame running pytest's code."""
+    module = type_module(type(obj)) or ""
+    if module == "_pytest" or module.startswith(("_pytest.", "pytest.")):
+        return True
+    code = obj.f_code if type(obj) is types.FrameType else None
+    return code is not None and f"{os.sep}_pytest{os.sep}" in code.co_filename
+
+
+class PytestIdiomPattern:
+    """pytest's own objects (``pytest.raises(...) as excinfo``, ``pytest.warns``) in the cycle."""
+
+    name = "pytest-idiom"
+    title = "pytest idiom (dies with the test)"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A cycle through an object pytest made for the test (ExceptionInfo, a recorder)."""
+        owned = [n for n in view.members if _is_pytest_object(view.obj(n))]
+        if not owned:
+            return None
+        shown = [n for n in view.shown if n in set(owned)] or owned
+        what = type_short_name(type(view.obj(shown[0])))
+        holders = [e for n in shown for e in view.edges_into(n) if e.name.kind in ek.USER_KINDS]
+        held_by = f" in `{holders[0].name.name}`" if holders else ""
+        summary = f"pytest's `{what}` is kept by the test{held_by} and refers back to its frame"
+        explanation = (
+            f"`with pytest.raises(...) as excinfo:` keeps the exception, whose traceback holds "
+            f"the test's own frame, which holds `excinfo` (`pytest.warns` and fixtures' frames "
+            f"do the same). pytest's `{what}` closes the loop. The cycle is freed with the "
+            f"test's frame at the next collection, so it does not fail the test by default."
+        )
+        fix = (
+            "Nothing to fix unless it holds much memory: then `del excinfo` (or the heavy "
+            "local) at the end of the test."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, holders[:1])
 
 
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -940,6 +979,8 @@ UNRECOGNISED = UnrecognisedPattern()
 """Said only when every pattern failed on a hostile object."""
 
 PATTERNS: tuple[Pattern, ...] = (
+    # First: pytest's own objects make the test's cycles look like user patterns.
+    PytestIdiomPattern(),
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),

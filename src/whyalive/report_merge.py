@@ -1,0 +1,101 @@
+"""One report from several: the analyses of every collection that ran inside one check."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+
+from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
+
+
+def merge_reports(reports: Sequence[Report]) -> Report:
+    """The first report's run, with every report's nodes, cycles and bytes.
+
+    Node ids of later reports are shifted past the earlier ones; a signature seen
+    in several reports is one cycle entry whose occurrences and bytes add up.
+    """
+    first = reports[0]
+    if len(reports) == 1:
+        return first
+    nodes = list(first.nodes)
+    cycles: dict[str, CycleReport] = {c.signature: c for c in first.cycles}
+    heavy = list(first.heavy_objects)
+    alive = list(first.alive)
+    by_device: Counter[str] = Counter(first.bytes_by_device)
+    notes = dict.fromkeys(first.notes)
+    garbage, count, light = first.garbage_objects, first.cycle_count, first.light_cycle_count
+    for report in reports[1:]:
+        shift = len(nodes)
+        nodes.extend(dataclasses.replace(n, node_id=n.node_id + shift) for n in report.nodes)
+        for cycle in report.cycles:
+            moved = _shift_cycle(cycle, shift)
+            same = cycles.get(cycle.signature)
+            cycles[cycle.signature] = moved if same is None else _absorb(same, moved)
+        heavy.extend(
+            dataclasses.replace(h, node_id=h.node_id + shift) for h in report.heavy_objects
+        )
+        alive.extend(_shift_alive(a, shift) for a in report.alive)
+        by_device.update(report.bytes_by_device)
+        notes.update(dict.fromkeys(report.notes))
+        garbage += report.garbage_objects
+        count += report.cycle_count
+        light += report.light_cycle_count
+    ordered = sorted(cycles.values(), key=lambda c: (-c.total_bytes, c.signature))
+    return dataclasses.replace(
+        first,
+        nodes=tuple(nodes),
+        cycles=tuple(ordered),
+        heavy_objects=tuple(heavy),
+        alive=tuple(alive),
+        total_bytes=sum(by_device.values()),
+        bytes_by_device=dict(by_device),
+        garbage_objects=garbage,
+        cycle_count=count,
+        light_cycle_count=light,
+        notes=tuple(notes),
+    )
+
+
+def _edge(edge: Edge, shift: int) -> Edge:
+    return dataclasses.replace(edge, source=edge.source + shift, target=edge.target + shift)
+
+
+def _path(path: HolderPath, shift: int) -> HolderPath:
+    return HolderPath(
+        path.heavy_node + shift,
+        tuple(n + shift for n in path.nodes),
+        tuple(_edge(e, shift) for e in path.edges),
+    )
+
+
+def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
+    cut = cycle.cut
+    return dataclasses.replace(
+        cycle,
+        members=tuple(n + shift for n in cycle.members),
+        edges=tuple(_edge(e, shift) for e in cycle.edges),
+        heavy=tuple(n + shift for n in cycle.heavy),
+        holder_paths=tuple(_path(p, shift) for p in cycle.holder_paths),
+        cut=None
+        if cut is None
+        else dataclasses.replace(cut, edges=tuple(_edge(e, shift) for e in cut.edges)),
+        loop=tuple(_edge(e, shift) for e in cycle.loop),
+    )
+
+
+def _shift_alive(found: AliveObject, shift: int) -> AliveObject:
+    return dataclasses.replace(
+        found,
+        node_id=found.node_id + shift,
+        paths=tuple(_path(p, shift) for p in found.paths),
+    )
+
+
+def _absorb(kept: CycleReport, other: CycleReport) -> CycleReport:
+    return dataclasses.replace(
+        kept,
+        occurrences=kept.occurrences + other.occurrences,
+        total_bytes=kept.total_bytes + other.total_bytes,
+        heavy_count=kept.heavy_count + other.heavy_count,
+    )
