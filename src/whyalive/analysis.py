@@ -29,7 +29,7 @@ from whyalive.graph import ObjectGraph, build_graph
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk
-from whyalive.origin import made_inside
+from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import (
     MAX_VERIFIED_EDGES,
     CycleView,
@@ -655,10 +655,17 @@ def _cycle_report(
         member_types=member_types,
         structure=match.summary if structure is not None else None,
         holds=tuple(_holds(view, facts)),
-        made_inside=made_inside(
-            (view.obj(n) for n in view.members), options.user_root or os.getcwd()
-        ),
+        made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
     )
+
+
+def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
+    """The members with code (functions, frames, generators); a structure without any skips
+    the pass over its members."""
+    if structure is not None and not structure.member_classes.intersection(CODE_TYPES):
+        return []
+    nodes = view.graph.nodes
+    return [nodes[n] for n in view.members if type(nodes[n]) in CODE_TYPES]
 
 
 def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:

@@ -45,6 +45,10 @@ def installed_part(filename: str, user_root: str) -> str | None:
     return None
 
 
+CODE_TYPES: tuple[type, ...] = (types.FunctionType, types.FrameType, *_GENERATORS)
+"""The members whose code can say where a cycle was made."""
+
+
 def _code_and_line(obj: object) -> tuple[types.CodeType, int] | None:
     cls = type(obj)
     if cls is types.FunctionType:

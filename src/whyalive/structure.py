@@ -78,6 +78,8 @@ class Structure:
     loop_hidden_after: int = 0
     owned_dicts: bool = False
     """Whether instance dicts are separate objects here (folded into their owners)."""
+    member_classes: frozenset[type] = frozenset()
+    """Every type among the members."""
 
     def signature_parts(self) -> list[str]:
         """Shape tokens that do not depend on the structure's size."""
@@ -179,6 +181,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         verified=verified,
         loop=[],
         owned_dicts=owned_dicts,
+        member_classes=frozenset(key[0] for key in keys),
     )
     if through is not None and through.sample is not None:
         _name_loop(graph, structure, through.sample)
