@@ -915,10 +915,33 @@ done:
 
 /* Sets flags[s] for every seed s; with queue, also appends each new seed to it.
  * Iterating runs arbitrary code, but callers hold only their own buffers then. */
+/* Each item of an iterable of node (or edge) ids, bounds-checked; -1 with an error. */
 static int
-read_seeds(PyObject *seeds, Py_ssize_t n, uint8_t *flags, int64_t *queue, Py_ssize_t *queued)
+for_each_id(PyObject *items, Py_ssize_t limit, int (*visit)(void *, Py_ssize_t), void *ctx)
 {
-    PyObject *it = PyObject_GetIter(seeds), *item;
+    /* An int64 buffer (the members from cycle_candidates) is read in place:
+     * at 10^6 ids, making an int object per id costs more than the visit. */
+    if (PyObject_CheckBuffer(items)) {
+        Py_buffer view;
+        if (get_i64_buffer(items, &view, "ids") == 0) {
+            const int64_t *ids = (const int64_t *)view.buf;
+            Py_ssize_t count = view.len / 8;
+            int status = 0;
+            for (Py_ssize_t i = 0; i < count && status == 0; i++) {
+                if (ids[i] < 0 || ids[i] >= (int64_t)limit) {
+                    PyErr_Format(PyExc_IndexError, "seed %lld out of range for %zd nodes",
+                                 (long long)ids[i], limit);
+                    status = -1;
+                } else {
+                    status = visit(ctx, (Py_ssize_t)ids[i]);
+                }
+            }
+            PyBuffer_Release(&view);
+            return status;
+        }
+        PyErr_Clear(); /* another kind of buffer (bytes): iterate it below */
+    }
+    PyObject *it = PyObject_GetIter(items), *item;
     if (it == NULL) {
         return -1;
     }
@@ -928,19 +951,42 @@ read_seeds(PyObject *seeds, Py_ssize_t n, uint8_t *flags, int64_t *queue, Py_ssi
         if (s == -1 && PyErr_Occurred()) {
             break;
         }
-        if (s < 0 || s >= n) {
-            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, n);
+        if (s < 0 || s >= limit) {
+            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, limit);
             break;
         }
-        if (!flags[s]) {
-            flags[s] = 1;
-            if (queue != NULL) {
-                queue[(*queued)++] = s;
-            }
+        if (visit(ctx, s) < 0) {
+            break;
         }
     }
     Py_DECREF(it);
     return PyErr_Occurred() ? -1 : 0;
+}
+
+typedef struct {
+    uint8_t *flags;
+    int64_t *queue;
+    Py_ssize_t *queued;
+} flag_ctx;
+
+static int
+visit_flag(void *ctx, Py_ssize_t s)
+{
+    flag_ctx *c = (flag_ctx *)ctx;
+    if (!c->flags[s]) {
+        c->flags[s] = 1;
+        if (c->queue != NULL) {
+            c->queue[(*c->queued)++] = s;
+        }
+    }
+    return 0;
+}
+
+static int
+read_seeds(PyObject *seeds, Py_ssize_t n, uint8_t *flags, int64_t *queue, Py_ssize_t *queued)
+{
+    flag_ctx ctx = {flags, queue, queued};
+    return for_each_id(seeds, n, visit_flag, &ctx);
 }
 
 static PyObject *
@@ -1489,54 +1535,6 @@ ws_check(Workspace *w)
         return -1;
     }
     return 0;
-}
-
-/* Each item of an iterable of node (or edge) ids, bounds-checked; -1 with an error. */
-static int
-for_each_id(PyObject *items, Py_ssize_t limit, int (*visit)(void *, Py_ssize_t), void *ctx)
-{
-    /* An int64 buffer (the members from cycle_candidates) is read in place:
-     * at 10^6 ids, making an int object per id costs more than the visit. */
-    if (PyObject_CheckBuffer(items)) {
-        Py_buffer view;
-        if (get_i64_buffer(items, &view, "ids") == 0) {
-            const int64_t *ids = (const int64_t *)view.buf;
-            Py_ssize_t count = view.len / 8;
-            int status = 0;
-            for (Py_ssize_t i = 0; i < count && status == 0; i++) {
-                if (ids[i] < 0 || ids[i] >= (int64_t)limit) {
-                    PyErr_Format(PyExc_IndexError, "seed %lld out of range for %zd nodes",
-                                 (long long)ids[i], limit);
-                    status = -1;
-                } else {
-                    status = visit(ctx, (Py_ssize_t)ids[i]);
-                }
-            }
-            PyBuffer_Release(&view);
-            return status;
-        }
-        PyErr_Clear(); /* another kind of buffer (bytes): iterate it below */
-    }
-    PyObject *it = PyObject_GetIter(items), *item;
-    if (it == NULL) {
-        return -1;
-    }
-    while ((item = PyIter_Next(it)) != NULL) {
-        Py_ssize_t s = PyNumber_AsSsize_t(item, PyExc_IndexError);
-        Py_DECREF(item);
-        if (s == -1 && PyErr_Occurred()) {
-            break;
-        }
-        if (s < 0 || s >= limit) {
-            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, limit);
-            break;
-        }
-        if (visit(ctx, s) < 0) {
-            break;
-        }
-    }
-    Py_DECREF(it);
-    return PyErr_Occurred() ? -1 : 0;
 }
 
 typedef struct {

@@ -11,15 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from whyalive.report import (
-    CycleReport,
-    Edge,
-    HeavyObject,
-    HolderPath,
-    Node,
-    Report,
-    TimelinePoint,
-)
+from whyalive.report import CycleReport, Report, TimelinePoint
+from whyalive.report_merge import merge_reports
 from whyalive.words import plural, shorten, size_to_words
 
 if TYPE_CHECKING:
@@ -92,68 +85,12 @@ class Timeline:
         )
 
 
-def _shift_edge(edge: Edge, shift: int) -> Edge:
-    return replace(edge, source=edge.source + shift, target=edge.target + shift)
-
-
-def _shift_path(path: HolderPath, shift: int) -> HolderPath:
-    return HolderPath(
-        path.heavy_node + shift,
-        tuple(n + shift for n in path.nodes),
-        tuple(_shift_edge(e, shift) for e in path.edges),
-    )
-
-
-def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
-    cut = cycle.cut
-    if cut is not None:
-        cut = replace(cut, edges=tuple(_shift_edge(e, shift) for e in cut.edges))
-    return replace(
-        cycle,
-        members=tuple(n + shift for n in cycle.members),
-        edges=tuple(_shift_edge(e, shift) for e in cycle.edges),
-        heavy=tuple(n + shift for n in cycle.heavy),
-        holder_paths=tuple(_shift_path(p, shift) for p in cycle.holder_paths),
-        cut=cut,
-        loop=tuple(_shift_edge(e, shift) for e in cycle.loop),
-    )
-
-
 def combine_reports(reports: Sequence[Report], *, where: str | None = None) -> Report:
     """One report holding every cycle of ``reports`` (node ids renumbered), notes once each."""
     if not reports:
         return Report()
-    nodes: list[Node] = []
-    cycles: list[CycleReport] = []
-    heavy: list[HeavyObject] = []
-    notes: list[str] = []
-    timeline: list[TimelinePoint] = []
-    by_device: dict[str, int] = {}
-    for report in reports:
-        shift = len(nodes)
-        nodes.extend(replace(n, node_id=n.node_id + shift) for n in report.nodes)
-        cycles.extend(_shift_cycle(c, shift) for c in report.cycles)
-        heavy.extend(replace(h, node_id=h.node_id + shift) for h in report.heavy_objects)
-        notes.extend(n for n in report.notes if n not in notes)
-        timeline.extend(report.timeline)
-        for device, nbytes in report.bytes_by_device.items():
-            by_device[device] = by_device.get(device, 0) + nbytes
-    first = reports[0]
-    cycles.sort(key=lambda c: -c.total_bytes)
-    return replace(
-        first,
-        run=replace(first.run, where=where) if where is not None else first.run,
-        nodes=tuple(nodes),
-        cycles=tuple(cycles),
-        heavy_objects=tuple(heavy),
-        total_bytes=sum(r.total_bytes for r in reports),
-        bytes_by_device=by_device,
-        garbage_objects=sum(r.garbage_objects for r in reports),
-        cycle_count=sum(r.cycle_count for r in reports),
-        light_cycle_count=sum(r.light_cycle_count for r in reports),
-        notes=tuple(notes),
-        timeline=tuple(sorted(timeline, key=lambda p: (p.signature, p.step))),
-    )
+    merged = merge_reports(reports)
+    return replace(merged, run=replace(merged.run, where=where)) if where is not None else merged
 
 
 def _state(monitor: GcMonitor) -> str:

@@ -1,4 +1,4 @@
-"""One report from several: the analyses of every collection that ran inside one check."""
+"""One report from several: every collection inside one check, or a monitor's first sightings."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     by_device: Counter[str] = Counter(first.bytes_by_device)
     notes = dict.fromkeys(first.notes)
     garbage, count, light = first.garbage_objects, first.cycle_count, first.light_cycle_count
+    timeline = list(first.timeline)
     for report in reports[1:]:
+        timeline.extend(report.timeline)
         shift = len(nodes)
         nodes.extend(dataclasses.replace(n, node_id=n.node_id + shift) for n in report.nodes)
         for cycle in report.cycles:
@@ -54,10 +56,12 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         cycle_count=count,
         light_cycle_count=light,
         notes=tuple(notes),
+        timeline=tuple(sorted(timeline, key=lambda p: (p.signature, p.step))),
     )
 
 
-def _edge(edge: Edge, shift: int) -> Edge:
+def shift_edge(edge: Edge, shift: int) -> Edge:
+    """The same reference between nodes renumbered by ``shift``."""
     return dataclasses.replace(edge, source=edge.source + shift, target=edge.target + shift)
 
 
@@ -65,7 +69,7 @@ def _path(path: HolderPath, shift: int) -> HolderPath:
     return HolderPath(
         path.heavy_node + shift,
         tuple(n + shift for n in path.nodes),
-        tuple(_edge(e, shift) for e in path.edges),
+        tuple(shift_edge(e, shift) for e in path.edges),
     )
 
 
@@ -74,13 +78,13 @@ def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
     return dataclasses.replace(
         cycle,
         members=tuple(n + shift for n in cycle.members),
-        edges=tuple(_edge(e, shift) for e in cycle.edges),
+        edges=tuple(shift_edge(e, shift) for e in cycle.edges),
         heavy=tuple(n + shift for n in cycle.heavy),
         holder_paths=tuple(_path(p, shift) for p in cycle.holder_paths),
         cut=None
         if cut is None
-        else dataclasses.replace(cut, edges=tuple(_edge(e, shift) for e in cut.edges)),
-        loop=tuple(_edge(e, shift) for e in cycle.loop),
+        else dataclasses.replace(cut, edges=tuple(shift_edge(e, shift) for e in cut.edges)),
+        loop=tuple(shift_edge(e, shift) for e in cycle.loop),
     )
 
 

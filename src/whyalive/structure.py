@@ -23,6 +23,7 @@ from whyalive import edges as ek
 from whyalive import graphcore
 from whyalive.edges import EdgeName, is_owned_part, name_edge
 from whyalive.graph import ObjectGraph
+from whyalive.guarded import type_module, type_qualname
 from whyalive.paths import CUT_SCORE, NamedEdge, named_path
 
 STRUCTURE_MIN_MEMBERS = 200
@@ -95,13 +96,8 @@ class Structure:
 
 def class_words(cls: type) -> str:
     """``Node object`` / ``list``: a kind of member, as counts read it."""
-    try:
-        # type's own descriptors: a metaclass property must not run.
-        module = type.__dict__["__module__"].__get__(cls)
-        qualname = str(type.__dict__["__qualname__"].__get__(cls))
-    except Exception:
-        return "object"
-    return qualname if module == "builtins" else f"{qualname} object"
+    qualname = type_qualname(cls)
+    return qualname if type_module(cls) == "builtins" else f"{qualname} object"
 
 
 def type_words(obj: object) -> str:
