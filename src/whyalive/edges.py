@@ -429,8 +429,12 @@ def _local_holding(frame: types.FrameType, target: object) -> str | None:
 
     Up to 3.12 reading ``f_locals`` writes the locals into the frame, so only a
     frame no thread is running qualifies (garbage frames have all finished); from
-    3.13 it is a read-only view of any frame.
+    3.13 it is a read-only view of any frame. On 3.10 a finished frame's
+    ``f_locals`` can still show a local deleted at the end of an ``except`` block,
+    so the slot position alone is trusted there.
     """
+    if sys.version_info < (3, 11):
+        return None
     if sys.version_info < (3, 13) and _is_running(frame):
         return None
     try:

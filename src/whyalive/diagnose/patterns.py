@@ -987,8 +987,9 @@ PATTERNS: tuple[Pattern, ...] = (
     WrappedMethodOnSelfPattern(),
     BoundMethodOnSelfPattern(),
     ExceptionTracebackPattern(),
-    FrameKeptPattern(),
+    # Before kept frames: on 3.10 a suspended generator's frame is a member of its cycle.
     GeneratorFramePattern(),
+    FrameKeptPattern(),
     AutogradNodePattern(),
     SelfInOwnContainerPattern(),
     ParentChildPattern(),
