@@ -108,6 +108,11 @@ def members_words(member_types: dict[str, int], limit: int = 3) -> str:
     rest = sum(count for _, count in ranked[limit:])
     if rest:
         phrases.append(f"{rest:,} other {'object' if rest == 1 else 'objects'}")
+    return joined(phrases)
+
+
+def joined(phrases: list[str]) -> str:
+    """ "a, b and c": phrases joined as a sentence lists them."""
     if len(phrases) <= 1:
         return "".join(phrases)
     return f"{', '.join(phrases[:-1])} and {phrases[-1]}"

@@ -33,7 +33,7 @@ from whyalive.diagnose.naming import qualname_of as qualname_of
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge, choose_cut
 from whyalive.structure import BACK_NAMES, Link, Structure
-from whyalive.words import a_code, kind_count_words, members_words, plural
+from whyalive.words import a_code, joined, kind_count_words, members_words, plural
 
 
 @dataclass(frozen=True)
@@ -868,12 +868,6 @@ def _link_words(link: Link) -> str:
     return f"`{name.name}` references" if name.name else "unnamed references"
 
 
-def _joined(phrases: list[str]) -> str:
-    if len(phrases) <= 1:
-        return "".join(phrases)
-    return f"{', '.join(phrases[:-1])} and {phrases[-1]}"
-
-
 class LinkedStructurePattern:
     """A big cycle: a tree with parent pointers, a ring, a doubly linked list, a graph."""
 
@@ -884,7 +878,7 @@ class LinkedStructurePattern:
         """Words for a component summarised by :func:`whyalive.structure.find_structure`."""
         made_of = members_words(structure.member_types)
         shown_links = [link for link in structure.links if link.name.kind != ek.INTERNAL][:4]
-        linked = _joined([_link_words(link) for link in shown_links])
+        linked = joined([_link_words(link) for link in shown_links])
         summary = f"{made_of} form one cycle" + (f", linked by {linked}" if linked else "")
         cut = structure.cut
         main = cut[0] if cut else None
@@ -895,13 +889,13 @@ class LinkedStructurePattern:
         )
         size = f"{structure.member_count:,} objects"
         if back and main is not None:
-            owner = _joined([kind_count_words(n, k) for k, n in main.source_types.most_common(2)])
+            owner = joined([kind_count_words(n, k) for k, n in main.source_types.most_common(2)])
             others = [
                 _link_words(link)
                 for link in shown_links
                 if link is not main and link.name.kind != ek.CELL
             ]
-            through = f" (through {_joined(others)})" if others else ""
+            through = f" (through {joined(others)})" if others else ""
             explanation = (
                 f"Each of the {owner} points back through `{main.name.name}` to an object that "
                 f"reaches it again{through}: every link goes both ways, so the whole structure "
