@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Print the table: every tool measured on the same garbage, automatic GC off."""
-    from whyalive import graphcore
+    from whyalive.graph import core as graphcore
 
     print(
         f"python {sys.version.split()[0]}, graph core: {graphcore.IMPLEMENTATION}, "

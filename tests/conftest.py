@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from whyalive import graphcore
+from whyalive.graph import core as graphcore
 
 
 @pytest.fixture(scope="session", autouse=True)

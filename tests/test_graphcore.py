@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from whyalive import graphcore
-from whyalive.graphcore import IMPLEMENTATION, GraphImplementation
+from whyalive.graph import core as graphcore
+from whyalive.graph.core import IMPLEMENTATION, GraphImplementation
 
 PY = graphcore.python_implementation()
 C = graphcore.c_implementation()

@@ -8,7 +8,7 @@ from array import array
 
 import pytest
 
-from whyalive import graphcore
+from whyalive.graph import core as graphcore
 from whyalive.capture import GarbageWatch
 
 c_impl = graphcore.c_implementation()

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import whyalive
-from whyalive import graphcore
+from whyalive.graph import core as graphcore
 from whyalive.analysis import AnalysisOptions, analyze
 from whyalive.capture import GarbageWatch
 from whyalive.diagnose import diagnose

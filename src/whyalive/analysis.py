@@ -1,7 +1,7 @@
 """From captured garbage to a :class:`~whyalive.report.Report`: graph, cycles, diagnosis.
 
 The analysis holds the garbage only while it runs; the report it returns is plain
-data. Per-object work happens in :mod:`whyalive.graphcore` (C when compiled);
+data. Per-object work happens in :mod:`whyalive.graph.core` (C when compiled);
 Python-level work is limited to cycles that retain heavy objects, grouped by a
 cheap key so that a thousand copies of one leak are diagnosed once.
 """
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from whyalive import edges as ek
-from whyalive import graphcore
 from whyalive.diagnose import Diagnosis, diagnose
 from whyalive.diagnose.naming import expression, is_instance_node, short_name
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph, build_graph
+from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk

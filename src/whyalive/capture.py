@@ -21,8 +21,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from whyalive import graphcore
 from whyalive.gcstate import OWNER, Lease
+from whyalive.graph import core as graphcore
 
 OVERLAP_NOTE = (
     "Another whyalive check (or the pytest plugin) ran at the same time as this one without "

@@ -30,19 +30,11 @@ from whyalive.analysis import _NodeTable, holder_path_record, run_info
 from whyalive.edges import name_node
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
+from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.paths import named_path
 from whyalive.report import AliveObject, HolderPath, Report
-from whyalive.roots import (
-    CLASS,
-    MODULE,
-    HeapGraph,
-    forward_search,
-    heavy_census,
-    nearest_path,
-    reverse_search,
-    snapshot_heap,
-)
+from whyalive.roots import forward_search, heavy_census, nearest_path, reverse_search
 
 _type_subclasscheck = type.__subclasscheck__
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from whyalive import graphcore
+from whyalive.graph import core as graphcore
 
 _SAVEALL = gc.DEBUG_SAVEALL
 

@@ -1,194 +1,19 @@
-"""The live heap as one graph, its roots, and the search from an object back to them.
+"""The search from a live object back to the roots that keep it alive.
 
-Roots are modules, classes and every thread's frames.
-
-``snapshot_heap`` takes one graph of everything the collector tracks (plus the
-frozen objects it can find, and the untracked containers and heavy objects they
-hold), built in one pass by :mod:`whyalive.graphcore`. The caller's own
-containers are named up front, before the snapshot, so they can be excluded by
-index: the tool never explains an object by its own references.
+The heap it searches is a :class:`~whyalive.graph.heap.HeapGraph`; roots are
+modules, classes and every thread's frames.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import sys
-import threading
-import types
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from itertools import compress
 
-from whyalive import graphcore
-from whyalive.graph import UNTRACKED_CONTAINERS, build_graph
+from whyalive.graph import build_graph
+from whyalive.graph.heap import CLASS, FRAME, MODULE, HeapGraph
 from whyalive.kinds import KindResolver
-
-MODULE = 1
-CLASS = 2
-FRAME = 3
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_type_subclasscheck = type.__subclasscheck__
-
-
-class _RootKinds(dict[type, int]):
-    """type -> MODULE / CLASS / 0, filled at C speed by ``map`` after the first miss."""
-
-    def __missing__(self, cls: type) -> int:
-        kind = 0
-        if _type_subclasscheck(types.ModuleType, cls):
-            kind = MODULE
-        elif _type_subclasscheck(type, cls):
-            kind = CLASS
-        self[cls] = kind
-        return kind
-
-
-@dataclass
-class HeapGraph:
-    """Strong references to every node of the live heap and CSR edges between them.
-
-    Node indices: the tracked heap first, then objects found frozen
-    (``frozen_range``), then the explicitly added ``targets``, then the untracked
-    referents discovered while building.
-    """
-
-    nodes: list[object]
-    offsets: Sequence[int]
-    targets: Sequence[int]
-    target_nodes: list[int]
-    buffers: tuple[memoryview, memoryview] | None = None
-    target_bytes: bytes = b""
-    root_kind: bytearray = field(default_factory=bytearray)
-    root_words: dict[int, str] = field(default_factory=dict)
-    excluded: set[int] = field(default_factory=set)
-    excluded_ids: set[int] = field(default_factory=set)
-    frozen_range: range = range(0)
-
-    def edges_into(self, node: int) -> list[int]:
-        """Positions in ``targets`` of every edge into ``node`` (one C scan of the raw bytes)."""
-        raw = self.target_bytes
-        needle = node.to_bytes(8, sys.byteorder, signed=True)
-        found: list[int] = []
-        position = raw.find(needle)
-        while position >= 0:
-            if position % 8 == 0:
-                found.append(position // 8)
-                position = raw.find(needle, position + 8)
-            else:  # straddles two entries: not an edge
-                position = raw.find(needle, position + 1)
-        return found
-
-    def is_excluded(self, node: int) -> bool:
-        """Our own containers and frames: never on a path, never blamed."""
-        obj = self.nodes[node]
-        if node in self.excluded or id(obj) in self.excluded_ids:
-            return True
-        return type(obj) is types.FrameType and is_tool_frame(obj)
-
-    def release(self) -> None:
-        """Drop every strong reference (call before returning to the user)."""
-        self.nodes = []
-        self.offsets = ()
-        self.targets = ()
-        self.target_bytes = b""
-        self.buffers = None
-
-    def reaching(self, seeds: list[int]) -> bytes:
-        """A mask of the nodes from which some seed can be reached (computed in C)."""
-        assert self.buffers is not None, "the graph was released"
-        return bytes(graphcore.nodes_reaching(*self.buffers, seeds))
-
-
-def is_tool_frame(frame: types.FrameType) -> bool:
-    """A frame running whyalive's own code: never a root, never on a path."""
-    return os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR)
-
-
-def _thread_frames() -> tuple[list[types.FrameType], dict[int, str]]:
-    """Every thread's frames (top to bottom) but whyalive's own, and their thread names.
-
-    Our own frame objects are never stored: a list of them held by a local of
-    one of them would be a cycle keeping the tool's locals alive.
-    """
-    names = {thread.ident: thread.name for thread in threading.enumerate()}
-    frames: list[types.FrameType] = []
-    words: dict[int, str] = {}
-    current = sys._current_frames()
-    for ident in list(current):
-        thread = names.get(ident, f"thread {ident}")
-        frame: types.FrameType | None = current.pop(ident)
-        while frame is not None:
-            if not is_tool_frame(frame):
-                frames.append(frame)
-                words[id(frame)] = thread
-            frame = frame.f_back
-    return frames, words
-
-
-def _frozen_objects(seen: list[object]) -> list[object]:
-    """Tracked objects the snapshot missed because ``gc.freeze()`` hid them.
-
-    Found by following references out of the snapshot, a whole frontier per C
-    call: ``gc.get_referents(*frontier)`` and set arithmetic on ids, so Python
-    code runs only for the new objects.
-    """
-    known = set(map(id, seen))
-    found: list[object] = []
-    frontier = seen
-    while frontier:
-        referents = gc.get_referents(*frontier)
-        by_id = dict(zip(map(id, referents), referents, strict=True))
-        fresh = list(filter(gc.is_tracked, map(by_id.__getitem__, by_id.keys() - known)))
-        known.update(by_id)  # untracked ones too: each id is looked at once
-        found.extend(fresh)
-        frontier = fresh
-    return found
-
-
-def snapshot_heap(
-    targets: Sequence[object], resolver: KindResolver, own: Sequence[object]
-) -> HeapGraph:
-    """One graph of the live heap with ``targets`` in it; ``own`` objects are excluded.
-
-    The targets, our own containers and the threads' frames go first in the node
-    list, so their indices are known without a search (``build_graph`` points
-    every edge at an object's first index; later copies have no holders).
-    """
-    frames, thread_of = _thread_frames()
-    head: list[object] = [*targets, *own, frames, *frames]
-    objects = head + gc.get_objects()
-    frozen_start = len(objects)
-    if gc.get_freeze_count():
-        objects.extend(_frozen_objects(objects))
-    frozen_range = range(frozen_start, len(objects))
-    follow = resolver.covered_types + UNTRACKED_CONTAINERS
-    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
-    head_id = id(head)  # the snapshot lists `head` itself: one of our containers
-    del objects, head
-    count = len(targets)
-    graph = HeapGraph(
-        nodes,
-        offsets,
-        edge_targets,
-        list(range(count)),
-        buffers=(offsets, edge_targets),
-        frozen_range=frozen_range,
-    )
-    # Raw int64 edge targets: bytes.find locates a node's holders at memory speed.
-    graph.target_bytes = edge_targets.tobytes()
-    first_frame = count + len(own) + 1
-    graph.excluded = set(range(count, first_frame))
-    # The snapshot holds second copies of our containers: exclude those by identity.
-    graph.excluded_ids = {head_id, id(frames), *map(id, own)}
-    graph.root_kind = bytearray(map(_RootKinds().__getitem__, map(type, nodes)))
-    for node, frame in enumerate(frames, first_frame):
-        graph.root_kind[node] = FRAME
-        graph.root_words[node] = thread_of[id(frame)]
-    return graph
 
 
 def heavy_census(resolver: KindResolver) -> list[object]:

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edges as ek
-from whyalive import graphcore
 from whyalive.edges import EdgeName, is_owned_part, name_edge
 from whyalive.graph import ObjectGraph
+from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module, type_qualname
 from whyalive.paths import CUT_SCORE, NamedEdge, named_path
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from whyalive import graphcore
+from whyalive.graph import core as graphcore
 from whyalive.kinds import KindResolver
 
 # Untracked containers worth following: the GC untracks tuples and dicts that hold

@@ -1,0 +1,203 @@
+"""The C graph core's Python face: CSR graph building, SCCs and reverse reachability.
+
+The work is done by the C extension ``whyalive._fastgraph`` when it is
+compiled; otherwise by the pure-Python twin in this module, which produces
+identical results (same node order, same edge order, same component ids) and is
+also what the equivalence tests compare against.
+
+Results:
+
+* ``build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)``:
+  ``nodes`` is a new list starting with ``objects`` in order, followed by the
+  *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
+  ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
+  If an object occurs more than once in ``objects``, edges point at its first
+  index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
+  of ``mark_types``.
+* ``find_components(offsets, targets) -> (component_of_node, count, cyclic)``:
+  ``component_of_node`` is a read-only int64 memoryview (``'q'``), ``cyclic``
+  a read-only uint8 memoryview (``'B'``) with one entry per component.
+  Component ids are Tarjan's completion order, roots tried in node order and
+  edges in CSR order; this is a reverse topological order: for every edge
+  ``u -> v`` with different components, ``component_of_node[v] <
+  component_of_node[u]``.
+* ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
+  memoryview (``'B'``), 1 for every node from which some seed is reachable
+  following edges forward (seeds included).
+* ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
+  ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
+  of cyclic components (more than one node, or a self-edge); ``members`` (a
+  read-only int64 memoryview) the ascending nodes of cyclic components, only
+  those from which a seed is reachable unless ``seeds`` is None. The C
+  version settles reachability while completing the components, without a
+  reverse graph.
+
+* ``workspace(nodes, offsets, targets, component_of) -> Workspace``: the
+  per-component work, each call costing what it visits, never the whole graph
+  (the CSR is checked once; scratch arrays are reused):
+
+  - ``reach(sources, wanted, blocked) -> list``: the nodes reachable from
+    ``sources`` in BFS order (sources first), only those flagged in ``wanted``
+    (a byte per node) unless it is None; nodes of a component flagged in
+    ``blocked`` (a byte per component id), other than the first source's, are
+    neither listed nor entered.
+  - ``shortest_paths(sources, goals) -> {goal: [node, ...]}``: one BFS from
+    every source; the shortest path to each reachable goal.
+  - ``path_ends(source, goal, keep) -> None | (length, head, tail)``: the
+    shortest path from ``source`` to ``goal``, ``length`` edges long, as its
+    first and last ``keep + 1`` nodes; a path of at most ``2 * keep + 2`` nodes
+    is whole in ``head`` and ``tail`` is empty.
+  - ``edge_classes(members, samples) -> (keys, counts, samples)``: classes of
+    the edges between members, keyed ``(type(u), type(v), position, degree)``
+    where position is the edge's index among ``u``'s edges to members and
+    degree their count, capped at 15 and 16; class ids in order of first edge
+    (members in the order given, edges in CSR order); ``samples[c]`` up to
+    ``samples`` ``(u, v, edge position)`` triples spread over the class, in one
+    pass (every stride-th edge; at twice ``samples`` every other one is
+    dropped and the stride doubles; at the end every other one is dropped
+    until at most ``samples`` are left).
+  - ``acyclic_without(members, removed, removed_edges) -> bool``: whether no
+    loop is left among the members once the edges of every class key in
+    ``removed`` and the edge positions in ``removed_edges`` (or None) are gone.
+  - ``close()``: drops the node list and the scratch arrays.
+
+Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from whyalive.graph.twin import (
+    ClassKey,
+    py_build_graph,
+    py_cycle_candidates,
+    py_find_components,
+    py_nodes_reaching,
+    py_take_tail,
+)
+from whyalive.graph.twin_workspace import PyWorkspace
+
+__all__ = [
+    "IMPLEMENTATION",
+    "ClassKey",
+    "GraphImplementation",
+    "Workspace",
+    "build_graph",
+    "c_implementation",
+    "clear_objects",
+    "cycle_candidates",
+    "find_components",
+    "nodes_reaching",
+    "python_implementation",
+    "take_tail",
+    "workspace",
+]
+
+BuildGraph = Callable[
+    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]"],
+    "tuple[list[object], memoryview, memoryview, list[int]]",
+]
+FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
+NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
+CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
+
+
+class Workspace(Protocol):
+    """Per-component graph work over one graph; each call costs what it visits."""
+
+    def reach(self, sources: Iterable[int], wanted: Any, blocked: Any) -> list[int]: ...
+    def shortest_paths(
+        self, sources: Iterable[int], goals: Iterable[int]
+    ) -> dict[int, list[int]]: ...
+    def path_ends(
+        self, source: int, goal: int, keep: int
+    ) -> tuple[int, list[int], list[int]] | None: ...
+    def edge_classes(
+        self, members: Iterable[int], samples: int
+    ) -> tuple[list[ClassKey], list[int], list[list[tuple[int, int, int]]]]: ...
+    def acyclic_without(
+        self,
+        members: Iterable[int],
+        removed: Sequence[ClassKey],
+        removed_edges: Sequence[int] | None,
+    ) -> bool: ...
+    def close(self) -> None: ...
+
+
+MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
+ClearObjects = Callable[[list[object]], None]
+TakeTail = Callable[[list[object], int], "list[object]"]
+
+
+@dataclass(frozen=True)
+class GraphImplementation:
+    """One complete implementation of the graph API ("c" or "python")."""
+
+    name: str
+    build_graph: BuildGraph
+    find_components: FindComponents
+    nodes_reaching: NodesReaching
+    cycle_candidates: CycleCandidates
+    workspace: MakeWorkspace
+    clear_objects: ClearObjects | None
+    take_tail: TakeTail
+
+
+_PYTHON = GraphImplementation(
+    name="python",
+    build_graph=py_build_graph,
+    find_components=py_find_components,
+    nodes_reaching=py_nodes_reaching,
+    cycle_candidates=py_cycle_candidates,
+    workspace=PyWorkspace,
+    # Python cannot call tp_clear: the caller falls back to a collection.
+    clear_objects=None,
+    take_tail=py_take_tail,
+)
+
+
+def _load_c() -> GraphImplementation | None:
+    try:
+        mod = importlib.import_module("whyalive._fastgraph")
+    except ImportError:
+        return None
+    return GraphImplementation(
+        name="c",
+        build_graph=cast(BuildGraph, mod.build_graph),
+        find_components=cast(FindComponents, mod.find_components),
+        nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
+        cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
+        workspace=cast(MakeWorkspace, mod.Workspace),
+        clear_objects=cast(ClearObjects, mod.clear_objects),
+        take_tail=cast(TakeTail, mod.take_tail),
+    )
+
+
+_C = _load_c()
+
+
+def python_implementation() -> GraphImplementation:
+    """The pure-Python twin, available whether or not the extension is built."""
+    return _PYTHON
+
+
+def c_implementation() -> GraphImplementation | None:
+    """The C extension, or None when it is not compiled (ignores WHYALIVE_PURE_PYTHON)."""
+    return _C
+
+
+_ACTIVE = _PYTHON if (_C is None or os.environ.get("WHYALIVE_PURE_PYTHON") == "1") else _C
+
+IMPLEMENTATION: str = _ACTIVE.name
+build_graph: BuildGraph = _ACTIVE.build_graph
+find_components: FindComponents = _ACTIVE.find_components
+nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
+cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
+workspace: MakeWorkspace = _ACTIVE.workspace
+clear_objects: ClearObjects | None = _ACTIVE.clear_objects
+take_tail: TakeTail = _ACTIVE.take_tail
