@@ -8,8 +8,8 @@ from array import array
 
 import pytest
 
-from whyalive.graph import core as graphcore
 from whyalive.capture import GarbageWatch
+from whyalive.graph import core as graphcore
 
 c_impl = graphcore.c_implementation()
 py_impl = graphcore.python_implementation()
