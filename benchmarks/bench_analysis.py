@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 from whyalive import check_leaks
-from whyalive.analysis import analyze
 from whyalive.capture import GarbageWatch
+from whyalive.pipeline import analyze
 
 torch: Any = None
 numpy: Any = None

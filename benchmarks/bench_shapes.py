@@ -29,9 +29,10 @@ import bench_analysis
 from bench_analysis import load_payload_modules, make_garbage, timed
 
 from whyalive import check_leaks
-from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.analysis import AnalysisOptions
 from whyalive.capture import GarbageWatch
 from whyalive.graph import core as graphcore
+from whyalive.pipeline import analyze
 
 
 def _payload() -> object:

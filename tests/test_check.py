@@ -80,8 +80,8 @@ def test_reported_objects_are_freed_after_the_check() -> None:
 
 def test_release_frees_heavy_objects_weakref_after_capture() -> None:
     """Weakrefs taken after capture (the capture clears older ones) die on release."""
-    from whyalive.analysis import analyze
     from whyalive.capture import GarbageWatch
+    from whyalive.pipeline import analyze
 
     watch = GarbageWatch()
     watch.begin()

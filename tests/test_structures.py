@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import whyalive
-from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.analysis import AnalysisOptions
 from whyalive.capture import GarbageWatch
 from whyalive.diagnose import diagnose
 from whyalive.edges import EdgeName, is_owned_part, name_edge
@@ -28,6 +28,7 @@ from whyalive.graph import build_graph
 from whyalive.graph import core as graphcore
 from whyalive.kinds import KindResolver
 from whyalive.paths import _left_alive, closed_loop, view_cycle
+from whyalive.pipeline import analyze
 from whyalive.report import CycleReport, Report
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, find_structure
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
 from whyalive.monitor import GcMonitor, monitor
 from whyalive.report import Report
+from whyalive.version import __version__
 
 
 def load_ipython_extension(ipython: Any) -> None:

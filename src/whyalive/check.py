@@ -15,18 +15,19 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
-from whyalive.analysis import AnalysisOptions, analyze, prepare_in_collector
+from whyalive.analysis import AnalysisOptions
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
+from whyalive.pipeline import analyze, prepare_in_collector
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
-    from whyalive.distributed import Summary
     from whyalive.explain import HeavyCensus
+    from whyalive.summary import Summary
 
 P = ParamSpec("P")
 R = TypeVar("R")

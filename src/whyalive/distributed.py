@@ -1,4 +1,4 @@
-"""Every rank: rank tags on reports and one summary gathered to rank 0 (DESIGN §7).
+"""Every rank: rank tags on reports and one summary gathered to rank 0.
 
 whyalive runs inside each rank of the user's ``torch.distributed`` job. This
 module answers two questions: *which rank am I* (:func:`rank_and_world`, read
@@ -15,6 +15,9 @@ reports the ranks it did not hear from as missing. So a crashed rank costs at
 most ``timeout`` seconds on one rank and never hangs the others. The store
 does not care whether the group runs gloo or NCCL.
 
+The summary itself is plain data (:mod:`whyalive.summary`), rendered by
+:mod:`whyalive.render.summary`.
+
 torch is never imported here at module import time: :func:`rank_and_world`
 reads ``sys.modules`` only, and :func:`gather_summary` imports
 ``torch.distributed`` when the user calls it.
@@ -24,17 +27,28 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import pickle
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.report import Report
-from whyalive.words import cycles_words, plural, size_to_words, verb
+from whyalive.run_info import rank_and_world
+from whyalive.summary import RankCycle, Summary, SummaryRow, rank_cycles, summarize
+
+# The summary types live in whyalive.summary; they stay importable from here, where
+# gather_summary() returns them.
+__all__ = [
+    "RankCycle",
+    "Summary",
+    "SummaryRow",
+    "gather_summary",
+    "rank_and_world",
+    "rank_cycles",
+    "rank_tag",
+    "summarize",
+]
 
 logger = logging.getLogger("whyalive")
 
@@ -43,262 +57,12 @@ _KEY_PREFIX = "whyalive/summary"
 _calls: dict[str, int] = {}
 
 
-def rank_and_world() -> tuple[int | None, int | None]:
-    """This process's rank and world size, or ``(None, None)`` outside a distributed job.
-
-    An initialised ``torch.distributed`` default group wins; otherwise the
-    launcher's environment (``RANK``, else ``LOCAL_RANK``; ``WORLD_SIZE``).
-    """
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank()), int(dist.get_world_size())
-    except Exception:  # a half-torn-down group must not break a report
-        pass
-    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
-    world = os.environ.get("WORLD_SIZE")
-    try:
-        return (int(rank) if rank else None), (int(world) if world else None)
-    except ValueError:
-        return None, None
-
-
 def rank_tag() -> str:
     """``"[rank 1/4] "`` for log lines, or ``""`` outside a distributed job."""
     rank, world = rank_and_world()
     if rank is None:
         return ""
     return f"[rank {rank}/{world}] " if world is not None else f"[rank {rank}] "
-
-
-@dataclass(frozen=True)
-class RankCycle:
-    """One cycle signature as one rank saw it: the unit a rank sends to the first rank."""
-
-    signature: str
-    pattern: str
-    title: str
-    total_bytes: int
-    occurrences: int
-    cut: str | None = None
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    """One cycle signature across ranks: which ranks hold it and how many bytes each."""
-
-    signature: str
-    pattern: str
-    title: str
-    bytes_by_rank: dict[int, int]
-    occurrences_by_rank: dict[int, int]
-    cut: str | None = None
-
-    @property
-    def ranks(self) -> tuple[int, ...]:
-        """The ranks whose reports contain this signature, in order."""
-        return tuple(sorted(self.bytes_by_rank))
-
-    @property
-    def total_bytes(self) -> int:
-        """Bytes held by this signature on all ranks together."""
-        return sum(self.bytes_by_rank.values())
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What every rank's checks found, on the first rank of the group.
-
-    ``ranks`` are the ranks that answered, ``missing`` those that did not answer
-    before the deadline (crashed, stuck, or never called). ``str(summary)`` is
-    a text table, one row per cycle signature.
-    """
-
-    world_size: int
-    ranks: tuple[int, ...]
-    missing: tuple[int, ...] = ()
-    rows: tuple[SummaryRow, ...] = ()
-    reports_by_rank: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def found(self) -> bool:
-        """True when some rank reported a cycle holding heavy objects."""
-        return bool(self.rows)
-
-    @property
-    def leaking_ranks(self) -> tuple[int, ...]:
-        """Ranks that reported at least one cycle."""
-        return tuple(sorted({r for row in self.rows for r in row.bytes_by_rank}))
-
-    @property
-    def total_bytes(self) -> int:
-        """Bytes held by reported cycles on all ranks together."""
-        return sum(row.total_bytes for row in self.rows)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (rank keys become strings, as JSON needs)."""
-        return {
-            "world_size": self.world_size,
-            "ranks": list(self.ranks),
-            "missing": list(self.missing),
-            "reports_by_rank": {str(k): v for k, v in self.reports_by_rank.items()},
-            "rows": [
-                {
-                    "signature": row.signature,
-                    "pattern": row.pattern,
-                    "title": row.title,
-                    "cut": row.cut,
-                    "ranks": list(row.ranks),
-                    "total_bytes": row.total_bytes,
-                    "bytes_by_rank": {str(k): v for k, v in row.bytes_by_rank.items()},
-                    "occurrences_by_rank": {str(k): v for k, v in row.occurrences_by_rank.items()},
-                }
-                for row in self.rows
-            ],
-        }
-
-    def __str__(self) -> str:
-        return render_summary(self)
-
-    def __repr__(self) -> str:
-        from whyalive.render.notebook import summary_line
-
-        return f"<whyalive.Summary: {summary_line(self)}>"
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
-
-    def _repr_html_(self) -> str:
-        from whyalive.render.notebook import summary_html
-
-        return summary_html(self)
-
-
-def rank_cycles(reports: Iterable[Report]) -> list[RankCycle]:
-    """The rows one rank contributes: its reports' cycles, merged by signature."""
-    merged: dict[str, RankCycle] = {}
-    for report in reports:
-        for cycle in report.cycles:
-            old = merged.get(cycle.signature)
-            cut = cycle.cut.description if cycle.cut is not None else None
-            if old is None:
-                merged[cycle.signature] = RankCycle(
-                    cycle.signature,
-                    cycle.pattern,
-                    cycle.title,
-                    cycle.total_bytes,
-                    cycle.occurrences,
-                    cut,
-                )
-            else:
-                merged[cycle.signature] = RankCycle(
-                    old.signature,
-                    old.pattern,
-                    old.title,
-                    old.total_bytes + cycle.total_bytes,
-                    old.occurrences + cycle.occurrences,
-                    old.cut or cut,
-                )
-    return list(merged.values())
-
-
-def summarize(
-    per_rank: Mapping[int, Sequence[RankCycle]],
-    world_size: int,
-    *,
-    expected: Iterable[int] | None = None,
-    reports_by_rank: Mapping[int, int] | None = None,
-) -> Summary:
-    """Join the ranks' rows into one :class:`Summary`; ranks expected but absent are missing."""
-    rows: dict[str, dict[str, Any]] = {}
-    for rank in sorted(per_rank):
-        for item in per_rank[rank]:
-            row = rows.setdefault(
-                item.signature,
-                {"cycle": item, "bytes": {}, "occurrences": {}, "cut": item.cut},
-            )
-            row["bytes"][rank] = row["bytes"].get(rank, 0) + item.total_bytes
-            row["occurrences"][rank] = row["occurrences"].get(rank, 0) + item.occurrences
-            row["cut"] = row["cut"] or item.cut
-    built = [
-        SummaryRow(
-            signature,
-            data["cycle"].pattern,
-            data["cycle"].title,
-            dict(data["bytes"]),
-            dict(data["occurrences"]),
-            data["cut"],
-        )
-        for signature, data in rows.items()
-    ]
-    built.sort(key=lambda r: (-r.total_bytes, r.signature))
-    wanted = set(range(world_size) if expected is None else expected)
-    return Summary(
-        world_size=world_size,
-        ranks=tuple(sorted(per_rank)),
-        missing=tuple(sorted(wanted - set(per_rank))),
-        rows=tuple(built),
-        reports_by_rank=dict(reports_by_rank or {}),
-    )
-
-
-def _ranks_words(ranks: Sequence[int]) -> str:
-    return ",".join(str(r) for r in ranks) if ranks else "-"
-
-
-def ranks_phrase(ranks: Sequence[int]) -> str:
-    """``"rank 2"``, ``"ranks 0,1"``."""
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {_ranks_words(ranks)}"
-
-
-def summary_headline(summary: Summary) -> str:
-    """What the ranks found, in the words of a single report's headline."""
-    heard = f"{len(summary.ranks)} of {plural(summary.world_size, 'rank')} reported"
-    if not summary.rows:
-        return f"{heard}; no cyclic garbage holds heavy objects"
-    occurrences = sum(sum(row.occurrences_by_rank.values()) for row in summary.rows)
-    return (
-        f"{heard}; {cycles_words(occurrences, len(summary.rows))} "
-        f"{verb(occurrences, 'keeps', 'keep')} {size_to_words(summary.total_bytes)} alive "
-        f"on {ranks_phrase(summary.leaking_ranks)}"
-    )
-
-
-def render_summary(summary: Summary) -> str:
-    """The summary as a text table: signature, pattern, ranks, bytes, occurrences."""
-    lines = [f"whyalive summary: {summary_headline(summary)}"]
-    if summary.missing:
-        lines.append(
-            f"missing: {ranks_phrase(summary.missing)} did not report "
-            "(crashed, stuck, or never called gather_summary)"
-        )
-    if summary.rows:
-        header = ("signature", "pattern", "ranks", "bytes", "per rank", "cycles")
-        table = [header]
-        for row in summary.rows:
-            per_rank = " ".join(
-                f"{r}:{size_to_words(b)}" for r, b in sorted(row.bytes_by_rank.items())
-            )
-            table.append(
-                (
-                    row.signature,
-                    row.pattern,
-                    _ranks_words(row.ranks),
-                    size_to_words(row.total_bytes),
-                    per_rank,
-                    str(sum(row.occurrences_by_rank.values())),
-                )
-            )
-        widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-        lines.extend(
-            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-            for line in table
-        )
-        lines.extend(
-            f"{row.signature}: {row.title}" + (f"; cut {row.cut}" if row.cut else "")
-            for row in summary.rows
-        )
-    return "\n".join(lines) + "\n"
 
 
 def _reports_of(source: object) -> list[Report]:

@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
-from whyalive.analysis import _NodeTable, holder_path_record, run_info
 from whyalive.edges import name_node
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
@@ -34,7 +33,9 @@ from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.paths import named_path
 from whyalive.report import AliveObject, HolderPath, Report
+from whyalive.report_builder import NodeTable, holder_path_record
 from whyalive.roots import forward_search, heavy_census, nearest_path, reverse_search
+from whyalive.run_info import run_info
 
 _type_subclasscheck = type.__subclasscheck__
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -174,7 +175,7 @@ def _report(
         described = resolver.describe(graph.nodes[node])
         if described is not None:
             facts[node] = described
-    table = _NodeTable(view, facts)
+    table = NodeTable(view, facts)
     alive: list[AliveObject] = []
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
@@ -320,7 +321,7 @@ def _fold_class_dicts(graph: HeapGraph, path: list[int]) -> list[int]:
     return out
 
 
-def _holder_path(table: _NodeTable, view: ObjectGraph, path: list[int]) -> HolderPath:
+def _holder_path(table: NodeTable, view: ObjectGraph, path: list[int]) -> HolderPath:
     return holder_path_record(table, *named_path(view, path))
 
 
@@ -353,7 +354,7 @@ def _class_name(cls: object) -> str:
     return f"{module}.{qualname}" if module != "builtins" else str(qualname)
 
 
-def _relabel_root(table: _NodeTable, graph: HeapGraph, raw_paths: list[list[int]]) -> None:
+def _relabel_root(table: NodeTable, graph: HeapGraph, raw_paths: list[list[int]]) -> None:
     """Modules read as ``module pkg.mod`` (the generic node name says only "module object")."""
     for path in raw_paths:
         node = path[0]

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from whyalive.analysis import AnalysisOptions, analyze
+from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.monitor_view import (
@@ -44,6 +44,7 @@ from whyalive.monitor_view import (
     monitor_line,
     monitor_text,
 )
+from whyalive.pipeline import analyze
 from whyalive.report import CycleReport, Report
 from whyalive.words import plural, size_to_words
 

@@ -96,8 +96,8 @@ class TestWatch:
         freed before they return, so ``gc.collect()`` in a test frees what it would
         free without whyalive.
         """
-        from whyalive.analysis import prepare_in_collector
         from whyalive.gcstate import OWNER
+        from whyalive.pipeline import prepare_in_collector
 
         prepare_in_collector()
         gc.collect(1)
@@ -105,7 +105,7 @@ class TestWatch:
 
     def _analyze(self, objects: list[object]) -> Leak | None:
         """The leak in what one collection saved (inside that collection: no gc, no import)."""
-        from whyalive.analysis import analyze
+        from whyalive.pipeline import analyze
 
         if not objects:
             return None
@@ -136,9 +136,9 @@ class TestWatch:
         instead: the test's garbage may have been promoted to the oldest generation
         while it ran, and a young collection would miss it.
         """
-        from whyalive.analysis import analyze
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
         from whyalive.gcstate import OWNER
+        from whyalive.pipeline import analyze
 
         lease = self._lease
         if lease is None:

@@ -144,8 +144,9 @@ def _call(program: Callable[[], None]) -> tuple[BaseException | None, int | None
 def _on_exit(
     program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
-    from whyalive.analysis import AnalysisOptions, analyze
+    from whyalive.analysis import AnalysisOptions
     from whyalive.capture import GarbageWatch
+    from whyalive.pipeline import analyze
 
     watch = GarbageWatch()
     watch.begin()

@@ -69,7 +69,8 @@ class LeakCheckMixin:
                 watch.finish()
 
     def _whyalive_verdict(self, watch: Any) -> None:
-        from whyalive.analysis import AnalysisOptions, analyze
+        from whyalive.analysis import AnalysisOptions
+        from whyalive.pipeline import analyze
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from whyalive.report import CycleReport, Holding, Report
+    from whyalive.summary import Summary
 
 BLIND_SPOTS = (
     "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
@@ -248,3 +250,26 @@ def index_range_words(indices: list[int]) -> str:
         return f"[{ordered[0]}..{ordered[-1]}]"
     shown = ", ".join(str(i) for i in ordered[:3])
     return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"
+
+
+def ranks_words(ranks: Sequence[int]) -> str:
+    """``"0,2"``, or ``"-"`` for none."""
+    return ",".join(str(r) for r in ranks) if ranks else "-"
+
+
+def ranks_phrase(ranks: Sequence[int]) -> str:
+    """``"rank 2"``, ``"ranks 0,1"``."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_words(ranks)}"
+
+
+def summary_headline(summary: Summary) -> str:
+    """What the ranks found, in the words of a single report's headline."""
+    heard = f"{len(summary.ranks)} of {plural(summary.world_size, 'rank')} reported"
+    if not summary.rows:
+        return f"{heard}; no cyclic garbage holds heavy objects"
+    occurrences = sum(sum(row.occurrences_by_rank.values()) for row in summary.rows)
+    return (
+        f"{heard}; {cycles_words(occurrences, len(summary.rows))} "
+        f"{verb(occurrences, 'keeps', 'keep')} {size_to_words(summary.total_bytes)} alive "
+        f"on {ranks_phrase(summary.leaking_ranks)}"
+    )

@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING
 from whyalive.render.html_page import HtmlRenderer
 from whyalive.render.text import TextRenderer
 from whyalive.report import Report
-from whyalive.words import plural, report_headline, shorten, size_to_words
+from whyalive.words import (
+    plural,
+    ranks_phrase,
+    report_headline,
+    shorten,
+    size_to_words,
+    summary_headline,
+)
 
 if TYPE_CHECKING:
-    from whyalive.distributed import Summary
+    from whyalive.summary import Summary
 
 # A cell is about 900 px wide; the graph, the cycle list and the details fit in this height.
 VIEWER_HEIGHT = 460
@@ -76,8 +83,6 @@ def explanation_line(report: Report) -> str:
 
 def summary_line(summary: Summary) -> str:
     """One line: ranks heard, signatures, bytes, leaking and missing ranks, top pattern."""
-    from whyalive.distributed import ranks_phrase, summary_headline
-
     line = summary_headline(summary)
     if summary.rows:
         line += f"; top: {summary.rows[0].pattern}"  # rows are sorted by bytes, biggest first
