@@ -26,7 +26,7 @@ from whyalive.verdict import fails
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
-    from whyalive.explain import HeavyCensus
+    from whyalive.census import HeavyCensus
     from whyalive.summary import Summary
 
 P = ParamSpec("P")
@@ -153,7 +153,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self._gc_was_enabled = gc.isenabled()
         self.report = None
         if self.census:
-            from whyalive.explain import HeavyCensus
+            from whyalive.census import HeavyCensus
 
             self._census = HeavyCensus()
             self._census.begin()

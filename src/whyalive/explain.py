@@ -19,7 +19,6 @@ import gc
 import sys
 import threading
 import types
-import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -30,11 +29,12 @@ from whyalive.edges import name_node
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
+from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.paths import named_path
 from whyalive.report import AliveObject, HolderPath, Report
 from whyalive.report_builder import NodeTable, holder_path_record
-from whyalive.roots import forward_search, heavy_census, nearest_path, reverse_search
+from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
 
 _type_subclasscheck = type.__subclasscheck__
@@ -194,7 +194,7 @@ def _report(
             AliveObject(
                 node_id=table.add(target),
                 description=fact.description if fact else name_node(obj).label,
-                nbytes=fact.nbytes if fact else _sizeof(obj),
+                nbytes=fact.nbytes if fact else sizeof(obj),
                 device=fact.device if fact else "",
                 paths=tuple(paths),
                 root=root,
@@ -204,13 +204,6 @@ def _report(
     return Report(
         run=run_info(where), nodes=tuple(table.nodes), alive=tuple(alive), notes=tuple(notes)
     )
-
-
-def _sizeof(obj: object) -> int:
-    try:
-        return int(sys.getsizeof(obj))
-    except Exception:
-        return 0
 
 
 def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[list[list[int]], str]:
@@ -362,83 +355,3 @@ def _relabel_root(table: NodeTable, graph: HeapGraph, raw_paths: list[list[int]]
             report_id = table.ids[node]
             label = f"module {_module_name(graph.nodes[node])}"
             table.nodes[report_id] = replace(table.nodes[report_id], label=label)
-
-
-class HeavyCensus:
-    """Heavy objects alive before a block, to tell which ones the block left alive.
-
-    The baseline holds no strong reference: a weak reference where the type
-    allows it, else the type and size (``bytes`` cannot be weakly referenced;
-    an id reused by a same-sized new buffer is then taken for the old one,
-    which can hide a finding but never invent one).
-    """
-
-    def __init__(self) -> None:
-        self._before: dict[int, object] = {}
-
-    def begin(self) -> None:
-        """Record the heavy objects alive now (one graph pass over the heap)."""
-        resolver = KindResolver()
-        for obj in heavy_census(resolver):
-            self._before[id(obj)] = _mark(obj)
-
-    def _existed(self, obj: object) -> bool:
-        mark = self._before.get(id(obj))
-        if mark is None:
-            return False
-        if type(mark) is weakref.ref:
-            return mark() is obj
-        return mark == (type(obj), _sizeof(obj))
-
-    def finish(self, report: Report, *, min_bytes: int = 0, max_paths: int = 3) -> Report:
-        """``report`` with an :class:`AliveObject` for each heavy object the block left alive."""
-        resolver = KindResolver()
-        new = [
-            obj
-            for obj in heavy_census(resolver)
-            if not self._existed(obj) and _nbytes(resolver, obj) >= min_bytes
-        ]
-        self._before.clear()
-        if not new:
-            return report
-        found = explain_objects(new, max_paths=max_paths, own_refs=1)
-        del new
-        return merge_alive(report, found)
-
-
-def _mark(obj: object) -> object:
-    """A weak reference, or (type, size) for types that cannot be weakly referenced."""
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return (type(obj), _sizeof(obj))
-
-
-def _nbytes(resolver: KindResolver, obj: object) -> int:
-    facts = resolver.describe(obj)
-    return facts.nbytes if facts is not None else 0
-
-
-def merge_alive(report: Report, found: Report) -> Report:
-    """``report`` plus the still-alive objects of ``found`` (node ids shifted after its own)."""
-    shift = len(report.nodes)
-    nodes = tuple(replace(n, node_id=n.node_id + shift) for n in found.nodes)
-
-    def moved(path: HolderPath) -> HolderPath:
-        return HolderPath(
-            path.heavy_node + shift,
-            tuple(n + shift for n in path.nodes),
-            tuple(replace(e, source=e.source + shift, target=e.target + shift) for e in path.edges),
-        )
-
-    alive = tuple(
-        replace(a, node_id=a.node_id + shift, paths=tuple(moved(p) for p in a.paths))
-        for a in found.alive
-    )
-    notes = tuple(n for n in found.notes if n not in report.notes)
-    return replace(
-        report,
-        nodes=report.nodes + nodes,
-        alive=report.alive + alive,
-        notes=report.notes + notes,
-    )

@@ -9,6 +9,8 @@ code raises; none of these functions ever raises.
 
 from __future__ import annotations
 
+import sys
+
 _TYPE_NAME = type.__dict__["__name__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
 _TYPE_MODULE = type.__dict__["__module__"]
@@ -47,3 +49,11 @@ def read_attribute(obj: object, name: str, default: object = None) -> object:
         return getattr(obj, name, default)
     except Exception:
         return default
+
+
+def sizeof(obj: object) -> int:
+    """``sys.getsizeof(obj)``, or 0 when the object's ``__sizeof__`` raises."""
+    try:
+        return int(sys.getsizeof(obj))
+    except Exception:
+        return 0

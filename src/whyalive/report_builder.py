@@ -11,7 +11,6 @@ with the same table and path records.
 from __future__ import annotations
 
 import os
-import sys
 import types
 from collections import Counter, defaultdict
 
@@ -21,7 +20,7 @@ from whyalive.diagnose.naming import expression, is_instance_node, short_name
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import name_node, variable_name
 from whyalive.graph import ObjectGraph
-from whyalive.guarded import type_qualname, type_short_name
+from whyalive.guarded import sizeof, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
@@ -91,10 +90,7 @@ class NodeTable:
         obj = self.graph.nodes[node]
         named = name_node(obj, variable)
         facts = self.facts.get(node)
-        try:
-            size = sys.getsizeof(obj) if facts is None else facts.nbytes
-        except Exception:
-            size = 0
+        size = sizeof(obj) if facts is None else facts.nbytes
         report_id = len(self.nodes)
         text = facts.description if facts is not None else named.label
         self.nodes.append(

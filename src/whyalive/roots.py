@@ -6,23 +6,11 @@ modules, classes and every thread's frames.
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_right
 from collections import deque
 from itertools import compress
 
-from whyalive.graph import build_graph
 from whyalive.graph.heap import CLASS, FRAME, MODULE, HeapGraph
-from whyalive.kinds import KindResolver
-
-
-def heavy_census(resolver: KindResolver) -> list[object]:
-    """Every heavy object alive now, tracked or not (one graph pass over the heap)."""
-    graph = build_graph(gc.get_objects(), resolver)
-    found = [graph.nodes[index] for index in graph.heavy_candidates]
-    graph.release()
-    return [obj for obj in found if resolver.describe(obj) is not None]
-
 
 # The search from an object back to the roots that keep it alive.
 
