@@ -17,7 +17,7 @@ import pytest
 import whyalive
 from whyalive import Report, explain, find_leaks
 from whyalive.distributed import RankCycle, summarize
-from whyalive.monitor_view import MAX_POINTS, MAX_ROWS, Timeline, combine_reports
+from whyalive.monitor.view import MAX_POINTS, MAX_ROWS, Timeline, combine_reports
 from whyalive.report import TimelinePoint
 
 numpy = pytest.importorskip("numpy")

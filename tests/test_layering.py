@@ -69,7 +69,6 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "__main__",
                 "check",
                 "monitor",
-                "monitor_view",
                 "distributed",
                 "cli",
                 "pytest_plugin",

@@ -1,22 +1,21 @@
 """Watch a long run: a tiny gc callback saves chosen collections, safe points analyse them.
 
-The callback (:meth:`GcMonitor._on_gc`) only flips ``DEBUG_SAVEALL`` on for the
-collections the sampling policy picks and moves what they saved out of
-``gc.garbage``; it never collects, imports, logs or analyses (DESIGN §3.3). The
-analysis runs at a safe point: :meth:`GcMonitor.step`, :meth:`GcMonitor.poll`,
-the end of the ``with`` block, or a helper thread (``poll_interval=``). Nothing
-here uses ``sys.setprofile`` or ``sys.settrace`` (DESIGN §3.4).
+The callback (:mod:`whyalive.monitor.sampling`) only flips ``DEBUG_SAVEALL`` on
+for the collections the sampling policy picks and moves what they saved out of
+``gc.garbage``; it never collects, imports, logs or analyses. The analysis runs at
+a safe point: :meth:`GcMonitor.step`, :meth:`GcMonitor.poll`, the end of the
+``with`` block, or a helper thread (``poll_interval=``). Nothing here uses
+``sys.setprofile`` or ``sys.settrace`` (docs/architecture.md, "Invariants").
 
-Saved objects move to the next generation (DESIGN §3.2), so where they were
-saved decides what releasing them costs: garbage from a young collection is
-freed by a cheap collection of generation 1, garbage from an older one only by
-a full collection. The monitor therefore freezes the heap that exists at
-start (``gc.freeze``, undone at stop), so a full collection only traverses what
-the run made; with ``freeze=False`` older collections are examined only within
-a time budget (``max_overhead``). With automatic GC off,
-``step(collect=True)`` sweeps the young generations with ``DEBUG_SAVEALL`` and
-then runs the scheduled collection, which is also the one that frees what was
-analysed: no full collection beyond the scheduled one.
+Saved objects move to the next generation, so where they were saved decides what
+releasing them costs: garbage from a young collection is freed by a cheap
+collection of generation 1, garbage from an older one only by a full collection.
+The monitor therefore freezes the heap that exists at start (``gc.freeze``, undone
+at stop), so a full collection only traverses what the run made; with
+``freeze=False`` older collections are examined only within a time budget
+(``max_overhead``). With automatic GC off, ``step(collect=True)`` sweeps the young
+generations with ``DEBUG_SAVEALL`` and then runs the scheduled collection, which is
+also the one that frees what was analysed: no full collection beyond the scheduled one.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ import logging
 import os
 import sys
 import threading
-import time
 import weakref
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,210 +34,16 @@ from typing import Any
 from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
-from whyalive.monitor_view import (
-    SignatureSeen,
-    Timeline,
-    combine_reports,
-    monitor_line,
-    monitor_text,
-)
+from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
+from whyalive.monitor.signature_log import OnCycle, SignatureLog
+from whyalive.monitor.stats import cuda_allocated
+from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
-from whyalive.report import CycleReport, Report
-from whyalive.words import plural, size_to_words
+from whyalive.report import Report
 
 logger = logging.getLogger("whyalive")
 
-_SAVEALL = gc.DEBUG_SAVEALL
-# Rough cost of traversing one object in a full collection, until one is measured.
-_OBJECT_SECONDS = 0.5e-6
-# A full release this cheap is allowed at once, whatever the budget says so far.
-_FULL_GRACE = 0.002
 _ACTIVE: weakref.WeakSet[GcMonitor] = weakref.WeakSet()
-
-OnCycle = Callable[[CycleReport, Report], object]
-
-_INCREMENTAL_GC = (3, 14, 0) <= sys.version_info[:3] < (3, 14, 5)
-_FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
-
-
-def older_generation(generation: int) -> int:
-    """The generation that objects saved by a ``generation`` collection were moved to."""
-    if _INCREMENTAL_GC or _FREE_THREADED:  # pragma: no cover - not on the CI interpreters
-        return 2  # one old space (incremental) or one heap (free-threaded): full collection
-    return min(generation + 1, 2)
-
-
-def cuda_allocated() -> int | None:
-    """CUDA bytes allocated now, or None unless torch has already initialised CUDA."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    if cuda is None:
-        return None
-    try:
-        if not cuda.is_initialized():
-            return None
-        return int(cuda.memory_allocated())
-    except Exception:
-        return None
-
-
-@dataclass
-class MonitorStats:
-    """What the monitor did; read ``monitor.stats`` at any time."""
-
-    steps: int = 0
-    examined: int = 0
-    saved_objects: int = 0
-    unexamined_objects: int = 0
-    deferred_objects: int = 0
-    analyses: int = 0
-    full_releases: int = 0
-    seconds: float = 0.0
-
-    def words(self) -> str:
-        """One sentence for report notes and the final log line."""
-        text = (
-            f"Monitor: {plural(self.steps, 'step')}, {plural(self.examined, 'collection')} "
-            f"examined, {plural(self.saved_objects, 'garbage object')} analysed in "
-            f"{self.seconds * 1000:.1f} ms"
-        )
-        if self.unexamined_objects:
-            text += (
-                f"; {plural(self.unexamined_objects, 'object')} freed by collections "
-                "that were not examined"
-            )
-        return text + "."
-
-
-@dataclass
-class _Seen:
-    """One cycle signature over the run: its first report and running counts."""
-
-    cycle: CycleReport
-    report_index: int
-    first_step: int
-    occurrences: int = 0
-    total_bytes: int = 0
-    last_step: int = 0
-    announced: int = 0
-    announced_at: float = 0.0
-
-    def cumulative(self) -> CycleReport:
-        return replace(self.cycle, occurrences=self.occurrences, total_bytes=self.total_bytes)
-
-
-class SignatureLog:
-    """Each signature once, then rate-limited updates, through logging, a callback, files."""
-
-    def __init__(self, out: logging.Logger | None, interval: float, report_dir: Path | None):
-        self.out = out
-        self.interval = interval
-        self.report_dir = report_dir
-        self.seen: dict[str, _Seen] = {}
-        self.reports: list[Report] = []
-        self.files: list[Path] = []
-        self.timeline = Timeline()
-
-    def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
-        """Count the cycles of one analysis; announce new ones and due updates."""
-        if report is None or not report.cycles:
-            return
-        new: list[_Seen] = []
-        for cycle in report.cycles:
-            seen = self.seen.get(cycle.signature)
-            if seen is None:
-                seen = _Seen(cycle, len(self.reports), step)
-                self.seen[cycle.signature] = seen
-                new.append(seen)
-            seen.occurrences += cycle.occurrences
-            seen.total_bytes += cycle.total_bytes
-            seen.last_step = step
-            self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
-        if new:
-            self.reports.append(report)
-            self._write(len(self.reports) - 1, report)
-        now = time.monotonic()
-        for cycle in report.cycles:
-            seen = self.seen[cycle.signature]
-            if seen in new or now - seen.announced_at >= self.interval:
-                self._announce(seen, report, now, on_cycle)
-
-    def _announce(self, seen: _Seen, report: Report, now: float, on_cycle: OnCycle | None) -> None:
-        first = seen.announced == 0
-        seen.announced, seen.announced_at = seen.occurrences, now
-        cycle = seen.cumulative()
-        if self.out is not None:
-            if first:
-                self.out.warning(
-                    "whyalive: cycle %s (%s) first seen at step %d: %s\n  Fix: %s",
-                    cycle.signature,
-                    cycle.pattern,
-                    seen.first_step,
-                    cycle.summary,
-                    cycle.fix,
-                )
-            else:
-                self.out.warning(
-                    "whyalive: cycle %s (%s) seen %s by step %d, %s held in all",
-                    cycle.signature,
-                    cycle.pattern,
-                    plural(cycle.occurrences, "time"),
-                    seen.last_step,
-                    size_to_words(cycle.total_bytes),
-                )
-        if on_cycle is not None:
-            try:
-                on_cycle(cycle, report)
-            except Exception:
-                logging.getLogger("whyalive").exception("whyalive on_cycle callback failed")
-
-    def finish(self, stats: MonitorStats, where: str) -> None:
-        """Last updates, files rewritten with the counts over the whole run."""
-        now = time.monotonic()
-        for seen in self.seen.values():
-            if seen.occurrences > seen.announced:
-                self._announce(seen, self.reports[seen.report_index], now, None)
-        for index, report in enumerate(self.summary_reports(stats, where)):
-            self._write(index, report)
-        if self.out is not None and self.seen:
-            self.out.warning(
-                "whyalive: %s; %s", plural(len(self.seen), "cycle signature"), stats.words()
-            )
-
-    def summary_reports(self, stats: MonitorStats, where: str) -> list[Report]:
-        """The first-sighting reports, each with the cycles first seen there, counted so far."""
-        result = []
-        for index, report in enumerate(self.reports):
-            cycles = tuple(s.cumulative() for s in self.seen.values() if s.report_index == index)
-            by_device: dict[str, int] = {}
-            for cycle in cycles:
-                held = sum(cycle.bytes_by_device.values()) or 1
-                for device, nbytes in cycle.bytes_by_device.items():
-                    share = cycle.total_bytes * nbytes // held
-                    by_device[device] = by_device.get(device, 0) + share
-            result.append(
-                replace(
-                    report,
-                    run=replace(report.run, where=where),
-                    cycles=cycles,
-                    total_bytes=sum(c.total_bytes for c in cycles),
-                    bytes_by_device=by_device,
-                    notes=(*report.notes, stats.words()),
-                    timeline=self.timeline.points(c.signature for c in cycles),
-                )
-            )
-        return result
-
-    def _write(self, index: int, report: Report) -> None:
-        if self.report_dir is None:
-            return
-        from whyalive.render import write_report
-
-        rank = report.run.rank
-        tag = f"rank{rank}" if rank is not None else f"pid{report.run.pid}"
-        stem = self.report_dir / f"whyalive-monitor-{tag}-{index:03d}"
-        paths = [write_report(report, stem.with_suffix(suffix)) for suffix in (".json", ".html")]
-        self.files.extend(p for p in paths if p not in self.files)
 
 
 def _mute_in_child() -> None:
@@ -253,7 +56,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_mute_in_child)
 
 
-class GcMonitor:
+class GcMonitor(GcSampler):
     """Observe the garbage collector during a long run and report each cycle signature once.
 
     Use :func:`whyalive.monitor` to make one. Call :meth:`step` once per
@@ -320,50 +123,24 @@ class GcMonitor:
                 raise UsageError(f"gather_every needs whyalive.distributed: {error}") from None
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
-        self.every = every
+        super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
         self.options = AnalysisOptions(
             min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
         )
         self.on_cycle = on_cycle
         self.collect_generation = collect_generation
-        self.max_overhead = max_overhead
-        self.max_pending = max_pending
         self.cuda_growth = cuda_growth
         self.gather_every = gather_every
         self.poll_interval = poll_interval
         self.last_summary: object = None
-        self.stats = MonitorStats()
         self._log = SignatureLog(
             logger if log else None, log_interval, Path(report_dir) if report_dir else None
         )
-        # The callback reads only these attributes and bound C functions, which
-        # survive the module teardown of interpreter shutdown.
-        self._off = True
-        self._quiet = False
-        self._forced = False
-        self._signal = False
-        self._boost = False
-        self._due = False
-        self._armed: int | None = None
-        self._armed_generation = 0
-        self._armed_start = 0
-        self._young_seen = 0
-        self._full_spent = 0.0
-        self._full_cost = 0.0
         self.freeze = freeze
-        self._froze = False
-        self._saved: list[object] = []
-        self._held_in = 0
-        self._garbage = gc.garbage
-        self._get_debug = gc.get_debug
-        self._set_debug = gc.set_debug
-        self._clock = time.perf_counter
-        self._is_finalizing = sys.is_finalizing
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop_thread = threading.Event()
         self._cuda_before: int | None = None
-        self._started_at = 0.0
 
     # -- life cycle -----------------------------------------------------------------
 
@@ -506,62 +283,6 @@ class GcMonitor:
         # No poll here: a display hook must not run an analysis as a side effect.
         return report_html(self._combined(), label=f"whyalive monitor: {monitor_line(self)}")
 
-    # -- the callback -------------------------------------------------------------------
-
-    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
-        # Inside the collector: no collection, import, logging or analysis here.
-        if phase == "start":
-            if self._off or self._is_finalizing():
-                return
-            generation = info["generation"]
-            if self._saved and generation >= self._held_in:
-                self._held_in = older_generation(generation)  # what we hold is promoted
-            if self._quiet:
-                return
-            if self._forced or self._wants(generation):
-                debug = self._get_debug()
-                if not debug & _SAVEALL:  # the user's own SAVEALL garbage stays theirs
-                    self._armed = debug
-                    self._armed_generation = generation
-                    self._armed_start = len(self._garbage)
-                    self._set_debug(debug | _SAVEALL)
-            return
-        armed = self._armed
-        if armed is not None:
-            self._armed = None
-            self._set_debug(armed)
-            garbage = self._garbage
-            # Legacy uncollectables come last; they would be in gc.garbage anyway. What
-            # finalizers appended (the user's live objects, maybe) comes before the saved.
-            end = len(garbage) - info["uncollectable"]
-            start = min(max(self._armed_start, end - info["collected"]), len(garbage))
-            end = max(start, end)
-            self._signal = end > start
-            if end > start:
-                # What a freeing collection found waits for the next automatic one.
-                self._due = self._due or not self._forced
-                self._saved.extend(garbage[start:end])
-                del garbage[start:end]
-                self._held_in = max(self._held_in, older_generation(self._armed_generation))
-            self.stats.examined += 1
-        elif not (self._off or self._quiet):
-            collected = info["collected"]
-            self._signal = collected > 0
-            self.stats.unexamined_objects += collected
-
-    def _wants(self, generation: int) -> bool:
-        if len(self._saved) >= self.max_pending:
-            return False
-        if older_generation(generation) < 2:
-            self._young_seen += 1
-            if self._signal or self._boost or self._young_seen % self.every == 0:
-                self._boost = False
-                return True
-            return False
-        # Freeing what an older collection saves takes a full collection: budget it.
-        allowed = self.max_overhead * (self._clock() - self._started_at) + _FULL_GRACE
-        return self._full_spent + self._full_cost <= allowed
-
     # -- analysis and release --------------------------------------------------------------
 
     def _process(self) -> None:
@@ -594,46 +315,6 @@ class GcMonitor:
             self.stats.analyses += 1
             self.stats.seconds += self._clock() - began
         self._log.record(report, self.stats.steps, self.on_cycle)
-
-    def _free(self, objects: list[object], held_in: int) -> None:
-        """Drop ``objects`` and collect where they are, seeing what else that collection frees.
-
-        While the heap is frozen a full collection is cheap, so the freeing
-        collection is itself saved: other garbage it finds (cycles promoted while
-        they were alive) is kept for the next safe point instead of going unseen;
-        ours is picked out by id (every saved object is alive until collected).
-        """
-        count = len(objects)
-        if not self._froze:
-            objects.clear()
-            collected = self._release(held_in)
-            self.stats.unexamined_objects += max(collected - count, 0)
-            return
-        mine = set(map(id, objects))
-        objects.clear()
-        self._forced = True
-        try:
-            gc.collect(held_in)
-        finally:
-            self._forced = False
-        saved, self._saved = self._saved, []
-        self._saved = [o for o in saved if id(o) not in mine]
-        saved.clear()
-        self._release(2)
-
-    def _release(self, generation: int, *, scheduled: bool = False) -> int:
-        """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
-        began = self._clock()
-        self._quiet = True
-        try:
-            with OWNER.freeing():
-                return gc.collect(generation)
-        finally:
-            self._quiet = False
-            if generation == 2 and not scheduled:
-                self._full_cost = self._clock() - began
-                self._full_spent += self._full_cost
-                self.stats.full_releases += 1
 
     def _scheduled_collection(self) -> None:
         """Sweep the young generations saving, analyse, then run the scheduled collection."""

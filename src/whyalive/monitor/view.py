@@ -16,7 +16,7 @@ from whyalive.report_merge import merge_reports
 from whyalive.words import plural, shorten, size_to_words
 
 if TYPE_CHECKING:
-    from whyalive.monitor import GcMonitor
+    from whyalive.monitor.gc_monitor import GcMonitor
 
 # Most points kept per signature; past it, steps are grouped into buckets twice as wide.
 MAX_POINTS = 1024

@@ -1,0 +1,163 @@
+"""The sampling hook: which collections to save, and the gc callback that saves them.
+
+The callback (:meth:`GcSampler._on_gc`) only flips ``DEBUG_SAVEALL`` on for the
+collections the sampling policy picks and moves what they saved out of
+``gc.garbage``; it never collects, imports, logs or analyses (a gc callback runs
+inside the collector, where any of those can deadlock or recurse). Saved objects
+move to the next generation, so where they were saved decides what releasing them
+costs: :meth:`GcSampler._release` collects there with the callback muted.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+
+from whyalive.gcstate import OWNER
+from whyalive.monitor.stats import MonitorStats
+
+_SAVEALL = gc.DEBUG_SAVEALL
+# Rough cost of traversing one object in a full collection, until one is measured.
+_OBJECT_SECONDS = 0.5e-6
+# A full release this cheap is allowed at once, whatever the budget says so far.
+_FULL_GRACE = 0.002
+
+_INCREMENTAL_GC = (3, 14, 0) <= sys.version_info[:3] < (3, 14, 5)
+_FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def older_generation(generation: int) -> int:
+    """The generation that objects saved by a ``generation`` collection were moved to."""
+    if _INCREMENTAL_GC or _FREE_THREADED:  # pragma: no cover - not on the CI interpreters
+        return 2  # one old space (incremental) or one heap (free-threaded): full collection
+    return min(generation + 1, 2)
+
+
+class GcSampler:
+    """The state the gc callback reads and the callback itself; :class:`GcMonitor` adds
+    the safe points that analyse and free what it saved."""
+
+    def __init__(self, *, every: int, max_overhead: float, max_pending: int) -> None:
+        self.every = every
+        self.max_overhead = max_overhead
+        self.max_pending = max_pending
+        self.stats = MonitorStats()
+        # The callback reads only these attributes and bound C functions, which
+        # survive the module teardown of interpreter shutdown.
+        self._off = True
+        self._quiet = False
+        self._forced = False
+        self._signal = False
+        self._boost = False
+        self._due = False
+        self._armed: int | None = None
+        self._armed_generation = 0
+        self._armed_start = 0
+        self._young_seen = 0
+        self._full_spent = 0.0
+        self._full_cost = 0.0
+        self._saved: list[object] = []
+        self._held_in = 0
+        self._garbage = gc.garbage
+        self._get_debug = gc.get_debug
+        self._set_debug = gc.set_debug
+        self._clock = time.perf_counter
+        self._is_finalizing = sys.is_finalizing
+        self._started_at = 0.0
+        # The heap present at start is frozen (so full releases cost what the run made).
+        self._froze = False
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        # Inside the collector: no collection, import, logging or analysis here.
+        if phase == "start":
+            if self._off or self._is_finalizing():
+                return
+            generation = info["generation"]
+            if self._saved and generation >= self._held_in:
+                self._held_in = older_generation(generation)  # what we hold is promoted
+            if self._quiet:
+                return
+            if self._forced or self._wants(generation):
+                debug = self._get_debug()
+                if not debug & _SAVEALL:  # the user's own SAVEALL garbage stays theirs
+                    self._armed = debug
+                    self._armed_generation = generation
+                    self._armed_start = len(self._garbage)
+                    self._set_debug(debug | _SAVEALL)
+            return
+        armed = self._armed
+        if armed is not None:
+            self._armed = None
+            self._set_debug(armed)
+            garbage = self._garbage
+            # Legacy uncollectables come last; they would be in gc.garbage anyway. What
+            # finalizers appended (the user's live objects, maybe) comes before the saved.
+            end = len(garbage) - info["uncollectable"]
+            start = min(max(self._armed_start, end - info["collected"]), len(garbage))
+            end = max(start, end)
+            self._signal = end > start
+            if end > start:
+                # What a freeing collection found waits for the next automatic one.
+                self._due = self._due or not self._forced
+                self._saved.extend(garbage[start:end])
+                del garbage[start:end]
+                self._held_in = max(self._held_in, older_generation(self._armed_generation))
+            self.stats.examined += 1
+        elif not (self._off or self._quiet):
+            collected = info["collected"]
+            self._signal = collected > 0
+            self.stats.unexamined_objects += collected
+
+    def _wants(self, generation: int) -> bool:
+        if len(self._saved) >= self.max_pending:
+            return False
+        if older_generation(generation) < 2:
+            self._young_seen += 1
+            if self._signal or self._boost or self._young_seen % self.every == 0:
+                self._boost = False
+                return True
+            return False
+        # Freeing what an older collection saves takes a full collection: budget it.
+        allowed = self.max_overhead * (self._clock() - self._started_at) + _FULL_GRACE
+        return self._full_spent + self._full_cost <= allowed
+
+    def _release(self, generation: int, *, scheduled: bool = False) -> int:
+        """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
+        began = self._clock()
+        self._quiet = True
+        try:
+            with OWNER.freeing():
+                return gc.collect(generation)
+        finally:
+            self._quiet = False
+            if generation == 2 and not scheduled:
+                self._full_cost = self._clock() - began
+                self._full_spent += self._full_cost
+                self.stats.full_releases += 1
+
+    def _free(self, objects: list[object], held_in: int) -> None:
+        """Drop ``objects`` and collect where they are, seeing what else that collection frees.
+
+        While the heap is frozen a full collection is cheap, so the freeing
+        collection is itself saved: other garbage it finds (cycles promoted while
+        they were alive) is kept for the next safe point instead of going unseen;
+        ours is picked out by id (every saved object is alive until collected).
+        """
+        count = len(objects)
+        if not self._froze:
+            objects.clear()
+            collected = self._release(held_in)
+            self.stats.unexamined_objects += max(collected - count, 0)
+            return
+        mine = set(map(id, objects))
+        objects.clear()
+        self._forced = True
+        try:
+            gc.collect(held_in)
+        finally:
+            self._forced = False
+        saved, self._saved = self._saved, []
+        self._saved = [o for o in saved if id(o) not in mine]
+        saved.clear()
+        self._release(2)

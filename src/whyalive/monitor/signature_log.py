@@ -1,0 +1,152 @@
+"""Each cycle signature once, then rate-limited updates: logging, a callback, report files.
+
+Filled at the monitor's safe points (never by its gc callback); it keeps the first
+report of each signature, its running counts and the :class:`Timeline` of bytes
+per step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from whyalive.monitor.stats import MonitorStats
+from whyalive.monitor.view import Timeline
+from whyalive.report import CycleReport, Report
+from whyalive.words import plural, size_to_words
+
+OnCycle = Callable[[CycleReport, Report], object]
+
+
+@dataclass
+class _Seen:
+    """One cycle signature over the run: its first report and running counts."""
+
+    cycle: CycleReport
+    report_index: int
+    first_step: int
+    occurrences: int = 0
+    total_bytes: int = 0
+    last_step: int = 0
+    announced: int = 0
+    announced_at: float = 0.0
+
+    def cumulative(self) -> CycleReport:
+        return replace(self.cycle, occurrences=self.occurrences, total_bytes=self.total_bytes)
+
+
+class SignatureLog:
+    """Each signature once, then rate-limited updates, through logging, a callback, files."""
+
+    def __init__(self, out: logging.Logger | None, interval: float, report_dir: Path | None):
+        self.out = out
+        self.interval = interval
+        self.report_dir = report_dir
+        self.seen: dict[str, _Seen] = {}
+        self.reports: list[Report] = []
+        self.files: list[Path] = []
+        self.timeline = Timeline()
+
+    def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
+        """Count the cycles of one analysis; announce new ones and due updates."""
+        if report is None or not report.cycles:
+            return
+        new: list[_Seen] = []
+        for cycle in report.cycles:
+            seen = self.seen.get(cycle.signature)
+            if seen is None:
+                seen = _Seen(cycle, len(self.reports), step)
+                self.seen[cycle.signature] = seen
+                new.append(seen)
+            seen.occurrences += cycle.occurrences
+            seen.total_bytes += cycle.total_bytes
+            seen.last_step = step
+            self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
+        if new:
+            self.reports.append(report)
+            self._write(len(self.reports) - 1, report)
+        now = time.monotonic()
+        for cycle in report.cycles:
+            seen = self.seen[cycle.signature]
+            if seen in new or now - seen.announced_at >= self.interval:
+                self._announce(seen, report, now, on_cycle)
+
+    def _announce(self, seen: _Seen, report: Report, now: float, on_cycle: OnCycle | None) -> None:
+        first = seen.announced == 0
+        seen.announced, seen.announced_at = seen.occurrences, now
+        cycle = seen.cumulative()
+        if self.out is not None:
+            if first:
+                self.out.warning(
+                    "whyalive: cycle %s (%s) first seen at step %d: %s\n  Fix: %s",
+                    cycle.signature,
+                    cycle.pattern,
+                    seen.first_step,
+                    cycle.summary,
+                    cycle.fix,
+                )
+            else:
+                self.out.warning(
+                    "whyalive: cycle %s (%s) seen %s by step %d, %s held in all",
+                    cycle.signature,
+                    cycle.pattern,
+                    plural(cycle.occurrences, "time"),
+                    seen.last_step,
+                    size_to_words(cycle.total_bytes),
+                )
+        if on_cycle is not None:
+            try:
+                on_cycle(cycle, report)
+            except Exception:
+                logging.getLogger("whyalive").exception("whyalive on_cycle callback failed")
+
+    def finish(self, stats: MonitorStats, where: str) -> None:
+        """Last updates, files rewritten with the counts over the whole run."""
+        now = time.monotonic()
+        for seen in self.seen.values():
+            if seen.occurrences > seen.announced:
+                self._announce(seen, self.reports[seen.report_index], now, None)
+        for index, report in enumerate(self.summary_reports(stats, where)):
+            self._write(index, report)
+        if self.out is not None and self.seen:
+            self.out.warning(
+                "whyalive: %s; %s", plural(len(self.seen), "cycle signature"), stats.words()
+            )
+
+    def summary_reports(self, stats: MonitorStats, where: str) -> list[Report]:
+        """The first-sighting reports, each with the cycles first seen there, counted so far."""
+        result = []
+        for index, report in enumerate(self.reports):
+            cycles = tuple(s.cumulative() for s in self.seen.values() if s.report_index == index)
+            by_device: dict[str, int] = {}
+            for cycle in cycles:
+                held = sum(cycle.bytes_by_device.values()) or 1
+                for device, nbytes in cycle.bytes_by_device.items():
+                    share = cycle.total_bytes * nbytes // held
+                    by_device[device] = by_device.get(device, 0) + share
+            result.append(
+                replace(
+                    report,
+                    run=replace(report.run, where=where),
+                    cycles=cycles,
+                    total_bytes=sum(c.total_bytes for c in cycles),
+                    bytes_by_device=by_device,
+                    notes=(*report.notes, stats.words()),
+                    timeline=self.timeline.points(c.signature for c in cycles),
+                )
+            )
+        return result
+
+    def _write(self, index: int, report: Report) -> None:
+        if self.report_dir is None:
+            return
+        from whyalive.render import write_report
+
+        rank = report.run.rank
+        tag = f"rank{rank}" if rank is not None else f"pid{report.run.pid}"
+        stem = self.report_dir / f"whyalive-monitor-{tag}-{index:03d}"
+        paths = [write_report(report, stem.with_suffix(suffix)) for suffix in (".json", ".html")]
+        self.files.extend(p for p in paths if p not in self.files)

@@ -1,0 +1,50 @@
+"""What the monitor did (:class:`MonitorStats`) and the CUDA reading that boosts sampling."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from whyalive.words import plural
+
+
+def cuda_allocated() -> int | None:
+    """CUDA bytes allocated now, or None unless torch has already initialised CUDA."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None:
+        return None
+    try:
+        if not cuda.is_initialized():
+            return None
+        return int(cuda.memory_allocated())
+    except Exception:
+        return None
+
+
+@dataclass
+class MonitorStats:
+    """What the monitor did; read ``monitor.stats`` at any time."""
+
+    steps: int = 0
+    examined: int = 0
+    saved_objects: int = 0
+    unexamined_objects: int = 0
+    deferred_objects: int = 0
+    analyses: int = 0
+    full_releases: int = 0
+    seconds: float = 0.0
+
+    def words(self) -> str:
+        """One sentence for report notes and the final log line."""
+        text = (
+            f"Monitor: {plural(self.steps, 'step')}, {plural(self.examined, 'collection')} "
+            f"examined, {plural(self.saved_objects, 'garbage object')} analysed in "
+            f"{self.seconds * 1000:.1f} ms"
+        )
+        if self.unexamined_objects:
+            text += (
+                f"; {plural(self.unexamined_objects, 'object')} freed by collections "
+                "that were not examined"
+            )
+        return text + "."
