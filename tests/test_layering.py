@@ -21,7 +21,7 @@ PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").paren
 LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "foundation",
-        frozenset({"version", "errors", "guarded", "words", "origin", "baseline"}),
+        frozenset({"version", "errors", "guarded", "edge_kinds", "words", "origin", "baseline"}),
     ),
     ("lint", frozenset({"lint"})),
     (
@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "gcstate",
                 "capture",
                 "edges",
+                "node_names",
                 "paths",
                 "structure",
                 "diagnose",

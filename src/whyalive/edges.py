@@ -1,6 +1,8 @@
-"""Names for nodes and references in the user's terms (DESIGN §4).
+"""Names for references in the user's terms: ``.cb``, ``[3]``, ``local x``, ``cell_contents``.
 
-The only module that introspects a reference. Everything here is guarded: the
+The one module that reads what a reference *is* (which attribute, key, index,
+closure cell or local holds the target); :mod:`whyalive.node_names` names the
+objects themselves. Everything here is guarded: the
 objects are post-mortem garbage (``__del__`` has run, weakrefs are cleared), and
 may be hostile. We read through ``type(o)`` checks and C-level descriptors, never
 through ``repr``/``getattr`` of user classes, and read ``frame.f_locals`` only
@@ -10,7 +12,6 @@ of a frame that no thread is running (or on 3.13+, where it is a read-only view)
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 import types
@@ -18,28 +19,25 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from whyalive.guarded import type_module, type_qualname, type_short_name
+from whyalive.edge_kinds import (
+    ATTRIBUTE,
+    BOUND_FUNC,
+    BOUND_SELF,
+    CELL,
+    CLASS,
+    CLOSURE,
+    DEFAULTS,
+    FRAME,
+    GLOBALS,
+    INDEX,
+    INTERNAL,
+    KEY,
+    LOCAL,
+    TRACEBACK,
+    UNKNOWN,
+)
+from whyalive.node_names import code_of, safe_repr, safe_type_name
 
-# Edge kinds: a small closed vocabulary that patterns and cut ranking read.
-CLOSURE = "closure"  # function -> cell, through __closure__[i] (the tuple collapsed)
-CELL = "cell"  # cell -> its contents: a closure variable
-ATTRIBUTE = "attribute"  # instance -> value of one of its attributes
-KEY = "key"  # dict -> value (or key) of one entry
-INDEX = "index"  # list/tuple/deque -> item
-LOCAL = "local"  # frame or generator -> value of a local variable
-BOUND_SELF = "bound-self"  # bound method -> __self__
-BOUND_FUNC = "bound-func"  # bound method -> __func__
-TRACEBACK = "traceback"  # exception/traceback/frame links
-FRAME = "frame"  # generator/coroutine -> its frame, frame -> f_back
-GLOBALS = "globals"  # function/frame -> module globals
-DEFAULTS = "defaults"  # function -> __defaults__/__kwdefaults__
-CLASS = "class"  # instance -> its class
-INTERNAL = "internal"  # a reference the interpreter owns (code, tuple slots, ...)
-UNKNOWN = "unknown"  # labelled by type, never guessed
-
-USER_KINDS = frozenset({CELL, ATTRIBUTE, KEY, INDEX, LOCAL, BOUND_SELF, DEFAULTS})
-
-_MAX_REPR = 60
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _FRAME_LIKE = (types.FrameType, *_GENERATORS)
 
@@ -50,114 +48,6 @@ class EdgeName:
 
     kind: str
     name: str
-
-
-@dataclass(frozen=True)
-class NodeName:
-    """How an object reads: type, label, and where it lives in code."""
-
-    type_name: str
-    label: str
-    location: str | None
-
-
-def type_name(obj: object) -> str:
-    """``module.Qualname`` of the object's type, builtins without a module."""
-    cls = type(obj)
-    module = type_module(cls)
-    qualname = type_qualname(cls)
-    if module is None or module == "builtins":
-        return qualname
-    return f"{module}.{qualname}"
-
-
-def safe_repr(obj: object, limit: int = _MAX_REPR) -> str:
-    """A repr that never raises and never runs user code for non-builtin types."""
-    if type(obj) in (str, int, float, bool, type(None), bytes):
-        text = repr(obj)
-    else:
-        text = f"<{type_name(obj)}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def code_location(code: types.CodeType) -> str:
-    """``file.py:LINE`` of a code object (file name only: stable across machines)."""
-    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
-
-
-def _code_of(obj: Any) -> types.CodeType | None:
-    cls = type(obj)
-    if cls is types.FunctionType:
-        return obj.__code__  # type: ignore[no-any-return]
-    if cls is types.FrameType:
-        return obj.f_code  # type: ignore[no-any-return]
-    if cls in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
-        for attr in ("gi_code", "cr_code", "ag_code"):
-            code = getattr(obj, attr, None)
-            if type(code) is types.CodeType:
-                return code
-    return None
-
-
-def _qualname(code: types.CodeType, owner: Any = None) -> str:
-    """``co_qualname`` (3.11+); on 3.10 the function's or generator's ``__qualname__``."""
-    found = getattr(code, "co_qualname", None)
-    if found is None and type(owner) in (types.FunctionType, *_GENERATORS):
-        found = owner.__qualname__
-    return str(found or code.co_name)
-
-
-def name_node(obj: object, variable: str | None = None) -> NodeName:
-    """Name an object; ``variable`` is the user's name for it when a path knows one."""
-    try:
-        return _name_node(obj, variable)
-    except Exception:  # a half-dead object still gets its type's name
-        return NodeName(_safe_type_name(obj), _safe_type_name(obj), None)
-
-
-def _safe_type_name(obj: object) -> str:
-    try:
-        return type_name(obj)
-    except Exception:
-        return "object"
-
-
-def _name_node(obj: Any, variable: str | None) -> NodeName:
-    cls = type(obj)
-    tname = type_name(obj)
-    suffix = f" {variable}" if variable else ""
-    code = _code_of(obj)
-    if code is not None:
-        if cls is types.FrameType:
-            line = obj.f_lineno
-            where = f"{os.path.basename(code.co_filename)}:{line}"
-            return NodeName(tname, f"frame of {_qualname(code)}", where)
-        kind = "function" if cls is types.FunctionType else type_short_name(cls)
-        return NodeName(tname, f"{kind} {_qualname(code, obj)}", code_location(code))
-    if cls is types.MethodType:
-        func = obj.__func__
-        func_code = _code_of(func)
-        fname = _qualname(func_code, func) if func_code else safe_repr(func)
-        loc = code_location(func_code) if func_code else None
-        return NodeName(tname, f"bound method {fname}", loc)
-    if cls is types.CellType:
-        return NodeName(tname, f"cell{suffix}", None)
-    if cls is types.TracebackType:
-        frame = obj.tb_frame
-        where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"
-        return NodeName(tname, f"traceback in {_qualname(frame.f_code)}", where)
-    if issubclass(cls, type):
-        return NodeName(tname, f"class {type_qualname(obj)}", None)
-    if issubclass(cls, BaseException):
-        return NodeName(tname, f"{type_qualname(cls)} exception{suffix}", None)
-    if cls in (list, dict, tuple, set, frozenset):
-        try:
-            size = len(obj)
-        except Exception:
-            size = -1
-        count = f" of {size}" if size >= 0 else ""
-        return NodeName(tname, f"{type_short_name(cls)}{suffix}{count}".strip(), None)
-    return NodeName(tname, f"{type_qualname(cls)} object{suffix}", None)
 
 
 def variable_name(edge: EdgeName) -> str | None:
@@ -177,7 +67,7 @@ def name_edge(source: object, target: object) -> EdgeName:
         found = _name_edge(source, target)
     except Exception:
         found = None
-    return found or EdgeName(UNKNOWN, f"-> {_safe_type_name(target)}")
+    return found or EdgeName(UNKNOWN, f"-> {safe_type_name(target)}")
 
 
 def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
@@ -374,7 +264,7 @@ def _name_frame_edge(source: Any, target: object) -> EdgeName | None:
     or after the code, builtins and globals (3.10). When locals are unbound the
     position only bounds the name, so we say "one of" rather than guess.
     """
-    code = _code_of(source)
+    code = code_of(source)
     if code is None:
         return None
     if type(source) is types.FrameType:

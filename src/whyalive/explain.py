@@ -25,17 +25,18 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
-from whyalive.edges import name_node
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
+from whyalive.node_names import name_node
 from whyalive.paths import named_path
 from whyalive.report import AliveObject, HolderPath, Report
 from whyalive.report_builder import NodeTable, holder_path_record
 from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
+from whyalive.words import path_words
 
 _type_subclasscheck = type.__subclasscheck__
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -83,13 +84,6 @@ class Explanation:
         from whyalive.render.notebook import report_html
 
         return report_html(self.report)
-
-
-def path_words(report: Report, path: HolderPath) -> str:
-    """``root --edge--> node --edge--> object`` in the labels of the report."""
-    parts = [report.node(path.nodes[0]).label]
-    parts.extend(f"--{e.name}--> {report.node(e.target).label}" for e in path.edges)
-    return " ".join(parts)
 
 
 def explain(obj: object, *, max_paths: int = 3) -> Explanation:

@@ -7,7 +7,7 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges
 from whyalive.graph import ObjectGraph
 

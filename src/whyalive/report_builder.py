@@ -14,14 +14,15 @@ import os
 import types
 from collections import Counter, defaultdict
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.analysis import AnalysisOptions, CycleGroup, Findings
 from whyalive.diagnose.naming import expression, is_instance_node, short_name
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
-from whyalive.edges import name_node, variable_name
+from whyalive.edges import variable_name
 from whyalive.graph import ObjectGraph
 from whyalive.guarded import sizeof, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts
+from whyalive.node_names import name_node
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
 from whyalive.report import (
@@ -37,12 +38,27 @@ from whyalive.report import (
 from whyalive.run_info import run_info
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import Structure, type_words
-from whyalive.words import BLIND_SPOTS, a_code, heavy_brief, heavy_group_words, index_range_words
+from whyalive.words import (
+    BLIND_SPOTS,
+    MAX_HOLDER_PHRASES,
+    Reference,
+    cut_words,
+    cycle_summary,
+    exit_words,
+    heavy_brief,
+    heavy_group_words,
+    holding_description,
+    holding_place,
+    holdings_words,
+    holds_words,
+    index_range_words,
+    says_holder,
+    steps_words,
+    through_words,
+)
 
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
-# A cut of many different references is named by its first few (the edges keep them all).
-MAX_CUT_PHRASES = 3
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -148,46 +164,52 @@ def holder_path_record(table: NodeTable, nodes: list[int], edges: list[NamedEdge
     )
 
 
+def _reference(
+    view: CycleView, edge: NamedEdge, labels: dict[int, str], *, as_exit: bool = False
+) -> Reference:
+    """The facts a sentence says of one reference, read off the live objects."""
+    kind, source = edge.name.kind, edge.source
+    holder = ""
+    if says_holder(kind, as_exit=as_exit):
+        holder = labels.get(source) or labels.setdefault(source, label(view, source))
+    cls = type(view.obj(source))
+    holder_type = type_qualname(cls) if kind == ek.ATTRIBUTE else type_short_name(cls)
+    variable = function = None
+    if kind == ek.CLOSURE:
+        variable = variable_name(edge.name)
+    elif kind == ek.CELL and not as_exit:
+        variable = cell_variable(view, source)
+        functions = [e.source for e in view.edges_into(source) if e.name.kind == ek.CLOSURE]
+        # The variable belongs to the function that defines the closure's function.
+        inner = view.obj(functions[0]) if functions else view.obj(edge.target)
+        function = short_name(enclosing_function(qualname_of(inner)))
+    return Reference(kind, edge.name.name, holder, holder_type, variable, function)
+
+
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     groups: dict[tuple[str, int], list[int]] = defaultdict(list)
-    exits: dict[tuple[str, int], str] = {}
+    labels: dict[int, str] = {}
     for nodes, edges in view.holder_paths:
         if not edges:
             continue
         heavy = nodes[-1]
         holder = nodes[-2] if len(nodes) > 1 else nodes[0]
-        first = edges[0]
-        names = _variables_along(edges)
-        if first.name.kind == ek.CLOSURE:
-            exit_words = f"the same closure's cell `{names[0]}`"
-        elif first.name.kind == ek.ATTRIBUTE:
-            exit_words = f"its attribute `{first.name.name}`"
-        elif first.name.kind == ek.LOCAL:
-            local = first.name.name.replace("local ", "local `", 1)
-            exit_words = f"the {local}` of {label(view, first.source)}"
-        else:
-            exit_words = f"`{first.name.name}` of {label(view, first.source)}"
+        place = exit_words(_reference(view, edges[0], labels, as_exit=True))
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
-        through = f" (through `{' -> '.join(middle)}`)" if middle else ""
-        key = (exit_words + through, holder if len(edges) > 1 else heavy)
-        groups[key].append(heavy)
-        exits[key] = exit_words + through
+        groups[place + through_words(middle), holder if len(edges) > 1 else heavy].append(heavy)
     phrases: list[str] = []
-    for key, heavy_nodes in list(groups.items())[:3]:
-        holder = key[1]
-        first_fact = facts[heavy_nodes[0]]
-        nbytes = _bytes(heavy_nodes, facts)
+    for (place, holder), heavy_nodes in list(groups.items())[:MAX_HOLDER_PHRASES]:
         descriptions = [facts[n].description for n in heavy_nodes]
-        words = heavy_group_words(first_fact.kind, descriptions, nbytes)
-        holder_obj = view.obj(holder)
-        if holder not in facts and type(holder_obj) in (list, tuple, dict, set):
-            phrases.append(f"{exits[key]} holds a {type_short_name(type(holder_obj))} of {words}")
-        else:
-            phrases.append(f"{exits[key]} holds {words}")
-    if len(groups) > 3:
-        phrases.append(f"and {len(groups) - 3} more holders")
-    return "; ".join(phrases)
+        held = heavy_group_words(
+            facts[heavy_nodes[0]].kind, descriptions, _bytes(heavy_nodes, facts)
+        )
+        holder_cls = type(view.obj(holder))
+        container = None
+        if holder not in facts and holder_cls in (list, tuple, dict, set):
+            container = type_short_name(holder_cls)
+        phrases.append(holds_words(place, held, container))
+    return holdings_words(phrases, more=len(groups) - len(phrases))
 
 
 def _path_start(view: CycleView, edges: list[NamedEdge]) -> tuple[str, list[NamedEdge], bool]:
@@ -217,8 +239,7 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
         where = expression(base, steps)
         if where is not None:
             return where, "", index
-    names = "".join(e.name.name if e.name.name[:1] in ".[" else f" {e.name.name}" for e in steps)
-    return names.strip(), f" of {base}", index
+    return steps_words([e.name.name for e in steps]), f" of {base}", index
 
 
 def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
@@ -236,13 +257,12 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     holds = []
     for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
         briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
-        where = head + (index_range_words(indices) if indexed else "") + tail
         holds.append(
             Holding(
-                where=where.strip().removeprefix("of ") or "the cycle itself",
+                where=holding_place(head, index_range_words(indices) if indexed else "", tail),
                 count=len(heavy_nodes),
                 kind=kind,
-                description=briefs.pop() if len(briefs) == 1 else "of several shapes",
+                description=holding_description(briefs),
                 nbytes=_bytes(heavy_nodes, facts),
             )
         )
@@ -282,7 +302,7 @@ def _cycle_report(
     ]
     heavy_ids = tuple(table.add(n) for n in group.retained)
     holding = _holding_words(view, facts)
-    summary = f"{match.summary}; {holding}." if holding else f"{match.summary}."
+    summary = cycle_summary(match.summary, holding)
     cut = None
     if diagnosis.cut:
         source_line, source_note = _source_of(sources, view, diagnosis.cut[0])
@@ -347,53 +367,8 @@ def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
 
 
 def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
-    phrases = []
-    for edge in cut:
-        kind = edge.name.kind
-        source = view.obj(edge.source)
-        if kind == ek.CELL:
-            variable = cell_variable(view, edge.source) or "?"
-            functions = [
-                e.source for e in view.edges_into(edge.source) if e.name.kind == ek.CLOSURE
-            ]
-            # The variable belongs to the function that defines the closure's function.
-            inner = view.obj(functions[0]) if functions else view.obj(edge.target)
-            owner = short_name(enclosing_function(qualname_of(inner)))
-            phrases.append(f"the closure variable `{variable}` in `{owner}`")
-        elif kind == ek.ATTRIBUTE:
-            phrases.append(
-                f"the attribute `{edge.name.name}` of {a_code(type_qualname(type(source)))} object"
-            )
-        elif kind == ek.LOCAL:
-            phrases.append(
-                "the "
-                + edge.name.name.replace("local ", "local variable `", 1)
-                + f"` of {label(view, edge.source)}"
-            )
-        elif kind == ek.KEY:
-            phrases.append(
-                f"the entry `{edge.name.name}` of {a_code(type_short_name(type(source)))}"
-            )
-        elif kind == ek.INDEX:
-            phrases.append(
-                f"the item `{edge.name.name}` of {a_code(type_short_name(type(source)))}"
-            )
-        elif kind == ek.UNKNOWN:
-            phrases.append(f"an unnamed reference from {label(view, edge.source)}")
-        else:
-            phrases.append(f"`{edge.name.name}` of {label(view, edge.source)}")
-    # A tree's cut is every child's `.parent`: say it once, with the count.
-    counts = dict.fromkeys(phrases, 0)
-    for phrase in phrases:
-        counts[phrase] += 1
-    said = [p if n == 1 else f"{p} (each of {n})" for p, n in counts.items()]
-    if len(said) > MAX_CUT_PHRASES:
-        rest = len(phrases) - sum(list(counts.values())[:MAX_CUT_PHRASES])
-        said = [
-            *said[:MAX_CUT_PHRASES],
-            f"{rest} more {'reference' if rest == 1 else 'references'}",
-        ]
-    return " and ".join(said)
+    labels: dict[int, str] = {}
+    return cut_words([_reference(view, edge, labels) for edge in cut])
 
 
 def _heavy_table(

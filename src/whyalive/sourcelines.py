@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.diagnose.naming import cell_variable, is_python, variable_of
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import shorten

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.edges import EdgeName, is_owned_part, name_edge
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore

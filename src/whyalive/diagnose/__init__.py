@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.diagnose.patterns import (
     PATTERNS,
     UNRECOGNISED,
@@ -19,7 +19,7 @@ from whyalive.diagnose.patterns import (
     Pattern,
     PatternMatch,
 )
-from whyalive.edges import name_node
+from whyalive.node_names import name_node
 from whyalive.paths import CycleView, NamedEdge, choose_cut
 from whyalive.structure import Structure
 

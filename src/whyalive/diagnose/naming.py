@@ -1,6 +1,7 @@
-"""How a diagnosis names things in sentences: nodes, closure variables, chains of references.
+"""How a diagnosis finds the user's names: closure variables, code expressions, chains.
 
-Shared by the patterns and the analysis, so a cycle is named the same way in
+It reads the live cycle; the phrasing of what it finds is :mod:`whyalive.words`.
+Shared by the patterns and the report builder, so a cycle is named the same way in
 its summary, its cut and its fix.
 """
 
@@ -11,41 +12,17 @@ import functools
 import types
 from collections import deque
 
-from whyalive import edges as ek
-from whyalive.edges import name_node
+from whyalive import edge_kinds as ek
 from whyalive.guarded import type_module, type_qualname
+from whyalive.node_names import name_node
 from whyalive.paths import CycleView, NamedEdge
+from whyalive.words import chain_words, quoted_label
 
 
 def label(view: CycleView, node: int, variable: str | None = None) -> str:
     """``function `f.<locals>.g` (file.py:12)``: how a sentence names a node."""
     named = name_node(view.obj(node), variable)
-    text = _quote_name(named.label)
-    return f"{text} ({named.location})" if named.location else text
-
-
-_KIND_PREFIXES = (
-    "frame of ",
-    "bound method ",
-    "traceback in ",
-    "function ",
-    "generator ",
-    "coroutine ",
-    "async_generator ",
-    "cell ",
-    "class ",
-)
-
-
-def _quote_name(text: str) -> str:
-    """Backticks around the name, not the kind: ``frame of `Step.run```, ```Step` object``."""
-    for prefix in _KIND_PREFIXES:
-        if text.startswith(prefix) and len(text) > len(prefix):
-            return f"{prefix}`{text[len(prefix) :]}`"
-    head, sep, tail = text.partition(" object")
-    if sep and head:
-        return f"`{head}` object{tail}"
-    return f"`{text}`"
+    return quoted_label(named.label, named.location)
 
 
 def qualname_of(obj: object) -> str:
@@ -104,7 +81,7 @@ def chain(view: CycleView, start: int, goal: int) -> list[NamedEdge]:
 
 def path_words(view: CycleView, steps: list[NamedEdge]) -> str:
     """``.cb`` or ``.hooks -> [0]``: the names along a chain of references."""
-    return " -> ".join(edge.name.name for edge in steps)
+    return chain_words([edge.name.name for edge in steps])
 
 
 def captured_variables(view: CycleView, fn_node: int, skip: str | None) -> list[str]:

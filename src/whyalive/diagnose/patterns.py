@@ -14,7 +14,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from whyalive import edges as ek
+from whyalive import edge_kinds as ek
 from whyalive.diagnose.naming import (
     captured_variables,
     chain,

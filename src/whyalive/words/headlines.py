@@ -1,0 +1,131 @@
+"""Headlines and lines about a whole report, a cycle's members, holdings and the ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from whyalive.words.basics import heavy_noun, members_words, plural, size_to_words, verb
+
+if TYPE_CHECKING:
+    from whyalive.report import CycleReport, Holding, Report
+    from whyalive.summary import Summary
+
+
+def loop_gap_words(hidden: int) -> str:
+    """ "999,990 more references": the middle of a long loop that is not printed."""
+    return f"{hidden:,} more {'reference' if hidden == 1 else 'references'}"
+
+
+def more_members_words(cycle: CycleReport) -> str | None:
+    """ "... and 9,997 more objects in the same cycle: 6,664 `Node` objects, 3,333 lists"."""
+    on_loop = {e.source for e in cycle.loop} | {e.target for e in cycle.loop}
+    # The gap hides loop_hidden references, so loop_hidden - 1 objects.
+    rest = cycle.member_count - len(on_loop) - max(cycle.loop_hidden - 1, 0)
+    if rest <= 0:
+        return None
+    kinds = members_words(cycle.member_types)
+    noun = "object" if rest == 1 else "objects"
+    return f"... and {rest:,} more {noun} in the same cycle (in all: {kinds})"
+
+
+def devices_words(by_device: dict[str, int]) -> str:
+    """``"cpu: 64.0 KiB, cuda:0: 1.0 GiB"``."""
+    return ", ".join(f"{device}: {size_to_words(n)}" for device, n in sorted(by_device.items()))
+
+
+def cycles_words(occurrences: int, signatures: int) -> str:
+    """``"3 reference cycles (1 signature)"``; the signatures only when some repeat."""
+    kinds = f" ({plural(signatures, 'signature')})" if signatures != occurrences else ""
+    return f"{plural(occurrences, 'reference cycle')}{kinds}"
+
+
+def cycles_headline(
+    occurrences: int,
+    signatures: int,
+    heavy: str,
+    nbytes: int,
+    by_device: dict[str, int],
+    where: str | None = None,
+) -> str:
+    """The one wording for what a run found, in the text, the viewer and the rank summary.
+
+    ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
+    ``heavy`` is the counted noun (``"8 tensors"``).
+    """
+    devices = ""
+    if len(by_device) > 1:
+        devices = f" ({devices_words(by_device)})"
+    elif by_device:
+        devices = f" on {next(iter(by_device))}"
+    return (
+        f"{cycles_words(occurrences, signatures)} "
+        f"{verb(occurrences, 'keeps', 'keep')} {heavy} alive{f' at {where}' if where else ''}: "
+        f"{size_to_words(nbytes)}{devices}"
+    )
+
+
+def heavy_count_words(count: int, kinds: set[str]) -> str:
+    """``"8 tensors"`` when they are all one kind, else ``"8 heavy objects"``."""
+    if len(kinds) == 1:
+        return heavy_noun(next(iter(kinds)), count)
+    return plural(count, "heavy object")
+
+
+def report_headline(report: Report) -> str:
+    """What a report found, in one sentence without its rank: the text's and the viewer's."""
+    where = report.run.where
+    at = f" at {where}" if where else ""
+    if report.cycles:
+        return cycles_headline(
+            sum(c.occurrences for c in report.cycles),
+            len(report.cycles),
+            heavy_count_words(
+                sum(c.heavy_count for c in report.cycles),
+                {h.kind for h in report.heavy_objects},
+            ),
+            report.total_bytes,
+            report.bytes_by_device,
+            where,
+        )
+    if report.alive:
+        alive_bytes = sum(a.nbytes for a in report.alive)
+        return (
+            f"{plural(len(report.alive), 'heavy object')} still alive{at}: "
+            f"{size_to_words(alive_bytes)}"
+        )
+    return (
+        f"no cyclic garbage holds heavy objects{at} "
+        f"({plural(report.garbage_objects, 'garbage object')}, "
+        f"{plural(report.light_cycle_count, 'light cycle')})"
+    )
+
+
+def holding_words(holding: Holding) -> str:
+    """``"stage_output_tensors[0..3]: 4 tensors float32[16, 256] cpu, 64.0 KiB"``."""
+    what = heavy_noun(holding.kind, holding.count)
+    detail = f" {holding.description}" if holding.description else ""
+    return f"{holding.where}: {what}{detail}, {size_to_words(holding.nbytes)}"
+
+
+def ranks_words(ranks: Sequence[int]) -> str:
+    """``"0,2"``, or ``"-"`` for none."""
+    return ",".join(str(r) for r in ranks) if ranks else "-"
+
+
+def ranks_phrase(ranks: Sequence[int]) -> str:
+    """``"rank 2"``, ``"ranks 0,1"``."""
+    return f"{'rank' if len(ranks) == 1 else 'ranks'} {ranks_words(ranks)}"
+
+
+def summary_headline(summary: Summary) -> str:
+    """What the ranks found, in the words of a single report's headline."""
+    heard = f"{len(summary.ranks)} of {plural(summary.world_size, 'rank')} reported"
+    if not summary.rows:
+        return f"{heard}; no cyclic garbage holds heavy objects"
+    occurrences = sum(sum(row.occurrences_by_rank.values()) for row in summary.rows)
+    return (
+        f"{heard}; {cycles_words(occurrences, len(summary.rows))} "
+        f"{verb(occurrences, 'keeps', 'keep')} {size_to_words(summary.total_bytes)} alive "
+        f"on {ranks_phrase(summary.leaking_ranks)}"
+    )
