@@ -191,6 +191,17 @@ def test_viewer_opens_fitted_readable_with_a_legend_and_the_texts_words(
     assert "`" not in details.find_element(By.CSS_SELECTOR, ".fix").text
     loop = details.find_elements(By.CSS_SELECTOR, ".loop li")
     assert len(loop) == len(report.cycles[0].loop)
+    # The page's sentences are the text report's (whyalive.words), not recomposed in JS.
+    from whyalive.words import cut_sentence, holding_words
+
+    cycle = report.cycles[0]
+    holds = [li.text for li in details.find_elements(By.CSS_SELECTOR, ".holds li")]
+    assert holds == [holding_words(h) for h in cycle.holds]
+    assert cycle.cut is not None
+    cut = details.find_element(By.CSS_SELECTOR, ".cut").text
+    said = " ".join(cut_sentence(cycle.cut).replace("`", "").split())  # HTML folds spaces
+    assert cut == f"Cut: {said}"
+    assert said in " ".join(report.render("text").replace("`", "").split())
 
 
 class _Link:

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from whyalive.report import Edge, Report
-from whyalive.words import edge_label, index_range_words, loop_gap_words, plural, size_to_words
+from whyalive.words import (
+    edge_label,
+    index_range_words,
+    loop_gap_words,
+    more_words,
+    size_to_words,
+)
 
 
 @dataclass(frozen=True)
@@ -259,8 +265,9 @@ class DotRenderer:
                 f"    {prefix}n{edge.source} -> {prefix}n{edge.target} [{', '.join(attrs)}];"
             )
         if view.hidden_heavy and view.members:
-            more = f"... and {plural(view.hidden_heavy, 'more heavy object')}\n" + size_to_words(
-                view.hidden_bytes
+            more = (
+                f"{more_words(view.hidden_heavy, 'more heavy object')}\n"
+                f"{size_to_words(view.hidden_bytes)}"
             )
             lines.append(f"    {prefix}more [label={quote(more)}, style=dashed];")
             lines.append(f"    {prefix}n{view.members[0]} -> {prefix}more [style=dotted];")

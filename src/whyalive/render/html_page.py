@@ -25,7 +25,16 @@ from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
 from whyalive.render.timeline import timeline_svg
 from whyalive.report import Report
-from whyalive.words import report_headline
+from whyalive.words import (
+    cut_sentence,
+    cycle_meta_words,
+    edge_label,
+    holding_what,
+    loop_gap_line,
+    report_headline,
+    run_words,
+    size_to_words,
+)
 
 Layout = Literal["auto", "graphviz", "dagre"]
 
@@ -76,6 +85,30 @@ def node_lines(report: Report, node_id: int, folded: tuple[int, int] | None = No
 def _box(lines: list[str]) -> tuple[float, float]:
     width = max(len(line) for line in lines) * _CHAR_W + 2 * _PAD
     return round(width, 1), round(len(lines) * _LINE_H + _PAD, 1)
+
+
+def page_words(report: Report) -> dict[str, Any]:
+    """Every sentence and size the viewer shows, phrased here: the page composes none."""
+    sizes = {h.node_id: size_to_words(h.nbytes) for h in report.heavy_objects}
+    for alive in report.alive:
+        sizes.setdefault(alive.node_id, size_to_words(alive.nbytes))
+    return {
+        "run": run_words(report.run),
+        "cycles": [
+            {
+                "meta": cycle_meta_words(cycle),
+                "bytes": size_to_words(cycle.total_bytes or cycle.bytes_held),
+                "cut": cut_sentence(cycle.cut) if cycle.cut is not None else None,
+                "holds": [{"where": h.where, "what": holding_what(h)} for h in cycle.holds],
+                "loop": [edge_label(e.kind, e.name) for e in cycle.loop],
+                "loop_gap": loop_gap_line(cycle.loop_hidden) if cycle.loop_hidden else None,
+            }
+            for cycle in report.cycles
+        ],
+        "alive": [size_to_words(alive.nbytes) for alive in report.alive],
+        "node_sizes": [size_to_words(node.size) for node in report.nodes],
+        "heavy_sizes": {str(node_id): words for node_id, words in sizes.items()},
+    }
 
 
 def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
@@ -209,6 +242,7 @@ class HtmlRenderer:
                 "report": report.to_dict(),
                 "views": self.views(report),
                 "headline": report_headline(report),
+                "words": page_words(report),
             }
         )
         library = _asset("dagre.min.js").replace("//# sourceMappingURL=dagre.min.js.map", "")

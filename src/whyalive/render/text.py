@@ -7,12 +7,15 @@ from typing import ClassVar, Literal
 from whyalive.report import AliveObject, CycleReport, Edge, Report
 from whyalive.words import (
     BLIND_SPOTS,
+    cut_sentence,
     edge_label,
     holding_words,
-    loop_gap_words,
+    loop_gap_line,
     more_members_words,
+    more_words,
     plural,
     report_headline,
+    shared_words,
     size_to_words,
 )
 
@@ -36,7 +39,7 @@ def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
     lines = [f"{first.label}{loc}"]
     for index, edge in enumerate(loop):
         if cycle.loop_hidden and index == cycle.loop_hidden_after:
-            lines.append(f"  ... {loop_gap_words(cycle.loop_hidden)} ...")
+            lines.append(f"  {loop_gap_line(cycle.loop_hidden)}")
         lines.append(f"  {edge_words(report, edge)}")
     more = more_members_words(cycle)
     if more:
@@ -65,20 +68,14 @@ def cut_line(report: Report, cycle: CycleReport, *, with_edges: bool) -> str | N
     cut = cycle.cut
     if cut is None:
         return None
-    line = f"Cut: {cut.description}"
+    refs = ""
     if with_edges:
         refs = "; ".join(
             f"{report.node(e.source).label} --{edge_label(e.kind, e.name)}--> "
             f"{report.node(e.target).label}"
             for e in cut.edges
         )
-        line += f" ({refs})"
-    if cut.source_line:
-        place, _, source = cut.source_line.partition("  ")
-        line += f", made at {place}: `{source.strip()}`" if source else f", made at {place}"
-    elif cut.source_note:
-        line += f" ({cut.source_note})"
-    return line
+    return f"Cut: {cut_sentence(cut, refs)}"
 
 
 class TextRenderer:
@@ -163,12 +160,9 @@ class TextRenderer:
             lines.extend(f"    {holding_words(h)}" for h in holds)
             places = len(cycle.holds) - len(holds)
             if places > 0:
-                lines.append(f"    ... and {plural(places, 'more place')}")
+                lines.append(f"    {more_words(places, 'more place')}")
         if cycle.bytes_shared:
-            lines.append(
-                f"  Shared: {size_to_words(cycle.bytes_shared)} of it is storage also used by "
-                "live objects, so it stays allocated after the cycle goes."
-            )
+            lines.append(f"  Shared: {shared_words(cycle.bytes_shared)}")
         allocated = [
             h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
         ]
@@ -185,7 +179,7 @@ class TextRenderer:
                 lines.append(f"    {' '.join(parts)} ({size_to_words(heavy.size)})")
             hidden = cycle.heavy_count - len(cycle.holder_paths)
             if full and hidden > 0:
-                lines.append(f"    ... and {plural(hidden, 'more heavy object')}")
+                lines.append(f"    {more_words(hidden, 'more heavy object')}")
         allow = f"check_leaks(allow=[{cycle.signature!r}])"
         lint = (
             f"; `whyalive lint` rule {cycle.lint_rule} finds it in source"

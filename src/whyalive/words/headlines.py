@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from whyalive.words.basics import heavy_noun, members_words, plural, size_to_words, verb
 
 if TYPE_CHECKING:
-    from whyalive.report import CycleReport, Holding, Report
+    from whyalive.report import Cut, CycleReport, Holding, Report, RunInfo
     from whyalive.summary import Summary
 
 
@@ -101,11 +101,66 @@ def report_headline(report: Report) -> str:
     )
 
 
-def holding_words(holding: Holding) -> str:
-    """``"stage_output_tensors[0..3]: 4 tensors float32[16, 256] cpu, 64.0 KiB"``."""
+def holding_what(holding: Holding) -> str:
+    """``"4 tensors float32[16, 256] cpu, 64.0 KiB"``: what one place holds."""
     what = heavy_noun(holding.kind, holding.count)
     detail = f" {holding.description}" if holding.description else ""
-    return f"{holding.where}: {what}{detail}, {size_to_words(holding.nbytes)}"
+    return f"{what}{detail}, {size_to_words(holding.nbytes)}"
+
+
+def holding_words(holding: Holding) -> str:
+    """``"stage_output_tensors[0..3]: 4 tensors float32[16, 256] cpu, 64.0 KiB"``."""
+    return f"{holding.where}: {holding_what(holding)}"
+
+
+def cut_sentence(cut: Cut, references: str = "") -> str:
+    """``the attribute `.cb` of a `Step` object, made at leaky.py:6: `self.cb = ...```.
+
+    ``references``, when given, follows the description in parentheses.
+    """
+    line = f"{cut.description} ({references})" if references else cut.description
+    if cut.source_line:
+        place, _, source = cut.source_line.partition("  ")
+        line += f", made at {place}: `{source.strip()}`" if source else f", made at {place}"
+    elif cut.source_note:
+        line += f" ({cut.source_note})"
+    return line
+
+
+def loop_gap_line(hidden: int) -> str:
+    """``"... 999,990 more references ..."``: the line standing for a long loop's middle."""
+    return f"... {loop_gap_words(hidden)} ..."
+
+
+def more_words(count: int, noun: str) -> str:
+    """``"... and 3 more places"``: what a list leaves out."""
+    return f"... and {plural(count, noun)}"
+
+
+def shared_words(nbytes: int) -> str:
+    """What the storage a cycle shares with live objects means for the memory."""
+    return (
+        f"{size_to_words(nbytes)} of it is storage also used by live objects, "
+        "so it stays allocated after the cycle goes."
+    )
+
+
+def cycle_meta_words(cycle: CycleReport) -> str:
+    """``"64.0 KiB · closure-self · x3"``: a cycle in a list of cycles."""
+    times = f" \u00b7 x{cycle.occurrences}" if cycle.occurrences > 1 else ""
+    return f"{size_to_words(cycle.total_bytes or cycle.bytes_held)} \u00b7 {cycle.pattern}{times}"
+
+
+def run_words(run: RunInfo) -> str:
+    """``"at x.py:3 · Python 3.11.7 · torch 2.13.0 · rank 0 · 2026-..."``: where a report ran."""
+    parts = [
+        f"at {run.where}" if run.where else "",
+        f"Python {run.python}" if run.python else "",
+        f"torch {run.torch}" if run.torch else "",
+        f"rank {run.rank}" if run.rank is not None else "",
+        run.time,
+    ]
+    return " \u00b7 ".join(p for p in parts if p)
 
 
 def ranks_words(ranks: Sequence[int]) -> str:

@@ -8,6 +8,8 @@
   var data = JSON.parse(document.getElementById("whyalive-data").textContent);
   var report = data.report;
   var views = data.views;
+  /* Every sentence and size comes phrased from whyalive.words (render/html_page.py). */
+  var words = data.words;
   var heavyById = {};
   (report.heavy_objects || []).forEach(function (h) { heavyById[h.node_id] = h; });
   (report.alive || []).forEach(function (a) {
@@ -24,12 +26,6 @@
     var node = document.createElementNS(SVG, tag);
     Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
     return node;
-  }
-  function size(n) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"], v = n, u = 0;
-    if (n < 1024) { return n + " B"; }
-    while (v >= 1024 && u < units.length - 1) { v /= 1024; u += 1; }
-    return v.toFixed(1) + " " + units[u];
   }
   function field(parent, name, value) {
     if (value === undefined || value === null || value === "") { return; }
@@ -58,12 +54,7 @@
   /* The same sentence as the text report's first line (whyalive.words.report_headline). */
   var said = data.headline || "";
   headline.textContent = said.charAt(0).toUpperCase() + said.slice(1);
-  var run = report.run || {};
-  document.getElementById("run").textContent = [
-    run.where ? "at " + run.where : "", run.python ? "Python " + run.python : "",
-    run.torch ? "torch " + run.torch : "", run.rank !== null && run.rank !== undefined ?
-      "rank " + run.rank : "", run.time || ""
-  ].filter(Boolean).join(" \u00b7 ");
+  document.getElementById("run").textContent = words.run;
 
   /* ---- cycle list ---- */
   var nav = document.getElementById("cycles");
@@ -74,8 +65,7 @@
     b.appendChild(el("span", "cycle-title", view.title));
     var cycle = cycles[i];
     if (cycle) {
-      b.appendChild(el("span", "cycle-meta", size(cycle.total_bytes || cycle.bytes_held || 0) +
-        " \u00b7 " + cycle.pattern + (cycle.occurrences > 1 ? " \u00b7 x" + cycle.occurrences : "")));
+      b.appendChild(el("span", "cycle-meta", words.cycles[i].meta));
     }
     b.addEventListener("click", function () { select(i); });
     nav.appendChild(b);
@@ -88,28 +78,19 @@
     clear(box);
     var cycle = cycles[i];
     if (cycle) {
+      var said = words.cycles[i];
       box.appendChild(el("h2", null, cycle.title));
-      if (cycle.cut) {
-        var cutWords = cycle.cut.description;
-        if (cycle.cut.source_line) {
-          var at = cycle.cut.source_line.split("  ");
-          cutWords += ", made at " + at[0] + ": `" + at.slice(1).join("  ") + "`";
-        } else if (cycle.cut.source_note) {
-          cutWords += " (" + cycle.cut.source_note + ")";
-        }
-        box.appendChild(labelled("cut", "Cut", cutWords));
-      }
+      if (said.cut) { box.appendChild(labelled("cut", "Cut", said.cut)); }
       box.appendChild(labelled("fix", "Fix", cycle.fix));
       box.appendChild(labelled("why", "Why", cycle.explanation));
       box.appendChild(sentence(el("p", "summary"), cycle.summary));
-      if ((cycle.holds || []).length) {
+      if (said.holds.length) {
         box.appendChild(el("h3", null, "Holds"));
         var holds = el("ul", "holds");
-        cycle.holds.forEach(function (h) {
+        said.holds.forEach(function (h) {
           var li = el("li");
           li.appendChild(el("code", null, h.where));
-          li.appendChild(document.createTextNode(": " + h.count + " \u00d7 " + h.description +
-            ", " + size(h.nbytes)));
+          li.appendChild(document.createTextNode(": " + h.what));
           holds.appendChild(li);
         });
         box.appendChild(holds);
@@ -119,18 +100,18 @@
         box.appendChild(el("h3", null, "Loop"));
         var loop = el("ol", "loop");
         cycle.loop.forEach(function (e, k) {
-          if (cycle.loop_hidden && k === cycle.loop_hidden_after) {
-            loop.appendChild(el("li", "gap", "... " + cycle.loop_hidden + " more references ..."));
+          if (said.loop_gap && k === cycle.loop_hidden_after) {
+            loop.appendChild(el("li", "gap", said.loop_gap));
           }
           var li = el("li");
           li.appendChild(el("span", "from", (report.nodes[e.source] || {}).label));
-          li.appendChild(el("code", null, " --" + e.name + "--> "));
+          li.appendChild(el("code", null, " --" + said.loop[k] + "--> "));
           li.appendChild(el("span", "to", (report.nodes[e.target] || {}).label));
           loop.appendChild(li);
         });
         box.appendChild(loop);
       }
-      field(box, "bytes held", size(cycle.total_bytes || cycle.bytes_held || 0));
+      field(box, "bytes held", said.bytes);
       field(box, "pattern", cycle.pattern);
       field(box, "signature", cycle.signature);
       field(box, "lint rule", cycle.lint_rule);
@@ -139,7 +120,7 @@
     var alive = (report.alive || [])[i - cycles.length];
     if (alive) {
       box.appendChild(el("h2", null, views[i].title));
-      field(box, "size", size(alive.nbytes));
+      field(box, "size", words.alive[i - cycles.length]);
       field(box, "device", alive.device);
       field(box, "root", alive.root);
       field(box, "note", alive.note);
@@ -156,12 +137,12 @@
     field(box, "type", node.type_name);
     field(box, "name", node.label);
     field(box, "file:line", node.location);
-    field(box, "size", size(node.size));
+    field(box, "size", words.node_sizes[id]);
     var heavy = heavyById[id];
     if (heavy) {
       field(box, "description", heavy.description);
       field(box, "device", heavy.device);
-      field(box, "bytes", size(heavy.nbytes));
+      field(box, "bytes", words.heavy_sizes[String(id)]);
       field(box, "allocated at", heavy.allocation_site || "not recorded");
     }
     graphSvg.querySelectorAll(".node.selected").forEach(function (n) {
