@@ -1,12 +1,4 @@
-"""From live findings to a plain :class:`~whyalive.report.Report`: the last stage that
-sees the user's objects.
-
-It numbers the graph nodes a report shows (:class:`NodeTable`), names each cycle's
-loop, cut, holder paths and holdings, tabulates the heavy objects and stamps the run
-info. Everything it returns is strings and numbers: the report holds no reference to
-anything it describes. :mod:`whyalive.explain` and the census build their reports
-with the same table and path records.
-"""
+"""One cycle's record: loop, cut, holder paths, holdings and summary, named off the objects."""
 
 from __future__ import annotations
 
@@ -15,31 +7,23 @@ import types
 from collections import Counter, defaultdict
 
 from whyalive import edge_kinds as ek
-from whyalive.analysis import AnalysisOptions, CycleGroup, Findings
+from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.diagnose.naming import expression, is_instance_node, short_name
 from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
 from whyalive.edges import variable_name
-from whyalive.graph import ObjectGraph
-from whyalive.guarded import sizeof, type_qualname, type_short_name
+from whyalive.guarded import type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts
-from whyalive.node_names import name_node
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
 from whyalive.report import (
     Cut,
     CycleReport,
-    Edge,
-    HeavyObject,
-    HolderPath,
     Holding,
-    Node,
-    Report,
 )
-from whyalive.run_info import run_info
+from whyalive.report_builder.nodes import NodeTable, holder_path_record
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import Structure, type_words
 from whyalive.words import (
-    BLIND_SPOTS,
     MAX_HOLDER_PHRASES,
     Reference,
     cut_words,
@@ -61,65 +45,7 @@ from whyalive.words import (
 MAX_HOLDINGS = 24
 
 
-def build_report(findings: Findings, options: AnalysisOptions) -> Report:
-    """The plain report of what the analysis found; nothing live is kept."""
-    graph, facts, kept = findings.graph, findings.facts, findings.kept
-    table = NodeTable(graph, facts)
-    sources = SourceLines()
-    storage_users = findings.storage_users
-    cycles = [_cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
-    heavy_objects = _heavy_table(table, kept, facts, storage_users, options)
-    storages: dict[object, tuple[int, str]] = {}
-    for group in kept:
-        storages.update(group.storages)
-    by_device: dict[str, int] = defaultdict(int)
-    for nbytes, device in storages.values():
-        by_device[device] += nbytes
-    light = findings.cycle_count - findings.heavy_cycles
-    return Report(
-        run=run_info(options.where),
-        nodes=tuple(table.nodes),
-        cycles=tuple(cycles),
-        heavy_objects=tuple(heavy_objects),
-        total_bytes=sum(by_device.values()),
-        bytes_by_device=dict(by_device),
-        garbage_objects=graph.garbage_count,
-        cycle_count=findings.cycle_count,
-        light_cycle_count=max(light, 0),
-        notes=(*findings.notes, BLIND_SPOTS),
-    )
-
-
-class NodeTable:
-    """Assigns report node ids to graph nodes as they are first shown."""
-
-    def __init__(self, graph: ObjectGraph, facts: dict[int, HeavyFacts]) -> None:
-        self.graph = graph
-        self.facts = facts
-        self.ids: dict[int, int] = {}
-        self.nodes: list[Node] = []
-
-    def add(self, node: int, variable: str | None = None) -> int:
-        found = self.ids.get(node)
-        if found is not None:
-            return found
-        obj = self.graph.nodes[node]
-        named = name_node(obj, variable)
-        facts = self.facts.get(node)
-        size = sizeof(obj) if facts is None else facts.nbytes
-        report_id = len(self.nodes)
-        text = facts.description if facts is not None else named.label
-        self.nodes.append(
-            Node(report_id, named.type_name, text, named.location, int(size), facts is not None)
-        )
-        self.ids[node] = report_id
-        return report_id
-
-    def edge(self, edge: NamedEdge) -> Edge:
-        return Edge(self.add(edge.source), self.add(edge.target), edge.name.kind, edge.name.name)
-
-
-def _storage_bytes(
+def storage_bytes(
     heavy: list[int], facts: dict[int, HeavyFacts], storage_users: dict[object, int]
 ) -> tuple[dict[str, int], int]:
     """Bytes by device, each storage counted once, and how much of it live objects share."""
@@ -137,31 +63,7 @@ def _storage_bytes(
 
 
 def _bytes(heavy: list[int], facts: dict[int, HeavyFacts]) -> int:
-    return sum(_storage_bytes(heavy, facts, {})[0].values())
-
-
-def _variables_along(edges: list[NamedEdge]) -> list[str | None]:
-    """The user's variable name each path node gets (a cell's contents inherit it)."""
-    names: list[str | None] = []
-    current: str | None = None
-    for edge in edges:
-        given = variable_name(edge.name)
-        if edge.name.kind == ek.CELL:
-            given = current
-        names.append(given)
-        current = given
-    return names
-
-
-def holder_path_record(table: NodeTable, nodes: list[int], edges: list[NamedEdge]) -> HolderPath:
-    """The report's record of a named path; its nodes carry the user's variable names."""
-    for node, variable in zip(nodes[1:], _variables_along(edges), strict=True):
-        table.add(node, variable)
-    return HolderPath(
-        table.add(nodes[-1]),
-        tuple(table.add(n) for n in nodes),
-        tuple(table.edge(e) for e in edges),
-    )
+    return sum(storage_bytes(heavy, facts, {})[0].values())
 
 
 def _reference(
@@ -279,7 +181,7 @@ def _source_of(
         return None, "the source that made this reference could not be read"
 
 
-def _cycle_report(
+def cycle_report(
     table: NodeTable,
     group: CycleGroup,
     facts: dict[int, HeavyFacts],
@@ -313,7 +215,7 @@ def _cycle_report(
             source_line,
             source_note,
         )
-    by_device, shared = _storage_bytes(group.retained, facts, storage_users)
+    by_device, shared = storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
     structure = group.structure
     if structure is not None:
@@ -369,43 +271,3 @@ def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
 def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:
     labels: dict[int, str] = {}
     return cut_words([_reference(view, edge, labels) for edge in cut])
-
-
-def _heavy_table(
-    table: NodeTable,
-    kept: list[CycleGroup],
-    facts: dict[int, HeavyFacts],
-    storage_users: dict[object, int],
-    options: AnalysisOptions,
-) -> list[HeavyObject]:
-    """The heavy objects of the shown occurrences; ``counted`` marks a storage's first."""
-    storages: dict[object, int] = {}
-    result: list[HeavyObject] = []
-    seen_nodes: set[int] = set()
-    for group in kept:
-        for node in group.retained:
-            if node in seen_nodes:
-                continue
-            seen_nodes.add(node)
-            fact = facts[node]
-            counted = fact.storage not in storages
-            if counted:
-                storages[fact.storage] = len(storages)
-            result.append(
-                HeavyObject(
-                    node_id=table.add(node),
-                    kind=fact.kind,
-                    description=fact.description,
-                    nbytes=fact.nbytes,
-                    device=fact.device,
-                    storage_id=storages[fact.storage],
-                    counted=counted,
-                    shared_with_live=fact.storage_users > storage_users[fact.storage],
-                    allocation_site=_allocation_site(table.graph.nodes[node], options),
-                )
-            )
-    return result
-
-
-def _allocation_site(obj: object, options: AnalysisOptions) -> str | None:
-    return options.site_of(obj) if options.site_of is not None else None

@@ -1,0 +1,53 @@
+"""From live findings to a plain :class:`~whyalive.report.Report`: the last stage that
+sees the user's objects.
+
+It numbers the graph nodes a report shows (:class:`NodeTable`), names each cycle's
+loop, cut, holder paths and holdings, tabulates the heavy objects and stamps the run
+info. Everything it returns is strings and numbers: the report holds no reference to
+anything it describes. :mod:`whyalive.explain` and the census build their reports
+with the same table and path records (:mod:`~whyalive.report_builder.nodes`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from whyalive.analysis import AnalysisOptions, Findings
+from whyalive.report import Report
+from whyalive.report_builder.cycles import cycle_report
+from whyalive.report_builder.heavy import heavy_table
+from whyalive.report_builder.nodes import NodeTable, holder_path_record
+from whyalive.run_info import run_info
+from whyalive.sourcelines import SourceLines
+from whyalive.words import BLIND_SPOTS
+
+__all__ = ["NodeTable", "build_report", "holder_path_record"]
+
+
+def build_report(findings: Findings, options: AnalysisOptions) -> Report:
+    """The plain report of what the analysis found; nothing live is kept."""
+    graph, facts, kept = findings.graph, findings.facts, findings.kept
+    table = NodeTable(graph, facts)
+    sources = SourceLines()
+    storage_users = findings.storage_users
+    cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
+    heavy_objects = heavy_table(table, kept, facts, storage_users, options)
+    storages: dict[object, tuple[int, str]] = {}
+    for group in kept:
+        storages.update(group.storages)
+    by_device: dict[str, int] = defaultdict(int)
+    for nbytes, device in storages.values():
+        by_device[device] += nbytes
+    light = findings.cycle_count - findings.heavy_cycles
+    return Report(
+        run=run_info(options.where),
+        nodes=tuple(table.nodes),
+        cycles=tuple(cycles),
+        heavy_objects=tuple(heavy_objects),
+        total_bytes=sum(by_device.values()),
+        bytes_by_device=dict(by_device),
+        garbage_objects=graph.garbage_count,
+        cycle_count=findings.cycle_count,
+        light_cycle_count=max(light, 0),
+        notes=(*findings.notes, BLIND_SPOTS),
+    )
