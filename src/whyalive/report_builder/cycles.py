@@ -8,8 +8,15 @@ from collections import Counter, defaultdict
 
 from whyalive import edge_kinds as ek
 from whyalive.analysis import AnalysisOptions, CycleGroup
-from whyalive.diagnose.naming import expression, is_instance_node, short_name
-from whyalive.diagnose.patterns import cell_variable, enclosing_function, label, qualname_of
+from whyalive.diagnose.naming import (
+    cell_variable,
+    enclosing_function,
+    expression,
+    is_instance_node,
+    label,
+    qualname_of,
+    short_name,
+)
 from whyalive.edges import variable_name
 from whyalive.guarded import type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts

@@ -1,0 +1,34 @@
+"""What a pattern is: :class:`Pattern` recognises a shape, :class:`PatternMatch` says it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from whyalive.paths import CycleView, NamedEdge
+
+
+@dataclass(frozen=True)
+class PatternMatch:
+    """A pattern's verdict on one cycle."""
+
+    pattern: str
+    title: str
+    summary: str
+    explanation: str
+    fix: str
+    cut: list[NamedEdge] = field(default_factory=list)
+    lint_rule: str | None = None
+    cut_words: str | None = None
+    """How the cut reads, when the pattern names it better than its references can."""
+
+
+class Pattern(Protocol):
+    """Recognises one shape of cycle."""
+
+    name: str
+    title: str
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A verdict when the cycle has this shape, else None."""
+        ...

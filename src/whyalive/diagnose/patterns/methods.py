@@ -1,0 +1,233 @@
+"""Bound methods, wrapped methods and method caches stored on their own instance."""
+
+from __future__ import annotations
+
+import functools
+import types
+
+from whyalive import edge_kinds as ek
+from whyalive.diagnose.naming import (
+    chain,
+    expression,
+    is_instance_node,
+    label,
+    qualname_of,
+    short_name,
+)
+from whyalive.diagnose.patterns.base import PatternMatch
+from whyalive.guarded import type_qualname
+from whyalive.paths import CycleView, NamedEdge
+from whyalive.words import a_code
+
+
+class BoundMethodOnSelfPattern:
+    """``self.cb = self.on_step``, or a lambda/closure capturing ``self`` stored on ``self``."""
+
+    name = "bound-method-on-self"
+    title = "callable stored on its own instance"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A bound method whose ``__self__`` holds it, or a closure capturing its holder."""
+        for edge in view.edges:
+            if edge.name.kind == ek.BOUND_SELF and edge.target in view.shown:
+                method, owner = edge.source, edge.target
+                steps = chain(view, owner, method)
+                if steps:
+                    return self._bound(view, method, owner, steps)
+        for edge in view.edges:
+            if edge.name.kind != ek.CELL or not is_instance_node(view.obj(edge.target)):
+                continue
+            owner = edge.target
+            for closure in view.edges_into(edge.source):
+                if closure.name.kind == ek.CLOSURE:
+                    steps = chain(view, owner, closure.source)
+                    if steps:
+                        return self._closure(view, closure.source, owner, steps, closure)
+        return None
+
+    def _bound(
+        self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        func = qualname_of(view.obj(method))
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
+        method_name = func.rsplit(".", 1)[-1]
+        explanation = (
+            f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
+            f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
+            f"method hold the object, so neither is freed by reference counting."
+        )
+        call_as = f" (call it as `{code}()(...)`)" if code else ""
+        remove = f"`del {code}`" if code else "delete the reference"
+        fix = (
+            f"Store `weakref.WeakMethod(self.{method_name})` instead{call_as}, store the plain "
+            f"function and pass `self` when calling, or remove it ({remove}, `handle.remove()`) "
+            "when done."
+        )
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL201"
+        )
+
+    def _closure(
+        self,
+        view: CycleView,
+        fn: int,
+        owner: int,
+        steps: list[NamedEdge],
+        closure: NamedEdge,
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        variable = closure.name.name.split(" ", 1)[1]
+        code = expression("self", steps)
+        where = f"`{code}`" if code else _stored_words(view, steps)
+        summary = (
+            f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
+            f"the object as `{variable}`"
+        )
+        explanation = (
+            f"The function stored on the `{cls}` object (in {where}) closes over `{variable}`, "
+            f"which is that same object: object -> function -> closure cell -> object. "
+            f"Reference counting cannot free the loop."
+        )
+        code = expression(variable, steps)
+        remove = f"`del {code}` or unregister the hook" if code else "unregister the hook"
+        fix = (
+            f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
+            f"the function), make it a regular method, or remove it ({remove}) when done."
+        )
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL202"
+        )
+
+
+def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """Where a chain ends, when it has no spelling in code: "`._insert` of a `Graph` object"."""
+    last = steps[-1]
+    obj = view.obj(last.source)
+    owner = (
+        f"{a_code(type_qualname(type(obj)))} object"
+        if is_instance_node(obj)
+        else label(view, last.source)
+    )
+    if last.name.kind == ek.UNKNOWN:
+        return f"an unnamed reference from {owner}"
+    return f"`{last.name.name}` of {owner}"
+
+
+def _written_step(steps: list[NamedEdge]) -> list[NamedEdge]:
+    """The reference the user's code stored: its first attribute (``.cb``, ``._insert``)."""
+    attributes = [e for e in steps if e.name.kind == ek.ATTRIBUTE]
+    named = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+    return attributes[:1] or named[-1:] or steps[:1]
+
+
+def _wrapped_method(view: CycleView, node: int) -> int | None:
+    """The bound method a ``functools.wraps`` wrapper keeps in its ``__wrapped__``."""
+    for edge in view.edges_from(node):
+        if edge.name.name in ("['__wrapped__']", ".__wrapped__"):
+            return edge.target
+        if edge.name.kind == ek.INTERNAL and type(view.obj(edge.target)) is dict:
+            for inner in view.edges_from(edge.target):
+                if inner.name.name == "['__wrapped__']":
+                    return inner.target
+    return None
+
+
+class WrappedMethodOnSelfPattern:
+    """``self.forward = wrap(self.forward)``: a wrapper of a bound method, stored on its object."""
+
+    name = "wrapped-method-on-self"
+    title = "wrapper around an object's own method, stored on it"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A function whose ``__wrapped__`` is a bound method of an object that holds it."""
+        for wrapper in view.shown:
+            if type(view.obj(wrapper)) is not types.FunctionType:
+                continue
+            method = _wrapped_method(view, wrapper)
+            if method is None or type(view.obj(method)) is not types.MethodType:
+                continue
+            owners = [e.target for e in view.edges_from(method) if e.name.kind == ek.BOUND_SELF]
+            if not owners:
+                continue
+            steps = chain(view, owners[0], wrapper)
+            if not steps:
+                continue
+            return self._words(view, wrapper, method, owners[0], steps)
+        return None
+
+    def _words(
+        self, view: CycleView, wrapper: int, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        method_name = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        wrapper_name = short_name(qualname_of(view.obj(wrapper)))
+        summary = (
+            f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
+            f"bound method `{method_name}`"
+        )
+        explanation = (
+            f"`functools.wraps` sets `__wrapped__` on the wrapper to the wrapped callable, here "
+            f"the bound method `self.{method_name}`, and the wrapper's closure usually holds it "
+            f"too. A bound method holds its instance, so the `{cls}` object holds the wrapper, "
+            "the wrapper holds the method and the method holds the object: reference counting "
+            "cannot free them."
+        )
+        remove = f"; or remove it when done (`del {code}`)" if code else ""
+        fix = (
+            f"Wrap the function once, in the class body (`{method_name} = decorator("
+            f"{method_name})`), so the wrapper never holds an instance; if it must be per "
+            f"instance, have the wrapper call `weakref.WeakMethod(self.{method_name})()` "
+            f"instead of the bound method (and `del wrapper.__wrapped__`){remove}."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+
+
+class MethodCachePattern:
+    """``functools.lru_cache``/``cache`` wrappers and class-level caches inside a cycle."""
+
+    name = "method-cache"
+    title = "cache that holds its owner"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An lru_cache wrapper among the members."""
+        wrapper_type = type(functools.lru_cache(maxsize=None)(lambda: None))
+        caches = [n for n in view.shown if type(view.obj(n)) is wrapper_type]
+        if not caches:
+            return None
+        cache = caches[0]
+        wrapped = getattr(view.obj(cache), "__wrapped__", None)
+        name = qualname_of(wrapped) if wrapped is not None else "function"
+        summary = f"`functools.lru_cache` of `{name}` is part of the cycle"
+        explanation = (
+            f"The cache of `{name}` keeps every argument it was called with, `self` included; "
+            "when the cache itself is reachable from those arguments (a per-class or "
+            "per-instance cache), the objects hold the cache and the cache holds the objects."
+        )
+        into = view.edges_into(cache)
+        cut = into[:1]
+        held_in = expression("self", into[:1]) if into else None
+        stored = (
+            f" Here the cache is stored in `{held_in}`: drop it (`del {held_in}`) when done."
+            if held_in and into[0].name.kind == ek.ATTRIBUTE
+            else ""
+        )
+        if any(issubclass(type(view.obj(n)), type) for n in view.shown):
+            # A class-level cache: the class is always a cycle of its own, so the cut
+            # is the cache's entry that holds the instance (and its heavy objects).
+            owners = [n for n in view.shown if is_instance_node(view.obj(n))]
+            steps = chain(view, cache, owners[0]) if owners else []
+            entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+            cut = entries[:1] or cut
+            short = short_name(name)
+            stored = f" Or empty the cache when done: `{short}.cache_clear()`."
+        fix = (
+            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): use "
+            "`functools.cached_property`, a dict on the instance, or cache a module-level "
+            f"function of the fields you need.{stored}"
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL501")
