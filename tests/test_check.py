@@ -10,37 +10,17 @@ import weakref
 import pytest
 
 import whyalive
+from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
 from whyalive import LeakError, LeakWarning, check_leaks, find_leaks
 
 numpy = pytest.importorskip("numpy")
-
-
-def heavy(*shape: int) -> object:
-    """A float32 array: the core tests need no torch (they run on every Python)."""
-    return numpy.zeros(shape, dtype=numpy.float32)
-
-
-def stage_backward(outputs: list, *, fixed: bool) -> None:
-    """The seed's helper, as it was before the fix (and with the shipped fix)."""
-    stage_output_tensors: list = []
-
-    def extract_tensors_with_grads(value):
-        if isinstance(value, list):
-            for item in value:
-                extract_tensors_with_grads(item)
-        else:
-            stage_output_tensors.append(value)
-
-    extract_tensors_with_grads(outputs)
-    if fixed:
-        del extract_tensors_with_grads
 
 
 def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
     """The recursive closure is found, holding 4 x 16 KiB, named by the user's variables."""
 
     def step() -> None:
-        stage_backward([heavy(16, 256) for _ in range(4)], fixed=False)
+        stage_backward([heavy(16, 256) for _ in range(4)])
 
     report = find_leaks(step)
     assert len(report.cycles) == 1
@@ -86,7 +66,7 @@ def test_release_frees_heavy_objects_weakref_after_capture() -> None:
     watch = GarbageWatch()
     watch.begin()
     try:
-        stage_backward([heavy(16, 256) for _ in range(4)], fixed=False)
+        stage_backward([heavy(16, 256) for _ in range(4)])
         captured = watch.end()
         report = analyze(captured.objects)
         lists = [o for o in captured.objects if type(o) is list and len(o) == 4]
@@ -103,19 +83,9 @@ def test_release_frees_heavy_objects_weakref_after_capture() -> None:
 
 def test_seed_pattern_fixed_reports_nothing() -> None:
     """With `del extract_tensors_with_grads` the same code leaves nothing to report."""
-    report = find_leaks(lambda: stage_backward([heavy(16, 256)], fixed=True))
+    report = find_leaks(lambda: stage_backward_fixed([heavy(16, 256)]))
     assert not report.found
     assert report.total_bytes == 0
-
-
-class Trainer:
-    def __init__(self, *, cycle: bool) -> None:
-        self.buffer = heavy(1024)
-        if cycle:
-            self.callback = self.on_step
-
-    def on_step(self) -> None:
-        pass
 
 
 def test_bound_method_on_own_instance() -> None:
@@ -124,7 +94,7 @@ def test_bound_method_on_own_instance() -> None:
     (cycle,) = report.cycles
     assert cycle.pattern == "bound-method-on-self"
     assert "`self.callback`" in cycle.summary
-    assert [e.name for e in cycle.holder_paths[0].edges] == [".buffer"]
+    assert [e.name for e in cycle.holder_paths[0].edges] == [".activations"]
     assert cycle.cut is not None
     assert [e.name for e in cycle.cut.edges] == [".callback"]
     assert not find_leaks(Trainer, cycle=False).found
@@ -443,7 +413,7 @@ def test_hostile_objects_never_crash_the_analysis() -> None:
 
 def test_report_round_trips_through_json() -> None:
     """Report.from_dict(report.to_dict()) is equal, and JSON is deterministic."""
-    report = find_leaks(lambda: stage_backward([heavy(8)], fixed=False))
+    report = find_leaks(lambda: stage_backward([heavy(8)]))
     again = whyalive.Report.from_dict(report.to_dict())
     assert again == report
     assert again.to_json() == report.to_json()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
 from whyalive import check_leaks, find_leaks
 from whyalive.diagnose import diagnose
 from whyalive.graph import build_graph
@@ -24,11 +25,6 @@ from whyalive.paths import CycleView, view_cycle
 from whyalive.report import CycleReport
 
 numpy = pytest.importorskip("numpy")
-
-
-def heavy(*shape: int) -> object:
-    """A float32 array as the heavy payload."""
-    return numpy.zeros(shape or (256,), dtype=numpy.float32)
 
 
 def only_cycle(fn: Callable[..., object], *args: object, **kwargs: object) -> CycleReport:
@@ -56,24 +52,9 @@ def cut_names(cycle: CycleReport) -> list[str]:
 # recursive nested function ---------------------------------------------------------------
 
 
-def stage_backward(outputs: list[object], *, fixed: bool) -> None:
-    stage_output_tensors: list[object] = []
-
-    def extract_tensors_with_grads(value: object) -> None:
-        if isinstance(value, list):
-            for item in value:
-                extract_tensors_with_grads(item)
-        else:
-            stage_output_tensors.append(value)
-
-    extract_tensors_with_grads(outputs)
-    if fixed:
-        del extract_tensors_with_grads
-
-
 def test_recursive_closure_cuts_the_self_reference_not_the_list() -> None:
     """The seed case: the cut is the closure variable of the function, not the data list."""
-    cycle = only_cycle(stage_backward, [heavy(), heavy()], fixed=False)
+    cycle = only_cycle(stage_backward, [heavy(), heavy()])
     assert cycle.pattern == "recursive-closure"
     assert cut_names(cycle) == ["cell_contents"]
     assert cycle.cut is not None
@@ -82,7 +63,7 @@ def test_recursive_closure_cuts_the_self_reference_not_the_list() -> None:
     )
     assert "del extract_tensors_with_grads" in cycle.fix
     assert "stage_output_tensors" in cycle.fix
-    assert not find_leaks(stage_backward, [heavy()], fixed=True).found
+    assert not find_leaks(stage_backward_fixed, [heavy()]).found
 
 
 def parity(data: list[object], *, fixed: bool) -> None:
@@ -113,16 +94,6 @@ def test_mutual_recursion_between_nested_functions() -> None:
 
 
 # callable stored on its own instance -----------------------------------------------------
-
-
-class Trainer:
-    def __init__(self, *, cycle: bool) -> None:
-        self.activations = heavy()
-        if cycle:
-            self.callback = self.on_step
-
-    def on_step(self) -> None:
-        pass
 
 
 def test_bound_method_stored_on_self() -> None:
@@ -541,7 +512,7 @@ def test_hostile_objects_degrade_to_a_report() -> None:
     """Raising dunders and names inside a cycle never raise out of the analysis."""
     report = find_leaks(hostile_cycle)
     assert report.found
-    assert report.total_bytes == 256 * 4
+    assert report.total_bytes == 1024 * 4
     assert report.cycles[0].pattern
     assert str(report)
 
@@ -575,8 +546,8 @@ def test_matcher_error_degrades_to_unrecognised() -> None:
 
 def test_signature_equal_for_the_same_cycle_made_twice() -> None:
     """The same code makes the same signature; different code a different one."""
-    first = only_cycle(stage_backward, [heavy()], fixed=False).signature
-    second = only_cycle(stage_backward, [heavy(), heavy(), heavy()], fixed=False).signature
+    first = only_cycle(stage_backward, [heavy()]).signature
+    second = only_cycle(stage_backward, [heavy(), heavy(), heavy()]).signature
     other = only_cycle(parity, [heavy()], fixed=False).signature
     tree_sig = only_cycle(tree, weak=False).signature
     assert first == second
@@ -621,13 +592,13 @@ def test_signature_equal_across_processes(tmp_path: object) -> None:
 
 def test_allow_by_signature_and_by_pattern() -> None:
     """`check_leaks(allow=[signature])` and `allow=[pattern]` suppress exactly that cycle."""
-    signature = only_cycle(stage_backward, [heavy()], fixed=False).signature
+    signature = only_cycle(stage_backward, [heavy()]).signature
     with check_leaks(allow=[signature]) as check:
-        stage_backward([heavy()], fixed=False)
+        stage_backward([heavy()])
     assert check.report is not None
     assert not check.report.found
     with check_leaks(allow=["recursive-closure"]) as check:
-        stage_backward([heavy()], fixed=False)
+        stage_backward([heavy()])
     assert check.report is not None
     assert not check.report.found
     with check_leaks(allow=[signature], on_leak="ignore") as check:

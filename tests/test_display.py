@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import whyalive
+from scenarios import heavy, self_loop, stage_backward
 from whyalive import Report, explain, find_leaks
 from whyalive.distributed import RankCycle, summarize
 from whyalive.monitor.view import MAX_POINTS, MAX_ROWS, Timeline, combine_reports
@@ -26,29 +27,9 @@ MODULE_NAME = "whyalive_display_holders"
 HOSTILE = '</script><img src=x onerror="alert(1)">'
 
 
-def stage_backward(outputs: list[Any]) -> None:
-    """A recursive closure that keeps ``outputs`` in a cycle (the seed's helper)."""
-    stage_output_tensors: list[Any] = []
-
-    def extract_tensors_with_grads(value: Any) -> None:
-        if isinstance(value, list):
-            for item in value:
-                extract_tensors_with_grads(item)
-        else:
-            stage_output_tensors.append(value)
-
-    extract_tensors_with_grads(outputs)
-
-
-def self_loop(size: int) -> None:
-    """A list that contains itself and an array of ``size`` float32s."""
-    box: list[Any] = [numpy.zeros(size, dtype=numpy.float32)]
-    box.append(box)
-
-
 def closure_report() -> Report:
     """The report of one recursive closure over four 4 KiB arrays."""
-    return find_leaks(stage_backward, [numpy.zeros(1024, dtype=numpy.float32) for _ in range(4)])
+    return find_leaks(stage_backward, [heavy() for _ in range(4)])
 
 
 def srcdoc(markup: str) -> str:

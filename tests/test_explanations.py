@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from scenarios import Trainer, heavy
 from whyalive import find_leaks
 from whyalive.report import CycleReport, Report
 
 numpy = pytest.importorskip("numpy")
-
-
-def heavy() -> object:
-    """A 4 KiB float32 array as the heavy payload."""
-    return numpy.zeros(1024, dtype=numpy.float32)
 
 
 # scenarios: one leaking function per shape -----------------------------------------------
@@ -49,15 +45,6 @@ def mutual_recursion() -> None:
         return False if n == 0 else is_even(n - 1)
 
     is_even(2)
-
-
-class Trainer:
-    def __init__(self) -> None:
-        self.activations = heavy()
-        self.callback = self.on_step
-
-    def on_step(self) -> None:
-        pass
 
 
 class HookList:
@@ -314,21 +301,22 @@ def test_generic_fallback_names_the_closure_and_its_function(reports: dict[str, 
     assert "`box = None`" in cycle.fix
 
 
-def line_of(text: str) -> str:
-    """``test_explanations.py:N  text``: the line of this file that starts with ``text``."""
-    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+def line_of(text: str, path: str = __file__) -> str:
+    """``test_explanations.py:N  text``: the line of ``path`` that starts with ``text``."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
     number, line = next(
         (i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip().startswith(text)
     )
-    return f"{Path(__file__).name}:{number}  {line}"
+    return f"{Path(path).name}:{number}  {line}"
 
 
 def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> None:
     """`self.callback = self.on_step` is named by file:line, with the lint rule that flags it."""
     [cycle] = reports["bound method on self"].cycles
     assert cycle.cut is not None
-    assert cycle.cut.source_line == line_of("self.callback = self.on_step") + "  # WAL201"
-    place = line_of("self.callback = self.on_step").split("  ")[0]
+    assigned = line_of("self.callback = self.on_step", inspect.getsourcefile(Trainer) or "")
+    assert cycle.cut.source_line == assigned + "  # WAL201"
+    place = assigned.split("  ")[0]
     text = reports["bound method on self"].render("text")
     assert f"made at {place}: `self.callback = self.on_step  # WAL201`" in text
     [closure] = reports["closure loop"].cycles

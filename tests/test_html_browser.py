@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from scenarios import pipeline_step, ring
 from whyalive.report import (
     AliveObject,
     Cut,
@@ -89,29 +90,11 @@ def _open(driver: Any, report: Report, path: Path, **options: Any) -> dict[str, 
 
 
 def _demo_report() -> Report:
-    """The demo's stage_backward leak on NumPy arrays (importing torch would cost seconds)."""
-    numpy = pytest.importorskip("numpy")
+    """The pre-fix stage_backward leak on NumPy arrays (importing torch would cost seconds)."""
+    pytest.importorskip("numpy")
     from whyalive import find_leaks
 
-    def stage_backward(outputs: list[Any], grads: list[Any]) -> None:
-        stage_output_tensors: list[Any] = []
-        output_grad_tensors: list[Any] = []
-
-        def extract_tensors_with_grads(output_val: Any, grad_val: Any) -> None:
-            if isinstance(output_val, list):
-                for ov, gv in zip(output_val, grad_val, strict=True):
-                    extract_tensors_with_grads(ov, gv)
-            else:
-                stage_output_tensors.append(output_val)
-                output_grad_tensors.append(grad_val)
-
-        extract_tensors_with_grads(outputs, grads)
-
-    def step() -> None:
-        outputs = [numpy.ones((16, 256), dtype=numpy.float32) for _ in range(4)]
-        stage_backward(outputs, [numpy.ones_like(o) for o in outputs])
-
-    return find_leaks(step)
+    return find_leaks(pipeline_step)
 
 
 @pytest.mark.parametrize("layout", ["dagre", "graphviz"])
@@ -204,28 +187,11 @@ def test_viewer_opens_fitted_readable_with_a_legend_and_the_texts_words(
     assert said in " ".join(report.render("text").replace("`", "").split())
 
 
-class _Link:
-    """One object of a ring; each holds a 1 KiB array."""
-
-    def __init__(self, numpy: Any) -> None:
-        self.next: _Link | None = None
-        self.payload = numpy.zeros(256, dtype=numpy.float32)
-
-
-def _ring(count: int) -> None:
-    numpy = pytest.importorskip("numpy")
-    first = last = _Link(numpy)
-    for _ in range(count - 1):
-        last.next = _Link(numpy)
-        last = last.next
-    last.next = first
-
-
 def test_viewer_lays_out_a_50_node_cycle_quickly(browser: Any, tmp_path: Path) -> None:
     """dagre in the page lays out a 50-member cycle, all members drawn, within a second."""
     from whyalive import find_leaks
 
-    report = find_leaks(_ring, 50)
+    report = find_leaks(ring, 50)
     started = time.monotonic()
     seen = _open(browser, report, tmp_path / "ring.html", layout="dagre")
     elapsed = time.monotonic() - started
@@ -439,7 +405,7 @@ def test_monitor_page_draws_the_timeline(browser: Any, tmp_path: Path) -> None:
     numpy = pytest.importorskip("numpy")
     with whyalive.monitor(log=False, collect_generation=1) as mon:
         for step in range(30):
-            _ring(3)
+            ring(3)
             if step % 2:
                 numpy.zeros(1)  # keeps the loop body from being only the leak
             mon.step(collect=step % 5 == 4)

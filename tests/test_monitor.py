@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import whyalive
+from scenarios import stage_backward
 from whyalive import GcMonitor, Report
 from whyalive.errors import UsageError
 
@@ -25,20 +26,6 @@ numpy = pytest.importorskip("numpy")
 
 # The monitor runs its own gc callbacks and DEBUG_SAVEALL: the plugin cannot watch it.
 pytestmark = pytest.mark.whyalive_skip
-
-
-def stage_backward(outputs: list) -> None:
-    """The seed's helper: a recursive closure that keeps the outputs in a cycle."""
-    stage_output_tensors: list = []
-
-    def extract_tensors_with_grads(value):
-        if isinstance(value, list):
-            for item in value:
-                extract_tensors_with_grads(item)
-        else:
-            stage_output_tensors.append(value)
-
-    extract_tensors_with_grads(outputs)
 
 
 def leak_steps(mon: GcMonitor, steps: int, *, collect: bool = False) -> list[weakref.ref]:
@@ -216,7 +203,8 @@ def test_users_own_saveall_garbage_left_alone() -> None:
 def test_profiler_and_coverage_still_record() -> None:
     """cProfile and coverage running around a monitored loop see every call and line."""
     coverage = pytest.importorskip("coverage")
-    cov = coverage.Coverage(data_file=None, config_file=False, include=[__file__])
+    scenario_file = inspect.getsourcefile(stage_backward) or ""
+    cov = coverage.Coverage(data_file=None, config_file=False, include=[scenario_file])
     profiler = cProfile.Profile()
     trace_before = sys.gettrace()
     cov.start()
@@ -235,7 +223,7 @@ def test_profiler_and_coverage_still_record() -> None:
     }
     assert calls["stage_backward"] == 20
     assert calls["extract_tensors_with_grads"] == 40
-    lines = set(cov.get_data().lines(__file__) or ())
+    lines = set(cov.get_data().lines(scenario_file) or ())
     source, first = inspect.getsourcelines(stage_backward)
     wanted = {first + i for i, text in enumerate(source) if "append" in text or "(outputs)" in text}
     assert wanted <= lines, "coverage lost lines of the monitored loop"

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from scenarios import Trainer, heavy, nothing, ring, stage_backward
 from whyalive import LeakError, check_leaks, find_leaks
 from whyalive.cli import main
 from whyalive.errors import EXIT_MISSING_TOOL, EXIT_USAGE, MissingToolError
@@ -49,56 +50,13 @@ needs_dot = pytest.mark.skipif(not HAVE_DOT, reason="Graphviz dot is not install
 
 
 def recursive_closure() -> None:
-    """The seed's pipelining helper: a nested function that calls itself by name."""
-    outputs = [numpy.zeros((16, 256), dtype=numpy.float32) for _ in range(2)]
-    stage_output_tensors: list[Any] = []
-
-    def extract_tensors_with_grads(value: Any) -> None:
-        if isinstance(value, list):
-            for item in value:
-                extract_tensors_with_grads(item)
-        else:
-            stage_output_tensors.append(value)
-
-    extract_tensors_with_grads(outputs)
-
-
-class Trainer:
-    """Stores its own bound method: `self.callback = self.on_step`."""
-
-    def __init__(self) -> None:
-        self.buffer = numpy.zeros(4096, dtype=numpy.uint8)
-        self.callback = self.on_step
-
-    def on_step(self) -> None:
-        """Nothing."""
+    """The seed's pipelining helper over two 16 KiB outputs."""
+    stage_backward([heavy(16, 256) for _ in range(2)])
 
 
 def bound_method() -> None:
     """One trainer, dropped."""
     Trainer()
-
-
-class Ring:
-    """A link of a ring of objects, each holding an array."""
-
-    def __init__(self, size: int) -> None:
-        self.next: Ring | None = None
-        self.payload = numpy.zeros(size, dtype=numpy.float32)
-
-
-def ring(count: int = 50) -> None:
-    """A cycle of ``count`` objects."""
-    first = last = Ring(256)
-    for _ in range(count - 1):
-        link = Ring(256)
-        last.next = link
-        last = link
-    last.next = first
-
-
-def nothing() -> None:
-    """No garbage at all."""
 
 
 SCENARIOS: dict[str, Callable[[], None]] = {

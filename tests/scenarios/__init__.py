@@ -1,0 +1,34 @@
+"""Leak scenarios shared by the test files: real garbage, NumPy payloads (no torch needed).
+
+Import them as ``from scenarios import ...`` (pytest puts ``tests/`` on the path). A
+scenario is a function or class that, called, leaves one known cycle behind, written
+the way user code writes it, so reports name its variables as a user would read them.
+"""
+
+from __future__ import annotations
+
+from scenarios.leaks import (
+    Ring,
+    Trainer,
+    heavy,
+    nothing,
+    pipeline_step,
+    ring,
+    self_loop,
+    stage_backward,
+    stage_backward_fixed,
+    stage_backward_with_grads,
+)
+
+__all__ = [
+    "Ring",
+    "Trainer",
+    "heavy",
+    "nothing",
+    "pipeline_step",
+    "ring",
+    "self_loop",
+    "stage_backward",
+    "stage_backward_fixed",
+    "stage_backward_with_grads",
+]
