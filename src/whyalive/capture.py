@@ -1,4 +1,6 @@
-"""Capture the cyclic garbage created inside a block, then release it (DESIGN §3).
+"""Capture the cyclic garbage created inside a block, then release it.
+
+It follows the GC rules of docs/architecture.md.
 
 The block's baseline is the heap at :meth:`GarbageWatch.begin`. When the user has
 not frozen anything, ``gc.freeze()`` moves that whole heap out of the collector's

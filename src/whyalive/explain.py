@@ -1,6 +1,6 @@
 """``explain(obj)``: why is this object still alive? Shortest holder paths from roots.
 
-One pass builds a graph of the live heap (:func:`whyalive.roots.snapshot_heap`,
+One pass builds a graph of the live heap (:func:`whyalive.graph.heap.snapshot_heap`,
 in C). A search from the object back to the nearest roots (modules, classes,
 every thread's frames) then finds the holders of a whole level at once, with one
 C-speed scan of the edge list (:func:`whyalive.roots.reverse_search`); a deep and

@@ -1,4 +1,7 @@
-"""Named views of cycles and holder paths, and the choice of the cut (DESIGN §1)."""
+"""Named views of cycles and holder paths, and the choice of the cut.
+
+Holder path and cut as docs/architecture.md, "Words", defines them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The report: versioned plain data, the only thing that leaves the analysis (DESIGN §5).
+"""The report: versioned plain data, the only thing that leaves the analysis.
+
+Invariant 1 of docs/architecture.md ("nothing live leaves analysis") ends here.
 
 No live object is referenced from here on. Every class round-trips through
 ``to_dict()`` / ``from_dict()`` and JSON; the JSON Schema is

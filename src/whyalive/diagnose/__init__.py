@@ -1,8 +1,9 @@
-"""Diagnose a cycle: its pattern, the reference to cut, the fix, its signature (DESIGN §6).
+"""Diagnose a cycle: its pattern, the reference to cut, the fix, its signature.
 
 Patterns are tried in a declared order (:data:`whyalive.diagnose.patterns.PATTERNS`);
 a pattern that raises is skipped, and the last one, "unrecognised cycle", always
-matches. Nothing here can make an analysis fail.
+matches. Nothing here can make an analysis fail. docs/architecture.md, "Extending: a
+pattern", says how to add one.
 """
 
 from __future__ import annotations

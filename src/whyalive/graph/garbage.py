@@ -1,4 +1,4 @@
-"""The object graph over captured garbage: integer node ids and CSR edges (DESIGN §4).
+"""The object graph over captured garbage: integer node ids and CSR edges.
 
 Nodes ``0..garbage_count-1`` are the captured garbage in capture order; after them
 come untracked referents that can lead to heavy objects (NumPy arrays, big

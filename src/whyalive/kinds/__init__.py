@@ -1,4 +1,4 @@
-"""The registry of heavy-object kinds (DESIGN §1).
+"""The registry of heavy-object kinds (docs/architecture.md, "Extending: a heavy kind").
 
 A *kind* knows which types it covers (read from ``sys.modules`` only, so whyalive
 never imports torch or NumPy itself) and how to describe one object: bytes,

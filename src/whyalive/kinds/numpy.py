@@ -1,4 +1,7 @@
-"""NumPy arrays: not tracked by the GC, so found as referents of garbage (DESIGN §1)."""
+"""NumPy arrays: not tracked by the GC, so found as referents of garbage.
+
+See docs/architecture.md, "Words": the retained set.
+"""
 
 from __future__ import annotations
 

@@ -123,7 +123,8 @@ class GcSampler:
         return self._full_spent + self._full_cost <= allowed
 
     def _release(self, generation: int, *, scheduled: bool = False) -> int:
-        """Collect ``generation`` with SAVEALL off and the callback muted (DESIGN §3.2)."""
+        """Collect ``generation`` with SAVEALL off and the callback muted (GC rules 2 in
+        docs/architecture.md)."""
         began = self._clock()
         self._quiet = True
         try:

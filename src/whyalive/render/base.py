@@ -1,4 +1,7 @@
-"""The renderer interface (STYLE §3.3): read a Report, return a document."""
+"""The renderer interface: read a Report, return a document.
+
+docs/architecture.md, "Extending: a renderer", says how to add one.
+"""
 
 from __future__ import annotations
 
