@@ -4,9 +4,10 @@ It tells which attribute, key, index, closure cell or local holds a target;
 :mod:`whyalive.node_names` names the objects themselves. Other core stages read
 live objects too (docs/architecture.md, invariant 1, lists where live objects end).
 Everything here is guarded: the objects are post-mortem garbage (``__del__`` has
-run, weakrefs are cleared), and may be hostile. We read through ``type(o)`` checks and C-level descriptors, never
-through ``repr``/``getattr`` of user classes, and read ``frame.f_locals`` only
-of a frame that no thread is running (or on 3.13+, where it is a read-only view).
+run, weakrefs are cleared), and may be hostile. We read through ``type(o)`` checks
+and C-level descriptors, never through ``repr``/``getattr`` of user classes, and
+read ``frame.f_locals`` only of a frame that no thread is running (or on 3.13+,
+where it is a read-only view).
 """
 
 from __future__ import annotations
