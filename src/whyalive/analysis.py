@@ -26,6 +26,7 @@ from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk
 from whyalive.paths import MAX_VERIFIED_EDGES, CycleView, NamedEdge, named_path, view_cycle
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
+from whyalive.words import unreported_note, unshown_note
 
 
 @dataclass(frozen=True)
@@ -225,10 +226,10 @@ def find_cycles(
     notes = list(options.notes)
     skipped = below + len(by_signature) - len(kept)
     if skipped:
-        notes.append(f"{skipped} cycle signature(s) below min_bytes or allowed were not reported.")
+        notes.append(unreported_note(skipped))
     kept.sort(key=lambda g: (-g.total_bytes, -g.occurrences, _signature(g)))
     if len(kept) > options.max_cycles:
-        notes.append(f"{len(kept) - options.max_cycles} more cycle signature(s) not shown.")
+        notes.append(unshown_note(len(kept) - options.max_cycles))
         kept = kept[: options.max_cycles]
 
     return Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)

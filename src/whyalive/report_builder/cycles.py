@@ -22,11 +22,7 @@ from whyalive.guarded import type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
-from whyalive.report import (
-    Cut,
-    CycleReport,
-    Holding,
-)
+from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import Structure, type_words

@@ -50,6 +50,8 @@ from whyalive.words.headlines import (
     run_words,
     shared_words,
     summary_headline,
+    unreported_note,
+    unshown_note,
 )
 from whyalive.words.references import (
     MAX_CUT_PHRASES,
@@ -123,5 +125,7 @@ __all__ = [
     "steps_words",
     "summary_headline",
     "through_words",
+    "unreported_note",
+    "unshown_note",
     "verb",
 ]

@@ -184,3 +184,13 @@ def summary_headline(summary: Summary) -> str:
         f"{verb(occurrences, 'keeps', 'keep')} {size_to_words(summary.total_bytes)} alive "
         f"on {ranks_phrase(summary.leaking_ranks)}"
     )
+
+
+def unreported_note(count: int) -> str:
+    """The note for signatures a check filtered out (``min_bytes``, ``allow``)."""
+    return f"{count} cycle signature(s) below min_bytes or allowed were not reported."
+
+
+def unshown_note(count: int) -> str:
+    """The note for signatures past ``max_cycles``."""
+    return f"{count} more cycle signature(s) not shown."
