@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.engine import FUNCTION_NODES, Context, LintFinding, Rule
+from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.scopes import FUNCTION_NODES, Context
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})

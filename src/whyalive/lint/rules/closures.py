@@ -11,17 +11,10 @@ import ast
 import tokenize
 from collections.abc import Iterator
 
-from whyalive.lint.engine import (
-    FUNCTION_NODES,
-    Capture,
-    Context,
-    Frame,
-    LintFinding,
-    Rule,
-    TextEdit,
-)
+from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
 from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
 from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
 
 _SHOWN = 4
 

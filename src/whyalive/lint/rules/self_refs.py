@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.engine import Context, LintFinding, Rule, snippet
+from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.shapes import (
     bound_method_of,
     closure_frees,
@@ -15,6 +15,7 @@ from whyalive.lint.rules.shapes import (
     root_name,
     store_sites,
 )
+from whyalive.lint.scopes import Context
 
 _STORE_NODES: tuple[type[ast.AST], ...] = (
     ast.Assign,
