@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import symtable
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
@@ -17,6 +17,7 @@ from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
 __all__ = [
     "COMPREHENSION_NODES",
     "FUNCTION_NODES",
+    "FUNCTION_OR_LAMBDA",
     "SCOPE_NODES",
     "Context",
     "Frame",
@@ -29,6 +30,7 @@ __all__ = [
 
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+FUNCTION_OR_LAMBDA = (*FUNCTION_NODES, ast.Lambda)
 SCOPE_NODES = (*FUNCTION_NODES, ast.Lambda, ast.ClassDef, *COMPREHENSION_NODES)
 
 _TABLE_NAMES: dict[type[ast.AST], str] = {
@@ -156,14 +158,17 @@ class Context:
     def report(
         self,
         node: ast.AST,
+        found: Mapping[str, str] | None = None,
         /,
         *,
         captures: tuple[Capture, ...] = (),
         edits: tuple[TextEdit, ...] = (),
         **fields: str,
     ) -> LintFinding:
-        """Build a finding at ``node`` from the current rule's message template."""
+        """Build a finding at ``node`` from the current rule's message template, filled from
+        ``found`` and ``fields``."""
         assert self.rule is not None
+        fields = {**(found or {}), **fields}
         return LintFinding(
             self.filename,
             getattr(node, "lineno", 1),

@@ -19,6 +19,8 @@ RULES: tuple[Rule, ...] = (
     *caches.RULES,
     *opinionated.RULES,
     *closures.OPT_IN_RULES,
+    *self_refs.OPT_IN_RULES,
+    *caches.OPT_IN_RULES,
 )
 
 # Runtime diagnosis pattern name -> the lint code that would have caught it before it ran.

@@ -12,8 +12,18 @@ import re
 import symtable
 
 from whyalive.lint.findings import Capture, snippet
+from whyalive.lint.rules.instances import light_instance
 from whyalive.lint.rules.shapes import decorator_name, scope_node
-from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame, mangle, own_scope_nodes, unmangle
+from whyalive.lint.rules.weight import weigher
+from whyalive.lint.scopes import (
+    FUNCTION_NODES,
+    FUNCTION_OR_LAMBDA,
+    Context,
+    Frame,
+    mangle,
+    own_scope_nodes,
+    unmangle,
+)
 
 __all__ = ["group_captures", "is_scalar", "lookup"]
 
@@ -23,7 +33,7 @@ _HEAVY_NAME = re.compile(
     r"model|batch|data|array|ckpt|checkpoint|hidden|logit|result|input|self",
     re.IGNORECASE,
 )
-_LIGHT_ORDER = {"function": 0, "class": 1, "module": 2, "constant": 3}
+_LIGHT_ORDER = {"function": 0, "class": 1, "module": 2, "constant": 3, "light": 4, "light-self": 5}
 
 
 def _value_kind(value: ast.AST) -> str:
@@ -179,6 +189,17 @@ def lookup(table: symtable.SymbolTable | None, name: str) -> symtable.Symbol | N
         return None
 
 
+def _light(ctx: Context, scope: Frame, name: str) -> bool:
+    """Whether every value ``name`` gets in ``scope`` is light (:mod:`.weight`)."""
+    found = weigher(ctx)
+    node = scope.node
+    return (
+        isinstance(node, FUNCTION_OR_LAMBDA)
+        and found.binds(node, name)
+        and found.light_name(node, name, frozenset())
+    )
+
+
 def _classify(ctx: Context, frame: Frame, key: str, name: str) -> Capture:
     """What the closure variable ``key`` (``name`` as written) of a function in ``frame`` is."""
     if key == "__class__":
@@ -189,16 +210,19 @@ def _classify(ctx: Context, frame: Frame, key: str, name: str) -> Capture:
             symbol = lookup(ctx.frame_table(scope), key)
             if symbol is not None and not symbol.is_free():
                 if scope.self_name == name:
-                    return Capture(name, "self")
+                    owner = scope.parent.node if scope.parent is not None else None
+                    light = isinstance(owner, ast.ClassDef) and light_instance(weigher(ctx), owner)
+                    return Capture(name, "light-self" if light else "self")
                 if symbol.is_parameter():
-                    scalar = _scalar_parameter(scope, name)
-                    return Capture(name, "constant" if scalar else "parameter")
+                    if _scalar_parameter(scope, name):
+                        return Capture(name, "constant")
+                    return Capture(name, "light" if _light(ctx, scope, name) else "parameter")
                 if symbol.is_imported():
                     return Capture(name, "module")
                 kinds = _binding_kinds(ctx, scope).get(name, set())
                 if len(kinds) == 1 and "local" not in kinds:
                     return Capture(name, next(iter(kinds)))
-                return Capture(name, "local")
+                return Capture(name, "light" if _light(ctx, scope, name) else "local")
         scope = scope.parent
     return Capture(name, "local")
 
