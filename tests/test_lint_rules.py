@@ -105,7 +105,7 @@ def test_select_and_ignore() -> None:
     assert "WAL101" in default
     assert "WAL901" not in default
     assert {r.code for r in select_rules(["WAL"])} == default
-    assert {r.code for r in select_rules("WAL9")} == {"WAL901", "WAL902", "WAL903", "WAL904", "WAL905"}
+    assert {r.code for r in select_rules("WAL9")} == {f"WAL90{i}" for i in range(1, 6)}
     assert {r.code for r in select_rules(ignore="WAL1")} == default - {"WAL101", "WAL102"}
     assert {r.code for r in select_rules(["WAL101"], ["WAL1"])} == {"WAL101"}
 
