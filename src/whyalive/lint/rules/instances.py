@@ -36,11 +36,39 @@ def light_instance(w: Weigher, cls: ast.ClassDef) -> bool:
         return known
     w.instances[id(cls)] = True  # a class hierarchy that loops adds nothing
     light = all(_light_base(w, base) for base in cls.bases)
-    light = light and _stores_light(w, cls)
+    light = light and (_shares_class_state(cls) or _stores_light(w, cls))
     for sub in w.subclasses.get(cls.name, []):
         light = light and light_instance(w, sub)
     w.instances[id(cls)] = light
     return light
+
+
+def _shares_class_state(cls: ast.ClassDef) -> bool:
+    """``self.__dict__ = self._shared_state`` first thing in ``__init__`` (the Borg idiom):
+    every attribute lands in a dict the class holds, alive as long as the class anyway."""
+    shared = {
+        t.id
+        for stmt in cls.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        if isinstance(t, ast.Name)
+    }
+    for stmt in cls.body:
+        if isinstance(stmt, FUNCTION_NODES) and stmt.name == "__init__" and stmt.args.args:
+            me = stmt.args.args[0].arg
+            body = [s for s in stmt.body if not isinstance(s, ast.Expr)]  # docstrings
+            first = body[0] if body else None
+            return (
+                isinstance(first, ast.Assign)
+                and len(first.targets) == 1
+                and isinstance(first.targets[0], ast.Attribute)
+                and first.targets[0].attr == "__dict__"
+                and _is_name(first.targets[0].value, me)
+                and isinstance(first.value, ast.Attribute)
+                and first.value.attr in shared
+                and (_is_name(first.value.value, me) or _is_name(first.value.value, cls.name))
+            )
+    return False
 
 
 def _light_base(w: Weigher, base: ast.AST) -> bool:
