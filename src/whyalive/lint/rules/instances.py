@@ -2,7 +2,7 @@
 ``self`` (bound methods and closures on ``self``, callbacks, method caches).
 
 Instances of a class are light when its bases are ``object``, ``nn.Module``, ``ABC``,
-``Protocol``, ``Generic``, ``logging.LoggerAdapter`` or light classes of the same file, and
+``Protocol``, ``Generic`` or light classes of the same file, and
 the methods of the class and of its same-file subclasses store only light values on ``self``
 (:mod:`whyalive.lint.rules.weight` says which values are light). What other files (a
 subclass elsewhere, code that sets attributes from outside) store is not seen.
@@ -21,7 +21,7 @@ from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA
 __all__ = ["light_instance"]
 
 # Bases whose own instances hold nothing heavy (nn.Module's dicts start empty).
-_LIGHT_BASES = frozenset({"object", "Module", "ABC", "Protocol", "Generic", "LoggerAdapter"})
+_LIGHT_BASES = frozenset({"object", "Module", "ABC", "Protocol", "Generic"})
 # Methods an instance uses to keep what it is given (`nn.Module.register_buffer`).
 _KEEPING_METHODS = frozenset({"__init__", "__setattr__", "__setitem__"})
 _KEEPING_PREFIXES = ("register", "add_", "set_")

@@ -11,8 +11,8 @@ cycle or cache that keeps it costs a few hundred bytes. The evidence, all from o
   ``Literal[...]`` (``Any``, ``Tensor``, a class or no annotation: may be heavy);
 - ``@functools.wraps(fn)``: ``fn`` is the wrapped function;
 - for ``self``: the class and its same-file bases and subclasses store only light values on
-  their instances, and its other bases are ``object``, ``nn.Module``, ``ABC``, ``Protocol``,
-  ``Generic`` or ``logging.LoggerAdapter``.
+  their instances, and its other bases are ``object``, ``nn.Module``, ``ABC``, ``Protocol``
+  or ``Generic``.
 
 Anything this module cannot read counts as possibly heavy, so a finding is demoted only on
 positive evidence.
