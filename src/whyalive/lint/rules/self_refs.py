@@ -226,9 +226,10 @@ LIGHT_SELF_CYCLE = Rule(
 A WAL201, WAL202 or WAL203 cycle through an instance whose class stores only light values
 on `self`: strings, numbers, flags, `None`, functions, bound methods, loggers, containers of
 those (its bases are `object`, `nn.Module`, `ABC`, `Protocol`, `Generic` or such light
-classes of the same file, and its same-file subclasses are light too). It is still a cycle, freed only by the cyclic GC, but it cannot
-keep a tensor alive. Off by default; select it with `--select WAL904` (or `WAL9`). What
-code in other files stores on the instance is not seen. The fixes are the original rule's.""",
+classes of the same file, and its same-file subclasses are light too). It is still a
+cycle, freed only by the cyclic GC, but it cannot keep a tensor alive. Off by default;
+select it with `--select WAL904` (or `WAL9`). What code in other files stores on the
+instance is not seen. The fixes are the original rule's.""",
 )
 
 RULES: tuple[Rule, ...] = (BOUND_METHOD_ON_SELF, CLOSURE_ON_SELF, CALLBACK_ON_OWNED)
