@@ -136,3 +136,15 @@ class Net(nn.Module):
             return part(i - 1) if i else self.linear
 
         return part(len(items))
+
+
+# Names built from each other: one heavy source makes them all heavy, in any order.
+def built_from_each_other(x):
+    a = None
+    b = a
+    a = b or x
+
+    def walk(i):  # WAL101: 147, 4 "a" "b" fix
+        return walk(i - 1) if i else (b, a)
+
+    return walk(2)

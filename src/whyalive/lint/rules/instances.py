@@ -2,10 +2,11 @@
 ``self`` (bound methods and closures on ``self``, callbacks, method caches).
 
 Instances of a class are light when its bases are ``object``, ``nn.Module``, ``ABC``,
-``Protocol``, ``Generic`` or light classes of the same file, and
-the methods of the class and of its same-file subclasses store only light values on ``self``
-(:mod:`whyalive.lint.rules.weight` says which values are light). What other files (a
-subclass elsewhere, code that sets attributes from outside) store is not seen.
+``Protocol``, ``Generic`` or light classes of the same file, and the methods of the class
+and of its same-file subclasses store only light values on ``self``
+(:mod:`whyalive.lint.rules.weight` says which values are light), or when ``__init__`` first
+makes ``self.__dict__`` a dict the class holds. What other files store on an instance (a
+subclass elsewhere, code that sets attributes from outside) is not seen.
 """
 
 from __future__ import annotations

@@ -111,6 +111,8 @@ class Weigher:
         self._scopes: dict[int, _Scope] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self._names: dict[tuple[int, str, frozenset[str]], bool] = {}
+        self._pending: set[tuple[int, str, frozenset[str]]] = set()
+        self._guessed = False
         self.instances: dict[int, bool] = {}
         self.subclasses: dict[str, list[ast.ClassDef]] = {}
         self._index(module)
@@ -186,21 +188,30 @@ class Weigher:
         if function is None:
             return True  # a global or builtin: alive anyway
         key = (id(function), name, trusted)
+        if key in self._pending:
+            # A name built from itself (`i = i + 1`) adds nothing; results that leaned on
+            # this guess are final only for the name that started the guess.
+            self._guessed = True
+            return True
         known = self._names.get(key)
         if known is not None:
             return known
-        self._names[key] = True  # a name built from itself (`i = i + 1`) adds nothing
-        scope = self.scope(function)
-        bindings = scope.bound[name]
         if name in _wrapped_names(function):
             self._names[key] = True  # `@wraps(name)`: the name is the wrapped function
             return True
+        outer_guess, self._guessed = self._guessed, False
+        self._pending.add(key)
+        scope = self.scope(function)
+        bindings = scope.bound[name]
         light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
         if light and any(_makes_container(stmt) for stmt in bindings):
             light = only_filled_with_light(self, function, name, trusted)
         if name in scope.outer and scope.parent is not None:
             light = light and self.light_name(scope.parent, name, trusted)
-        self._names[key] = light
+        self._pending.discard(key)
+        if not self._guessed or not self._pending:
+            self._names[key] = light
+        self._guessed = outer_guess or (self._guessed and bool(self._pending))
         return light
 
     def _light_binding(
