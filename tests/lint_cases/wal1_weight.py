@@ -76,17 +76,17 @@ def cycle_of(num_nodes, keys):
     return visit(0)
 
 
-# Light annotations: str, list[str], Callable, Path; heavy ones: Tensor, dict of tensors, Any.
-def annotated(names: list[str], pick: Callable[[str], bool], root: Path, labels: "dict[str, int]"):
+# Light annotations: str, list[str], Path; heavy: Tensor, dict of tensors, Any, Callable.
+def annotated(names: list[str], kinds: type[int], root: Path, labels: "dict[str, int]"):
     def walk(i):  # WAL903: 81, 4 fix
-        return walk(i - 1) if pick(names[i]) and root and labels else None
+        return walk(i - 1) if kinds(names[i]) and root and labels else None
 
     return walk(3)
 
 
-def annotated_heavy(x: torch.Tensor, sd: dict[str, torch.Tensor], extra: Any):
-    def walk(i):  # WAL101: 88, 4 "sd" "extra" "x" fix
-        return walk(i - 1) if i else (x, sd, extra)
+def annotated_heavy(x: torch.Tensor, sd: dict[str, torch.Tensor], extra: Any, visit: Callable):
+    def walk(i):  # WAL101: 88, 4 "sd" "extra" "visit" "x" fix
+        return walk(i - 1) if i else (x, sd, extra, visit(i))
 
     return walk(3)
 

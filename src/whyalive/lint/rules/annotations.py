@@ -1,6 +1,8 @@
-"""Annotations whose every value is light: ``str``, ``list[str]``, ``Callable``, ``Path``.
+"""Annotations whose every value is light: ``str``, ``list[str]``, ``type``, ``Path``.
 
-``Any``, ``Tensor``, ``np.ndarray``, a class or no annotation at all may be heavy."""
+``Any``, ``Tensor``, ``np.ndarray``, a class or no annotation at all may be heavy, and so may a
+``Callable``: a closure or a bound method holds whatever it captures (a visitor closure that
+fills a dict of tensors)."""
 
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ def words(text: str) -> frozenset[str]:
 _LIGHT_TYPES = words(
     """
     bool int float complex str bytes None NoneType Path PurePath PathLike Pattern Match
-    Callable type Type Logger LoggerAdapter device dtype Literal LiteralString Ellipsis
+    type Type Logger LoggerAdapter device dtype Literal LiteralString Ellipsis
     """
 )
-_OPAQUE_GENERICS = frozenset({"Literal", "Callable", "type", "Type"})
+_OPAQUE_GENERICS = frozenset({"Literal", "type", "Type"})
 _LIGHT_GENERICS = words(
     """
     list List tuple Tuple set Set frozenset FrozenSet dict Dict Sequence MutableSequence
@@ -41,7 +43,7 @@ def last_name(expr: ast.AST) -> str:
 
 
 def light_annotation(annotation: ast.AST | None) -> bool:
-    """Whether every value of the annotated type is light (``list[str]``, ``Callable``)."""
+    """Whether every value of the annotated type is light (``list[str]``, ``type[Model]``)."""
     if annotation is None:
         return False
     if isinstance(annotation, ast.Constant):
@@ -65,6 +67,4 @@ def light_annotation(annotation: ast.AST | None) -> bool:
         if name == "Annotated":
             return light_annotation(parts[0])
         return name in _LIGHT_GENERICS and all(light_annotation(p) for p in parts)
-    if isinstance(annotation, ast.List):  # the argument list of Callable[[...], ...]
-        return all(light_annotation(p) for p in annotation.elts)
     return last_name(annotation) in _LIGHT_TYPES

@@ -185,7 +185,7 @@ LIGHT_RECURSION = Rule(
 A recursive nested function (or a group of mutually recursive ones) whose closure holds
 nothing but itself and light values: functions, classes, modules, strings, numbers, flags,
 containers only filled with those, parameters with light annotations (`str`, `list[str]`,
-`Callable`), the function given to `@wraps`, `self` of a class that stores only light values.
+`Path`), the function given to `@wraps`, `self` of a class that stores only light values.
 It is still a cycle, freed only by the cyclic GC, but it costs a few hundred bytes and cannot keep a
 tensor alive. Off by default; select it with `--select WAL903` (or `WAL9`) to clean up
 every closure cycle. The fixes are WAL101's.""",

@@ -7,8 +7,8 @@ cycle or cache that keeps it costs a few hundred bytes. The evidence, all from o
 - how the value is built in its function: literals, f-strings, ``len()``-like builtins,
   string methods, displays and comprehensions of light parts, ``set()`` / ``[]`` that are
   only ever filled with light values and never handed to other code;
-- annotations: ``str``, ``int``, ``bool``, ``list[str]``, ``Callable``, ``type``, ``Path``,
-  ``Literal[...]`` (``Any``, ``Tensor``, a class or no annotation: may be heavy);
+- annotations: ``str``, ``int``, ``bool``, ``list[str]``, ``type``, ``Path``, ``Literal[...]``
+  (``Any``, ``Tensor``, ``Callable``, a class or no annotation: may be heavy);
 - ``@functools.wraps(fn)``: ``fn`` is the wrapped function;
 - for ``self``: the class and its same-file bases and subclasses store only light values on
   their instances, and its other bases are ``object``, ``nn.Module``, ``ABC``, ``Protocol``
