@@ -105,7 +105,7 @@ def test_select_and_ignore() -> None:
     assert "WAL101" in default
     assert "WAL901" not in default
     assert {r.code for r in select_rules(["WAL"])} == default
-    assert {r.code for r in select_rules("WAL9")} == {"WAL901", "WAL902", "WAL903"}
+    assert {r.code for r in select_rules("WAL9")} == {f"WAL90{i}" for i in range(1, 6)}
     assert {r.code for r in select_rules(ignore="WAL1")} == default - {"WAL101", "WAL102"}
     assert {r.code for r in select_rules(["WAL101"], ["WAL1"])} == {"WAL101"}
 
@@ -167,3 +167,26 @@ def test_light_recursion_is_opt_in() -> None:
     (finding,) = lint_source(source, select="WAL903")
     assert finding.code == "WAL903"
     assert [(c.name, c.kind) for c in finding.captures] == [("json", "module")]
+
+
+def test_light_instances_are_opt_in() -> None:
+    """Cycles and caches on instances that store only light values are WAL904/WAL905, and
+    a WAL904 message names the rule it was demoted from."""
+    source = (
+        "import functools\n"
+        "class Gelu:\n"
+        "    def __init__(self, approximate: str = 'none'):\n"
+        "        self.approximate = approximate\n"
+        "        self.act = self.python\n"
+        "    def python(self, x):\n"
+        "        return x\n"
+        "    @functools.cache\n"
+        "    def name(self) -> str:\n"
+        "        return self.approximate.upper()\n"
+    )
+    assert lint_source(source) == []
+    found = lint_source(source, select=["WAL904", "WAL905"])
+    assert [(f.code, f.line) for f in found] == [("WAL904", 5), ("WAL905", 8)]
+    assert found[0].message.startswith("WAL904 (WAL201) `self.act = self.python`")
+    heavier = source.replace("self.approximate = approximate", "self.weight = make(approximate)")
+    assert [f.code for f in lint_source(heavier)] == ["WAL201", "WAL501"]

@@ -88,7 +88,7 @@ def plain_function(self):
 
 
 # A store undone in a `finally` is released on every path: no cycle survives the call.
-class Trainer:
+class Trainer(Loader):
     def step(self, batch):
         self.f = lambda: self.batch_size
         self.cb = self.on_step

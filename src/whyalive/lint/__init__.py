@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from whyalive.errors import UsageError
 from whyalive.lint.config import LintConfig
-from whyalive.lint.engine import LintFinding, Rule, lint_tree
+from whyalive.lint.engine import lint_tree
+from whyalive.lint.findings import LintFinding, Rule
 from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, RULES, explain_rule
 
 __all__ = [

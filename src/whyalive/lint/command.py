@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from whyalive.errors import UsageError
 from whyalive.lint import check_codes, lint_paths
 from whyalive.lint.config import LintConfig, find_config, load_config
-from whyalive.lint.engine import LintFinding
+from whyalive.lint.findings import LintFinding
 from whyalive.lint.fixes import apply_edits, compiles, unified_diff
 from whyalive.lint.rules import INPUT_PROBLEMS, explain_rule
 from whyalive.lint.sarif import render_sarif

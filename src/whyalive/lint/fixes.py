@@ -13,7 +13,8 @@ import io
 import tokenize
 from collections.abc import Iterable
 
-from whyalive.lint.engine import FUNCTION_NODES, TextEdit
+from whyalive.lint.findings import TextEdit
+from whyalive.lint.scopes import FUNCTION_NODES
 
 __all__ = ["SourceTokens", "apply_edits", "self_argument_edits", "unified_diff"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from whyalive.lint.engine import LintFinding
+from whyalive.lint.findings import LintFinding
 from whyalive.lint.rules import INPUT_PROBLEMS, RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -6,7 +6,7 @@ parsed), reported as findings so one bad file does not stop a run.
 
 from __future__ import annotations
 
-from whyalive.lint.engine import Rule
+from whyalive.lint.findings import Rule
 from whyalive.lint.rules import autograd, caches, closures, exceptions, opinionated, self_refs
 
 __all__ = ["INPUT_PROBLEMS", "RULES", "RULE_FOR_PATTERN", "explain_rule", "rule_for_code"]
@@ -19,6 +19,8 @@ RULES: tuple[Rule, ...] = (
     *caches.RULES,
     *opinionated.RULES,
     *closures.OPT_IN_RULES,
+    *self_refs.OPT_IN_RULES,
+    *caches.OPT_IN_RULES,
 )
 
 # Runtime diagnosis pattern name -> the lint code that would have caught it before it ran.

@@ -5,7 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.engine import FUNCTION_NODES, Context, LintFinding, Rule
+from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.rules.annotations import light_annotation
+from whyalive.lint.rules.instances import light_instance
+from whyalive.lint.rules.weight import weigher
+from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})
@@ -37,14 +41,34 @@ def _check_method_cache(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         return
     for deco, name in zip(node.decorator_list, names, strict=True):
         if name is not None and name[0] in _CACHES:
-            yield ctx.report(
-                deco,
-                deco=name[1],
-                cls=getattr(ctx.frame.node, "name", "?"),
-                name=node.name,
-                self=args[0].arg,
-            )
+            cls = ctx.frame.node
+            assert isinstance(cls, ast.ClassDef)
+            fields = {"deco": name[1], "cls": cls.name, "name": node.name, "self": args[0].arg}
+            assert ctx.rule is not None
+            if _caches_only_light(ctx, cls, node) == (ctx.rule is LIGHT_METHOD_CACHE):
+                yield ctx.report(deco, fields)
             return
+
+
+def _caches_only_light(
+    ctx: Context, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef
+) -> bool:
+    """Whether all the cache keeps is light: instances (:mod:`.instances`), the other
+    arguments (light annotations or literal defaults) and the results (a light return
+    annotation, or every ``return`` value light)."""
+    found = weigher(ctx)
+    if not light_instance(found, cls):
+        return False
+    me = frozenset({method.args.args[0].arg})
+    scope = found.scope(method)
+    params = [a.arg for a in (*method.args.posonlyargs, *method.args.args[1:])]
+    params += [a.arg for a in (*method.args.kwonlyargs, method.args.vararg, method.args.kwarg) if a]
+    if not all(found.light_name(method, p, me) for p in params if p in scope.bound):
+        return False
+    if light_annotation(method.returns):
+        return True
+    returns = [n for n in own_scope_nodes(method.body) if isinstance(n, ast.Return)]
+    return all(r.value is None or found.light(r.value, method, me) for r in returns)
 
 
 METHOD_CACHE = Rule(
@@ -71,4 +95,25 @@ use `functools.cached_property` for per-instance values, or build a per-instance
 `__init__` from a plain function (not from a bound method, which would be WAL201).""",
 )
 
+LIGHT_METHOD_CACHE = Rule(
+    code="WAL905",
+    name="method-cache-holding-nothing-heavy",
+    message=(
+        "WAL905 `@{deco}` on method `{cls}.{name}` keeps every `{self}` it is called with, "
+        "but `{cls}` stores only strings, numbers, flags and code on its instances, and the "
+        "arguments and results are light too."
+    ),
+    node_types=FUNCTION_NODES,
+    check=_check_method_cache,
+    default_enabled=False,
+    explanation="""\
+A WAL501 method cache where everything the cache keeps is light: the instances (their class
+stores only strings, numbers, flags, `None`, code and loggers on `self`, see WAL904), the
+other arguments (annotated `str`, `int`, `bool`, `list[str]`... or defaulting to a literal)
+and the results (a light return annotation, or every `return` value built from light
+parts). The instances still live as long as the class. Off by default; select it with
+`--select WAL905` (or `WAL9`). The fixes are WAL501's.""",
+)
+
 RULES: tuple[Rule, ...] = (METHOD_CACHE,)
+OPT_IN_RULES: tuple[Rule, ...] = (LIGHT_METHOD_CACHE,)

@@ -11,17 +11,10 @@ import ast
 import tokenize
 from collections.abc import Iterator
 
-from whyalive.lint.engine import (
-    FUNCTION_NODES,
-    Capture,
-    Context,
-    Frame,
-    LintFinding,
-    Rule,
-    TextEdit,
-)
+from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
 from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
 from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
 
 _SHOWN = 4
 
@@ -144,8 +137,10 @@ runs. This is the bug fixed by hand in PyTorch's `pipelining/_backward.py`
 
 Reported when the function captures something that can hold a heavy object: a parameter or
 a local of an enclosing function, `self`, a default value or a cache. The message names
-those first; JSON and SARIF output list every capture. A recursive helper that captures
-only functions, classes, modules or constants is WAL903 (off by default).
+those first; JSON and SARIF output list every capture. A recursive helper whose captures
+static evidence shows to be light (functions, modules, strings, numbers, flags, a set only
+filled with strings, `names: list[str]`, `self` of a class that stores only such values:
+see docs/lint.md) is WAL903 (off by default).
 
 Fixes, in the user's terms: pass the function to itself as a parameter
 (`def walk(x, *, walk): ... walk(child, walk=walk)` called as `walk(root, walk=walk)`;
@@ -188,8 +183,10 @@ LIGHT_RECURSION = Rule(
     default_enabled=False,
     explanation="""\
 A recursive nested function (or a group of mutually recursive ones) whose closure holds
-nothing but itself and other functions, classes, modules or constants. It is still a
-cycle, freed only by the cyclic GC, but it costs a few hundred bytes and cannot keep a
+nothing but itself and light values: functions, classes, modules, strings, numbers, flags,
+containers only filled with those, parameters with light annotations (`str`, `list[str]`,
+`Path`), the function given to `@wraps`, `self` of a class that stores only light values.
+It is still a cycle, freed only by the cyclic GC, but it costs a few hundred bytes and cannot keep a
 tensor alive. Off by default; select it with `--select WAL903` (or `WAL9`) to clean up
 every closure cycle. The fixes are WAL101's.""",
 )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.engine import Context, LintFinding, Rule, own_scope_nodes, snippet
+from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.shapes import bindings, enclosing_function, held_values, store_sites
+from whyalive.lint.scopes import Context, own_scope_nodes
 
 _KEEPING_CALLS = frozenset({"set_exception"})
 _HANDLER_TYPES: tuple[type[ast.AST], ...] = (ast.ExceptHandler,)

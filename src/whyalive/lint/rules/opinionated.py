@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.engine import Context, LintFinding, Rule, snippet
+from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.autograd import is_hook_registrar
 from whyalive.lint.rules.shapes import (
     closure_frees,
@@ -14,6 +14,7 @@ from whyalive.lint.rules.shapes import (
     root_name,
     store_sites,
 )
+from whyalive.lint.scopes import Context
 
 
 def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:

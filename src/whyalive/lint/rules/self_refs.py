@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from whyalive.lint.engine import Context, LintFinding, Rule, snippet
+from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.rules.instances import light_instance
 from whyalive.lint.rules.shapes import (
+    MethodSelf,
     bound_method_of,
     closure_frees,
     held_values,
@@ -15,6 +17,27 @@ from whyalive.lint.rules.shapes import (
     root_name,
     store_sites,
 )
+from whyalive.lint.rules.weight import weigher
+from whyalive.lint.scopes import Context
+
+# What a finder found: the method's `self`, and the fields of its rule's message.
+_Found = tuple[MethodSelf, dict[str, str]]
+_Finder = Callable[[ast.AST, Context], Iterator[_Found]]
+
+
+def _light(ctx: Context, owner: MethodSelf) -> str | None:
+    """The class name when its instances hold nothing heavy (:mod:`.instances`), else None."""
+    cls = owner.method.parent.node if owner.method.parent is not None else None
+    if isinstance(cls, ast.ClassDef) and light_instance(weigher(ctx), cls):
+        return cls.name
+    return None
+
+
+def _heavy(finder: _Finder, node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    for owner, fields in finder(node, ctx):
+        if _light(ctx, owner) is None:
+            yield ctx.report(node, fields)
+
 
 _STORE_NODES: tuple[type[ast.AST], ...] = (
     ast.Assign,
@@ -47,13 +70,13 @@ def _kept_on_every_path(node: ast.AST, where: ast.AST, ctx: Context) -> bool:
     )
 
 
-def _check_bound_method(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+def _bound_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     owner = None
     for self_name, where, held in _stores_on_self(node, ctx):
         owner = owner or method_self(ctx)
         method = bound_method_of(held, owner) if owner is not None else None
-        if method is not None and _kept_on_every_path(node, where, ctx):
-            yield ctx.report(node, stmt=snippet(node), self=self_name, method=method)
+        if owner is not None and method is not None and _kept_on_every_path(node, where, ctx):
+            yield owner, {"stmt": snippet(node), "self": self_name, "method": method}
             return
 
 
@@ -66,7 +89,7 @@ BOUND_METHOD_ON_SELF = Rule(
         "the function (`type({self}).{method}`) and pass `{self}` when calling it."
     ),
     node_types=_STORE_NODES,
-    check=_check_bound_method,
+    check=lambda node, ctx: _heavy(_bound_methods, node, ctx),
     explanation="""\
 `self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
 stores a bound method on the instance it is bound to. A bound method holds `__self__`, so
@@ -78,11 +101,13 @@ plain function (`type(self).on_step`) and call it with `self`, or dispatch by na
 )
 
 
-def _check_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+def _closures_on_self(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     for self_name, where, held in _stores_on_self(node, ctx):
         found = closure_frees(held, ctx)
         if found is not None and self_name in found[1] and _kept_on_every_path(node, where, ctx):
-            yield ctx.report(node, stmt=snippet(node), kind=found[0], self=self_name)
+            owner = method_self(ctx)
+            assert owner is not None
+            yield owner, {"stmt": snippet(node), "kind": found[0], "self": self_name}
             return
 
 
@@ -95,7 +120,7 @@ CLOSURE_ON_SELF = Rule(
         "instead, or pass `{self}` as an argument when calling it."
     ),
     node_types=_STORE_NODES,
-    check=_check_closure_on_self,
+    check=lambda node, ctx: _heavy(_closures_on_self, node, ctx),
     explanation="""\
 `self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
 into a closure cell that `self` then holds through the stored function: a cycle.
@@ -115,8 +140,9 @@ def _is_registrar(attr: str) -> bool:
     )
 
 
-def _check_registered(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
-    assert isinstance(node, ast.Call)
+def _registered(node: ast.AST, ctx: Context) -> Iterator[_Found]:
+    if not isinstance(node, ast.Call):
+        return
     func = node.func
     if not isinstance(func, ast.Attribute) or not _is_registrar(func.attr):
         return
@@ -142,9 +168,8 @@ def _check_registered(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
                 else f"`{owner.name}` holds `{receiver}`, which holds the callback, "
                 f"which holds `{owner.name}`"
             )
-            yield ctx.report(
-                node, call=snippet(node), what=what, receiver=receiver, chain=chain, self=owner.name
-            )
+            fields = {"call": snippet(node), "what": what, "receiver": receiver}
+            yield owner, {**fields, "chain": chain, "self": owner.name}
             return
 
 
@@ -157,7 +182,7 @@ CALLBACK_ON_OWNED = Rule(
         "the registration when done."
     ),
     node_types=(ast.Call,),
-    check=_check_registered,
+    check=lambda node, ctx: _heavy(_registered, node, ctx),
     explanation="""\
 Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
 on `self` or on an object reached from `self` (`self.register_forward_hook(self._hook)`,
@@ -168,4 +193,44 @@ Fix: register a `weakref.WeakMethod`, or a small function that looks the instanc
 `weakref.ref(self)`, or keep the returned handle and call `handle.remove()` when done.""",
 )
 
+_FINDERS: tuple[tuple[Rule, _Finder], ...] = (
+    (BOUND_METHOD_ON_SELF, _bound_methods),
+    (CLOSURE_ON_SELF, _closures_on_self),
+    (CALLBACK_ON_OWNED, _registered),
+)
+
+
+def _check_light(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
+    for rule, finder in _FINDERS:
+        if not isinstance(node, rule.node_types):
+            continue
+        for owner, fields in finder(node, ctx):
+            cls = _light(ctx, owner)
+            if cls is not None:
+                text = rule.message.format(**fields).removeprefix(rule.code).lstrip()
+                yield ctx.report(node, code=rule.code, text=text, cls=cls)
+                return
+
+
+LIGHT_SELF_CYCLE = Rule(
+    code="WAL904",
+    name="self-cycle-holding-nothing-heavy",
+    message=(
+        "WAL904 ({code}) {text} It holds nothing that can be a heavy object: `{cls}` stores "
+        "only strings, numbers, flags and code on its instances."
+    ),
+    node_types=_STORE_NODES,
+    check=_check_light,
+    default_enabled=False,
+    explanation="""\
+A WAL201, WAL202 or WAL203 cycle through an instance whose class stores only light values
+on `self`: strings, numbers, flags, `None`, functions, bound methods, loggers, containers of
+those (its bases are `object`, `nn.Module`, `ABC`, `Protocol`, `Generic` or such light
+classes of the same file, and its same-file subclasses are light too). It is still a
+cycle, freed only by the cyclic GC, but it cannot keep a tensor alive. Off by default;
+select it with `--select WAL904` (or `WAL9`). What code in other files stores on the
+instance is not seen. The fixes are the original rule's.""",
+)
+
 RULES: tuple[Rule, ...] = (BOUND_METHOD_ON_SELF, CLOSURE_ON_SELF, CALLBACK_ON_OWNED)
+OPT_IN_RULES: tuple[Rule, ...] = (LIGHT_SELF_CYCLE,)

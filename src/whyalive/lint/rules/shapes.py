@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from whyalive.lint.engine import FUNCTION_NODES, Context, Frame, own_scope_nodes
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame, own_scope_nodes
 
 # Container methods that keep their argument: (method name, index of the kept argument).
 STORE_METHODS: dict[str, int] = {
@@ -241,3 +241,32 @@ def enclosing_function(ctx: Context) -> Frame | None:
         if frame.kind in ("module", "class"):
             return None
     return None
+
+
+def defined_functions(frame: Frame) -> list[tuple[str, ast.AST]]:
+    """``(name, statement)`` for each ``def`` and lambda assigned to a name in ``frame``'s body."""
+    found: list[tuple[str, ast.AST]] = []
+    for node in own_scope_nodes(getattr(frame.node, "body", [])):
+        if isinstance(node, FUNCTION_NODES):
+            found.append((node.name, node))
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Lambda)
+        ):
+            found.append((node.targets[0].id, node))
+    return found
+
+
+def scope_node(node: ast.AST) -> ast.AST:
+    """The function node of a :func:`defined_functions` statement (the lambda of ``f = ...``)."""
+    return node.value if isinstance(node, ast.Assign) else node
+
+
+def decorator_name(deco: ast.AST) -> str:
+    """A decorator's last name, looking through one call: ``lru_cache`` for ``@f.lru_cache()``."""
+    target = deco.func if isinstance(deco, ast.Call) else deco
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""

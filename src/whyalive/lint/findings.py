@@ -1,0 +1,88 @@
+"""What the lint stages hand each other: rules, findings, the names a cycle keeps, fixes."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from whyalive.lint.scopes import Context
+
+__all__ = ["HEAVY_CAPTURE_KINDS", "Capture", "LintFinding", "Rule", "TextEdit", "snippet"]
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A name a finding's closure keeps alive, and what kind of value it is bound to.
+
+    ``kind`` is one of :data:`HEAVY_CAPTURE_KINDS` (may hold a heavy object: ``self``,
+    ``parameter``, ``local``, ``default``, ``cache``) or ``function``, ``class``, ``module``,
+    ``constant`` (alive anyway, or small).
+    """
+
+    name: str
+    kind: str
+
+    @property
+    def heavy(self) -> bool:
+        """Whether the captured value can be a heavy object (or hold one)."""
+        return self.kind in HEAVY_CAPTURE_KINDS
+
+
+HEAVY_CAPTURE_KINDS = frozenset({"self", "parameter", "local", "default", "cache"})
+
+
+@dataclass(frozen=True, order=True)
+class TextEdit:
+    """Insert ``text`` before the character at ``line`` (1-based), ``col`` (0-based, in chars)."""
+
+    line: int
+    col: int
+    text: str
+
+
+@dataclass(frozen=True, order=True)
+class LintFinding:
+    """One problem found in one file: where it is, its rule code and the full message.
+
+    ``captures`` lists, heavy first, every name the cycle keeps alive (closure rules);
+    ``edits`` is the always-safe fix (empty when there is none), applied by ``--fix``.
+    """
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    captures: tuple[Capture, ...] = field(default=(), compare=False)
+    edits: tuple[TextEdit, ...] = field(default=(), compare=False)
+
+    @property
+    def text(self) -> str:
+        """The message without its leading code, for formats that carry the code apart."""
+        return self.message.removeprefix(self.code).lstrip()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A lint rule: its code, message template, the node types it inspects and its check."""
+
+    code: str
+    name: str
+    message: str
+    node_types: tuple[type[ast.AST], ...]
+    check: Callable[[ast.AST, Context], Iterator[LintFinding]]
+    default_enabled: bool = True
+    explanation: str = ""
+
+
+def snippet(node: ast.AST, limit: int = 60) -> str:
+    """Source-like text for ``node``, shortened so messages stay one line."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError, AttributeError):  # pragma: no cover - pathological ASTs
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
