@@ -297,6 +297,19 @@ def test_repeated_input_object_keeps_first_index(impl: GraphImplementation) -> N
     assert adjacency(offsets, targets) == [[1], [], []]
 
 
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_untracked_input_object_is_an_edge_target(impl: GraphImplementation) -> None:
+    """An input object that the collector does not track is still a target, of any type."""
+    word = "x" * 40
+    untracked = _untracked_tuples()[0]
+    holder: list[object] = [word, untracked, 7]
+    nodes, offsets, targets, _ = impl.build_graph([holder, word, untracked], (), ())
+    assert nodes == [holder, word, untracked]
+    edges = adjacency(offsets, targets)
+    assert sorted(edges[0]) == [1, 2]
+    assert edges[1:] == [[], []]
+
+
 class _Meta(type):
     def __instancecheck__(cls, obj: object) -> bool:
         raise AssertionError("user __instancecheck__ called")
