@@ -128,6 +128,18 @@ big_grow(void *data, size_t nbytes)
         }
     }
 #endif
+    if (((big_header *)((char *)data - BIG_HEADER))->maplen == 0 &&
+        (nbytes <= old || nbytes + BIG_HEADER < BIG_MAP_MIN)) {
+        /* Stays a heap block: realloc() shrinks in place, and never holds
+         * two copies while it can grow in place. */
+        char *base = (char *)PyMem_RawRealloc((char *)data - BIG_HEADER, nbytes + BIG_HEADER);
+        if (base == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        ((big_header *)base)->nbytes = nbytes;
+        return base + BIG_HEADER;
+    }
     void *grown = big_alloc(nbytes, 0);
     if (grown == NULL) {
         return NULL;
@@ -701,6 +713,15 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
         }
         if (!failed) {
             b.offsets[b.nnodes] = (int64_t)b.ntargets;
+            /* What the analysis keeps is exactly as big as the graph, and the
+             * table goes before the node list comes: the peak stays that of
+             * the build. A failed shrink keeps the bigger array. */
+            table_free(&b.table);
+            int64_t *fitted = (int64_t *)big_grow(b.targets, ((size_t)b.ntargets + 1) * sizeof(int64_t));
+            if (fitted != NULL) {
+                b.targets = fitted;
+            }
+            PyErr_Clear();
             nodes_list = PyList_New(b.nnodes);
             if (nodes_list != NULL) {
                 for (i = 0; i < b.n_input; i++) {
@@ -869,108 +890,122 @@ sccs_free(sccs_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* Tarjan's order numbers start at 1 (0: not seen yet); a completed node's
+ * number is replaced by one of these, bigger than any order number, so a
+ * single read of it per edge tells all the search needs: unseen, on the
+ * stack (and how early), or completed (and whether its component reaches a
+ * seed). */
+#define SCC_DONE (UINT32_MAX - 1)
+#define SCC_DONE_REACHES UINT32_MAX
+#define SCC_MAX_NODES ((Py_ssize_t)UINT32_MAX - 3)
+/* Per-node flags, gathered while a component's members are searched. */
+#define SCC_REACHES 1 /* a seed, or an edge into a completed component that reaches one */
+#define SCC_SELF 2    /* a self-edge */
+
 static int
 compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
 {
-    Py_ssize_t n = g->n, v, sp = 0, csp = 0;
-    int64_t counter = 0, ncomp = 0;
+    Py_ssize_t n = g->n, sp = 0, csp = 0;
+    uint32_t counter = 0;
+    int64_t ncomp = 0;
     const int64_t *off = g->off, *tgt = g->tgt;
-    size_t sz = (size_t)(n + 1) * sizeof(int64_t);
+    size_t sz = (size_t)(n + 1) * sizeof(uint32_t);
     int ok = 0;
     memset(out, 0, sizeof(*out));
-    /* comp doubles as the on-stack marker: -1 while unassigned. */
-    int64_t *comp = (int64_t *)big_alloc(sz, 0);
-    int64_t *index = (int64_t *)big_alloc(sz, 0);
-    int64_t *low = (int64_t *)big_alloc(sz, 0);
-    int64_t *stack = (int64_t *)big_alloc(sz, 0);
-    int64_t *cs_node = (int64_t *)big_alloc(sz, 0);
-    int64_t *cs_edge = (int64_t *)big_alloc(sz, 0);
+    if (n > SCC_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many nodes for one graph (at most 2**32 - 3)");
+        return -1;
+    }
+    /* 32-bit per-node state: half the memory the search misses the cache on. */
+    uint32_t *index = (uint32_t *)big_alloc(sz, 1);
+    uint32_t *low = (uint32_t *)big_alloc(sz, 0);
+    uint32_t *stack = (uint32_t *)big_alloc(sz, 0);
+    uint32_t *cs_node = (uint32_t *)big_alloc(sz, 0);
+    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    uint8_t *flags = (uint8_t *)big_alloc((size_t)n + 1, 1);
+    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     /* At most n components; mapped memory costs only the pages touched. */
+    uint8_t *cyclic = (uint8_t *)big_alloc((size_t)n + 1, 1);
     uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
-    uint8_t *cyclic = NULL;
-    if (!comp || !index || !low || !stack || !cs_node || !cs_edge || (seed && !reach)) {
+    if (!index || !low || !stack || !cs_node || !cs_edge || !flags || !comp || !cyclic ||
+        (seed && !reach)) {
         goto done;
     }
-    for (v = 0; v < n; v++) {
-        index[v] = -1;
-        comp[v] = -1;
+    if (seed != NULL) {
+        memcpy(flags, seed, (size_t)n);
     }
     for (Py_ssize_t root = 0; root < n; root++) {
-        if (index[root] >= 0) {
+        if (index[root] != 0) {
             continue;
         }
-        index[root] = low[root] = counter++;
-        stack[sp++] = root;
-        cs_node[csp] = root;
+        index[root] = low[root] = ++counter;
+        stack[sp++] = (uint32_t)root;
+        cs_node[csp] = (uint32_t)root;
         cs_edge[csp] = off[root];
         csp++;
         while (csp > 0) {
-            int64_t u = cs_node[csp - 1];
-            int64_t e = cs_edge[csp - 1];
-            if (e < off[u + 1]) {
-                int64_t w = tgt[e];
-                cs_edge[csp - 1] = e + 1;
-                if (index[w] < 0) {
-                    index[w] = low[w] = counter++;
+            uint32_t u = cs_node[csp - 1];
+            int64_t e = cs_edge[csp - 1], end = off[u + 1];
+            uint32_t lu = low[u];
+            uint8_t fu = 0;
+            int descended = 0;
+            for (; e < end; e++) {
+                if (e + 8 < end) {
+                    PREFETCH(&index[tgt[e + 8]]);
+                }
+                uint32_t w = (uint32_t)tgt[e];
+                uint32_t x = index[w];
+                if (x == 0) {
+                    cs_edge[csp - 1] = e + 1;
+                    index[w] = low[w] = ++counter;
                     stack[sp++] = w;
                     cs_node[csp] = w;
                     cs_edge[csp] = off[w];
                     csp++;
+                    descended = 1;
+                    break;
                 }
-                else if (comp[w] < 0 && index[w] < low[u]) {
-                    low[u] = index[w];
+                if (x < lu) {
+                    lu = x;
+                } else if (x == SCC_DONE_REACHES) {
+                    fu |= SCC_REACHES;
                 }
-            }
-            else {
-                csp--;
-                if (low[u] == index[u]) {
-                    int64_t w;
-                    uint8_t reaches = 0;
-                    do {
-                        w = stack[--sp];
-                        comp[w] = ncomp;
-                        if (seed != NULL && !reaches) {
-                            /* Targets outside this component are completed (their
-                             * comp is below ncomp); members have ncomp or -1. */
-                            reaches = seed[w];
-                            for (int64_t f = off[w]; f < off[w + 1] && !reaches; f++) {
-                                int64_t c = comp[tgt[f]];
-                                reaches = c >= 0 && c < ncomp && reach[c];
-                            }
-                        }
-                    } while (w != u);
-                    if (reach != NULL) {
-                        reach[ncomp] = reaches;
-                    }
-                    ncomp++;
-                }
-                if (csp > 0) {
-                    int64_t p = cs_node[csp - 1];
-                    if (low[u] < low[p]) {
-                        low[p] = low[u];
-                    }
+                if (w == u) {
+                    fu |= SCC_SELF;
                 }
             }
-        }
-    }
-
-    /* Reuse index[] as per-component sizes. */
-    cyclic = (uint8_t *)big_alloc((size_t)ncomp + 1, 1);
-    if (cyclic == NULL) {
-        goto done;
-    }
-    memset(index, 0, (size_t)(ncomp + 1) * sizeof(int64_t));
-    for (v = 0; v < n; v++) {
-        index[comp[v]]++;
-    }
-    for (int64_t c = 0; c < ncomp; c++) {
-        cyclic[c] = index[c] > 1;
-    }
-    for (v = 0; v < n; v++) {
-        for (int64_t e = off[v]; e < off[v + 1]; e++) {
-            if (tgt[e] == v) {
-                cyclic[comp[v]] = 1;
-                break;
+            low[u] = lu;
+            flags[u] |= fu;
+            if (descended) {
+                continue;
+            }
+            csp--;
+            if (lu == index[u]) {
+                Py_ssize_t top = sp;
+                uint32_t w;
+                uint8_t gathered = 0;
+                do {
+                    w = stack[--sp];
+                    comp[w] = ncomp;
+                    gathered |= flags[w];
+                } while (w != u);
+                uint32_t done = (gathered & SCC_REACHES) ? SCC_DONE_REACHES : SCC_DONE;
+                for (Py_ssize_t k = sp; k < top; k++) {
+                    index[stack[k]] = done;
+                }
+                cyclic[ncomp] = top - sp > 1 || (gathered & SCC_SELF);
+                if (reach != NULL) {
+                    reach[ncomp] = gathered & SCC_REACHES;
+                }
+                ncomp++;
+            }
+            if (csp > 0) {
+                uint32_t p = cs_node[csp - 1];
+                if (index[u] == SCC_DONE_REACHES) {
+                    flags[p] |= SCC_REACHES;
+                } else if (lu < low[p]) {
+                    low[p] = lu;
+                }
             }
         }
     }
@@ -984,12 +1019,13 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
     ok = 1;
 
 done:
-    big_free(comp);
     big_free(index);
     big_free(low);
     big_free(stack);
     big_free(cs_node);
     big_free(cs_edge);
+    big_free(flags);
+    big_free(comp);
     big_free(cyclic);
     big_free(reach);
     return ok ? 0 : -1;
