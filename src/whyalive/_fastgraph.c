@@ -2030,6 +2030,9 @@ ws_members(Workspace *w, PyObject *members, classes_t *c)
         }                                                                              \
         Py_ssize_t deg_ = 0;                                                           \
         for (int64_t e_ = start_; e_ < end_; e_++) {                                   \
+            if (e_ + 16 < (w)->g.m) {                                                  \
+                PREFETCH(&(w)->member[(w)->g.tgt[e_ + 16]]);                           \
+            }                                                                          \
             int64_t target_ = (w)->g.tgt[e_];                                          \
             if (ws_is_member((w), target_)) {                                          \
                 (w)->scratch_e[deg_] = e_;                                             \
@@ -2150,7 +2153,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             stride[id] = 1;
         }
         int64_t index = count[id]++;
-        if (index % stride[id] == 0) {
+        if ((index & (stride[id] - 1)) == 0) { /* strides are powers of two */
             PyObject *list = PyList_GET_ITEM(samples, id);
             PyObject *triple = Py_BuildValue("(kLL)", (unsigned long)u, (long long)v, (long long)e);
             if (triple == NULL || PyList_Append(list, triple) < 0) {
