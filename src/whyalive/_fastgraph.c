@@ -1815,7 +1815,9 @@ done:
 }
 
 /* shortest_paths(sources, goals) -> {goal: [node, ...]}: one BFS from every
- * source, stopping once every goal is found. */
+ * source, stopping once every goal is queued: a goal's path is settled when
+ * it is reached, and the queue is first in, first out, so listing the goals
+ * in queue order is listing them in the order the search would pop them. */
 static PyObject *
 ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1833,7 +1835,7 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (for_each_id(args[1], w->g.n, visit_mark, &goals) < 0) {
         return NULL;
     }
-    Py_ssize_t wanted = goals.count, found = 0;
+    Py_ssize_t wanted = goals.count, reached = 0;
     seed_ctx ctx = {w, 0};
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         return NULL;
@@ -1841,49 +1843,53 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t head = 0, tail = ctx.tail;
     for (Py_ssize_t i = 0; i < tail; i++) {
         w->parent[w->queue[i]] = UINT32_MAX;
+        reached += ws_is_member(w, w->queue[i]);
     }
-    out = PyDict_New();
-    if (out == NULL) {
-        return NULL;
-    }
-    while (head < tail && found < wanted) {
+    while (head < tail && reached < wanted) {
         uint32_t u = w->queue[head++];
-        if (ws_is_member(w, u)) {
-            w->member[u] = 0;
-            found++;
-            Py_ssize_t length = 1;
-            for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
-                length++;
-            }
-            PyObject *path = PyList_New(length);
-            if (path == NULL) {
-                goto fail;
-            }
-            uint32_t v = u;
-            for (Py_ssize_t k = length - 1; k >= 0; k--) {
-                PyObject *index = PyLong_FromUnsignedLong(v);
-                if (index == NULL) {
-                    Py_DECREF(path);
-                    goto fail;
-                }
-                PyList_SET_ITEM(path, k, index);
-                v = w->parent[v];
-            }
-            PyObject *key = PyLong_FromUnsignedLong(u);
-            int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
-            Py_XDECREF(key);
-            Py_DECREF(path);
-            if (failed) {
-                goto fail;
-            }
-        }
         for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
             int64_t v = w->g.tgt[e];
             if (w->stamp[v] != epoch) {
                 w->stamp[v] = epoch;
                 w->parent[v] = u;
                 w->queue[tail++] = (uint32_t)v;
+                reached += ws_is_member(w, v);
             }
+        }
+    }
+    out = PyDict_New();
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < tail && PyDict_GET_SIZE(out) < wanted; i++) {
+        uint32_t u = w->queue[i];
+        if (!ws_is_member(w, u)) {
+            continue;
+        }
+        Py_ssize_t length = 1;
+        for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
+            length++;
+        }
+        PyObject *path = PyList_New(length);
+        if (path == NULL) {
+            goto fail;
+        }
+        uint32_t v = u;
+        for (Py_ssize_t k = length - 1; k >= 0; k--) {
+            PyObject *index = PyLong_FromUnsignedLong(v);
+            if (index == NULL) {
+                Py_DECREF(path);
+                goto fail;
+            }
+            PyList_SET_ITEM(path, k, index);
+            v = w->parent[v];
+        }
+        PyObject *key = PyLong_FromUnsignedLong(u);
+        int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
+        Py_XDECREF(key);
+        Py_DECREF(path);
+        if (failed) {
+            goto fail;
         }
     }
     return out;
