@@ -326,6 +326,44 @@ table_rebuild(ptrtable *t, size_t min_entries, int mixing)
 #define FG_CLUSTER_SLACK 65536
 #endif
 
+/* Switches a table to the mixing hash in place: a second table as big would
+ * be the biggest allocation of the whole build. Each entry not yet moved is
+ * taken out and reinserted at its new home, displacing (and then itself
+ * reinserting) any entry not yet moved that sits where it lands; a probe only
+ * ever passes entries already moved, so every probe sequence stays unbroken. */
+#define SLOT_MOVED ((int64_t)1 << 62)
+
+static void
+table_remix(ptrtable *t)
+{
+    size_t cap = t->mask + 1;
+    t->mixing = 1;
+    for (size_t i = 0; i < cap; i++) {
+        slot_t carry = t->slots[i];
+        if (carry.key == NULL || (carry.index & SLOT_MOVED)) {
+            continue;
+        }
+        t->slots[i].key = NULL;
+        for (;;) {
+            size_t j = ptr_slot(t, carry.key);
+            while (t->slots[j].key != NULL && (t->slots[j].index & SLOT_MOVED)) {
+                j = (j + 1) & t->mask;
+            }
+            slot_t displaced = t->slots[j];
+            carry.index |= SLOT_MOVED;
+            t->slots[j] = carry;
+            if (displaced.key == NULL) {
+                break;
+            }
+            carry = displaced;
+        }
+    }
+    for (size_t i = 0; i < cap; i++) {
+        t->slots[i].index &= ~SLOT_MOVED;
+    }
+    t->lookups = t->probes = 0;
+}
+
 /* table_find, plus a switch to the mixing hash when addresses turn out to
  * cluster badly (linear probing would then go quadratic), so the worst case
  * stays linear in the number of lookups. */
@@ -334,13 +372,7 @@ table_lookup(ptrtable *t, PyObject *key)
 {
     slot_t *s = table_find(t, key);
     if (!t->mixing && (int64_t)t->probes > 4 * (int64_t)t->lookups + FG_CLUSTER_SLACK) {
-        /* Same capacity: callers' load-factor bookkeeping stays valid. */
-        if (table_rebuild(t, (t->mask + 1) / 2, 1) < 0) {
-            /* Out of memory: keep the old table, slower but still correct. */
-            PyErr_Clear();
-            t->lookups = t->probes = 0;
-            return s;
-        }
+        table_remix(t);
         s = table_find(t, key);
     }
     return s;
@@ -720,8 +752,9 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             int64_t *fitted = (int64_t *)big_grow(b.targets, ((size_t)b.ntargets + 1) * sizeof(int64_t));
             if (fitted != NULL) {
                 b.targets = fitted;
+            } else {
+                PyErr_Clear();
             }
-            PyErr_Clear();
             nodes_list = PyList_New(b.nnodes);
             if (nodes_list != NULL) {
                 for (i = 0; i < b.n_input; i++) {
