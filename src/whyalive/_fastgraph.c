@@ -2026,6 +2026,8 @@ typedef struct {
     Workspace *w;
     classes_t *c;
     Py_ssize_t count;
+    PyTypeObject *last_type; /* consecutive members are mostly of one type */
+    int64_t last_index;
 } member_ctx;
 
 static int
@@ -2036,10 +2038,18 @@ visit_member(void *ctx, Py_ssize_t s)
     if (ws_is_member(w, s)) {
         return 0;
     }
-    int64_t t = type_index(m->c, Py_TYPE(PyList_GET_ITEM(w->nodes, s)));
+    /* Members usually come ascending (as cycle_candidates lists them): the
+     * objects a few ahead are fetched while this one is read. */
+    if (s + 8 < w->g.n) {
+        PREFETCH(PyList_GET_ITEM(w->nodes, s + 8));
+    }
+    PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(w->nodes, s));
+    int64_t t = tp == m->last_type ? m->last_index : type_index(m->c, tp);
     if (t < 0) {
         return -1;
     }
+    m->last_type = tp;
+    m->last_index = t;
     w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
     w->queue[m->count++] = (uint32_t)s;
     return 0;
@@ -2050,7 +2060,7 @@ static Py_ssize_t
 ws_members(Workspace *w, PyObject *members, classes_t *c)
 {
     ws_next_epoch(w);
-    member_ctx ctx = {w, c, 0};
+    member_ctx ctx = {w, c, 0, NULL, 0};
     if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
         return -1;
     }
