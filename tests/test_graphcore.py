@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import itertools
+import random
 import sys
 import time
 import tracemalloc
@@ -297,6 +298,19 @@ def test_repeated_input_object_keeps_first_index(impl: GraphImplementation) -> N
     assert adjacency(offsets, targets) == [[1], [], []]
 
 
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_untracked_input_object_is_an_edge_target(impl: GraphImplementation) -> None:
+    """An input object that the collector does not track is still a target, of any type."""
+    word = "x" * 40
+    untracked = _untracked_tuples()[0]
+    holder: list[object] = [word, untracked, 7]
+    nodes, offsets, targets, _ = impl.build_graph([holder, word, untracked], (), ())
+    assert nodes == [holder, word, untracked]
+    edges = adjacency(offsets, targets)
+    assert sorted(edges[0]) == [1, 2]
+    assert edges[1:] == [[], []]
+
+
 class _Meta(type):
     def __instancecheck__(cls, obj: object) -> bool:
         raise AssertionError("user __instancecheck__ called")
@@ -420,6 +434,38 @@ def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
     assert mask.tobytes() == b"\x01" * (n // 2 + 1) + bytes(n - n // 2 - 1)
     if impl.name == "c":
         assert time.perf_counter() - start < 5
+
+
+@needs_c
+def test_extras_found_behind_queued_references_match_the_twin() -> None:
+    """A graph far bigger than C's queue of pending references, with untracked tuples and dicts
+    found on the way, gets the twin's nodes, edges and marks."""
+    rng = random.Random(13)
+    pairs = [(b"%d" % i, i * 1000) for i in range(300)]
+    gc.collect()
+    nested = [(pair, pairs[(k + 1) % len(pairs)]) for k, pair in enumerate(pairs)]
+    gc.collect()
+    small_dicts = [{"key": b"%d" % i} for i in range(100)]
+    assert not any(gc.is_tracked(t) for t in nested)
+    assert not any(gc.is_tracked(d) for d in small_dicts)
+    lists: list[list[object]] = [[] for _ in range(3000)]
+    for items in lists:
+        items.extend(rng.choices(lists, k=rng.randint(0, 12)))
+        items.extend(rng.choices(nested, k=rng.randint(0, 3)))
+        items.extend(rng.choices(small_dicts, k=rng.randint(0, 2)))
+        items.append(rng.random())
+    try:
+        built = [impl.build_graph(lists, (tuple, dict, bytes), (dict,)) for impl in IMPLS]
+        (nodes, offsets, targets, marked), (c_nodes, c_offsets, c_targets, c_marked) = built
+        assert len(nodes) > len(lists) + len(pairs)
+        assert len(c_nodes) == len(nodes)
+        assert all(a is b for a, b in zip(c_nodes, nodes, strict=True))
+        assert c_offsets.tobytes() == offsets.tobytes()
+        assert c_targets.tobytes() == targets.tobytes()
+        assert c_marked == marked
+    finally:
+        for items in lists:
+            items.clear()
 
 
 @pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)

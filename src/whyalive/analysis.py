@@ -162,7 +162,7 @@ def find_cycles(
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
         graph.offsets, graph.targets, None if options.all_cycles else facts
     )
-    members_of = _members_by_component(component_of, candidates)
+    members_of = _members_by_component(component_of, candidates, cycle_count)
     graph.open_workspace(component_of)
 
     storage_users: dict[object, int] = defaultdict(int)
@@ -236,11 +236,14 @@ def find_cycles(
 
 
 def _members_by_component(
-    component_of: memoryview, candidates: memoryview
+    component_of: memoryview, candidates: memoryview, cycle_count: int
 ) -> dict[int, Sequence[int]]:
     """Candidate nodes grouped by component, each ascending."""
     if not candidates:
         return {}
+    if cycle_count == 1:
+        # One cycle in the whole graph (a big structure): no pass over the ids.
+        return {component_of[candidates[0]]: candidates}
     # Copying the ids out is worth it only when many nodes are candidates.
     many = len(candidates) * 8 > len(component_of)
     components: Sequence[int] = component_of.tolist() if many else component_of
