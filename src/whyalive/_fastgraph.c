@@ -3,8 +3,9 @@
  * cyclic garbage, fast enough to analyse ~10^6 objects in about the time of
  * one extra gc.collect().
  *
- * The pure-Python twin lives in whyalive/graphcore.py; both must produce
- * identical results, so any change to iteration order here must be mirrored
+ * The pure-Python twin lives in whyalive/graph/twin.py and
+ * whyalive/graph/twin_workspace.py (whyalive.graph.core picks one); both must
+ * produce identical results, so any change to iteration order here must be mirrored
  * there.
  *
  * Safety rules followed throughout:
@@ -2427,7 +2428,7 @@ static PyMethodDef fg_methods[] = {
 static struct PyModuleDef fg_module = {
     PyModuleDef_HEAD_INIT,
     "whyalive._fastgraph",
-    "C core for whyalive.graphcore; use that module, not this one.",
+    "C core for whyalive.graph.core; use that module, not this one.",
     -1,
     fg_methods,
     NULL,
