@@ -7,7 +7,10 @@ xdist, ``-p no:randomly``). Reports the CPU time of the pytest process (user +
 sys, less disturbed than wall time by other work on a shared machine; BLAS
 and OpenMP run one thread, see ``SINGLE_THREADED``) and the wall time of each
 run, their medians and ratios, the pass/fail/skip counts of both, and every
-test whose outcome differs (read from ``--junitxml``).
+test whose outcome differs (read from ``--junitxml``). Whole runs differ by
+more than the plugin costs when the machine is busy, so the ``--whyalive`` runs
+also time the plugin's own work from inside (thread CPU time in its
+checkpoints and analyses, see ``TIMER_PLUGIN``).
 
 Suites:
 
@@ -45,6 +48,42 @@ REPO = Path(__file__).resolve().parent.parent
 SINGLE_THREADED = dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"), "1")
 
 
+# Loaded into the --whyalive runs with -p: the main thread's CPU time inside the
+# plugin's work (a test's bracket, its checkpoints, the analyses run inside the
+# test's own collections, failing or listing the findings), and in the session.
+TIMER_PLUGIN = """
+import os
+import time
+
+import whyalive.pytest_plugin as plugin
+from whyalive.pytest_plugin.watch import TestWatch
+
+SPENT = [0.0]
+STARTED = time.thread_time()
+
+
+def _timed(function):
+    def timed(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            SPENT[0] += time.thread_time() - started
+
+    return timed
+
+
+for name in ("begin", "checkpoint", "_analyze"):
+    setattr(TestWatch, name, _timed(getattr(TestWatch, name)))
+plugin.act_on_leaks = _timed(plugin.act_on_leaks)
+
+
+def pytest_unconfigure(config):
+    with open(os.environ["WHYALIVE_BENCH_TIMES"], "w") as out:
+        out.write(f"{SPENT[0]} {time.thread_time() - STARTED}")
+"""
+
+
 @dataclass(frozen=True)
 class Suite:
     """What to install for a suite, and which tests of it to run."""
@@ -76,10 +115,11 @@ class Run:
     cpu: float
     wall: float
     outcomes: dict[str, str]
+    in_plugin: tuple[float, float] | None = None  # (plugin, session) main-thread CPU
 
 
-def _run(command: list[str], cwd: Path | None = None) -> str:
-    env = {**os.environ, **SINGLE_THREADED}
+def _run(command: list[str], cwd: Path | None = None, **env_more: str) -> str:
+    env = {**os.environ, **SINGLE_THREADED, **env_more}
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stdout}{done.stderr}")
@@ -110,27 +150,36 @@ def _setup(work: Path, suite: Suite, source: Path | None) -> tuple[Path, Path]:
 
 def _outcomes(junit: Path) -> dict[str, str]:
     """Each test's outcome (passed, failure, error, skipped) from a JUnit XML file."""
-    outcomes = {}
+    outcomes: dict[str, str] = {}
     for case in ElementTree.parse(junit).iter("testcase"):
         tags = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
         name = f"{case.get('classname')}::{case.get('name')}"
-        # A test failing in call and erroring in teardown has two entries: keep the worst.
+        # pytest may write a second entry for a test (an error in its teardown): a
+        # passing entry never hides an earlier failing one.
         outcomes[name] = tags[0] if tags else outcomes.get(name, "passed")
     return outcomes
 
 
-def _timed(python: Path, source: Path, suite: Suite, extra: list[str], junit: Path) -> Run:
+def _timed(python: Path, source: Path, suite: Suite, checked: bool, scratch: Path) -> Run:
+    junit = scratch / f"{'checked' if checked else 'plain'}.xml"
+    times = scratch / "times.txt"
+    extra = ["--whyalive", "-p", "whyalive_bench_timer"] if checked else []
+    (scratch / "whyalive_bench_timer.py").write_text(TIMER_PLUGIN)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     _run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
          *suite.pytest_args, f"--junitxml={junit}", *extra, *suite.tests],
-        cwd=source,
+        cwd=source, PYTHONPATH=str(scratch), WHYALIVE_BENCH_TIMES=str(times),
     )  # fmt: skip
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(cpu, wall, _outcomes(junit))
+    in_plugin = None
+    if checked:
+        plugin_cpu, session_cpu = (float(word) for word in times.read_text().split())
+        in_plugin = (plugin_cpu, session_cpu)
+    return Run(cpu, wall, _outcomes(junit), in_plugin)
 
 
 def _counts(run: Run) -> str:
@@ -165,6 +214,13 @@ def _print_figures(name: str, plain: list[Run], checked: list[Run]) -> None:
     print(
         f"median wall {wall_plain:.1f} s -> {wall_checked:.1f} s ({wall_checked / wall_plain:.2f}x)"
     )
+    inside = [r.in_plugin for r in checked if r.in_plugin is not None]
+    plugin_cpu = statistics.median(p for p, _ in inside)
+    share = statistics.median(p / (session - p) for p, session in inside)
+    print(
+        f"inside the plugin (median): {plugin_cpu:.2f} s CPU, {plugin_cpu / tests * 1000:.2f} ms "
+        f"per test, {1 + share:.3f}x the rest of the session's main-thread CPU"
+    )
 
 
 def main() -> None:
@@ -187,15 +243,13 @@ def main() -> None:
         # One unmeasured run first: compiling bytecode and warming caches would
         # otherwise be charged to whichever run comes first.
         print("warm-up run...", file=sys.stderr)
-        _timed(python, source, suite, [], Path(scratch) / "warm.xml")
+        _timed(python, source, suite, False, Path(scratch))
         plain: list[Run] = []
         checked: list[Run] = []
         for round_number in range(args.rounds):
             print(f"round {round_number + 1}/{args.rounds}...", file=sys.stderr)
-            plain.append(_timed(python, source, suite, [], Path(scratch) / "plain.xml"))
-            checked.append(
-                _timed(python, source, suite, ["--whyalive"], Path(scratch) / "checked.xml")
-            )
+            plain.append(_timed(python, source, suite, False, Path(scratch)))
+            checked.append(_timed(python, source, suite, True, Path(scratch)))
     _print_figures(args.suite, plain, checked)
 
 

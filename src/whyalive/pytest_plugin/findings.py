@@ -1,8 +1,7 @@
 """A checked test's findings: failing or warning on them, and the session summary.
 
 Every finding is recorded on the test item (``user_properties``, so it travels
-with xdist's reports); the summary groups them by cycle signature. Only cycles
-worth fixing fail or warn (see :mod:`whyalive.verdict`).
+with xdist's reports); the summary groups them by cycle signature.
 """
 
 from __future__ import annotations
