@@ -1,0 +1,135 @@
+"""The bracket around one checked test: segments, checkpoints and the leaks they found.
+
+One bracket watches a test from the start of its setup to the end of its
+teardown: the baseline heap is frozen once (so each collection traverses only
+what the test created) and ``DEBUG_SAVEALL`` stays on. Checkpoints between the
+segments (each fixture's setup, the call, each fixture's finalizer) take what
+the segment left as garbage, so a leak is blamed on the phase and fixture that
+made it, and garbage from an earlier test was frozen before this one began.
+Debug flags, thresholds, callbacks and the freeze count stay constant inside the
+bracket, so a suite's own "gc state unchanged" fixture sees nothing move.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from whyalive.analysis import AnalysisOptions
+    from whyalive.gcstate import Lease
+    from whyalive.pytest_plugin.settings import TestOptions
+    from whyalive.report import Report
+
+
+@dataclass
+class Leak:
+    """A leak found in one segment of one test."""
+
+    phase: str
+    report: Report
+
+
+@dataclass
+class TestWatch:
+    """The bracket around one test: segments, their labels, and the leaks found."""
+
+    options: TestOptions
+    where: str
+    label: str = "setup"
+    leaks: list[Leak] = field(default_factory=list)
+    reported: int = 0
+    _lease: Lease | None = None
+    _holds_freeze: bool = False
+
+    def begin(self) -> None:
+        """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
+
+        What the test's own collections (and automatic ones) save is analysed and
+        freed before they return, so ``gc.collect()`` in a test frees what it would
+        free without whyalive.
+        """
+        from whyalive.gcstate import OWNER
+        from whyalive.pipeline import prepare_in_collector
+
+        prepare_in_collector()
+        gc.collect(1)
+        self._lease = OWNER.open_lease(analyze_now=self._analyze)
+
+    def _analyze(self, objects: list[object]) -> Leak | None:
+        """The leak in what one collection saved (inside that collection: no gc, no import)."""
+        from whyalive.pipeline import analyze
+
+        if not objects:
+            return None
+        report = analyze(objects, self._analysis_options(progress_after=None))
+        return Leak(self.label, report) if report.found else None
+
+    def _analysis_options(self, **more: Any) -> AnalysisOptions:
+        from whyalive.analysis import AnalysisOptions
+
+        return AnalysisOptions(
+            min_bytes=self.options.min_bytes,
+            allow=self.options.allow,
+            where=f"{self.where} ({self.label})",
+            user_root=self.options.user_root,
+            **more,
+        )
+
+    def checkpoint(self, next_label: str | None) -> None:
+        """Take the segment's garbage, blame it on ``label``, and go on as ``next_label``.
+
+        The call segment freezes its baseline and ends with a full collection, which
+        then traverses only what the test body created. Setup and teardown segments
+        run user fixtures, which a suite may ask about the freeze count, so they end
+        with a young-generation collection instead (fixture cycles are young).
+
+        When the baseline cannot be frozen (objects were frozen already, as Python
+        3.12 does at startup), the call segment is bracketed by two full collections
+        instead: the test's garbage may have been promoted to the oldest generation
+        while it ran, and a young collection would miss it.
+        """
+        from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
+        from whyalive.gcstate import OWNER
+        from whyalive.pipeline import analyze
+
+        lease = self._lease
+        if lease is None:
+            return
+        full = (
+            self._holds_freeze
+            or self.label == "call"
+            or (next_label == "call" and not OWNER.freeze_available())
+        )
+        generation = 2 if full else 1
+        if next_label is None:
+            self._lease = None
+            objects = OWNER.close_lease(lease, generation)
+        else:
+            objects = OWNER.collect(lease, generation)
+        captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
+        self.leaks.extend(leak for leak in lease.records if isinstance(leak, Leak))
+        lease.records.clear()
+        try:
+            if captured.objects:
+                notes = (OVERLAP_NOTE,) if lease.overlapped else ()
+                report = analyze(captured.objects, self._analysis_options(notes=notes))
+                if report.found:
+                    self.leaks.append(Leak(self.label, report))
+        finally:
+            captured.release()
+        if self._holds_freeze:
+            self._holds_freeze = False
+            OWNER.drop_freeze()
+        if next_label is None:
+            return
+        self.label = next_label
+        if next_label == "call":
+            self._holds_freeze = OWNER.hold_freeze()[0]
+
+    def take_new(self) -> list[Leak]:
+        """Leaks found since the last call."""
+        new = self.leaks[self.reported :]
+        self.reported = len(self.leaks)
+        return new
