@@ -38,6 +38,8 @@ class _ParsedFile:
     lines: list[str]
     tree: ast.Module
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    functions_by_line: dict[int, list[ast.AST]] = field(default_factory=dict)
+    """Function definitions by their first line (a decorator's line when decorated)."""
     flagged: dict[int, str] | None = None
     """Lint codes by line for the statements linted so far ("" for a line none flags)."""
 
@@ -123,6 +125,10 @@ class SourceLines:
                     for node in ast.walk(tree):
                         for child in ast.iter_child_nodes(node):
                             parsed.parents[child] = node
+                        if isinstance(node, _FUNCTIONS):
+                            decorators = getattr(node, "decorator_list", [])
+                            first = min([node.lineno, *(d.lineno for d in decorators)])
+                            parsed.functions_by_line.setdefault(first, []).append(node)
             self.files[filename] = parsed
             _recent[filename] = (lines, parsed)
             if len(_recent) > _RECENT_FILES:
@@ -214,12 +220,7 @@ def _functions_at(parsed: _ParsedFile, first_line: int) -> Iterator[ast.AST]:
     """The function definitions (or module) a code object's first line belongs to."""
     if first_line <= 1:
         yield parsed.tree
-    for node in ast.walk(parsed.tree):
-        if isinstance(node, _FUNCTIONS):
-            decorators = getattr(node, "decorator_list", [])
-            start = min([node.lineno, *(d.lineno for d in decorators)])
-            if start == first_line:
-                yield node
+    yield from parsed.functions_by_line.get(first_line, ())
 
 
 def _enclosing(parsed: _ParsedFile, node: ast.AST) -> ast.AST | None:
