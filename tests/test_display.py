@@ -16,6 +16,7 @@ import pytest
 
 import whyalive
 from scenarios import heavy, self_loop, stage_backward
+from scenarios.modules import throwaway_module
 from whyalive import Report, explain, find_leaks
 from whyalive.distributed import RankCycle, summarize
 from whyalive.monitor.view import MAX_POINTS, MAX_ROWS, Timeline, combine_reports
@@ -99,11 +100,8 @@ def test_summary_repr_and_html_escape_hostile_titles() -> None:
 @pytest.fixture
 def holders() -> Iterator[types.ModuleType]:
     """A throwaway module in sys.modules, standing for the notebook's ``__main__``."""
-    module = types.ModuleType(MODULE_NAME)
-    sys.modules[MODULE_NAME] = module
-    yield module
-    del sys.modules[MODULE_NAME]
-    module.__dict__.clear()
+    with throwaway_module(MODULE_NAME) as module:
+        yield module
 
 
 @pytest.mark.whyalive_skip  # explain() would see the plugin's frozen baseline

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from scenarios.modules import throwaway_module
 from whyalive import LeakError, Report, check_leaks, explain
 from whyalive.errors import MissingToolError, UsageError
 from whyalive.render import RENDERERS, render_bytes
@@ -22,11 +23,8 @@ MODULE_NAME = "whyalive_explain_holders"
 @pytest.fixture
 def holders() -> Iterator[types.ModuleType]:
     """A throwaway module in sys.modules: the user's module with globals that hold tensors."""
-    module = types.ModuleType(MODULE_NAME)
-    sys.modules[MODULE_NAME] = module
-    yield module
-    del sys.modules[MODULE_NAME]
-    module.__dict__.clear()
+    with throwaway_module(MODULE_NAME) as module:
+        yield module
 
 
 @pytest.mark.whyalive_skip  # explain() would see the plugin's frozen baseline

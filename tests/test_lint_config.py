@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 from pathlib import Path
 
 import pytest
 
+from lint_cli import run_lint
 from whyalive.cli import main
 from whyalive.errors import UsageError
-from whyalive.lint import command, lint_source, select_rules
+from whyalive.lint import lint_source, select_rules
 
 # One WAL101 finding per function; each captures `kept`, a list built in its outer function.
 RECURSIVE = (
@@ -27,14 +26,6 @@ def _module(*comments: str) -> str:
     return "\n".join(
         RECURSIVE.format(name=f"f{i}", comment=comment) for i, comment in enumerate(comments)
     )
-
-
-def _run(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="whyalive lint")
-    command.add_arguments(parser)
-    out, err = io.StringIO(), io.StringIO()
-    code = command.run(parser.parse_args(list(argv)), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_noqa_comments() -> None:
@@ -70,14 +61,14 @@ def test_pyproject_select_ignore_per_file_and_exclude(
         '[tool.whyalive.lint.per-file-ignores]\n"tests/*" = ["WAL101"]\n',
     )
     monkeypatch.chdir(root / "pkg")
-    code, out, _ = _run(str(root))
+    code, out, _ = run_lint(str(root))
     assert code == 1
     assert [line.split(":")[0] for line in out.splitlines()] == [str(root / "pkg" / "a.py")]
     # The command line replaces `select` and adds to `ignore`.
-    assert _run(str(root), "--select", "WAL2")[0] == 0
-    assert _run(str(root), "--ignore", "WAL1")[0] == 0
+    assert run_lint(str(root), "--select", "WAL2")[0] == 0
+    assert run_lint(str(root), "--ignore", "WAL1")[0] == 0
     # --isolated reads no pyproject.toml at all.
-    _, out, _ = _run(str(root), "--isolated")
+    _, out, _ = run_lint(str(root), "--isolated")
     assert len(out.splitlines()) == 3
 
 
@@ -86,12 +77,12 @@ def test_pyproject_ignore_and_explicit_config(tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
     _project(root, '[tool.whyalive.lint]\nignore = ["WAL101"]\n')
-    assert _run(str(root))[0] == 0
+    assert run_lint(str(root))[0] == 0
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
     (elsewhere / "a.py").write_text(_module(""))
-    assert _run(str(elsewhere))[0] == 1
-    assert _run(str(elsewhere), "--config", str(root / "pyproject.toml"))[0] == 0
+    assert run_lint(str(elsewhere))[0] == 1
+    assert run_lint(str(elsewhere), "--config", str(root / "pyproject.toml"))[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -108,7 +99,7 @@ def test_pyproject_ignore_and_explicit_config(tmp_path: Path) -> None:
 def test_bad_pyproject_is_a_usage_error(tmp_path: Path, table: str, message: str) -> None:
     """A bad [tool.whyalive.lint] table exits 2 with one line that says what is wrong."""
     root = _project(tmp_path, "[tool.whyalive.lint]\n" + table + "\n")
-    code, out, err = _run(str(root))
+    code, out, err = run_lint(str(root))
     assert (code, out) == (2, "")
     assert message in err
     assert len(err.splitlines()) == 1
@@ -118,7 +109,7 @@ def test_bad_pyproject_is_a_usage_error(tmp_path: Path, table: str, message: str
 def test_unknown_code_on_the_command_line(tmp_path: Path, option: str) -> None:
     """--select FOO (or --ignore FOO) is a usage error, not a run that checks nothing."""
     (tmp_path / "a.py").write_text(_module(""))
-    code, out, err = _run(str(tmp_path), option, "WAL1,FOO")
+    code, out, err = run_lint(str(tmp_path), option, "WAL1,FOO")
     assert (code, out) == (2, "")
     assert (
         err == f"whyalive lint: unknown rule code 'FOO' in {option}; codes look like WAL101 "

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
-import io
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from lint_cli import run_lint
 from whyalive import find_leaks
-from whyalive.lint import command, lint_paths, lint_source
+from whyalive.lint import lint_paths, lint_source
 from whyalive.lint.fixes import apply_edits
 
 numpy = pytest.importorskip("numpy")
@@ -55,11 +54,7 @@ def stage_backward(stage_output, output_grads):
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="whyalive lint")
-    command.add_arguments(parser)
-    out, err = io.StringIO(), io.StringIO()
-    code = command.run(parser.parse_args([*argv, "--isolated"]), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
+    return run_lint(*argv, "--isolated")
 
 
 def _fixed(source: str, select: str = "WAL1") -> str:

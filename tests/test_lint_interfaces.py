@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import subprocess
 import sys
@@ -11,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from whyalive.lint import command
+from lint_cli import run_lint
 from whyalive.lint.sarif import to_sarif
 
 ROOT = Path(__file__).parent.parent
@@ -27,14 +25,6 @@ SEED = (
 CLEAN = "def f(x):\n    return x\n"
 
 
-def _run(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="whyalive lint")
-    command.add_arguments(parser)
-    out, err = io.StringIO(), io.StringIO()
-    code = command.run(parser.parse_args(list(argv)), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture
 def seed(tmp_path: Path) -> Path:
     """A file holding the seed's recursive closure."""
@@ -46,27 +36,27 @@ def seed(tmp_path: Path) -> Path:
 def test_clean_exit_zero(tmp_path: Path) -> None:
     """A clean file exits 0 and prints nothing."""
     (tmp_path / "ok.py").write_text(CLEAN)
-    assert _run(str(tmp_path)) == (0, "", "")
+    assert run_lint(str(tmp_path)) == (0, "", "")
 
 
 def test_findings_exit_one_text(seed: Path) -> None:
     """Findings exit 1 and print `path:line:col: message` lines."""
-    code, out, _ = _run(str(seed))
+    code, out, _ = run_lint(str(seed))
     assert code == 1
     assert out.startswith(f"{seed}:3:5: WAL101 nested function `extract` refers to itself")
 
 
 def test_select_and_ignore_options(seed: Path) -> None:
     """--ignore drops a finding and --select limits the rules run."""
-    assert _run(str(seed), "--ignore", "WAL101")[0] == 0
-    assert _run(str(seed), "--select", "WAL2,WAL3")[0] == 0
-    assert _run(str(seed), "--select", "WAL1")[0] == 1
+    assert run_lint(str(seed), "--ignore", "WAL101")[0] == 0
+    assert run_lint(str(seed), "--select", "WAL2,WAL3")[0] == 0
+    assert run_lint(str(seed), "--select", "WAL1")[0] == 1
 
 
 def test_json_output(seed: Path) -> None:
     """--format json prints records with 1-based columns, the message without its code and
     the full capture list."""
-    code, out, _ = _run(str(seed), "--format", "json")
+    code, out, _ = run_lint(str(seed), "--format", "json")
     assert code == 1
     (record,) = json.loads(out)
     assert record == {
@@ -85,7 +75,7 @@ def test_sarif_output(seed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--format sarif prints a SARIF 2.1.0 log: results point at known rules, paths are
     relative to %SRCROOT%, messages do not repeat the code, captures are properties."""
     monkeypatch.chdir(seed.parent)
-    code, out, _ = _run(str(seed), "--format", "sarif")
+    code, out, _ = run_lint(str(seed), "--format", "sarif")
     assert code == 1
     log = json.loads(out)
     assert log["version"] == "2.1.0"
@@ -106,7 +96,7 @@ def test_sarif_input_errors_are_notifications(tmp_path: Path, seed: Path) -> Non
     """Unparsable files become tool execution notifications, not results, and mark the
     invocation unsuccessful."""
     (tmp_path / "broken.py").write_text("def f(:\n")
-    code, out, _ = _run(str(tmp_path), "--format", "sarif")
+    code, out, _ = run_lint(str(tmp_path), "--format", "sarif")
     assert code == 2
     (run,) = json.loads(out)["runs"]
     assert [r["ruleId"] for r in run["results"]] == ["WAL101"]
@@ -128,24 +118,24 @@ def test_sarif_empty() -> None:
 
 def test_explain() -> None:
     """--explain prints a rule's explanation; an unknown code is a usage error."""
-    code, out, _ = _run("--explain", "WAL101")
+    code, out, _ = run_lint("--explain", "WAL101")
     assert code == 0
     assert out.startswith("WAL101 recursive-closure")
-    code, _, err = _run("--explain", "WAL777")
+    code, _, err = run_lint("--explain", "WAL777")
     assert code == 2
     assert "WAL777" in err
 
 
 def test_no_paths_is_usage_error() -> None:
     """Running without paths or --explain exits 2."""
-    assert _run()[0] == 2
+    assert run_lint()[0] == 2
 
 
 def test_bad_input_reported_and_run_continues(tmp_path: Path, seed: Path) -> None:
     """Missing, non-UTF-8 and unparsable files are reported; other files are still linted."""
     (tmp_path / "latin.py").write_bytes(b"x = '\xff'\n")
     (tmp_path / "broken.py").write_text("def f(:\n")
-    code, out, _ = _run(str(tmp_path / "missing.py"), str(tmp_path))
+    code, out, _ = run_lint(str(tmp_path / "missing.py"), str(tmp_path))
     assert code == 2
     lines = out.splitlines()
     assert any(line.startswith(f"{tmp_path / 'missing.py'}:1:1: WAL001") for line in lines)
@@ -158,7 +148,7 @@ def test_coding_cookie_honoured(tmp_path: Path) -> None:
     """A latin-1 coding cookie makes non-UTF-8 bytes valid source."""
     path = tmp_path / "latin.py"
     path.write_bytes(b"# -*- coding: latin-1 -*-\nx = '\xff'\n")
-    assert _run(str(path))[0] == 0
+    assert run_lint(str(path))[0] == 0
 
 
 def _flake8(*args: str) -> str:
@@ -196,7 +186,7 @@ def test_flake8_plugin_same_findings(flake8_file: Path) -> None:
         line.split(" ")[1] for line in _flake8("--select", "WAL", str(flake8_file)).splitlines()
     ]
     assert codes == ["WAL101"]
-    _, out, _ = _run(str(flake8_file))
+    _, out, _ = run_lint(str(flake8_file))
     assert [line.split(" ")[1] for line in out.splitlines()] == codes
 
 
@@ -222,4 +212,4 @@ def test_flake8_needs_e9_for_syntax_errors(tmp_path: Path) -> None:
     path.write_text("def f(:\n")
     assert _flake8("--select", "WAL", str(path)) == ""
     assert "E999" in _flake8("--select", "WAL,E9", str(path))
-    assert "WAL003" in _run(str(path))[1]
+    assert "WAL003" in run_lint(str(path))[1]

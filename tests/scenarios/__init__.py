@@ -3,6 +3,8 @@
 Import them as ``from scenarios import ...`` (pytest puts ``tests/`` on the path). A
 scenario is a function or class that, called, leaves one known cycle behind, written
 the way user code writes it, so reports name its variables as a user would read them.
+``scenarios.modules.throwaway_module`` stands for the user's module whose globals hold
+objects.
 """
 
 from __future__ import annotations
