@@ -31,7 +31,7 @@ RULE_FOR_PATTERN: dict[str, str] = {
     "autograd-node": autograd.HOOK_CAPTURES_OWNER.code,
     "method-cache": caches.METHOD_CACHE.code,
     "frame-kept": exceptions.FRAME_KEPT.code,
-    "wrapped-method-on-self": self_refs.BOUND_METHOD_ON_SELF.code,
+    "wrapped-method-on-self": self_refs.PATCHED_METHOD.code,
 }
 
 # code -> (name, explanation) for problems with the input rather than with the code in it.

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.instances import light_instance
+from whyalive.lint.rules.patches import patches
 from whyalive.lint.rules.shapes import (
     MethodSelf,
     bound_method_of,
@@ -20,13 +21,16 @@ from whyalive.lint.rules.shapes import (
 from whyalive.lint.rules.weight import weigher
 from whyalive.lint.scopes import Context
 
-# What a finder found: the method's `self`, and the fields of its rule's message.
-_Found = tuple[MethodSelf, dict[str, str]]
+# What a finder found: the method's `self` when the cycle goes through it (only `self` can be
+# proven light), and the fields of its rule's message.
+_Found = tuple[MethodSelf | None, dict[str, str]]
 _Finder = Callable[[ast.AST, Context], Iterator[_Found]]
 
 
-def _light(ctx: Context, owner: MethodSelf) -> str | None:
+def _light(ctx: Context, owner: MethodSelf | None) -> str | None:
     """The class name when its instances hold nothing heavy (:mod:`.instances`), else None."""
+    if owner is None:
+        return None
     cls = owner.method.parent.node if owner.method.parent is not None else None
     if isinstance(cls, ast.ClassDef) and light_instance(weigher(ctx), cls):
         return cls.name
@@ -193,10 +197,44 @@ Fix: register a `weakref.WeakMethod`, or a small function that looks the instanc
 `weakref.ref(self)`, or keep the returned handle and call `handle.remove()` when done.""",
 )
 
+
+def _patched_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
+    for patch in patches(node, ctx):
+        fields = {"stmt": snippet(node), "obj": patch.obj, "what": patch.what, "fix": patch.fix}
+        yield patch.owner, fields
+        return
+
+
+PATCHED_METHOD = Rule(
+    code="WAL204",
+    name="patched-method-holds-object",
+    message=(
+        "WAL204 `{stmt}` stores on `{obj}` {what}, so `{obj}` holds itself: a cycle that "
+        "keeps `{obj}` and everything it owns alive until the cyclic GC runs. {fix}"
+    ),
+    node_types=_STORE_NODES,
+    check=lambda node, ctx: _heavy(_patched_methods, node, ctx),
+    explanation="""\
+Monkey-patching a method onto one object binds the object into the new callable and then
+stores that callable on the same object: `model.forward = MethodType(new_forward, model)`,
+`module.forward = functools.partial(new_forward, module)`, `model.forward = wrapper` where
+the closure `wrapper` uses `model` or calls the saved `original = model.forward`. Saving the
+original bound method on the object (`module._old_forward = module.forward`) or assigning it
+back to undo a patch (`model.forward = original`) is the same cycle: a bound method holds
+its object. The object (a model with all its parameters) then waits for the cyclic GC.
+Only objects that can die are checked (parameters and locals, not module globals, imports
+or classes).
+
+Fix: undo the patch with `del model.forward` (the class's method shows through again)
+rather than assigning the old bound method back, keep `type(model).forward` instead of the
+bound method, or bind a `weakref.proxy(model)`.""",
+)
+
 _FINDERS: tuple[tuple[Rule, _Finder], ...] = (
     (BOUND_METHOD_ON_SELF, _bound_methods),
     (CLOSURE_ON_SELF, _closures_on_self),
     (CALLBACK_ON_OWNED, _registered),
+    (PATCHED_METHOD, _patched_methods),
 )
 
 
@@ -223,7 +261,7 @@ LIGHT_SELF_CYCLE = Rule(
     check=_check_light,
     default_enabled=False,
     explanation="""\
-A WAL201, WAL202 or WAL203 cycle through an instance whose class stores only light values
+A WAL201, WAL202, WAL203 or WAL204 cycle through an instance whose class stores only light values
 on `self`: strings, numbers, flags, `None`, functions, bound methods, loggers, containers of
 those (its bases are `object`, `nn.Module`, `ABC`, `Protocol`, `Generic` or such light
 classes of the same file, and its same-file subclasses are light too). It is still a
@@ -232,5 +270,10 @@ select it with `--select WAL904` (or `WAL9`). What code in other files stores on
 instance is not seen. The fixes are the original rule's.""",
 )
 
-RULES: tuple[Rule, ...] = (BOUND_METHOD_ON_SELF, CLOSURE_ON_SELF, CALLBACK_ON_OWNED)
+RULES: tuple[Rule, ...] = (
+    BOUND_METHOD_ON_SELF,
+    CLOSURE_ON_SELF,
+    CALLBACK_ON_OWNED,
+    PATCHED_METHOD,
+)
 OPT_IN_RULES: tuple[Rule, ...] = (LIGHT_SELF_CYCLE,)

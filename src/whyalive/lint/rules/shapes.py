@@ -210,8 +210,9 @@ def bindings(ctx: Context, frame: Frame) -> Bindings:
 
 
 def released_in_finally(ctx: Context, target: ast.AST, line: int) -> bool:
-    """Whether ``target`` (``self.f``) is deleted or set to ``None`` in a ``finally`` below
-    ``line``, in the function around the current node: then no path keeps the store."""
+    """Whether ``target`` (``self.f``) is deleted or assigned again in a ``finally`` below
+    ``line``, in the function around the current node: then no path keeps the store (a new
+    value is judged on its own)."""
     function = enclosing_function(ctx)
     if function is None:
         return False
@@ -221,12 +222,7 @@ def released_in_finally(ctx: Context, target: ast.AST, line: int) -> bool:
     if not isinstance(cached, dict):
         for node in own_scope_nodes(getattr(function.node, "body", [])):
             for stmt in own_scope_nodes(getattr(node, "finalbody", [])):
-                clears = isinstance(stmt, ast.Assign) and (
-                    isinstance(stmt.value, ast.Constant) and stmt.value.value is None
-                )
-                if isinstance(stmt, (ast.Delete, ast.Assign)) and (
-                    clears or isinstance(stmt, ast.Delete)
-                ):
+                if isinstance(stmt, (ast.Delete, ast.Assign)):
                     for where in stmt.targets:
                         released.setdefault(ast.unparse(where), []).append(stmt.lineno)
         ctx.memo[key] = released

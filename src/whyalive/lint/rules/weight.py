@@ -325,7 +325,7 @@ class Weigher:
             return all(rec(a) for a in arguments)
         if name.startswith(("is_", "has_")) or name in _WEAK_CALLS:
             return True
-        if name == "partial":
+        if name in ("partial", "MethodType"):
             return all(rec(a) for a in arguments)
         if isinstance(func, ast.Attribute) and last_name(func.value) != "str":
             if name in _STRING_METHODS:
