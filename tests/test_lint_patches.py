@@ -41,6 +41,7 @@ FLAGGED: dict[str, Callable[[ModuleType], object]] = {
     "autocast": lambda s: s.autocast(nn.Linear(64, 64), lambda f: f),
     "patched_forward": _in_context,
     "Wrapper": lambda s: s.Wrapper(nn.Linear(64, 64)),
+    "unwrap": lambda s: s.unwrap(nn.Linear(64, 64), lambda self, y: y, print),
     "Compiled": lambda s: s.Compiled().compile_forward(),
     "Compiled.trace_forward": lambda s: s.Compiled().trace_forward([]),
 }

@@ -105,9 +105,14 @@ def undo_in_finally(model, new_forward):
         del model.forward
 
 
+def unwrap(model, forward, original_forward):
+    model.forward = original_forward if forward == original_forward else MethodType(forward, model)  # WAL204: 109, 4
+    model.hook = None or partial(print, model)  # WAL204: 110, 4
+
+
 def replaced_at_once(model, new_forward, wrap):
     model.forward = MethodType(new_forward, model)
-    model.forward = MethodType(wrap(model.forward.__func__), model)  # WAL204: 110, 4
+    model.forward = MethodType(wrap(model.forward.__func__), model)  # WAL204: 115, 4
 
 
 # A class decorator: the nested functions take `self`, they are methods of the class.
@@ -141,7 +146,7 @@ class Light:
 
     def __init__(self, name: str):
         self.name = name
-        self.show = MethodType(describe, self)  # WAL904: 144, 8
+        self.show = MethodType(describe, self)  # WAL904: 149, 8
 
     def describe(self):
         return self.name
@@ -155,9 +160,9 @@ def describe(obj):
 def hostile(model, *args, **kwargs):
     model.forward = MethodType()
     model.forward = partial()
-    model.forward = wraps()(lambda: model)  # WAL204: 158, 4
+    model.forward = wraps()(lambda: model)  # WAL204: 163, 4
     setattr(model, "x")
-    model.a.b[0].c = partial(print, model.a)  # WAL204: 160, 4
+    model.a.b[0].c = partial(print, model.a)  # WAL204: 165, 4
     (lambda: model)().x = partial(print, model)
 
 
@@ -171,7 +176,7 @@ class Compiled(nn.Module):
         return x
 
     def compile_forward(self):
-        self.forward = torch.compile(self.forward)  # WAL204: 174, 8
+        self.forward = torch.compile(self.forward)  # WAL204: 179, 8
 
     def trace_forward(self, calls):
         @wraps(self.forward)
@@ -179,7 +184,7 @@ class Compiled(nn.Module):
             calls.append(args)
             return 1
 
-        self.forward = traced  # WAL204: 182, 8
+        self.forward = traced  # WAL204: 187, 8
 
     def not_methods(self, normalize):
         self.weight = normalize(self.weight)  # an attribute, not a method of the class

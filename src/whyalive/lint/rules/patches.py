@@ -243,6 +243,10 @@ def _holdings(
                     held = snippet(arg, 40)
                     yield _Holding(held, f"a `partial` that holds `{held}`")
             pending.extend((*expr.args, *(k.value for k in expr.keywords)))
+        elif isinstance(expr, ast.IfExp):  # either branch may be what is stored
+            pending.extend((expr.body, expr.orelse))
+        elif isinstance(expr, ast.BoolOp):
+            pending.extend(expr.values)
         elif isinstance(expr, ast.Call) and _call_name(expr) == "update_wrapper":
             pending.extend(expr.args[:2])
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Call):
