@@ -4,6 +4,7 @@ model's parameters, and the fix it suggests leaves none."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -33,6 +34,16 @@ def _in_context(shapes: ModuleType) -> None:
         model(torch.ones(1, 64))
 
 
+def _wrapper(function: Callable[..., object]) -> Callable[..., object]:
+    return functools.wraps(function)(lambda *args: function(*args))
+
+
+def _debugged(shapes: ModuleType) -> None:
+    model = nn.Sequential(nn.Linear(64, 64))
+    with shapes.debug_all(model, lambda module: _wrapper(type(module).forward)):
+        pass
+
+
 FLAGGED: dict[str, Callable[[ModuleType], object]] = {
     "add_hook": lambda s: s.add_hook(nn.Linear(64, 64), lambda y: y),
     "bind": lambda s: s.bind(nn.Linear(64, 64), lambda self, y: y),
@@ -42,6 +53,9 @@ FLAGGED: dict[str, Callable[[ModuleType], object]] = {
     "patched_forward": _in_context,
     "Wrapper": lambda s: s.Wrapper(nn.Linear(64, 64)),
     "unwrap": lambda s: s.unwrap(nn.Linear(64, 64), lambda self, y: y, print),
+    "remove_hook": lambda s: s.remove_hook(s.add_hook(nn.Linear(64, 64), lambda y: y)),
+    "debug_all": _debugged,
+    "fp32_outputs": lambda s: s.fp32_outputs(nn.Linear(64, 64), _wrapper, _wrapper),
     "Compiled": lambda s: s.Compiled().compile_forward(),
     "Compiled.trace_forward": lambda s: s.Compiled().trace_forward([]),
 }

@@ -193,3 +193,40 @@ class Compiled(nn.Module):
 def not_rewraps(model, run, normalize):
     model.out = run(model.forward)  # the call's result, not a wrapper stored in its place
     model.data = normalize(model.data)  # another object's attribute: maybe not a method
+
+
+# Restoring from the attribute where `add_hook` saved the bound method (accelerate's
+# `remove_hook_from_module`): the module's `forward` is its own bound method again.
+def remove_hook(module):
+    if hasattr(module, "_old_forward"):
+        module.forward = module._old_forward  # WAL204: 202, 8
+        del module._old_forward
+
+
+# Saved per module in a dict, restored in a loop (transformers' debugger context).
+@contextmanager
+def debug_all(model, wrap):
+    originals = {m: m.forward for m in model.modules()}
+    for m in model.modules():
+        m.forward = wrap(m)
+    try:
+        yield
+    finally:
+        for module, forward in originals.items():
+            module.forward = forward  # WAL204: 216, 12
+
+
+# Wrapper factories applied to the saved method (accelerate's `prepare_model` after a hook).
+def fp32_outputs(model, autocast, convert):
+    model_forward_func = model.forward
+    model.forward = convert(autocast(model_forward_func))  # WAL204: 222, 4
+
+
+def data_not_methods(config, state, normalize):
+    saved = {k: k.weight for k in state}  # `weight` is never patched here: data
+    for obj, value in saved.items():
+        obj.weight = value
+    config.backup = config.value
+    config.value = normalize(config.value)
+    config.restored = config.backup
+

@@ -11,13 +11,23 @@ same cycle. The finder here serves WAL204 (:mod:`.self_refs`).
 from __future__ import annotations
 
 import ast
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from symtable import Function
 from typing import NamedTuple
 
 from whyalive.lint.findings import snippet
+from whyalive.lint.rules.patch_facts import (
+    CLASS_NAMES,
+    FileFacts,
+    FunctionFacts,
+    call_name,
+    file_facts,
+    function_facts,
+    is_dunder,
+    object_chain,
+)
 from whyalive.lint.rules.shapes import (
     STORE_METHODS,
     MethodSelf,
@@ -43,22 +53,6 @@ class Patch:
     """The enclosing method's ``self`` when ``obj`` is it (its class may prove it light)."""
 
 
-def _chain(expr: ast.AST) -> list[ast.AST] | None:
-    """``expr`` and each object it is reached from (``[a.b.c, a.b, a]``), or ``None`` when the
-    chain goes through a call or a class (``type(m).f``, ``m.__class__.f``: alive anyway)."""
-    chain: list[ast.AST] = []
-    while True:
-        chain.append(expr)
-        if isinstance(expr, ast.Name):
-            return chain
-        if isinstance(expr, ast.Subscript) or (
-            isinstance(expr, ast.Attribute) and expr.attr != "__class__"
-        ):
-            expr = expr.value
-        else:
-            return None
-
-
 def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str, str]]:
     """``(object stored on, stored value, where, how to undo it)`` for each store onto an
     object; ``where`` is the attribute (``m.forward``), or empty for an item of a container."""
@@ -66,7 +60,7 @@ def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str, str]]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             if isinstance(target, ast.Subscript) or (
-                isinstance(target, ast.Attribute) and not _is_dunder(target.attr)
+                isinstance(target, ast.Attribute) and not is_dunder(target.attr)
             ):
                 where = snippet(target, 40) if isinstance(target, ast.Attribute) else ""
                 yield target.value, node.value, where, f"`del {snippet(target, 40)}`"
@@ -74,7 +68,7 @@ def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str, str]]:
         if node.func.id == "setattr" and len(node.args) == 3 and not node.keywords:
             obj, name, value = node.args
             constant = name.value if isinstance(name, ast.Constant) else None
-            if not (isinstance(constant, str) and _is_dunder(constant)):
+            if not (isinstance(constant, str) and is_dunder(constant)):
                 where = f"{snippet(obj, 40)}.{constant}" if isinstance(constant, str) else ""
                 yield obj, value, where, f"`delattr({snippet(obj, 30)}, {snippet(name, 30)})`"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -82,16 +76,6 @@ def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str, str]]:
         if index is not None and len(node.args) > index:
             container = node.func.value
             yield container, node.args[index], "", f"remove it from `{snippet(container, 30)}`"
-
-
-def _is_dunder(attr: str) -> bool:
-    """Special methods are looked up on the type, so setting one means a class or a module
-    (alive anyway), not an instance."""
-    return attr.startswith("__") and attr.endswith("__")
-
-
-# Python's names for a class by convention, like `self` for an instance.
-_CLASS_NAMES = frozenset({"cls", "klass", "mcs", "metacls"})
 
 
 def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
@@ -105,110 +89,7 @@ def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
         params = list(function.get_parameters()) if isinstance(function, Function) else []
     else:
         return False
-    return bool(params) and params[0] in ("self", *_CLASS_NAMES)
-
-
-def _call_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
-
-
-def _makes_callable(value: ast.AST, local_defs: set[str]) -> bool:
-    """Whether ``value`` is a new callable: a lambda, a nested ``def``, ``MethodType``,
-    ``partial`` or a ``functools`` wrapper."""
-    if isinstance(value, ast.Lambda):
-        return True
-    if isinstance(value, ast.Name):
-        return value.id in local_defs
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
-        return _call_name(value.func) == "wraps"
-    return isinstance(value, ast.Call) and _call_name(value) in _WRAPPERS
-
-
-_WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
-
-
-@dataclass(frozen=True)
-class _FunctionFacts:
-    """What one pass over a function tells about the objects it patches."""
-
-    bound_methods: dict[str, str]
-    """Expressions that are bound methods, mapped to the ``obj.attr`` they read: a local
-    bound to ``obj.attr`` and used as a callable (called, or wrapped by ``functools.wraps``
-    or ``update_wrapper``), and ``obj.attr`` itself where the function patches it with a new
-    callable (read before, it is the original method)."""
-    classes: frozenset[str]
-    """Names that are classes: by convention (``cls``), annotated ``type``, or given a
-    special method (``X.__init__ = ...``)."""
-    overwritten: frozenset[int]
-    """Ids of assignments that the very next statement assigns again (``m.f = a`` then
-    ``m.f = b``): their value is dropped at once."""
-    wrapped: dict[str, list[ast.expr]]
-    """Nested functions decorated with ``functools.wraps(x)``: their ``__wrapped__`` is ``x``."""
-    rewrapped: frozenset[str]
-    """``m.f`` where ``m.f = wrap(m.f)``: a call given the very attribute it replaces, the
-    decorator shape (``torch.compile(self.forward)``) whose result holds its argument."""
-
-
-def _function_facts(function: Frame) -> _FunctionFacts:
-    read: dict[str, str] = {}
-    used_as_callable: set[str] = set()
-    local_defs: set[str] = set()
-    patched: list[tuple[ast.Attribute, ast.expr]] = []
-    classes = set(_CLASS_NAMES)
-    overwritten: set[int] = set()
-    wrapped: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(function.node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not function.node:
-            local_defs.add(node.name)
-            for deco in node.decorator_list:
-                if isinstance(deco, ast.Call) and _call_name(deco) == "wraps":
-                    wrapped.setdefault(node.name, []).extend(deco.args[:1])
-        elif isinstance(node, ast.arg) and node.annotation is not None:
-            annotation = node.annotation
-            if isinstance(annotation, ast.Subscript):
-                annotation = annotation.value
-            if isinstance(annotation, ast.Name) and annotation.id in ("type", "Type"):
-                classes.add(node.arg)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-            if isinstance(target, ast.Name) and isinstance(value, ast.Attribute):
-                if _chain(value.value) is not None and not value.attr.startswith("__"):
-                    read[target.id] = snippet(value, 40)
-            elif isinstance(target, ast.Attribute):
-                if _is_dunder(target.attr) and isinstance(target.value, ast.Name):
-                    classes.add(target.value.id)
-                patched.append((target, value))
-        elif isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name):
-                used_as_callable.add(node.func.id)
-            name = _call_name(node)
-            originals = node.args[:1] if name == "wraps" else node.args[1:2]
-            if name in ("wraps", "update_wrapper"):
-                used_as_callable.update(a.id for a in originals if isinstance(a, ast.Name))
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                for first, second in itertools.pairwise(block):
-                    if isinstance(first, ast.Assign) and isinstance(second, ast.Assign):
-                        targets = [ast.dump(t) for t in first.targets]
-                        if targets == [ast.dump(t) for t in second.targets]:
-                            overwritten.add(id(first))
-    bound = {name: source for name, source in read.items() if name in used_as_callable}
-    rewrapped: set[str] = set()
-    for attribute, new_value in patched:
-        text = snippet(attribute, 40)
-        if _makes_callable(new_value, local_defs):
-            bound[text] = text
-        elif isinstance(new_value, ast.Call) and any(
-            snippet(arg, 40) == text for arg in new_value.args
-        ):
-            rewrapped.add(text)
-    return _FunctionFacts(
-        bound, frozenset(classes), frozenset(overwritten), wrapped, frozenset(rewrapped)
-    )
+    return bool(params) and params[0] in ("self", *CLASS_NAMES)
 
 
 class _Holding(NamedTuple):
@@ -224,22 +105,44 @@ class _Holding(NamedTuple):
     """Held as a closure variable (WAL202's when the object is the method's ``self``)."""
 
 
-def _holdings(
-    value: ast.AST, target: str, ctx: Context, facts: Callable[[], _FunctionFacts]
-) -> Iterator[_Holding]:
-    """What
-    ``value`` keeps alive: objects bound by ``MethodType``/``partial``, captured by a closure,
-    or reached through a bound method saved in a local."""
+class _Facts:
+    """The file's and the function's facts, each computed on first use and kept in the memo."""
+
+    def __init__(self, ctx: Context, function: Frame) -> None:
+        self._ctx = ctx
+        self._function = function
+
+    @cached_property
+    def file(self) -> FileFacts:
+        key = ("patch-file-facts", 0)
+        known = self._ctx.memo.get(key)
+        if not isinstance(known, FileFacts):
+            known = self._ctx.memo[key] = file_facts(self._ctx.frames[0].node)
+        return known
+
+    @cached_property
+    def function(self) -> FunctionFacts:
+        key = ("patch-facts", id(self._function.node))
+        known = self._ctx.memo.get(key)
+        if not isinstance(known, FunctionFacts):
+            known = self._ctx.memo[key] = function_facts(self._function.node, self.file)
+        return known
+
+
+def _holdings(value: ast.AST, target: str, ctx: Context, facts: _Facts) -> Iterator[_Holding]:
+    """What ``value`` keeps alive: objects bound by ``MethodType``/``partial``, captured by a
+    closure, or reached through a bound method of theirs (saved in a local or an attribute,
+    or wrapped)."""
     # In order, outermost first, so the message names the most direct holding.
     pending = [value]
     for expr in pending:
-        if isinstance(expr, ast.Call) and _call_name(expr) == "MethodType" and len(expr.args) == 2:
+        if isinstance(expr, ast.Call) and call_name(expr) == "MethodType" and len(expr.args) == 2:
             bound = snippet(expr.args[1], 40)
             yield _Holding(bound, f"`{snippet(expr, 50)}`, a method bound to `{bound}`")
         elif is_partial(expr):
             assert isinstance(expr, ast.Call)
             for arg in (expr.func, *expr.args, *(k.value for k in expr.keywords)):
-                if _chain(arg) is not None:
+                if object_chain(arg) is not None:
                     held = snippet(arg, 40)
                     yield _Holding(held, f"a `partial` that holds `{held}`")
             pending.extend((*expr.args, *(k.value for k in expr.keywords)))
@@ -247,22 +150,27 @@ def _holdings(
             pending.extend((expr.body, expr.orelse))
         elif isinstance(expr, ast.BoolOp):
             pending.extend(expr.values)
-        elif isinstance(expr, ast.Call) and _call_name(expr) == "update_wrapper":
+        elif isinstance(expr, ast.Call) and call_name(expr) == "update_wrapper":
             pending.extend(expr.args[:2])
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Call):
-            if _call_name(expr.func) == "wraps":  # functools.wraps(original)(wrapper)
+            if call_name(expr.func) == "wraps":  # functools.wraps(original)(wrapper)
                 pending.extend((*expr.args, *expr.func.args[:1]))
         elif isinstance(expr, ast.Call):
             # `m.f = wrap(m.f)`: the wrapper holds the method it replaces.
-            if target in facts().rewrapped and any(snippet(a, 40) == target for a in expr.args):
+            if expr is value and target in facts.function.rewrapped:
                 what = f"`{snippet(expr, 50)}`, a wrapper around its own bound method `{target}`"
-                yield _Holding(target.rsplit(".", 1)[0], what, target, True)
+                known = target.rsplit(".", 1)[-1] in facts.file.method_names
+                yield _Holding(target.rsplit(".", 1)[0], what, target, not known)
+        elif isinstance(expr, ast.Attribute) and expr.attr in facts.file.saved_methods:
+            owner = snippet(expr.value, 40)
+            what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
+            yield _Holding(owner, what)
         elif (
             isinstance(expr, (ast.Name, ast.Attribute))
-            and snippet(expr, 40) in facts().bound_methods
+            and snippet(expr, 40) in facts.function.bound_methods
         ):
             name = snippet(expr, 40)
-            source = facts().bound_methods[name]
+            source = facts.function.bound_methods[name]
             what = (
                 f"`{name}`, the bound method `{source}`"
                 if name != source
@@ -274,14 +182,14 @@ def _holdings(
             if found is None or _method_for_a_class(expr, ctx):
                 continue
             kind, frees = found
-            for original in facts().wrapped.get(snippet(expr), ()):
-                method = facts().bound_methods.get(snippet(original, 40))
+            for original in facts.function.wrapped.get(snippet(expr), ()):
+                method = facts.function.bound_methods.get(snippet(original, 40))
                 if method is not None:  # `@wraps(original)`: held as `__wrapped__`
                     what = f"a {kind} whose `__wrapped__` is the bound method `{method}`"
                     yield _Holding(method.rsplit(".", 1)[0], what, method)
             for free in sorted(frees):
-                if free in facts().bound_methods:
-                    source = facts().bound_methods[free]
+                if free in facts.function.bound_methods:
+                    source = facts.function.bound_methods[free]
                     what = f"a {kind} that calls `{free}` (the bound method `{source}`)"
                     yield _Holding(source.rsplit(".", 1)[0], what)
                 else:
@@ -322,16 +230,10 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
     if function is None:
         return
 
-    def facts() -> _FunctionFacts:
-        key = ("patch-facts", id(function.node))
-        known = ctx.memo.get(key)
-        if not isinstance(known, _FunctionFacts):
-            known = ctx.memo[key] = _function_facts(function)
-        return known
-
+    facts = _Facts(ctx, function)
     me = method_self(ctx)
     for obj, value, where, undo in _stores(node):
-        chain = _chain(obj)
+        chain = object_chain(obj)
         if chain is None:
             continue
         owners = {snippet(part, 40) for part in chain}
@@ -350,8 +252,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 (is_self and holding.captured)
                 or (is_self and saved_method is not None and method not in own_methods)
                 or (holding.class_method_only and not is_self)
-                or root.id in facts().classes
-                or id(node) in facts().overwritten
+                or root.id in facts.function.classes
+                or id(node) in facts.function.overwritten
                 or not _local_root(ctx, function, root.id)
             ):
                 continue

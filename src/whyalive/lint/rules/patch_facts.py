@@ -1,0 +1,273 @@
+"""What a file and a function tell about methods patched onto objects (for :mod:`.patches`).
+
+An attribute read off an object of unknown class is a bound method of that object only with
+evidence. The evidence here, all from one file:
+
+- the file patches that attribute with a new callable somewhere (``m.forward = wrapper``):
+  then ``forward`` is a method name, and reading it elsewhere gives the original method;
+- a local bound to ``obj.attr`` is called, or wrapped by ``functools.wraps``/``update_wrapper``;
+- the file saves such a method on its own object (``module._old_forward = module.forward``):
+  then ``_old_forward`` holds a bound method of the object it is on;
+- a dict pairs objects with their methods (``{m: m.forward for m in modules}``): iterating
+  its ``items()`` gives each object with its own bound method.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass
+
+from whyalive.lint.findings import snippet
+from whyalive.lint.scopes import FUNCTION_NODES
+
+__all__ = [
+    "FileFacts",
+    "FunctionFacts",
+    "call_name",
+    "file_facts",
+    "function_facts",
+    "object_chain",
+]
+
+_WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
+# Python's names for a class by convention, like `self` for an instance.
+CLASS_NAMES = frozenset({"cls", "klass", "mcs", "metacls"})
+
+
+def object_chain(expr: ast.AST) -> list[ast.AST] | None:
+    """``expr`` and each object it is reached from (``[a.b.c, a.b, a]``), or ``None`` when the
+    chain goes through a call or a class (``type(m).f``, ``m.__class__.f``: alive anyway)."""
+    chain: list[ast.AST] = []
+    while True:
+        chain.append(expr)
+        if isinstance(expr, ast.Name):
+            return chain
+        if isinstance(expr, ast.Subscript) or (
+            isinstance(expr, ast.Attribute) and expr.attr != "__class__"
+        ):
+            expr = expr.value
+        else:
+            return None
+
+
+def call_name(call: ast.Call) -> str:
+    """The called name: ``partial`` for ``functools.partial(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def is_dunder(attr: str) -> bool:
+    """Special methods are looked up on the type, so setting one means a class or a module
+    (alive anyway), not an instance."""
+    return attr.startswith("__") and attr.endswith("__")
+
+
+def makes_callable(value: ast.AST, defs: set[str] | frozenset[str]) -> bool:
+    """Whether ``value`` is a new callable: a lambda, a ``def`` of this file, ``MethodType``,
+    ``partial`` or a ``functools`` wrapper."""
+    if isinstance(value, ast.Lambda):
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in defs
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
+        return call_name(value.func) == "wraps"
+    return isinstance(value, ast.Call) and call_name(value) in _WRAPPERS
+
+
+def _read_attribute(value: ast.AST) -> str | None:
+    """``obj.attr`` as text when ``value`` reads an attribute off an object (not a dunder)."""
+    if (
+        isinstance(value, ast.Attribute)
+        and object_chain(value.value) is not None
+        and not value.attr.startswith("__")
+    ):
+        return snippet(value, 40)
+    return None
+
+
+def _reads_method(value: ast.AST, read: dict[str, set[str]], methods: set[str]) -> bool:
+    """Whether ``value`` is ``obj.m``, or a local bound to ``obj.m``, with ``m`` a method."""
+    if isinstance(value, ast.Attribute):
+        return value.attr in methods
+    return isinstance(value, ast.Name) and bool(read.get(value.id, set()) & methods)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """Attribute names that hold methods, from the whole file."""
+
+    method_names: frozenset[str]
+    """Attributes the file patches with a new callable (``forward``)."""
+    saved_methods: frozenset[str]
+    """Attributes the file fills with an object's own method (``_old_forward``)."""
+
+
+def file_facts(module: ast.AST) -> FileFacts:
+    """One pass over the file (see the module docstring)."""
+    defs = {n.name for n in ast.walk(module) if isinstance(n, FUNCTION_NODES)}
+    patched: set[str] = set()
+    read: dict[str, set[str]] = {}  # local name -> attributes it is bound to, file-wide
+    saves: list[tuple[str, ast.expr]] = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name) and _read_attribute(value) is not None:
+                assert isinstance(value, ast.Attribute)
+                read.setdefault(target.id, set()).add(value.attr)
+            elif isinstance(target, ast.Attribute) and not is_dunder(target.attr):
+                if makes_callable(value, defs):
+                    patched.add(target.attr)
+                else:
+                    saves.append((target.attr, value))
+        elif isinstance(node, ast.Call) and call_name(node) == "setattr" and len(node.args) == 3:
+            name = node.args[1]
+            constant = name.value if isinstance(name, ast.Constant) else None
+            if isinstance(constant, str) and makes_callable(node.args[2], defs):
+                patched.add(constant)
+    saved = {attr for attr, value in saves if _reads_method(value, read, patched)}
+    return FileFacts(frozenset(patched), frozenset(saved - patched))
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """What one pass over a function tells about the objects it patches."""
+
+    bound_methods: dict[str, str]
+    """Expressions that are bound methods, mapped to the ``obj.attr`` they read: a local
+    bound to ``obj.attr`` with evidence (see the module docstring), a value taken from a dict
+    that pairs objects with their methods, and ``obj.attr`` itself where the function patches
+    it with a new callable (read before, it is the original method)."""
+    classes: frozenset[str]
+    """Names that are classes: by convention (``cls``), annotated ``type``, or given a
+    special method (``X.__init__ = ...``)."""
+    overwritten: frozenset[int]
+    """Ids of assignments that the very next statement assigns again (``m.f = a`` then
+    ``m.f = b``): their value is dropped at once."""
+    wrapped: dict[str, list[ast.expr]]
+    """Nested functions decorated with ``functools.wraps(x)``: their ``__wrapped__`` is ``x``."""
+    rewrapped: frozenset[str]
+    """``m.f`` where ``m.f = wrap(m.f)`` (also through locals and nested calls): the decorator
+    shape (``torch.compile(self.forward)``) whose result holds its argument."""
+
+
+def _pairs(value: ast.AST, methods: frozenset[str]) -> str | None:
+    """The method name when ``value`` is ``{k: k.m for ...}`` with ``m`` a method name."""
+    if (
+        isinstance(value, ast.DictComp)
+        and isinstance(value.key, ast.Name)
+        and isinstance(value.value, ast.Attribute)
+        and isinstance(value.value.value, ast.Name)
+        and value.value.value.id == value.key.id
+        and value.value.attr in methods
+    ):
+        return value.value.attr
+    return None
+
+
+def _arguments_deep(call: ast.Call) -> list[str]:
+    """Source of every argument of ``call`` and of the calls nested in its arguments."""
+    found: list[str] = []
+    pending: list[ast.expr] = [*call.args]
+    for arg in pending:
+        if isinstance(arg, ast.Call):
+            pending.extend(arg.args)
+        else:
+            found.append(snippet(arg, 40))
+    return found
+
+
+def function_facts(function: ast.AST, file: FileFacts) -> FunctionFacts:
+    """One pass over ``function`` (nested functions included)."""
+    read: dict[str, str] = {}
+    used_as_callable: set[str] = set()
+    local_defs: set[str] = set()
+    patched: list[tuple[ast.Attribute, ast.expr]] = []
+    classes = set(CLASS_NAMES)
+    overwritten: set[int] = set()
+    wrapped: dict[str, list[ast.expr]] = {}
+    paired: dict[str, str] = {}  # dict name -> the method name its values are
+    loops: list[ast.For] = []
+    for node in ast.walk(function):
+        if isinstance(node, FUNCTION_NODES) and node is not function:
+            local_defs.add(node.name)
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and call_name(deco) == "wraps":
+                    wrapped.setdefault(node.name, []).extend(deco.args[:1])
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            annotation = node.annotation
+            if isinstance(annotation, ast.Subscript):
+                annotation = annotation.value
+            if isinstance(annotation, ast.Name) and annotation.id in ("type", "Type"):
+                classes.add(node.arg)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            source = _read_attribute(value)
+            if isinstance(target, ast.Name) and source is not None:
+                read[target.id] = source
+            elif isinstance(target, ast.Name) and _pairs(value, file.method_names):
+                paired[target.id] = str(_pairs(value, file.method_names))
+            elif isinstance(target, ast.Attribute):
+                if is_dunder(target.attr) and isinstance(target.value, ast.Name):
+                    classes.add(target.value.id)
+                patched.append((target, value))
+        elif isinstance(node, ast.For):
+            loops.append(node)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                used_as_callable.add(node.func.id)
+            name = call_name(node)
+            originals = node.args[:1] if name == "wraps" else node.args[1:2]
+            if name in ("wraps", "update_wrapper"):
+                used_as_callable.update(a.id for a in originals if isinstance(a, ast.Name))
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                for first, second in itertools.pairwise(block):
+                    if isinstance(first, ast.Assign) and isinstance(second, ast.Assign):
+                        targets = [ast.dump(t) for t in first.targets]
+                        if targets == [ast.dump(t) for t in second.targets]:
+                            overwritten.add(id(first))
+    bound = {
+        name: source
+        for name, source in read.items()
+        if name in used_as_callable or source.rsplit(".", 1)[-1] in file.method_names
+    }
+    bound.update(_paired_loop_values(loops, paired))
+    rewrapped: set[str] = set()
+    for attribute, new_value in patched:
+        text = snippet(attribute, 40)
+        if makes_callable(new_value, local_defs):
+            bound[text] = text
+        elif isinstance(new_value, ast.Call):
+            arguments = _arguments_deep(new_value)
+            if text in arguments or any(read.get(a) == text for a in arguments):
+                rewrapped.add(text)
+    return FunctionFacts(
+        bound, frozenset(classes), frozenset(overwritten), wrapped, frozenset(rewrapped)
+    )
+
+
+def _paired_loop_values(loops: list[ast.For], paired: dict[str, str]) -> dict[str, str]:
+    """``for obj, fn in pairs.items()`` over a dict of objects and their methods: ``fn`` is
+    the bound method ``obj.m``."""
+    found: dict[str, str] = {}
+    for loop in loops:
+        target, iterable = loop.target, loop.iter
+        if (
+            isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+            and all(isinstance(e, ast.Name) for e in target.elts)
+            and isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Attribute)
+            and iterable.func.attr == "items"
+            and isinstance(iterable.func.value, ast.Name)
+            and iterable.func.value.id in paired
+        ):
+            obj, method = target.elts
+            assert isinstance(obj, ast.Name)
+            assert isinstance(method, ast.Name)
+            found[method.id] = f"{obj.id}.{paired[iterable.func.value.id]}"
+    return found
