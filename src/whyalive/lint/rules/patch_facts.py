@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from whyalive.lint.findings import snippet
@@ -28,6 +29,7 @@ __all__ = [
     "file_facts",
     "function_facts",
     "object_chain",
+    "object_text",
 ]
 
 _WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
@@ -49,6 +51,16 @@ def object_chain(expr: ast.AST) -> list[ast.AST] | None:
             expr = expr.value
         else:
             return None
+
+
+def object_text(expr: ast.AST) -> str:
+    """The source of an object expression, built directly for names and attribute chains
+    (most of them) rather than by unparsing; the texts compare objects, so none is cut."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return f"{object_text(expr.value)}.{expr.attr}"
+    return snippet(expr, 10_000)
 
 
 def call_name(call: ast.Call) -> str:
@@ -77,15 +89,13 @@ def makes_callable(value: ast.AST, defs: set[str] | frozenset[str]) -> bool:
     return isinstance(value, ast.Call) and call_name(value) in _WRAPPERS
 
 
-def _read_attribute(value: ast.AST) -> str | None:
-    """``obj.attr`` as text when ``value`` reads an attribute off an object (not a dunder)."""
-    if (
+def _reads_attribute(value: ast.AST) -> bool:
+    """Whether ``value`` reads an attribute (not a dunder) off an object: ``obj.attr``."""
+    return (
         isinstance(value, ast.Attribute)
-        and object_chain(value.value) is not None
         and not value.attr.startswith("__")
-    ):
-        return snippet(value, 40)
-    return None
+        and object_chain(value.value) is not None
+    )
 
 
 def _reads_method(value: ast.AST, read: dict[str, set[str]], methods: set[str]) -> bool:
@@ -107,27 +117,24 @@ class FileFacts:
 
 def file_facts(module: ast.AST) -> FileFacts:
     """One pass over the file (see the module docstring)."""
-    defs = {n.name for n in ast.walk(module) if isinstance(n, FUNCTION_NODES)}
-    patched: set[str] = set()
+    defs: set[str] = set()
     read: dict[str, set[str]] = {}  # local name -> attributes it is bound to, file-wide
-    saves: list[tuple[str, ast.expr]] = []
+    stores: list[tuple[str, ast.expr]] = []  # (attribute, value stored in it)
     for node in ast.walk(module):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        if isinstance(node, FUNCTION_NODES):
+            defs.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
-            if isinstance(target, ast.Name) and _read_attribute(value) is not None:
-                assert isinstance(value, ast.Attribute)
+            if isinstance(target, ast.Name) and isinstance(value, ast.Attribute):
                 read.setdefault(target.id, set()).add(value.attr)
             elif isinstance(target, ast.Attribute) and not is_dunder(target.attr):
-                if makes_callable(value, defs):
-                    patched.add(target.attr)
-                else:
-                    saves.append((target.attr, value))
+                stores.append((target.attr, value))
         elif isinstance(node, ast.Call) and call_name(node) == "setattr" and len(node.args) == 3:
             name = node.args[1]
-            constant = name.value if isinstance(name, ast.Constant) else None
-            if isinstance(constant, str) and makes_callable(node.args[2], defs):
-                patched.add(constant)
-    saved = {attr for attr, value in saves if _reads_method(value, read, patched)}
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                stores.append((name.value, node.args[2]))
+    patched = {attr for attr, value in stores if makes_callable(value, defs)}
+    saved = {attr for attr, value in stores if _reads_method(value, read, patched)}
     return FileFacts(frozenset(patched), frozenset(saved - patched))
 
 
@@ -135,11 +142,15 @@ def file_facts(module: ast.AST) -> FileFacts:
 class FunctionFacts:
     """What one pass over a function tells about the objects it patches."""
 
-    bound_methods: dict[str, str]
-    """Expressions that are bound methods, mapped to the ``obj.attr`` they read: a local
-    bound to ``obj.attr`` with evidence (see the module docstring), a value taken from a dict
-    that pairs objects with their methods, and ``obj.attr`` itself where the function patches
-    it with a new callable (read before, it is the original method)."""
+    known_methods: dict[str, str]
+    """Expressions that are bound methods whatever the file says, mapped to the ``obj.attr``
+    they read: a value taken from a dict that pairs objects with their methods, and
+    ``obj.attr`` itself where the function patches it with a new callable (read before, it
+    is the original method)."""
+    reads: dict[str, ast.Attribute]
+    """Locals bound to ``obj.attr``."""
+    called: frozenset[str]
+    """Locals called, or wrapped by ``functools.wraps``/``update_wrapper``."""
     classes: frozenset[str]
     """Names that are classes: by convention (``cls``), annotated ``type``, or given a
     special method (``X.__init__ = ...``)."""
@@ -151,6 +162,22 @@ class FunctionFacts:
     rewrapped: frozenset[str]
     """``m.f`` where ``m.f = wrap(m.f)`` (also through locals and nested calls): the decorator
     shape (``torch.compile(self.forward)``) whose result holds its argument."""
+
+    def bound_method(
+        self, text: str, owners: set[str], file: Callable[[], FileFacts]
+    ) -> str | None:
+        """The ``obj.attr`` an expression (source text) is the bound method of, for ``obj``
+        one of ``owners``, or ``None``. A local bound to ``obj.attr`` counts when it is called
+        or ``attr`` is a method name of the file (asked only then)."""
+        known = self.known_methods.get(text)
+        if known is not None:
+            return known
+        source = self.reads.get(text)
+        if source is None or object_text(source.value) not in owners:
+            return None
+        if text in self.called or source.attr in file().method_names:
+            return object_text(source)
+        return None
 
 
 def _pairs(value: ast.AST, methods: frozenset[str]) -> str | None:
@@ -167,7 +194,7 @@ def _pairs(value: ast.AST, methods: frozenset[str]) -> str | None:
     return None
 
 
-def _arguments_deep(call: ast.Call) -> list[str]:
+def arguments_deep(call: ast.Call) -> list[str]:
     """Source of every argument of ``call`` and of the calls nested in its arguments."""
     found: list[str] = []
     pending: list[ast.expr] = [*call.args]
@@ -175,13 +202,14 @@ def _arguments_deep(call: ast.Call) -> list[str]:
         if isinstance(arg, ast.Call):
             pending.extend(arg.args)
         else:
-            found.append(snippet(arg, 40))
+            found.append(object_text(arg))
     return found
 
 
-def function_facts(function: ast.AST, file: FileFacts) -> FunctionFacts:
-    """One pass over ``function`` (nested functions included)."""
-    read: dict[str, str] = {}
+def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> FunctionFacts:
+    """One pass over ``function`` (nested functions included); ``file`` gives the file's
+    facts, asked only when a local reads an attribute that may be a method."""
+    read: dict[str, ast.Attribute] = {}
     used_as_callable: set[str] = set()
     local_defs: set[str] = set()
     patched: list[tuple[ast.Attribute, ast.expr]] = []
@@ -204,11 +232,13 @@ def function_facts(function: ast.AST, file: FileFacts) -> FunctionFacts:
                 classes.add(node.arg)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
-            source = _read_attribute(value)
-            if isinstance(target, ast.Name) and source is not None:
-                read[target.id] = source
-            elif isinstance(target, ast.Name) and _pairs(value, file.method_names):
-                paired[target.id] = str(_pairs(value, file.method_names))
+            if isinstance(target, ast.Name) and _reads_attribute(value):
+                assert isinstance(value, ast.Attribute)
+                read[target.id] = value
+            elif isinstance(target, ast.Name) and isinstance(value, ast.DictComp):
+                pairs = _pairs(value, file().method_names)
+                if pairs is not None:
+                    paired[target.id] = pairs
             elif isinstance(target, ast.Attribute):
                 if is_dunder(target.attr) and isinstance(target.value, ast.Name):
                     classes.add(target.value.id)
@@ -230,23 +260,25 @@ def function_facts(function: ast.AST, file: FileFacts) -> FunctionFacts:
                         targets = [ast.dump(t) for t in first.targets]
                         if targets == [ast.dump(t) for t in second.targets]:
                             overwritten.add(id(first))
-    bound = {
-        name: source
-        for name, source in read.items()
-        if name in used_as_callable or source.rsplit(".", 1)[-1] in file.method_names
-    }
-    bound.update(_paired_loop_values(loops, paired))
+    bound = _paired_loop_values(loops, paired)
     rewrapped: set[str] = set()
     for attribute, new_value in patched:
-        text = snippet(attribute, 40)
+        text = object_text(attribute)
         if makes_callable(new_value, local_defs):
             bound[text] = text
         elif isinstance(new_value, ast.Call):
-            arguments = _arguments_deep(new_value)
-            if text in arguments or any(read.get(a) == text for a in arguments):
+            arguments = arguments_deep(new_value)
+            aliases = {object_text(read[a]) for a in arguments if a in read}
+            if text in arguments or text in aliases:
                 rewrapped.add(text)
     return FunctionFacts(
-        bound, frozenset(classes), frozenset(overwritten), wrapped, frozenset(rewrapped)
+        bound,
+        read,
+        frozenset(used_as_callable),
+        frozenset(classes),
+        frozenset(overwritten),
+        wrapped,
+        frozenset(rewrapped),
     )
 
 

@@ -22,11 +22,13 @@ from whyalive.lint.rules.patch_facts import (
     CLASS_NAMES,
     FileFacts,
     FunctionFacts,
+    arguments_deep,
     call_name,
     file_facts,
     function_facts,
     is_dunder,
     object_chain,
+    object_text,
 )
 from whyalive.lint.rules.shapes import (
     STORE_METHODS,
@@ -37,7 +39,7 @@ from whyalive.lint.rules.shapes import (
     method_self,
     released_in_finally,
 )
-from whyalive.lint.scopes import Context, Frame
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
 
 __all__ = ["Patch", "patches"]
 
@@ -53,29 +55,39 @@ class Patch:
     """The enclosing method's ``self`` when ``obj`` is it (its class may prove it light)."""
 
 
-def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str, str]]:
-    """``(object stored on, stored value, where, how to undo it)`` for each store onto an
-    object; ``where`` is the attribute (``m.forward``), or empty for an item of a container."""
+def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str]]:
+    """``(object stored on, stored value, where)`` for each store onto an object; ``where`` is
+    the attribute (``m.forward``), or empty for an item of a container."""
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             if isinstance(target, ast.Subscript) or (
                 isinstance(target, ast.Attribute) and not is_dunder(target.attr)
             ):
-                where = snippet(target, 40) if isinstance(target, ast.Attribute) else ""
-                yield target.value, node.value, where, f"`del {snippet(target, 40)}`"
+                where = object_text(target) if isinstance(target, ast.Attribute) else ""
+                yield target.value, node.value, where
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id == "setattr" and len(node.args) == 3 and not node.keywords:
             obj, name, value = node.args
             constant = name.value if isinstance(name, ast.Constant) else None
             if not (isinstance(constant, str) and is_dunder(constant)):
-                where = f"{snippet(obj, 40)}.{constant}" if isinstance(constant, str) else ""
-                yield obj, value, where, f"`delattr({snippet(obj, 30)}, {snippet(name, 30)})`"
+                where = f"{object_text(obj)}.{constant}" if isinstance(constant, str) else ""
+                yield obj, value, where
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         index = STORE_METHODS.get(node.func.attr)
         if index is not None and len(node.args) > index:
-            container = node.func.value
-            yield container, node.args[index], "", f"remove it from `{snippet(container, 30)}`"
+            yield node.func.value, node.args[index], ""
+
+
+def _undo(node: ast.AST, obj: ast.AST) -> str:
+    """How to take back the store ``node`` makes on ``obj``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # setattr(obj, name, v)
+        return f"`delattr({snippet(obj, 30)}, {snippet(node.args[1], 30)})`"
+    if isinstance(node, ast.Call):
+        return f"remove it from `{snippet(obj, 30)}`"
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", obj)]
+    target = next((t for t in targets if getattr(t, "value", None) is obj), targets[0])
+    return f"`del {snippet(target, 40)}`"
 
 
 def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
@@ -120,35 +132,50 @@ class _Facts:
             known = self._ctx.memo[key] = file_facts(self._ctx.frames[0].node)
         return known
 
+    def bound_method(self, text: str, owners: set[str]) -> str | None:
+        """The ``obj.attr`` that the expression ``text`` is the bound method of, for ``obj``
+        one of ``owners``, or ``None``."""
+        return self.function.bound_method(text, owners, lambda: self.file)
+
     @cached_property
     def function(self) -> FunctionFacts:
         key = ("patch-facts", id(self._function.node))
         known = self._ctx.memo.get(key)
         if not isinstance(known, FunctionFacts):
-            known = self._ctx.memo[key] = function_facts(self._function.node, self.file)
+            known = self._ctx.memo[key] = function_facts(self._function.node, lambda: self.file)
         return known
 
 
-def _holdings(value: ast.AST, target: str, ctx: Context, facts: _Facts) -> Iterator[_Holding]:
+def _holdings(
+    value: ast.AST,
+    target: str,
+    owners: set[str],
+    self_name: str | None,
+    ctx: Context,
+    facts: _Facts,
+) -> Iterator[_Holding]:
     """What ``value`` keeps alive: objects bound by ``MethodType``/``partial``, captured by a
     closure, or reached through a bound method of theirs (saved in a local or an attribute,
     or wrapped)."""
+    self_rooted = self_name is not None and self_name in owners
     # In order, outermost first, so the message names the most direct holding.
     pending = [value]
     for expr in pending:
         if isinstance(expr, ast.Call) and call_name(expr) == "MethodType" and len(expr.args) == 2:
-            bound = snippet(expr.args[1], 40)
+            bound = object_text(expr.args[1])
             yield _Holding(bound, f"`{snippet(expr, 50)}`, a method bound to `{bound}`")
         elif is_partial(expr):
             assert isinstance(expr, ast.Call)
             for arg in (expr.func, *expr.args, *(k.value for k in expr.keywords)):
                 if object_chain(arg) is not None:
-                    held = snippet(arg, 40)
+                    held = object_text(arg)
                     yield _Holding(held, f"a `partial` that holds `{held}`")
             pending.extend((*expr.args, *(k.value for k in expr.keywords)))
         elif isinstance(expr, ast.IfExp):  # either branch may be what is stored
             pending.extend((expr.body, expr.orelse))
-        elif isinstance(expr, ast.BoolOp):
+        elif isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            pending.extend(expr.elts)
+        elif isinstance(expr, (ast.Dict, ast.BoolOp)):  # a dict's values; `a or b`
             pending.extend(expr.values)
         elif isinstance(expr, ast.Call) and call_name(expr) == "update_wrapper":
             pending.extend(expr.args[:2])
@@ -157,43 +184,81 @@ def _holdings(value: ast.AST, target: str, ctx: Context, facts: _Facts) -> Itera
                 pending.extend((*expr.args, *expr.func.args[:1]))
         elif isinstance(expr, ast.Call):
             # `m.f = wrap(m.f)`: the wrapper holds the method it replaces.
-            if expr is value and target in facts.function.rewrapped:
+            arguments = arguments_deep(expr) if expr is value and target else []
+            through_alias = not self_rooted and any(_may_be_alias(ctx, a) for a in arguments)
+            if target in arguments or (through_alias and target in facts.function.rewrapped):
                 what = f"`{snippet(expr, 50)}`, a wrapper around its own bound method `{target}`"
                 known = target.rsplit(".", 1)[-1] in facts.file.method_names
                 yield _Holding(target.rsplit(".", 1)[0], what, target, not known)
-        elif isinstance(expr, ast.Attribute) and expr.attr in facts.file.saved_methods:
-            owner = snippet(expr.value, 40)
-            what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
-            yield _Holding(owner, what)
-        elif (
-            isinstance(expr, (ast.Name, ast.Attribute))
-            and snippet(expr, 40) in facts.function.bound_methods
-        ):
-            name = snippet(expr, 40)
-            source = facts.function.bound_methods[name]
-            what = (
-                f"`{name}`, the bound method `{source}`"
-                if name != source
-                else f"its own bound method `{source}`, read before `{source}` is patched"
-            )
-            yield _Holding(source.rsplit(".", 1)[0], what, source)
+        elif isinstance(expr, ast.Attribute):
+            # `self.a = self.m` is WAL201's; another object's attribute needs evidence.
+            owner = object_text(expr.value)
+            if owner not in owners or owner == self_name:
+                continue
+            if expr.attr in facts.file.saved_methods:
+                what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
+                yield _Holding(owner, what)
+            elif (source := facts.bound_method(object_text(expr), owners)) is not None:
+                yield _saved_method(object_text(expr), source)
+        elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
+            continue  # an argument: neither a nested function nor a saved method
         else:
             found = closure_frees(expr, ctx)
-            if found is None or _method_for_a_class(expr, ctx):
+            if found is None:
+                # A local bound to `self.m` is WAL201's business (rare); others need evidence.
+                if isinstance(expr, ast.Name) and not self_rooted and _may_be_alias(ctx, expr.id):
+                    source = facts.bound_method(expr.id, owners)
+                    if source is not None:
+                        yield _saved_method(expr.id, source)
+                continue
+            if _method_for_a_class(expr, ctx):
                 continue
             kind, frees = found
-            for original in facts.function.wrapped.get(snippet(expr), ()):
-                method = facts.function.bound_methods.get(snippet(original, 40))
+            for original in facts.function.wrapped.get(object_text(expr), ()):
+                method = facts.bound_method(object_text(original), owners)
                 if method is not None:  # `@wraps(original)`: held as `__wrapped__`
                     what = f"a {kind} whose `__wrapped__` is the bound method `{method}`"
                     yield _Holding(method.rsplit(".", 1)[0], what, method)
             for free in sorted(frees):
-                if free in facts.function.bound_methods:
-                    source = facts.function.bound_methods[free]
-                    what = f"a {kind} that calls `{free}` (the bound method `{source}`)"
-                    yield _Holding(source.rsplit(".", 1)[0], what)
+                saved = facts.bound_method(free, owners) if _may_be_alias(ctx, free) else None
+                if saved is not None:
+                    what = f"a {kind} that calls `{free}` (the bound method `{saved}`)"
+                    yield _Holding(saved.rsplit(".", 1)[0], what)
                 else:
                     yield _Holding(free, f"a {kind} that captures `{free}`", captured=True)
+
+
+def _saved_method(name: str, source: str) -> _Holding:
+    what = (
+        f"`{name}`, the bound method `{source}`"
+        if name != source
+        else f"its own bound method `{source}`, read before `{source}` is patched"
+    )
+    return _Holding(source.rsplit(".", 1)[0], what, source)
+
+
+def _is_parameter(ctx: Context, name: str) -> bool:
+    """Whether ``name`` is a parameter of the innermost function (read from its signature,
+    without building the file's symbol table)."""
+    node = ctx.frame.node
+    if not isinstance(node, (*FUNCTION_NODES, ast.Lambda)):
+        return False
+    args = node.args
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return any(a is not None and a.arg == name for a in every)
+
+
+def _may_be_alias(ctx: Context, name: str) -> bool:
+    """Whether ``name`` may be a local that an assignment bound to another object's method
+    (asked before the function's facts are computed): assigned here, or in a function around."""
+    table = ctx.frame_table(ctx.frame)
+    if table is None or not name.isidentifier():
+        return False
+    try:
+        symbol = table.lookup(name)
+    except KeyError:
+        return False
+    return symbol.is_assigned() or symbol.is_free()
 
 
 def _local_root(ctx: Context, function: Frame, name: str) -> bool:
@@ -225,19 +290,35 @@ def patches(node: ast.AST, ctx: Context) -> list[Patch]:
     return found
 
 
+# Values that can hold a callable bound to an object (not literals, arithmetic, f-strings).
+_MAY_HOLD = (
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.Lambda,
+    ast.IfExp,
+    ast.BoolOp,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+)
+
+
 def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
-    function = enclosing_function(ctx)
+    stores = [
+        (obj, value, where, chain)
+        for obj, value, where in _stores(node)
+        if isinstance(value, _MAY_HOLD) and (chain := object_chain(obj)) is not None
+    ]
+    function = enclosing_function(ctx) if stores else None
     if function is None:
         return
-
     facts = _Facts(ctx, function)
     me = method_self(ctx)
-    for obj, value, where, undo in _stores(node):
-        chain = object_chain(obj)
-        if chain is None:
-            continue
-        owners = {snippet(part, 40) for part in chain}
-        for holding in _holdings(value, where, ctx, facts):
+    for obj, value, where, chain in stores:
+        owners = {object_text(part) for part in chain}
+        for holding in _holdings(value, where, owners, me.name if me else None, ctx, facts):
             held, what, saved_method = holding.obj, holding.what, holding.method
             if held not in owners:
                 continue
@@ -269,8 +350,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 )
             else:
                 fix = (
-                    f"Undo it when done ({undo}; the class's own method shows through again), "
-                    f"or make it hold `weakref.proxy({held})` instead of `{held}`."
+                    f"Undo it when done ({_undo(node, obj)}), or make it hold "
+                    f"`weakref.proxy({held})` instead of `{held}`."
                 )
             yield Patch(held, what, fix, me if is_self else None)
             return
