@@ -38,6 +38,13 @@ def _wrapper(function: Callable[..., object]) -> Callable[..., object]:
     return functools.wraps(function)(lambda *args: function(*args))
 
 
+def _hooks_kept(shapes: ModuleType) -> None:
+    model = nn.Sequential(nn.Linear(64, 64))
+    with shapes.keep_hooks(model):
+        for module in model.modules():
+            module.forward = _wrapper(module.forward)
+
+
 def _debugged(shapes: ModuleType) -> None:
     model = nn.Sequential(nn.Linear(64, 64))
     with shapes.debug_all(model, lambda module: _wrapper(type(module).forward)):
@@ -56,6 +63,8 @@ FLAGGED: dict[str, Callable[[ModuleType], object]] = {
     "remove_hook": lambda s: s.remove_hook(s.add_hook(nn.Linear(64, 64), lambda y: y)),
     "debug_all": _debugged,
     "fp32_outputs": lambda s: s.fp32_outputs(nn.Linear(64, 64), _wrapper, _wrapper),
+    "keep_hooks": _hooks_kept,
+    "fp8_autocast": lambda s: s.fp8_autocast(nn.Linear(64, 64), lambda f: _wrapper(f.__func__)),
     "Compiled": lambda s: s.Compiled().compile_forward(),
     "Compiled.trace_forward": lambda s: s.Compiled().trace_forward([]),
 }

@@ -230,3 +230,27 @@ def data_not_methods(config, state, normalize):
     config.value = normalize(config.value)
     config.restored = config.backup
 
+
+# Forwards kept per module across a context, put back after (transformers'
+# `keep_accelerate_hooks`): `forward` is nn.Module's method wherever it is read.
+@contextmanager
+def keep_hooks(model):
+    hooked = {m: m.forward for m in model.modules()}
+    try:
+        yield
+    finally:
+        for module, hooked_forward in hooked.items():
+            if module.forward is not hooked_forward:
+                module._old_forward = module.forward  # WAL204: 244, 16
+                module.forward = hooked_forward  # WAL204: 245, 16
+
+
+# A wrapper of the method, made first and stored in its place (accelerate's
+# `convert_model` for Transformer Engine).
+def fp8_autocast(model, autocast):
+    new_forward = autocast(model.forward)
+    if hasattr(model.forward, "__func__"):
+        model.forward = MethodType(new_forward, model)  # WAL204: 253, 8
+    else:
+        model.forward = new_forward  # WAL204: 255, 8
+

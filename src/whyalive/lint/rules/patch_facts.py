@@ -4,7 +4,9 @@ An attribute read off an object of unknown class is a bound method of that objec
 evidence. The evidence here, all from one file:
 
 - the file patches that attribute with a new callable somewhere (``m.forward = wrapper``):
-  then ``forward`` is a method name, and reading it elsewhere gives the original method;
+  then ``forward`` is a method name, and reading it elsewhere gives the original method
+  (``forward`` and ``extra_repr``, the ``nn.Module`` methods code patches per instance, are
+  method names everywhere);
 - a local bound to ``obj.attr`` is called, or wrapped by ``functools.wraps``/``update_wrapper``;
 - the file saves such a method on its own object (``module._old_forward = module.forward``):
   then ``_old_forward`` holds a bound method of the object it is on;
@@ -33,6 +35,8 @@ __all__ = [
 ]
 
 _WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
+# nn.Module's methods that code replaces on one instance (accelerate's hooks, exporters).
+_MODULE_METHODS = frozenset({"forward", "extra_repr"})
 # Python's names for a class by convention, like `self` for an instance.
 CLASS_NAMES = frozenset({"cls", "klass", "mcs", "metacls"})
 
@@ -133,7 +137,7 @@ def file_facts(module: ast.AST) -> FileFacts:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
                 stores.append((name.value, node.args[2]))
-    patched = {attr for attr, value in stores if makes_callable(value, defs)}
+    patched = {attr for attr, value in stores if makes_callable(value, defs)} | _MODULE_METHODS
     saved = {attr for attr, value in stores if _reads_method(value, read, patched)}
     return FileFacts(frozenset(patched), frozenset(saved - patched))
 
@@ -149,6 +153,8 @@ class FunctionFacts:
     is the original method)."""
     reads: dict[str, ast.Attribute]
     """Locals bound to ``obj.attr``."""
+    wrappers: dict[str, frozenset[str]]
+    """Locals bound to a call given ``obj.attr`` (directly or nested): ``new = wrap(m.f)``."""
     called: frozenset[str]
     """Locals called, or wrapped by ``functools.wraps``/``update_wrapper``."""
     classes: frozenset[str]
@@ -217,6 +223,7 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     overwritten: set[int] = set()
     wrapped: dict[str, list[ast.expr]] = {}
     paired: dict[str, str] = {}  # dict name -> the method name its values are
+    wrappers: dict[str, frozenset[str]] = {}
     loops: list[ast.For] = []
     for node in ast.walk(function):
         if isinstance(node, FUNCTION_NODES) and node is not function:
@@ -235,6 +242,8 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
             if isinstance(target, ast.Name) and _reads_attribute(value):
                 assert isinstance(value, ast.Attribute)
                 read[target.id] = value
+            elif isinstance(target, ast.Name) and isinstance(value, ast.Call):
+                wrappers[target.id] = frozenset(arguments_deep(value))
             elif isinstance(target, ast.Name) and isinstance(value, ast.DictComp):
                 pairs = _pairs(value, file().method_names)
                 if pairs is not None:
@@ -274,6 +283,7 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     return FunctionFacts(
         bound,
         read,
+        wrappers,
         frozenset(used_as_callable),
         frozenset(classes),
         frozenset(overwritten),

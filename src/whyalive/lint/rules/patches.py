@@ -198,6 +198,9 @@ def _holdings(
             if expr.attr in facts.file.saved_methods:
                 what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
                 yield _Holding(owner, what)
+            elif expr.attr in facts.file.method_names:
+                text = object_text(expr)
+                yield _Holding(owner, f"its own bound method `{text}`", text)
             elif (source := facts.bound_method(object_text(expr), owners)) is not None:
                 yield _saved_method(object_text(expr), source)
         elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
@@ -210,6 +213,10 @@ def _holdings(
                     source = facts.bound_method(expr.id, owners)
                     if source is not None:
                         yield _saved_method(expr.id, source)
+                    elif target in facts.function.wrappers.get(expr.id, ()):
+                        what = f"`{expr.id}`, a wrapper around its own bound method `{target}`"
+                        known = target.rsplit(".", 1)[-1] in facts.file.method_names
+                        yield _Holding(target.rsplit(".", 1)[0], what, target, not known)
                 continue
             if _method_for_a_class(expr, ctx):
                 continue
