@@ -12,6 +12,7 @@ When no statement is found the caller says so; it never guesses.
 from __future__ import annotations
 
 import ast
+import functools
 import linecache
 import os
 import types
@@ -152,8 +153,8 @@ class SourceLines:
             searched = True
             for function in _functions_at(parsed, code.co_firstlineno):
                 scope = _enclosing(parsed, function) if scope_up else function
-                if scope is None:
-                    continue
+                if scope is None or (scope_up and isinstance(scope, ast.Module)):
+                    continue  # a module-level store is not what made a function's reference
                 stored = _first_store(scope, what, name)
                 if stored is not None:
                     lineno, statement = stored
@@ -210,8 +211,14 @@ def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.C
         obj = view.obj(node)
         if type(obj) is types.MethodType:
             obj = obj.__func__
+        elif type(obj) is functools.partial:
+            obj = obj.func  # a C-level slot of an exact partial: no user code runs
         if type(obj) is types.FunctionType:
             yield obj.__code__, False
+            if ".<locals>." in obj.__qualname__:
+                # A nested function patched onto an object (`m.forward = partial(new, m)`)
+                # is stored by the function that made it.
+                yield obj.__code__, True
         elif type(obj) is types.FrameType:
             yield obj.f_code, False
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 
 from whyalive import edge_kinds as ek
 from whyalive.diagnose.naming import (
     chain,
+    enclosing_function,
     expression,
     is_instance_node,
     label,
@@ -66,8 +68,14 @@ class BoundMethodOnSelfPattern:
             f"function and pass `self` when calling, or remove it ({remove}, `handle.remove()`) "
             "when done."
         )
+        patched = _patched_from_outside(view.obj(method), view.obj(owner), steps) or any(
+            _shadows_method(view.obj(owner), e.name.name)
+            for e in view.edges_from(owner)
+            if e.name.kind == ek.ATTRIBUTE
+        )
+        lint = "WAL204" if patched else "WAL201"
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL201"
+            self.name, self.title, summary, explanation, fix, _written_step(steps), lint
         )
 
     def _closure(
@@ -97,9 +105,46 @@ class BoundMethodOnSelfPattern:
             f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
             f"the function), make it a regular method, or remove it ({remove}) when done."
         )
+        # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
+        # stored on the object (a patched `forward`) is WAL204's.
+        made_in = enclosing_function(qualname_of(view.obj(fn)))
+        own = made_in.startswith(type_qualname(type(view.obj(owner))) + ".")
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, _written_step(steps), "WAL202"
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            _written_step(steps),
+            "WAL202" if own else "WAL204",
         )
+
+
+def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge]) -> bool:
+    """Whether a bound method on its own object was put there by patching (lint WAL204) rather
+    than by ``self.cb = self.on_step`` in the class (WAL201): it is stored under its own name
+    (``model.forward = original_forward``), or its function is not the class's method
+    (``MethodType(new_forward, model)``)."""
+    if type(method) is not types.MethodType:
+        return False
+    func = method.__func__
+    name = str(getattr(func, "__name__", "")) if type(func) is types.FunctionType else ""
+    if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE and steps[0].name.name == f".{name}":
+        return True
+    try:
+        return inspect.getattr_static(type(owner), name, None) is not func
+    except Exception:  # a hostile metaclass: keep the common answer
+        return False
+
+
+def _shadows_method(owner: object, attribute: str) -> bool:
+    """Whether the instance attribute ``.name`` hides a method of the object's class: the
+    object's ``forward`` was patched, so its saved bound methods are WAL204's too."""
+    name = attribute.removeprefix(".")
+    try:
+        return type(inspect.getattr_static(type(owner), name, None)) is types.FunctionType
+    except Exception:  # a hostile metaclass
+        return False
 
 
 def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
@@ -184,7 +229,7 @@ class WrappedMethodOnSelfPattern:
             f"instance, have the wrapper call `weakref.WeakMethod(self.{method_name})()` "
             f"instead of the bound method (and `del wrapper.__wrapped__`){remove}."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL201")
+        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL204")
 
 
 class MethodCachePattern:
