@@ -206,7 +206,10 @@ def _holdings(
         elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
             continue  # an argument: neither a nested function nor a saved method
         else:
-            found = closure_frees(expr, ctx)
+            # Only a `def` makes a nested function a name can hold: skip the symbol table
+            # (the costly part) when the file has no `def` of that name.
+            nested = not isinstance(expr, ast.Name) or f"def {expr.id}" in ctx.source
+            found = closure_frees(expr, ctx) if nested else None
             if found is None:
                 # A local bound to `self.m` is WAL201's business (rare); others need evidence.
                 if isinstance(expr, ast.Name) and not self_rooted and _may_be_alias(ctx, expr.id):
