@@ -254,3 +254,25 @@ def fp8_autocast(model, autocast):
     else:
         model.forward = new_forward  # WAL204: 255, 8
 
+
+# A callable kept in a field is not a method of the object: wrapping it, calling it from a
+# closure or saving it makes no cycle (only `forward`-like method names, or a patch that
+# binds the object, say an attribute is a method).
+def callable_field(graph, cudagraphify):
+    current_callable = graph.current_callable
+    graph.current_callable = cudagraphify(current_callable)
+
+    def call(*args):
+        return current_callable(*args)
+
+    graph.run = call
+    graph.saved = graph.current_callable
+
+
+# A class namespace being built (a metaclass's `namespace['__iter__']`): alive anyway.
+def add_iter(namespace):
+    def __iter__(self):
+        return iter(namespace)
+
+    namespace["__iter__"] = __iter__
+

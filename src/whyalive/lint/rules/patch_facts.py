@@ -1,17 +1,17 @@
 """What a file and a function tell about methods patched onto objects (for :mod:`.patches`).
 
-An attribute read off an object of unknown class is a bound method of that object only with
-evidence. The evidence here, all from one file:
+An attribute read off an object of unknown class may be a bound method of that object or
+just a callable kept in a field (``graph.current_callable``); only a method makes a cycle.
+The evidence that ``attr`` is a method, all from one file:
 
-- the file patches that attribute with a new callable somewhere (``m.forward = wrapper``):
-  then ``forward`` is a method name, and reading it elsewhere gives the original method
-  (``forward`` and ``extra_repr``, the ``nn.Module`` methods code patches per instance, are
-  method names everywhere);
-- a local bound to ``obj.attr`` is called, or wrapped by ``functools.wraps``/``update_wrapper``;
-- the file saves such a method on its own object (``module._old_forward = module.forward``):
-  then ``_old_forward`` holds a bound method of the object it is on;
-- a dict pairs objects with their methods (``{m: m.forward for m in modules}``): iterating
-  its ``items()`` gives each object with its own bound method.
+- the file patches ``obj.attr`` with a callable bound to that object
+  (``m.forward = MethodType(f, m)``, ``partial(f, m)``): a per-instance method slot;
+- ``forward`` and ``extra_repr``, the ``nn.Module`` methods code patches per instance;
+- for the enclosing method's ``self``, the plain methods of its class.
+
+With a method name known: reading it gives the original method (also through a local, or a
+dict pairing objects with their methods, ``{m: m.forward for m in modules}``), and an
+attribute the file saves it in (``module._old_forward = module.forward``) holds one.
 """
 
 from __future__ import annotations
@@ -25,11 +25,16 @@ from whyalive.lint.findings import snippet
 from whyalive.lint.scopes import FUNCTION_NODES
 
 __all__ = [
+    "CLASS_NAMES",
     "FileFacts",
     "FunctionFacts",
+    "arguments_deep",
+    "binds",
     "call_name",
     "file_facts",
     "function_facts",
+    "is_dunder",
+    "makes_callable",
     "object_chain",
     "object_text",
 ]
@@ -81,6 +86,27 @@ def is_dunder(attr: str) -> bool:
     return attr.startswith("__") and attr.endswith("__")
 
 
+def binds(value: ast.AST, obj: str) -> bool:
+    """Whether ``value`` is a callable bound to the object spelled ``obj``: ``MethodType(f,
+    obj)`` or a ``partial`` given ``obj`` (also inside ``update_wrapper`` or a conditional)."""
+    pending = [value]
+    for expr in pending:
+        if isinstance(expr, ast.IfExp):
+            pending.extend((expr.body, expr.orelse))
+        elif isinstance(expr, ast.Call):
+            name = call_name(expr)
+            if name == "MethodType" and len(expr.args) == 2:
+                if object_text(expr.args[1]) == obj:
+                    return True
+            elif name == "partial":
+                given = (*expr.args, *(k.value for k in expr.keywords))
+                if any(object_text(a) == obj for a in given):
+                    return True
+            elif name == "update_wrapper":
+                pending.extend(expr.args[:1])
+    return False
+
+
 def makes_callable(value: ast.AST, defs: set[str] | frozenset[str]) -> bool:
     """Whether ``value`` is a new callable: a lambda, a ``def`` of this file, ``MethodType``,
     ``partial`` or a ``functools`` wrapper."""
@@ -114,31 +140,29 @@ class FileFacts:
     """Attribute names that hold methods, from the whole file."""
 
     method_names: frozenset[str]
-    """Attributes the file patches with a new callable (``forward``)."""
+    """Attributes that are methods (see the module docstring): ``forward``."""
     saved_methods: frozenset[str]
     """Attributes the file fills with an object's own method (``_old_forward``)."""
 
 
 def file_facts(module: ast.AST) -> FileFacts:
     """One pass over the file (see the module docstring)."""
-    defs: set[str] = set()
     read: dict[str, set[str]] = {}  # local name -> attributes it is bound to, file-wide
-    stores: list[tuple[str, ast.expr]] = []  # (attribute, value stored in it)
+    stores: list[tuple[ast.expr, str, ast.expr]] = []  # (object, attribute, value stored)
     for node in ast.walk(module):
-        if isinstance(node, FUNCTION_NODES):
-            defs.add(node.name)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
             if isinstance(target, ast.Name) and isinstance(value, ast.Attribute):
                 read.setdefault(target.id, set()).add(value.attr)
             elif isinstance(target, ast.Attribute) and not is_dunder(target.attr):
-                stores.append((target.attr, value))
+                stores.append((target.value, target.attr, value))
         elif isinstance(node, ast.Call) and call_name(node) == "setattr" and len(node.args) == 3:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                stores.append((name.value, node.args[2]))
-    patched = {attr for attr, value in stores if makes_callable(value, defs)} | _MODULE_METHODS
-    saved = {attr for attr, value in stores if _reads_method(value, read, patched)}
+                stores.append((node.args[0], name.value, node.args[2]))
+    patched = {attr for obj, attr, value in stores if binds(value, object_text(obj))}
+    patched |= _MODULE_METHODS
+    saved = {attr for _, attr, value in stores if _reads_method(value, read, patched)}
     return FileFacts(frozenset(patched), frozenset(saved - patched))
 
 
@@ -149,14 +173,15 @@ class FunctionFacts:
     known_methods: dict[str, str]
     """Expressions that are bound methods whatever the file says, mapped to the ``obj.attr``
     they read: a value taken from a dict that pairs objects with their methods, and
-    ``obj.attr`` itself where the function patches it with a new callable (read before, it
-    is the original method)."""
+    ``obj.attr`` itself where the function patches it with a callable bound to ``obj`` (read
+    before, it is the original method)."""
+    patched: dict[str, tuple[str, str]]
+    """``obj.attr`` the function patches with another new callable: ``(obj, attr)``, a method
+    (read before the patch) when ``attr`` is a method name."""
     reads: dict[str, ast.Attribute]
     """Locals bound to ``obj.attr``."""
     wrappers: dict[str, frozenset[str]]
     """Locals bound to a call given ``obj.attr`` (directly or nested): ``new = wrap(m.f)``."""
-    called: frozenset[str]
-    """Locals called, or wrapped by ``functools.wraps``/``update_wrapper``."""
     classes: frozenset[str]
     """Names that are classes: by convention (``cls``), annotated ``type``, or given a
     special method (``X.__init__ = ...``)."""
@@ -170,20 +195,21 @@ class FunctionFacts:
     shape (``torch.compile(self.forward)``) whose result holds its argument."""
 
     def bound_method(
-        self, text: str, owners: set[str], file: Callable[[], FileFacts]
+        self, text: str, owners: set[str], is_method: Callable[[str, str], bool]
     ) -> str | None:
         """The ``obj.attr`` an expression (source text) is the bound method of, for ``obj``
-        one of ``owners``, or ``None``. A local bound to ``obj.attr`` counts when it is called
-        or ``attr`` is a method name of the file (asked only then)."""
+        one of ``owners``, or ``None``; ``is_method(obj, attr)`` is asked last (it may need
+        the file's facts)."""
         known = self.known_methods.get(text)
         if known is not None:
             return known
+        patched = self.patched.get(text)
+        if patched is not None and patched[0] in owners and is_method(*patched):
+            return text
         source = self.reads.get(text)
         if source is None or object_text(source.value) not in owners:
             return None
-        if text in self.called or source.attr in file().method_names:
-            return object_text(source)
-        return None
+        return object_text(source) if is_method(object_text(source.value), source.attr) else None
 
 
 def _pairs(value: ast.AST, methods: frozenset[str]) -> str | None:
@@ -216,7 +242,6 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     """One pass over ``function`` (nested functions included); ``file`` gives the file's
     facts, asked only when a local reads an attribute that may be a method."""
     read: dict[str, ast.Attribute] = {}
-    used_as_callable: set[str] = set()
     local_defs: set[str] = set()
     patched: list[tuple[ast.Attribute, ast.expr]] = []
     classes = set(CLASS_NAMES)
@@ -254,13 +279,6 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
                 patched.append((target, value))
         elif isinstance(node, ast.For):
             loops.append(node)
-        elif isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name):
-                used_as_callable.add(node.func.id)
-            name = call_name(node)
-            originals = node.args[:1] if name == "wraps" else node.args[1:2]
-            if name in ("wraps", "update_wrapper"):
-                used_as_callable.update(a.id for a in originals if isinstance(a, ast.Name))
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list):
@@ -270,11 +288,14 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
                         if targets == [ast.dump(t) for t in second.targets]:
                             overwritten.add(id(first))
     bound = _paired_loop_values(loops, paired)
+    others: dict[str, tuple[str, str]] = {}
     rewrapped: set[str] = set()
     for attribute, new_value in patched:
         text = object_text(attribute)
-        if makes_callable(new_value, local_defs):
+        if binds(new_value, object_text(attribute.value)):
             bound[text] = text
+        elif makes_callable(new_value, local_defs):
+            others[text] = (object_text(attribute.value), attribute.attr)
         elif isinstance(new_value, ast.Call):
             arguments = arguments_deep(new_value)
             aliases = {object_text(read[a]) for a in arguments if a in read}
@@ -282,9 +303,9 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
                 rewrapped.add(text)
     return FunctionFacts(
         bound,
+        others,
         read,
         wrappers,
-        frozenset(used_as_callable),
         frozenset(classes),
         frozenset(overwritten),
         wrapped,

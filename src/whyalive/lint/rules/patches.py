@@ -61,7 +61,9 @@ def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str]]:
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, ast.Subscript) or (
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            namespace = isinstance(key, ast.Constant) and is_dunder(str(key.value))
+            if (isinstance(target, ast.Subscript) and not namespace) or (
                 isinstance(target, ast.Attribute) and not is_dunder(target.attr)
             ):
                 where = object_text(target) if isinstance(target, ast.Attribute) else ""
@@ -120,9 +122,10 @@ class _Holding(NamedTuple):
 class _Facts:
     """The file's and the function's facts, each computed on first use and kept in the memo."""
 
-    def __init__(self, ctx: Context, function: Frame) -> None:
+    def __init__(self, ctx: Context, function: Frame, me: MethodSelf | None) -> None:
         self._ctx = ctx
         self._function = function
+        self._me = me
 
     @cached_property
     def file(self) -> FileFacts:
@@ -132,10 +135,18 @@ class _Facts:
             known = self._ctx.memo[key] = file_facts(self._ctx.frames[0].node)
         return known
 
+    def is_method(self, owner: str, attr: str) -> bool:
+        """Whether ``owner.attr`` reads a method: a plain method of the enclosing class on
+        ``self``, or a method name of the file."""
+        me = self._me
+        if me is not None and owner == me.name and attr in me.methods:
+            return True
+        return attr in self.file.method_names
+
     def bound_method(self, text: str, owners: set[str]) -> str | None:
         """The ``obj.attr`` that the expression ``text`` is the bound method of, for ``obj``
         one of ``owners``, or ``None``."""
-        return self.function.bound_method(text, owners, lambda: self.file)
+        return self.function.bound_method(text, owners, self.is_method)
 
     @cached_property
     def function(self) -> FunctionFacts:
@@ -324,8 +335,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
     function = enclosing_function(ctx) if stores else None
     if function is None:
         return
-    facts = _Facts(ctx, function)
     me = method_self(ctx)
+    facts = _Facts(ctx, function, me)
     for obj, value, where, chain in stores:
         owners = {object_text(part) for part in chain}
         for holding in _holdings(value, where, owners, me.name if me else None, ctx, facts):
