@@ -34,6 +34,10 @@ def _in_context(shapes: ModuleType) -> None:
         model(torch.ones(1, 64))
 
 
+def _method(obj: object, *args: object) -> object:
+    return obj
+
+
 def _wrapper(function: Callable[..., object]) -> Callable[..., object]:
     return functools.wraps(function)(lambda *args: function(*args))
 
@@ -64,6 +68,12 @@ FLAGGED: dict[str, Callable[[ModuleType], object]] = {
     "debug_all": _debugged,
     "fp32_outputs": lambda s: s.fp32_outputs(nn.Linear(64, 64), _wrapper, _wrapper),
     "keep_hooks": _hooks_kept,
+    "class_parameters": lambda s: s.class_parameters(
+        type("T", (), {}), type("M", (), {}), type("C", (), {}), nn.Linear(64, 64), _method
+    ),
+    "Factory": lambda s: s.Factory.patch(nn.Linear(64, 64), _method),
+    "patch_walrus": lambda s: s.patch_walrus(nn.Linear(64, 64), _method),
+    "tab_def": lambda s: s.tab_def(nn.Linear(64, 64)),
     "fp8_autocast": lambda s: s.fp8_autocast(nn.Linear(64, 64), lambda f: _wrapper(f.__func__)),
     "Compiled": lambda s: s.Compiled().compile_forward(),
     "Compiled.trace_forward": lambda s: s.Compiled().trace_forward([]),
@@ -89,9 +99,11 @@ def test_flagged_patches_are_real_cycles(shapes: ModuleType, name: str) -> None:
     assert report.cycles[0].lint_rule == expected
 
 
-def test_suggested_undo_leaves_no_cycle(shapes: ModuleType) -> None:
-    """`del model.forward` in a `finally` (not flagged) frees the model without the GC."""
-    report = find_leaks(lambda: shapes.undo_in_finally(nn.Linear(64, 1), lambda self, y: y))
+@pytest.mark.parametrize("name", ["undo_in_finally", "undo_other_ways"])
+def test_suggested_undo_leaves_no_cycle(shapes: ModuleType, name: str) -> None:
+    """A patch taken back in a `finally` (`del`, `delattr`, `__dict__.pop`, `vars().pop`;
+    not flagged) frees the model without the GC."""
+    report = find_leaks(lambda: getattr(shapes, name)(nn.Linear(64, 1), lambda self, y: y))
     assert not report.found
 
 
@@ -122,3 +134,17 @@ def test_runtime_cut_names_the_patching_line(shapes: ModuleType, name: str) -> N
     ]
     rendered = find_leaks(FLAGGED[name], shapes).render()
     assert f"made at wal2_patches.py:{min(lines)}:" in rendered
+
+
+def test_runtime_names_a_partial_on_its_own_object() -> None:
+    """`m.forward = partial(f, m)` with a module-level `f` reads as a patched method (WAL204),
+    not as a parent and child."""
+
+    def patch() -> None:
+        module = nn.Linear(64, 64)
+        module.forward = functools.partial(_method, module)
+
+    (cycle,) = find_leaks(patch).cycles
+    assert cycle.pattern == "bound-method-on-self"
+    assert cycle.lint_rule == "WAL204"
+    assert "functools.partial" in cycle.summary

@@ -18,6 +18,7 @@ import os
 import types
 from collections import OrderedDict
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
@@ -145,6 +146,7 @@ class SourceLines:
             return None, None
         what, name = target
         codes = list(_codes_to_search(view, edge))
+        made = _function_names(view)
         searched = False
         for code, scope_up in codes:
             parsed = self.parsed(code.co_filename)
@@ -155,7 +157,7 @@ class SourceLines:
                 scope = _enclosing(parsed, function) if scope_up else function
                 if scope is None or (scope_up and isinstance(scope, ast.Module)):
                     continue  # a module-level store is not what made a function's reference
-                stored = _first_store(scope, what, name)
+                stored = _first_store(scope, what, name, made)
                 if stored is not None:
                     lineno, statement = stored
                     text = _code_of(parsed.lines[lineno - 1], statement)
@@ -249,8 +251,29 @@ def _stored(target: ast.AST, what: str, name: object) -> bool:
     )
 
 
-def _first_store(scope: ast.AST, what: str, name: object) -> tuple[int, ast.AST] | None:
-    """The first statement in ``scope`` that stores ``name``, with its line (nested defs too)."""
+def _function_names(view: CycleView) -> set[str]:
+    """Names of the functions in the cycle (a partial's too): a store naming one of them is
+    the one that made the cycle, when several statements store the same name."""
+    names = set()
+    for node in view.shown:
+        obj = view.obj(node)
+        if type(obj) is types.MethodType:
+            obj = obj.__func__
+        elif type(obj) is functools.partial:
+            obj = obj.func
+        if type(obj) is types.FunctionType:
+            names.add(str(obj.__name__))
+    return names
+
+
+def _first_store(
+    scope: ast.AST,
+    what: str,
+    name: object,
+    made: AbstractSet[str] = frozenset(),
+) -> tuple[int, ast.AST] | None:
+    """The first statement in ``scope`` that stores ``name``, with its line (nested defs too);
+    one whose value names a function in ``made`` first."""
     found: list[tuple[int, ast.AST]] = []
     for node in ast.walk(scope):
         targets: list[ast.expr] = []
@@ -271,7 +294,12 @@ def _first_store(scope: ast.AST, what: str, name: object) -> tuple[int, ast.AST]
             continue
         if any(_stored(t, what, name) for t in targets):
             found.append((targets[0].lineno, node))
-    return min(found, key=lambda item: item[0]) if found else None
+    naming = [
+        item
+        for item in found
+        if any(isinstance(n, ast.Name) and n.id in made for n in ast.walk(item[1]))
+    ]
+    return min(naming or found, key=lambda item: item[0]) if found else None
 
 
 def _code_of(line: str, node: ast.AST) -> str:

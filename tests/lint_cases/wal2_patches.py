@@ -105,14 +105,53 @@ def undo_in_finally(model, new_forward):
         del model.forward
 
 
+def undo_other_ways(model, new_forward):
+    model.forward = MethodType(new_forward, model)
+    model.hook = partial(print, model)
+    model.extra_repr = MethodType(new_forward, model)
+    try:
+        return model(1)
+    finally:
+        delattr(model, "forward")
+        model.__dict__.pop("hook", None)
+        vars(model).pop("extra_repr")
+
+
+def class_parameters(target_class, model_cls, cls_, model, new_forward):
+    target_class.forward = partial(new_forward, target_class)
+    model_cls.build = MethodType(new_forward, model_cls)
+    cls_.describe = MethodType(new_forward, cls_)
+    model.__class__ = type(model)  # an instance's class swapped: still an instance
+    model.forward = MethodType(new_forward, model)  # WAL204: 125, 4
+
+
+class Factory:
+    @classmethod
+    def patch(cls, model, new_forward):
+        cls.make = MethodType(new_forward, cls)
+        model.forward = MethodType(new_forward, model)  # WAL204: 132, 8
+
+
+def patch_walrus(model, new_forward):
+    model.forward = (bound := MethodType(new_forward, model))  # WAL204: 136, 4
+    return bound
+
+
+def tab_def(model):
+    def	forward_tab(*args):
+        return model
+
+    model.forward = forward_tab  # WAL204: 144, 4
+
+
 def unwrap(model, forward, original_forward):
-    model.forward = original_forward if forward == original_forward else MethodType(forward, model)  # WAL204: 109, 4
-    model.hook = None or partial(print, model)  # WAL204: 110, 4
+    model.forward = original_forward if forward == original_forward else MethodType(forward, model)  # WAL204: 148, 4
+    model.hook = None or partial(print, model)  # WAL204: 149, 4
 
 
 def replaced_at_once(model, new_forward, wrap):
     model.forward = MethodType(new_forward, model)
-    model.forward = MethodType(wrap(model.forward.__func__), model)  # WAL204: 115, 4
+    model.forward = MethodType(wrap(model.forward.__func__), model)  # WAL204: 154, 4
 
 
 # A class decorator: the nested functions take `self`, they are methods of the class.
@@ -146,7 +185,7 @@ class Light:
 
     def __init__(self, name: str):
         self.name = name
-        self.show = MethodType(describe, self)  # WAL904: 149, 8
+        self.show = MethodType(describe, self)  # WAL904: 188, 8
 
     def describe(self):
         return self.name
@@ -160,9 +199,9 @@ def describe(obj):
 def hostile(model, *args, **kwargs):
     model.forward = MethodType()
     model.forward = partial()
-    model.forward = wraps()(lambda: model)  # WAL204: 163, 4
+    model.forward = wraps()(lambda: model)  # WAL204: 202, 4
     setattr(model, "x")
-    model.a.b[0].c = partial(print, model.a)  # WAL204: 165, 4
+    model.a.b[0].c = partial(print, model.a)  # WAL204: 204, 4
     (lambda: model)().x = partial(print, model)
 
 
@@ -176,7 +215,7 @@ class Compiled(nn.Module):
         return x
 
     def compile_forward(self):
-        self.forward = torch.compile(self.forward)  # WAL204: 179, 8
+        self.forward = torch.compile(self.forward)  # WAL204: 218, 8
 
     def trace_forward(self, calls):
         @wraps(self.forward)
@@ -184,7 +223,7 @@ class Compiled(nn.Module):
             calls.append(args)
             return 1
 
-        self.forward = traced  # WAL204: 187, 8
+        self.forward = traced  # WAL204: 226, 8
 
     def not_methods(self, normalize):
         self.weight = normalize(self.weight)  # an attribute, not a method of the class
@@ -199,7 +238,7 @@ def not_rewraps(model, run, normalize):
 # `remove_hook_from_module`): the module's `forward` is its own bound method again.
 def remove_hook(module):
     if hasattr(module, "_old_forward"):
-        module.forward = module._old_forward  # WAL204: 202, 8
+        module.forward = module._old_forward  # WAL204: 241, 8
         del module._old_forward
 
 
@@ -213,13 +252,13 @@ def debug_all(model, wrap):
         yield
     finally:
         for module, forward in originals.items():
-            module.forward = forward  # WAL204: 216, 12
+            module.forward = forward  # WAL204: 255, 12
 
 
 # Wrapper factories applied to the saved method (accelerate's `prepare_model` after a hook).
 def fp32_outputs(model, autocast, convert):
     model_forward_func = model.forward
-    model.forward = convert(autocast(model_forward_func))  # WAL204: 222, 4
+    model.forward = convert(autocast(model_forward_func))  # WAL204: 261, 4
 
 
 def data_not_methods(config, state, normalize):
@@ -241,8 +280,8 @@ def keep_hooks(model):
     finally:
         for module, hooked_forward in hooked.items():
             if module.forward is not hooked_forward:
-                module._old_forward = module.forward  # WAL204: 244, 16
-                module.forward = hooked_forward  # WAL204: 245, 16
+                module._old_forward = module.forward  # WAL204: 283, 16
+                module.forward = hooked_forward  # WAL204: 284, 16
 
 
 # A wrapper of the method, made first and stored in its place (accelerate's
@@ -250,9 +289,9 @@ def keep_hooks(model):
 def fp8_autocast(model, autocast):
     new_forward = autocast(model.forward)
     if hasattr(model.forward, "__func__"):
-        model.forward = MethodType(new_forward, model)  # WAL204: 253, 8
+        model.forward = MethodType(new_forward, model)  # WAL204: 292, 8
     else:
-        model.forward = new_forward  # WAL204: 255, 8
+        model.forward = new_forward  # WAL204: 294, 8
 
 
 # A callable kept in a field is not a method of the object: wrapping it, calling it from a

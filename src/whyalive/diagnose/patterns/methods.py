@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import types
 
 from whyalive import edge_kinds as ek
@@ -45,7 +44,36 @@ class BoundMethodOnSelfPattern:
                     steps = chain(view, owner, closure.source)
                     if steps:
                         return self._closure(view, closure.source, owner, steps, closure)
+        for edge in view.edges:
+            if edge.name.kind == ek.ATTRIBUTE and type(view.obj(edge.target)) is functools.partial:
+                # obj --.forward--> partial --args/keywords--> obj
+                for inner in view.edges_from(edge.target):
+                    if any(b.target == edge.source for b in view.edges_from(inner.target)):
+                        return self._partial(view, edge)
         return None
+
+    def _partial(self, view: CycleView, stored: NamedEdge) -> PatternMatch:
+        owner = view.obj(stored.source)
+        cls = type_qualname(type(owner))
+        partial = view.obj(stored.target)
+        assert type(partial) is functools.partial
+        func = partial.func  # a C-level slot of an exact partial: no user code runs
+        name = short_name(qualname_of(func))
+        code = expression("obj", [stored])
+        summary = (
+            f"{a_code(cls)} object stores in `{code}` a `functools.partial` of `{name}` "
+            "that is given the object itself"
+        )
+        explanation = (
+            f"`functools.partial({name}, obj)` keeps its arguments, here the `{cls}` object "
+            f"that holds the partial in `{code}`: object -> partial -> object, a method patched "
+            "onto its own object. Reference counting cannot free the loop."
+        )
+        fix = (
+            f"Take the patch back when done (`del {code}`, and the class's own method shows "
+            "through again), or give the partial `weakref.proxy(obj)` instead of the object."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [stored], "WAL204")
 
     def _bound(
         self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
@@ -108,7 +136,7 @@ class BoundMethodOnSelfPattern:
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
         made_in = enclosing_function(qualname_of(view.obj(fn)))
-        own = made_in.startswith(type_qualname(type(view.obj(owner))) + ".")
+        own = any(made_in.startswith(type_qualname(c) + ".") for c in _mro(view.obj(owner)))
         return PatternMatch(
             self.name,
             self.title,
@@ -131,20 +159,31 @@ def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge])
     name = str(getattr(func, "__name__", "")) if type(func) is types.FunctionType else ""
     if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE and steps[0].name.name == f".{name}":
         return True
+    # Looked up by identity in the classes' own namespaces: a mangled `__step` or a method
+    # under another name is still the class's.
+    return not any(func in _namespace(c).values() for c in _mro(owner))
+
+
+def _mro(obj: object) -> tuple[type, ...]:
+    """The object's class and its bases, read without running a metaclass's code."""
     try:
-        return inspect.getattr_static(type(owner), name, None) is not func
-    except Exception:  # a hostile metaclass: keep the common answer
-        return False
+        return tuple(type.__dict__["__mro__"].__get__(type(obj)))
+    except Exception:  # a class whose `__mro__` cannot be read
+        return (type(obj),)
+
+
+def _namespace(cls: type) -> dict[str, object]:
+    try:
+        return dict(type.__dict__["__dict__"].__get__(cls))
+    except Exception:
+        return {}
 
 
 def _shadows_method(owner: object, attribute: str) -> bool:
     """Whether the instance attribute ``.name`` hides a method of the object's class: the
     object's ``forward`` was patched, so its saved bound methods are WAL204's too."""
     name = attribute.removeprefix(".")
-    try:
-        return type(inspect.getattr_static(type(owner), name, None)) is types.FunctionType
-    except Exception:  # a hostile metaclass
-        return False
+    return any(type(_namespace(c).get(name)) is types.FunctionType for c in _mro(owner))
 
 
 def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:

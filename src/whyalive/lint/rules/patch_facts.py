@@ -33,6 +33,7 @@ __all__ = [
     "call_name",
     "file_facts",
     "function_facts",
+    "is_class_name",
     "is_dunder",
     "makes_callable",
     "object_chain",
@@ -44,6 +45,38 @@ _WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
 _MODULE_METHODS = frozenset({"forward", "extra_repr"})
 # Python's names for a class by convention, like `self` for an instance.
 CLASS_NAMES = frozenset({"cls", "klass", "mcs", "metacls"})
+# Special methods that only mean something on a class (`X.__init__ = ...` makes X a class);
+# `__class__`, `__doc__` or `__dict__` are set on instances too.
+_CLASS_ONLY_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__new__",
+        "__call__",
+        "__getattr__",
+        "__getattribute__",
+        "__setattr__",
+        "__iter__",
+        "__len__",
+        "__getitem__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__hash__",
+        "__init_subclass__",
+        "__enter__",
+        "__exit__",
+    }
+)
+
+
+def is_class_name(name: str) -> bool:
+    """Whether a name says it holds a class, by Python's conventions: ``cls``, ``klass``,
+    ``model_cls``, ``target_class``, ``cls_``."""
+    return (
+        name in CLASS_NAMES
+        or name.endswith(("_cls", "_class", "_klass"))
+        or name.rstrip("_") in CLASS_NAMES
+    )
 
 
 def object_chain(expr: ast.AST) -> list[ast.AST] | None:
@@ -175,7 +208,7 @@ class FunctionFacts:
     they read: a value taken from a dict that pairs objects with their methods, and
     ``obj.attr`` itself where the function patches it with a callable bound to ``obj`` (read
     before, it is the original method)."""
-    patched: dict[str, tuple[str, str]]
+    replaced: dict[str, tuple[str, str]]
     """``obj.attr`` the function patches with another new callable: ``(obj, attr)``, a method
     (read before the patch) when ``attr`` is a method name."""
     reads: dict[str, ast.Attribute]
@@ -183,8 +216,8 @@ class FunctionFacts:
     wrappers: dict[str, frozenset[str]]
     """Locals bound to a call given ``obj.attr`` (directly or nested): ``new = wrap(m.f)``."""
     classes: frozenset[str]
-    """Names that are classes: by convention (``cls``), annotated ``type``, or given a
-    special method (``X.__init__ = ...``)."""
+    """Names that are classes: annotated ``type`` or given a special method that only a
+    class uses (``X.__init__ = ...``); see also :func:`is_class_name`."""
     overwritten: frozenset[int]
     """Ids of assignments that the very next statement assigns again (``m.f = a`` then
     ``m.f = b``): their value is dropped at once."""
@@ -203,8 +236,8 @@ class FunctionFacts:
         known = self.known_methods.get(text)
         if known is not None:
             return known
-        patched = self.patched.get(text)
-        if patched is not None and patched[0] in owners and is_method(*patched):
+        replaced = self.replaced.get(text)
+        if replaced is not None and replaced[0] in owners and is_method(*replaced):
             return text
         source = self.reads.get(text)
         if source is None or object_text(source.value) not in owners:
@@ -243,8 +276,8 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     facts, asked only when a local reads an attribute that may be a method."""
     read: dict[str, ast.Attribute] = {}
     local_defs: set[str] = set()
-    patched: list[tuple[ast.Attribute, ast.expr]] = []
-    classes = set(CLASS_NAMES)
+    stores: list[tuple[ast.Attribute, ast.expr]] = []
+    classes: set[str] = set()
     overwritten: set[int] = set()
     wrapped: dict[str, list[ast.expr]] = {}
     paired: dict[str, str] = {}  # dict name -> the method name its values are
@@ -274,9 +307,9 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
                 if pairs is not None:
                     paired[target.id] = pairs
             elif isinstance(target, ast.Attribute):
-                if is_dunder(target.attr) and isinstance(target.value, ast.Name):
+                if target.attr in _CLASS_ONLY_DUNDERS and isinstance(target.value, ast.Name):
                     classes.add(target.value.id)
-                patched.append((target, value))
+                stores.append((target, value))
         elif isinstance(node, ast.For):
             loops.append(node)
         for field in ("body", "orelse", "finalbody"):
@@ -290,7 +323,7 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     bound = _paired_loop_values(loops, paired)
     others: dict[str, tuple[str, str]] = {}
     rewrapped: set[str] = set()
-    for attribute, new_value in patched:
+    for attribute, new_value in stores:
         text = object_text(attribute)
         if binds(new_value, object_text(attribute.value)):
             bound[text] = text

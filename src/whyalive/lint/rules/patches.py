@@ -11,6 +11,8 @@ same cycle. The finder here serves WAL204 (:mod:`.self_refs`).
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,13 +21,13 @@ from typing import NamedTuple
 
 from whyalive.lint.findings import snippet
 from whyalive.lint.rules.patch_facts import (
-    CLASS_NAMES,
     FileFacts,
     FunctionFacts,
     arguments_deep,
     call_name,
     file_facts,
     function_facts,
+    is_class_name,
     is_dunder,
     object_chain,
     object_text,
@@ -34,6 +36,7 @@ from whyalive.lint.rules.shapes import (
     STORE_METHODS,
     MethodSelf,
     closure_frees,
+    decorator_name,
     enclosing_function,
     is_partial,
     method_self,
@@ -41,7 +44,7 @@ from whyalive.lint.rules.shapes import (
 )
 from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
 
-__all__ = ["Patch", "patches"]
+__all__ = ["Patch", "patch_of"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
         params = list(function.get_parameters()) if isinstance(function, Function) else []
     else:
         return False
-    return bool(params) and params[0] in ("self", *CLASS_NAMES)
+    return bool(params) and (params[0] == "self" or is_class_name(params[0]))
 
 
 class _Holding(NamedTuple):
@@ -182,6 +185,8 @@ def _holdings(
                     held = object_text(arg)
                     yield _Holding(held, f"a `partial` that holds `{held}`")
             pending.extend((*expr.args, *(k.value for k in expr.keywords)))
+        elif isinstance(expr, ast.NamedExpr):
+            pending.append(expr.value)
         elif isinstance(expr, ast.IfExp):  # either branch may be what is stored
             pending.extend((expr.body, expr.orelse))
         elif isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
@@ -198,9 +203,7 @@ def _holdings(
             arguments = arguments_deep(expr) if expr is value and target else []
             through_alias = not self_rooted and any(_may_be_alias(ctx, a) for a in arguments)
             if target in arguments or (through_alias and target in facts.function.rewrapped):
-                what = f"`{snippet(expr, 50)}`, a wrapper around its own bound method `{target}`"
-                known = target.rsplit(".", 1)[-1] in facts.file.method_names
-                yield _Holding(target.rsplit(".", 1)[0], what, target, not known)
+                yield _rewrap(snippet(expr, 50), target, facts)
         elif isinstance(expr, ast.Attribute):
             # `self.a = self.m` is WAL201's; another object's attribute needs evidence.
             owner = object_text(expr.value)
@@ -219,7 +222,7 @@ def _holdings(
         else:
             # Only a `def` makes a nested function a name can hold: skip the symbol table
             # (the costly part) when the file has no `def` of that name.
-            nested = not isinstance(expr, ast.Name) or f"def {expr.id}" in ctx.source
+            nested = not isinstance(expr, ast.Name) or _defines(ctx, expr.id)
             found = closure_frees(expr, ctx) if nested else None
             if found is None:
                 # A local bound to `self.m` is WAL201's business (rare); others need evidence.
@@ -228,9 +231,7 @@ def _holdings(
                     if source is not None:
                         yield _saved_method(expr.id, source)
                     elif target in facts.function.wrappers.get(expr.id, ()):
-                        what = f"`{expr.id}`, a wrapper around its own bound method `{target}`"
-                        known = target.rsplit(".", 1)[-1] in facts.file.method_names
-                        yield _Holding(target.rsplit(".", 1)[0], what, target, not known)
+                        yield _rewrap(expr.id, target, facts)
                 continue
             if _method_for_a_class(expr, ctx):
                 continue
@@ -247,6 +248,23 @@ def _holdings(
                     yield _Holding(saved.rsplit(".", 1)[0], what)
                 else:
                     yield _Holding(free, f"a {kind} that captures `{free}`", captured=True)
+
+
+def _defines(ctx: Context, name: str) -> bool:
+    """Whether the file has a ``def name`` (the names are read once per file)."""
+    key = ("def-names", 0)
+    names = ctx.memo.get(key)
+    if not isinstance(names, frozenset):
+        names = ctx.memo[key] = frozenset(re.findall(r"\bdef\s+(\w+)", ctx.source))
+    return name in names
+
+
+def _rewrap(wrapper: str, target: str, facts: _Facts) -> _Holding:
+    """``m.f = wrap(m.f)``: the wrapper holds ``m.f``, a bound method of ``m`` when ``f`` is
+    a method name (or, checked by the caller, a method of ``self``'s class)."""
+    owner, attr = target.rsplit(".", 1)
+    what = f"`{wrapper}`, a wrapper around its own bound method `{target}`"
+    return _Holding(owner, what, target, attr not in facts.file.method_names)
 
 
 def _saved_method(name: str, source: str) -> _Holding:
@@ -295,25 +313,27 @@ def _local_root(ctx: Context, function: Frame, name: str) -> bool:
     if symbol.is_global() or symbol.is_imported():
         return False
     node = function.node
-    is_classmethod = any(
-        "classmethod" in ast.unparse(d) for d in getattr(node, "decorator_list", [])
-    )
-    return not (is_classmethod and symbol.is_parameter())
+    decorators = getattr(node, "decorator_list", [])
+    if any(decorator_name(d) == "classmethod" for d in decorators):
+        params = [*node.args.posonlyargs, *node.args.args]  # type: ignore[attr-defined]
+        return not (params and params[0].arg == name)  # the class itself
+    return True
 
 
-def patches(node: ast.AST, ctx: Context) -> list[Patch]:
-    """The stores in ``node`` that put on an object a callable holding that object (at most
-    one: the first store found), computed once per node."""
+def patch_of(node: ast.AST, ctx: Context) -> Patch | None:
+    """The first store in ``node`` that puts on an object a callable holding that object,
+    computed once per node (WAL204 and WAL904 both ask)."""
     key = ("patches", id(node))
     found = ctx.memo.get(key)
-    if not isinstance(found, list):
-        found = ctx.memo[key] = list(_find_patches(node, ctx))
-    return found
+    if not isinstance(found, tuple):
+        found = ctx.memo[key] = tuple(itertools.islice(_find_patches(node, ctx), 1))
+    return found[0] if found else None
 
 
 # Values that can hold a callable bound to an object (not literals, arithmetic, f-strings).
 _MAY_HOLD = (
     ast.Name,
+    ast.NamedExpr,
     ast.Attribute,
     ast.Call,
     ast.Lambda,
@@ -355,6 +375,7 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 or (is_self and saved_method is not None and method not in own_methods)
                 or (holding.class_method_only and not is_self)
                 or root.id in facts.function.classes
+                or is_class_name(root.id)
                 or id(node) in facts.function.overwritten
                 or not _local_root(ctx, function, root.id)
             ):
@@ -375,4 +396,3 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                     f"`weakref.proxy({held})` instead of `{held}`."
                 )
             yield Patch(held, what, fix, me if is_self else None)
-            return

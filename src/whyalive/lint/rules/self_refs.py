@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.instances import light_instance
-from whyalive.lint.rules.patches import patches
+from whyalive.lint.rules.patches import patch_of
 from whyalive.lint.rules.shapes import (
     MethodSelf,
     bound_method_of,
@@ -199,10 +199,10 @@ Fix: register a `weakref.WeakMethod`, or a small function that looks the instanc
 
 
 def _patched_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
-    for patch in patches(node, ctx):
+    patch = patch_of(node, ctx)
+    if patch is not None:
         fields = {"stmt": snippet(node), "obj": patch.obj, "what": patch.what, "fix": patch.fix}
         yield patch.owner, fields
-        return
 
 
 PATCHED_METHOD = Rule(

@@ -225,8 +225,38 @@ def released_in_finally(ctx: Context, target: ast.AST, line: int) -> bool:
                 if isinstance(stmt, (ast.Delete, ast.Assign)):
                     for where in stmt.targets:
                         released.setdefault(ast.unparse(where), []).append(stmt.lineno)
+                elif isinstance(stmt, ast.Call):
+                    removed = _attribute_removed(stmt)
+                    if removed is not None:
+                        released.setdefault(removed, []).append(stmt.lineno)
         ctx.memo[key] = released
     return any(at > line for at in released.get(ast.unparse(target), ()))
+
+
+def _attribute_removed(call: ast.Call) -> str | None:
+    """``obj.name`` for ``delattr(obj, "name")``, ``obj.__dict__.pop("name")`` or
+    ``vars(obj).pop("name")``."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name) and func.id == "delattr" and len(args) == 2:
+        obj, name = args
+    elif isinstance(func, ast.Attribute) and func.attr == "pop" and args:
+        holder, name = func.value, args[0]
+        if isinstance(holder, ast.Attribute) and holder.attr == "__dict__":
+            obj = holder.value
+        elif (
+            isinstance(holder, ast.Call)
+            and isinstance(holder.func, ast.Name)
+            and holder.func.id == "vars"
+            and len(holder.args) == 1
+        ):
+            obj = holder.args[0]
+        else:
+            return None
+    else:
+        return None
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return f"{ast.unparse(obj)}.{name.value}"
+    return None
 
 
 def enclosing_function(ctx: Context) -> Frame | None:
