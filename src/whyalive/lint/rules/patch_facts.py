@@ -26,6 +26,7 @@ from whyalive.lint.scopes import FUNCTION_NODES
 
 __all__ = [
     "CLASS_NAMES",
+    "MODULE_METHODS",
     "FileFacts",
     "FunctionFacts",
     "arguments_deep",
@@ -42,7 +43,7 @@ __all__ = [
 
 _WRAPPERS = frozenset({"MethodType", "partial", "update_wrapper"})
 # nn.Module's methods that code replaces on one instance (accelerate's hooks, exporters).
-_MODULE_METHODS = frozenset({"forward", "extra_repr"})
+MODULE_METHODS = frozenset({"forward", "extra_repr"})
 # Python's names for a class by convention, like `self` for an instance.
 CLASS_NAMES = frozenset({"cls", "klass", "mcs", "metacls"})
 # Special methods that only mean something on a class (`X.__init__ = ...` makes X a class);
@@ -194,7 +195,7 @@ def file_facts(module: ast.AST) -> FileFacts:
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
                 stores.append((node.args[0], name.value, node.args[2]))
     patched = {attr for obj, attr, value in stores if binds(value, object_text(obj))}
-    patched |= _MODULE_METHODS
+    patched |= MODULE_METHODS
     saved = {attr for _, attr, value in stores if _reads_method(value, read, patched)}
     return FileFacts(frozenset(patched), frozenset(saved - patched))
 

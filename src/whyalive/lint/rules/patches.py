@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from whyalive.lint.findings import snippet
 from whyalive.lint.rules.patch_facts import (
+    MODULE_METHODS,
     FileFacts,
     FunctionFacts,
     arguments_deep,
@@ -142,8 +143,8 @@ class _Facts:
         """Whether ``owner.attr`` reads a method: a plain method of the enclosing class on
         ``self``, or a method name of the file."""
         me = self._me
-        if me is not None and owner == me.name and attr in me.methods:
-            return True
+        if me is not None and owner == me.name:  # the class says; no need to read the file
+            return attr in me.methods or attr in MODULE_METHODS
         return attr in self.file.method_names
 
     def bound_method(self, text: str, owners: set[str]) -> str | None:
@@ -264,7 +265,7 @@ def _rewrap(wrapper: str, target: str, facts: _Facts) -> _Holding:
     a method name (or, checked by the caller, a method of ``self``'s class)."""
     owner, attr = target.rsplit(".", 1)
     what = f"`{wrapper}`, a wrapper around its own bound method `{target}`"
-    return _Holding(owner, what, target, attr not in facts.file.method_names)
+    return _Holding(owner, what, target, not facts.is_method(owner, attr))
 
 
 def _saved_method(name: str, source: str) -> _Holding:
@@ -323,11 +324,26 @@ def _local_root(ctx: Context, function: Frame, name: str) -> bool:
 def patch_of(node: ast.AST, ctx: Context) -> Patch | None:
     """The first store in ``node`` that puts on an object a callable holding that object,
     computed once per node (WAL204 and WAL904 both ask)."""
+    if not _may_store_on_object(node):
+        return None
     key = ("patches", id(node))
     found = ctx.memo.get(key)
     if not isinstance(found, tuple):
         found = ctx.memo[key] = tuple(itertools.islice(_find_patches(node, ctx), 1))
     return found[0] if found else None
+
+
+def _may_store_on_object(node: ast.AST) -> bool:
+    """A cheap first look: an assignment to an attribute or item, ``setattr``, or a container
+    method that keeps its argument (most calls and assignments to names are none of these)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id == "setattr"
+        return isinstance(func, ast.Attribute) and func.attr in STORE_METHODS
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
+    return isinstance(getattr(node, "target", None), (ast.Attribute, ast.Subscript))
 
 
 # Values that can hold a callable bound to an object (not literals, arithmetic, f-strings).
