@@ -20,6 +20,12 @@ from symtable import Function
 from typing import NamedTuple
 
 from whyalive.lint.findings import snippet
+from whyalive.lint.rules.object_stores import (
+    MAY_HOLD,
+    may_store_on_object,
+    object_stores,
+    undo_text,
+)
 from whyalive.lint.rules.patch_facts import (
     MODULE_METHODS,
     FileFacts,
@@ -29,12 +35,10 @@ from whyalive.lint.rules.patch_facts import (
     file_facts,
     function_facts,
     is_class_name,
-    is_dunder,
     object_chain,
     object_text,
 )
 from whyalive.lint.rules.shapes import (
-    STORE_METHODS,
     MethodSelf,
     closure_frees,
     decorator_name,
@@ -57,43 +61,6 @@ class Patch:
     fix: str
     owner: MethodSelf | None
     """The enclosing method's ``self`` when ``obj`` is it (its class may prove it light)."""
-
-
-def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str]]:
-    """``(object stored on, stored value, where)`` for each store onto an object; ``where`` is
-    the attribute (``m.forward``), or empty for an item of a container."""
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            key = target.slice if isinstance(target, ast.Subscript) else None
-            namespace = isinstance(key, ast.Constant) and is_dunder(str(key.value))
-            if (isinstance(target, ast.Subscript) and not namespace) or (
-                isinstance(target, ast.Attribute) and not is_dunder(target.attr)
-            ):
-                where = object_text(target) if isinstance(target, ast.Attribute) else ""
-                yield target.value, node.value, where
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id == "setattr" and len(node.args) == 3 and not node.keywords:
-            obj, name, value = node.args
-            constant = name.value if isinstance(name, ast.Constant) else None
-            if not (isinstance(constant, str) and is_dunder(constant)):
-                where = f"{object_text(obj)}.{constant}" if isinstance(constant, str) else ""
-                yield obj, value, where
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        index = STORE_METHODS.get(node.func.attr)
-        if index is not None and len(node.args) > index:
-            yield node.func.value, node.args[index], ""
-
-
-def _undo(node: ast.AST, obj: ast.AST) -> str:
-    """How to take back the store ``node`` makes on ``obj``."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # setattr(obj, name, v)
-        return f"`delattr({snippet(obj, 30)}, {snippet(node.args[1], 30)})`"
-    if isinstance(node, ast.Call):
-        return f"remove it from `{snippet(obj, 30)}`"
-    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", obj)]
-    target = next((t for t in targets if getattr(t, "value", None) is obj), targets[0])
-    return f"`del {snippet(target, 40)}`"
 
 
 def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
@@ -324,7 +291,7 @@ def _local_root(ctx: Context, function: Frame, name: str) -> bool:
 def patch_of(node: ast.AST, ctx: Context) -> Patch | None:
     """The first store in ``node`` that puts on an object a callable holding that object,
     computed once per node (WAL204 and WAL904 both ask)."""
-    if not _may_store_on_object(node):
+    if not may_store_on_object(node):
         return None
     key = ("patches", id(node))
     found = ctx.memo.get(key)
@@ -333,40 +300,11 @@ def patch_of(node: ast.AST, ctx: Context) -> Patch | None:
     return found[0] if found else None
 
 
-def _may_store_on_object(node: ast.AST) -> bool:
-    """A cheap first look: an assignment to an attribute or item, ``setattr``, or a container
-    method that keeps its argument (most calls and assignments to names are none of these)."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Name):
-            return func.id == "setattr"
-        return isinstance(func, ast.Attribute) and func.attr in STORE_METHODS
-    if isinstance(node, ast.Assign):
-        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
-    return isinstance(getattr(node, "target", None), (ast.Attribute, ast.Subscript))
-
-
-# Values that can hold a callable bound to an object (not literals, arithmetic, f-strings).
-_MAY_HOLD = (
-    ast.Name,
-    ast.NamedExpr,
-    ast.Attribute,
-    ast.Call,
-    ast.Lambda,
-    ast.IfExp,
-    ast.BoolOp,
-    ast.Tuple,
-    ast.List,
-    ast.Set,
-    ast.Dict,
-)
-
-
 def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
     stores = [
         (obj, value, where, chain)
-        for obj, value, where in _stores(node)
-        if isinstance(value, _MAY_HOLD) and (chain := object_chain(obj)) is not None
+        for obj, value, where in object_stores(node)
+        if isinstance(value, MAY_HOLD) and (chain := object_chain(obj)) is not None
     ]
     function = enclosing_function(ctx) if stores else None
     if function is None:
@@ -408,7 +346,7 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 )
             else:
                 fix = (
-                    f"Undo it when done ({_undo(node, obj)}), or make it hold "
+                    f"Undo it when done ({undo_text(node, obj)}), or make it hold "
                     f"`weakref.proxy({held})` instead of `{held}`."
                 )
             yield Patch(held, what, fix, me if is_self else None)

@@ -1,0 +1,79 @@
+"""Stores onto objects, for WAL204 (:mod:`.patches`): where a value goes, how to take it back,
+and which stored values can hold a callable at all."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from whyalive.lint.findings import snippet
+from whyalive.lint.rules.patch_facts import is_dunder, object_text
+from whyalive.lint.rules.shapes import STORE_METHODS
+
+__all__ = ["MAY_HOLD", "may_store_on_object", "object_stores", "undo_text"]
+
+
+def may_store_on_object(node: ast.AST) -> bool:
+    """A cheap first look: an assignment to an attribute or item, ``setattr``, or a container
+    method that keeps its argument (most calls and assignments to names are none of these)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id == "setattr"
+        return isinstance(func, ast.Attribute) and func.attr in STORE_METHODS
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets)
+    return isinstance(getattr(node, "target", None), (ast.Attribute, ast.Subscript))
+
+
+# Values that can hold a callable bound to an object (not literals, arithmetic, f-strings).
+MAY_HOLD = (
+    ast.Name,
+    ast.NamedExpr,
+    ast.Attribute,
+    ast.Call,
+    ast.Lambda,
+    ast.IfExp,
+    ast.BoolOp,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+)
+
+
+def object_stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST, str]]:
+    """``(object stored on, stored value, where)`` for each store onto an object; ``where`` is
+    the attribute (``m.forward``), or empty for an item of a container."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            namespace = isinstance(key, ast.Constant) and is_dunder(str(key.value))
+            if (isinstance(target, ast.Subscript) and not namespace) or (
+                isinstance(target, ast.Attribute) and not is_dunder(target.attr)
+            ):
+                where = object_text(target) if isinstance(target, ast.Attribute) else ""
+                yield target.value, node.value, where
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "setattr" and len(node.args) == 3 and not node.keywords:
+            obj, name, value = node.args
+            constant = name.value if isinstance(name, ast.Constant) else None
+            if not (isinstance(constant, str) and is_dunder(constant)):
+                where = f"{object_text(obj)}.{constant}" if isinstance(constant, str) else ""
+                yield obj, value, where
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        index = STORE_METHODS.get(node.func.attr)
+        if index is not None and len(node.args) > index:
+            yield node.func.value, node.args[index], ""
+
+
+def undo_text(node: ast.AST, obj: ast.AST) -> str:
+    """How to take back the store ``node`` makes on ``obj``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):  # setattr(obj, name, v)
+        return f"`delattr({snippet(obj, 30)}, {snippet(node.args[1], 30)})`"
+    if isinstance(node, ast.Call):
+        return f"remove it from `{snippet(obj, 30)}`"
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", obj)]
+    target = next((t for t in targets if getattr(t, "value", None) is obj), targets[0])
+    return f"`del {snippet(target, 40)}`"
