@@ -84,8 +84,6 @@ class _Holding(NamedTuple):
     what: str
     method: str | None = None
     """The bound method (``m.forward``) through which it holds ``obj``, if any."""
-    class_method_only: bool = False
-    """True when the evidence holds only for a plain method of the enclosing class."""
     captured: bool = False
     """Held as a closure variable (WAL202's when the object is the method's ``self``)."""
 
@@ -170,8 +168,9 @@ def _holdings(
             # `m.f = wrap(m.f)`: the wrapper holds the method it replaces.
             arguments = arguments_deep(expr) if expr is value and target else []
             through_alias = not self_rooted and any(_may_be_alias(ctx, a) for a in arguments)
-            if target in arguments or (through_alias and target in facts.function.rewrapped):
-                yield _rewrap(snippet(expr, 50), target, facts)
+            rewrap = target in arguments or (through_alias and target in facts.function.rewrapped)
+            if rewrap and _is_method_text(target, facts):
+                yield _rewrap(snippet(expr, 50), target)
         elif isinstance(expr, ast.Attribute):
             # `self.a = self.m` is WAL201's; another object's attribute needs evidence.
             owner = object_text(expr.value)
@@ -198,8 +197,10 @@ def _holdings(
                     source = facts.bound_method(expr.id, owners)
                     if source is not None:
                         yield _saved_method(expr.id, source)
-                    elif target in facts.function.wrappers.get(expr.id, ()):
-                        yield _rewrap(expr.id, target, facts)
+                    elif target in facts.function.wrappers.get(expr.id, ()) and (
+                        _is_method_text(target, facts)
+                    ):
+                        yield _rewrap(expr.id, target)
                 continue
             if _method_for_a_class(expr, ctx):
                 continue
@@ -227,12 +228,15 @@ def _defines(ctx: Context, name: str) -> bool:
     return name in names
 
 
-def _rewrap(wrapper: str, target: str, facts: _Facts) -> _Holding:
-    """``m.f = wrap(m.f)``: the wrapper holds ``m.f``, a bound method of ``m`` when ``f`` is
-    a method name (or, checked by the caller, a method of ``self``'s class)."""
-    owner, attr = target.rsplit(".", 1)
+def _is_method_text(dotted: str, facts: _Facts) -> bool:
+    owner, attr = dotted.rsplit(".", 1)
+    return facts.is_method(owner, attr)
+
+
+def _rewrap(wrapper: str, target: str) -> _Holding:
+    """``m.f = wrap(m.f)`` with ``f`` a method: the wrapper holds ``m.f``, bound to ``m``."""
     what = f"`{wrapper}`, a wrapper around its own bound method `{target}`"
-    return _Holding(owner, what, target, not facts.is_method(owner, attr))
+    return _Holding(target.rsplit(".", 1)[0], what, target)
 
 
 def _saved_method(name: str, source: str) -> _Holding:
@@ -327,7 +331,6 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 # is a bound method only when `m` is a plain method of the class.
                 (is_self and holding.captured)
                 or (is_self and saved_method is not None and method not in own_methods)
-                or (holding.class_method_only and not is_self)
                 or root.id in facts.function.classes
                 or is_class_name(root.id)
                 or id(node) in facts.function.overwritten
