@@ -14,6 +14,8 @@ import sys
 _TYPE_NAME = type.__dict__["__name__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
 _TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
 
 _FALLBACK = "object"
 
@@ -41,6 +43,22 @@ def type_module(cls: type) -> str | None:
     except Exception:
         return None
     return module if type(module) is str else None
+
+
+def type_mro(cls: type) -> tuple[type, ...]:
+    """``cls.__mro__`` (the class and its bases), or just ``(cls,)`` when it cannot be read."""
+    try:
+        return tuple(_TYPE_MRO.__get__(cls))
+    except Exception:
+        return (cls,)
+
+
+def type_namespace(cls: type) -> dict[str, object]:
+    """A copy of the class's own namespace (``cls.__dict__``), or ``{}``."""
+    try:
+        return dict(_TYPE_DICT.__get__(cls))
+    except Exception:
+        return {}
 
 
 def read_attribute(obj: object, name: str, default: object = None) -> object:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
 from whyalive.diagnose.naming import cell_variable, is_python, variable_of
+from whyalive.guarded import type_namespace
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import shorten
 
@@ -205,24 +206,30 @@ def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.C
             yield frame.f_code, False
         return
     if edge.name.kind == ek.ATTRIBUTE:
-        namespace = type.__dict__["__dict__"].__get__(type(view.obj(edge.source)))
-        for value in list(namespace.values()):
+        for value in type_namespace(type(view.obj(edge.source))).values():
             if type(value) is types.FunctionType:
                 yield value.__code__, False
     for node in view.shown:
         obj = view.obj(node)
-        if type(obj) is types.MethodType:
-            obj = obj.__func__
-        elif type(obj) is functools.partial:
-            obj = obj.func  # a C-level slot of an exact partial: no user code runs
-        if type(obj) is types.FunctionType:
-            yield obj.__code__, False
-            if ".<locals>." in obj.__qualname__:
+        function = _function_of(obj)
+        if function is not None:
+            yield function.__code__, False
+            if ".<locals>." in function.__qualname__:
                 # A nested function patched onto an object (`m.forward = partial(new, m)`)
                 # is stored by the function that made it.
-                yield obj.__code__, True
+                yield function.__code__, True
         elif type(obj) is types.FrameType:
             yield obj.f_code, False
+
+
+def _function_of(obj: object) -> types.FunctionType | None:
+    """The Python function of a function, a bound method or an exact ``partial`` (read from
+    C-level slots: no user code runs)."""
+    if type(obj) is types.MethodType:
+        obj = obj.__func__
+    elif type(obj) is functools.partial:
+        obj = obj.func
+    return obj if type(obj) is types.FunctionType else None
 
 
 def _functions_at(parsed: _ParsedFile, first_line: int) -> Iterator[ast.AST]:
@@ -254,16 +261,8 @@ def _stored(target: ast.AST, what: str, name: object) -> bool:
 def _function_names(view: CycleView) -> set[str]:
     """Names of the functions in the cycle (a partial's too): a store naming one of them is
     the one that made the cycle, when several statements store the same name."""
-    names = set()
-    for node in view.shown:
-        obj = view.obj(node)
-        if type(obj) is types.MethodType:
-            obj = obj.__func__
-        elif type(obj) is functools.partial:
-            obj = obj.func
-        if type(obj) is types.FunctionType:
-            names.add(str(obj.__name__))
-    return names
+    functions = (_function_of(view.obj(node)) for node in view.shown)
+    return {str(f.__name__) for f in functions if f is not None}
 
 
 def _first_store(

@@ -16,7 +16,7 @@ from whyalive.diagnose.naming import (
     short_name,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
-from whyalive.guarded import type_qualname
+from whyalive.guarded import type_mro, type_namespace, type_qualname
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import a_code
 
@@ -136,7 +136,9 @@ class BoundMethodOnSelfPattern:
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
         made_in = enclosing_function(qualname_of(view.obj(fn)))
-        own = any(made_in.startswith(type_qualname(c) + ".") for c in _mro(view.obj(owner)))
+        own = any(
+            made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
+        )
         return PatternMatch(
             self.name,
             self.title,
@@ -161,29 +163,15 @@ def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge])
         return True
     # Looked up by identity in the classes' own namespaces: a mangled `__step` or a method
     # under another name is still the class's.
-    return not any(func in _namespace(c).values() for c in _mro(owner))
-
-
-def _mro(obj: object) -> tuple[type, ...]:
-    """The object's class and its bases, read without running a metaclass's code."""
-    try:
-        return tuple(type.__dict__["__mro__"].__get__(type(obj)))
-    except Exception:  # a class whose `__mro__` cannot be read
-        return (type(obj),)
-
-
-def _namespace(cls: type) -> dict[str, object]:
-    try:
-        return dict(type.__dict__["__dict__"].__get__(cls))
-    except Exception:
-        return {}
+    return not any(func in type_namespace(c).values() for c in type_mro(type(owner)))
 
 
 def _shadows_method(owner: object, attribute: str) -> bool:
     """Whether the instance attribute ``.name`` hides a method of the object's class: the
     object's ``forward`` was patched, so its saved bound methods are WAL204's too."""
     name = attribute.removeprefix(".")
-    return any(type(_namespace(c).get(name)) is types.FunctionType for c in _mro(owner))
+    namespaces = (type_namespace(c) for c in type_mro(type(owner)))
+    return any(type(n.get(name)) is types.FunctionType for n in namespaces)
 
 
 def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
