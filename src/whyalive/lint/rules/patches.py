@@ -16,7 +16,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from symtable import Function
 from typing import NamedTuple
 
 from whyalive.lint.findings import snippet
@@ -71,7 +70,7 @@ def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
     elif isinstance(expr, ast.Name):
         tables = ctx.local_def_tables(expr.id)
         function = tables[0] if tables else None
-        params = list(function.get_parameters()) if isinstance(function, Function) else []
+        params = list(function.parameters) if function is not None else []
     else:
         return False
     return bool(params) and (params[0] == "self" or is_class_name(params[0]))
@@ -263,24 +262,16 @@ def _may_be_alias(ctx: Context, name: str) -> bool:
     """Whether ``name`` may be a local that an assignment bound to another object's method
     (asked before the function's facts are computed): assigned here, or in a function around."""
     table = ctx.frame_table(ctx.frame)
-    if table is None or not name.isidentifier():
-        return False
-    try:
-        symbol = table.lookup(name)
-    except KeyError:
-        return False
-    return symbol.is_assigned() or symbol.is_free()
+    symbol = table.lookup(name) if table is not None else None
+    return symbol is not None and (symbol.is_assigned() or symbol.is_free())
 
 
 def _local_root(ctx: Context, function: Frame, name: str) -> bool:
     """Whether ``name`` is a parameter or local of the function (or of one around it): an
     object that can die, unlike a module global, an import or a class."""
     table = ctx.frame_table(function)
-    if table is None:
-        return False
-    try:
-        symbol = table.lookup(name)
-    except KeyError:
+    symbol = table.lookup(name) if table is not None else None
+    if symbol is None:
         return False
     if symbol.is_global() or symbol.is_imported():
         return False

@@ -142,7 +142,7 @@ def closure_frees(expr: ast.AST, ctx: Context) -> tuple[str, frozenset[str]] | N
         if tables:
             frees: set[str] = set()
             for table in tables:
-                frees.update(s.get_name() for s in table.get_symbols() if s.is_free())
+                frees.update(table.free)
             return f"nested function `{expr.id}`", frozenset(frees)
     return None
 
