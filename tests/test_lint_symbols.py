@@ -48,7 +48,8 @@ def test_scopes_match_symtable(path: Path) -> None:
     separate comprehension scopes) locals that `symtable` gives it."""
     source = path.read_text(encoding="utf-8")
     expected = symtable.symtable(source, str(path), "exec")
-    root, _ = build_scopes(ast.parse(source))
+    tree = ast.parse(source)
+    root = build_scopes(tree)[id(tree)]
     mine: dict[tuple[str, int], list[tuple[Scope, str | None]]] = {}
     for scope, owner in _scopes(root):
         if scope.kind == "function" and not isinstance(scope.node, COMPREHENSION_NODES):
@@ -88,7 +89,8 @@ def test_walrus_in_comprehension_and_nonlocal() -> None:
         "    def m(self):\n"
         "        return super().m()\n"
     )
-    root, _ = build_scopes(ast.parse(source))
+    tree = ast.parse(source)
+    root = build_scopes(tree)[id(tree)]
     outer, klass = root.children
     comprehension, bump = outer.children
     y, defined = outer.lookup("y"), root.lookup("outer")
@@ -100,3 +102,22 @@ def test_walrus_in_comprehension_and_nonlocal() -> None:
     assert defined is not None
     assert defined.is_local()
     assert defined.is_global()
+
+
+def test_tables_of_one_function_match_the_whole_module() -> None:
+    """The lint builds tables for one outermost function at a time (the module's names are
+    globals to it); they equal the tables built with the whole module."""
+    path = HERE / "lint_cases" / "wal1_captures.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    whole = build_scopes(tree)
+    tops = [
+        (n, isinstance(parent, ast.ClassDef))
+        for parent in (tree, *(c for c in tree.body if isinstance(c, ast.ClassDef)))
+        for n in parent.body  # type: ignore[attr-defined]
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    assert len(tops) > 10
+    for top, in_class in tops:
+        for key, scope in build_scopes(top, in_class=in_class).items():
+            assert scope.free == whole[key].free
+            assert scope.symbols == whole[key].symbols

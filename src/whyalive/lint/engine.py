@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from whyalive.lint.findings import LintFinding, Rule
 from whyalive.lint.scopes import SCOPE_NODES, Context, Frame, frame_for, outer_and_inner
+from whyalive.lint.symbols import child_fields
 
 __all__ = ["lint_tree"]
 
@@ -26,20 +27,6 @@ def _dispatch_table(rules: Iterable[Rule]) -> dict[type[ast.AST], list[Rule]]:
         for node_type in rule.node_types:
             table.setdefault(node_type, []).append(rule)
     return table
-
-
-# Field names that never hold a node a rule could want (contexts, operators, names).
-_NO_NODE_FIELDS = frozenset({"ctx", "op", "id", "arg", "attr", "name", "names", "level"})
-_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
-
-
-def _node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        # Reversed, so children pushed on the stack come off it in source order.
-        fields = tuple(f for f in reversed(cls._fields) if f not in _NO_NODE_FIELDS)
-        _FIELDS[cls] = fields
-    return fields
 
 
 def lint_tree(
@@ -86,7 +73,7 @@ def lint_tree(
             push(_Push(frame_for(node, ctx.frame)))
             stack.extend(reversed(outer))
             continue
-        for name in _node_fields(cls):
+        for name in child_fields(cls):
             value = getattr(node, name, None)
             if value is None:
                 continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -73,7 +73,7 @@ class Rule:
     name: str
     message: str
     node_types: tuple[type[ast.AST], ...]
-    check: Callable[[ast.AST, Context], Iterator[LintFinding]]
+    check: Callable[[ast.AST, Context], Iterable[LintFinding]]
     default_enabled: bool = True
     explanation: str = ""
 

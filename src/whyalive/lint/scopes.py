@@ -18,7 +18,9 @@ from whyalive.lint.symbols import (
     SCOPE_NODES,
     Scope,
     build_scopes,
+    child_fields,
     outer_and_inner,
+    walk_nodes,
 )
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "frame_for",
     "outer_and_inner",
     "own_scope_nodes",
+    "walk_nodes",
 ]
 
 FUNCTION_OR_LAMBDA = (*FUNCTION_NODES, ast.Lambda)
@@ -74,29 +77,39 @@ def frame_for(node: ast.AST, parent: Frame) -> Frame:
     return Frame(node, "comprehension", parent)
 
 
-def _children(node: ast.AST) -> Iterator[ast.AST]:
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            yield value
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, ast.AST):
-                    yield item
+def _in_class(frame: Frame) -> bool:
+    outer: Frame | None = frame
+    while outer is not None:
+        if outer.kind == "class":
+            return True
+        outer = outer.parent
+    return False
 
 
 def own_scope_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Yield ``nodes`` and their descendants, without entering nested scopes' bodies."""
     stack = list(nodes)
     stack.reverse()
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        if isinstance(node, SCOPE_NODES):
+        cls = type(node)
+        if cls in _SCOPE_TYPES:
             outer, _ = outer_and_inner(node)
             stack.extend(reversed(outer))
-        else:
-            stack.extend(reversed(list(_children(node))))
+            continue
+        for name in child_fields(cls):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in reversed(value):
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+
+
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 
 @dataclass(eq=False)
@@ -140,9 +153,23 @@ class Context:
         )
 
     def frame_table(self, frame: Frame) -> Scope | None:
-        """The scope table of ``frame`` (built for the whole file on first use)."""
+        """The scope table of ``frame``, built on first use for the outermost function around
+        it (with every scope inside), or for a module or class body alone."""
         if self._scopes is None:
-            self._scopes = build_scopes(self.frames[0].node)[1]
+            self._scopes = {}
+        known = self._scopes.get(id(frame.node))
+        if known is not None:
+            return known
+        top, in_class = frame, False
+        outer = frame.parent
+        while outer is not None:
+            if outer.kind == "class":
+                in_class = True
+            elif outer.kind != "module":
+                top, in_class = outer, False
+            outer = outer.parent
+        shallow = top.kind in ("module", "class")
+        self._scopes.update(build_scopes(top.node, in_class=in_class, shallow=shallow))
         return self._scopes.get(id(frame.node))
 
     def table_of(self, node: ast.AST) -> Scope | None:
@@ -154,7 +181,13 @@ class Context:
         if self.frame_table(frame) is None:
             return None
         assert self._scopes is not None
-        return self._scopes.get(id(node))
+        known = self._scopes.get(id(node))
+        if known is None and frame.kind in ("module", "class"):
+            # A function directly in a module or class is the top of its own tables.
+            in_class = frame.kind == "class" or _in_class(frame)
+            self._scopes.update(build_scopes(node, in_class=in_class))
+            known = self._scopes.get(id(node))
+        return known
 
     def frees_of(self, node: ast.AST) -> frozenset[str]:
         """Closure variables of a scope node in the current frame (empty when unknown)."""

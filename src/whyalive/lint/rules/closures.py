@@ -81,11 +81,13 @@ def _fix(ctx: Context, frame: Frame, group: RecursionGroup) -> tuple[TextEdit, .
     if len(group.nodes) != 1 or group.escape is not None or private or not is_fixable_def(node):
         return ()
     assert isinstance(node, FUNCTION_NODES)
-    tokens = ctx.memo.get(("tokens", 0))
+    # Every edit lies in the enclosing function: tokenize its lines only.
+    outer = frame.node
     try:
-        if not isinstance(tokens, SourceTokens):
-            tokens = ctx.memo[("tokens", 0)] = SourceTokens(ctx.source)
-        return self_argument_edits(tokens, frame.node, node)
+        tokens = SourceTokens(
+            ctx.source, getattr(outer, "lineno", 1), getattr(outer, "end_lineno", None)
+        )
+        return self_argument_edits(tokens, outer, node)
     except (LookupError, SyntaxError, tokenize.TokenError):
         return ()
 

@@ -10,7 +10,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from whyalive.lint.rules.annotations import words
-from whyalive.lint.scopes import FUNCTION_OR_LAMBDA
+from whyalive.lint.scopes import FUNCTION_OR_LAMBDA, walk_nodes
 
 if TYPE_CHECKING:
     from whyalive.lint.rules.weight import Weigher
@@ -103,5 +103,5 @@ def _reads_or_fills(
 def _parents(w: Weigher, function: ast.AST) -> dict[int, ast.AST]:
     scope = w.scope(function)
     if scope.parents is None:
-        scope.parents = {id(c): n for n in ast.walk(function) for c in ast.iter_child_nodes(n)}
+        scope.parents = {id(c): n for n in walk_nodes(function) for c in ast.iter_child_nodes(n)}
     return scope.parents

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from whyalive.lint.findings import LintFinding, Rule, snippet
 from whyalive.lint.rules.instances import light_instance
+from whyalive.lint.rules.object_stores import may_store_on_object
 from whyalive.lint.rules.patches import patch_of
 from whyalive.lint.rules.shapes import (
     MethodSelf,
@@ -41,6 +42,23 @@ def _heavy(finder: _Finder, node: ast.AST, ctx: Context) -> Iterator[LintFinding
     for owner, fields in finder(node, ctx):
         if _light(ctx, owner) is None:
             yield ctx.report(node, fields)
+
+
+def _may_register(node: ast.AST) -> bool:
+    func = getattr(node, "func", None)
+    return isinstance(func, ast.Attribute) and _is_registrar(func.attr)
+
+
+def _checking(
+    finder: _Finder, may_match: Callable[[ast.AST], bool] = may_store_on_object
+) -> Callable[[ast.AST, Context], Iterable[LintFinding]]:
+    """A rule's check: ``finder`` on the nodes a cheap first look (``may_match``) lets through
+    (most assignments and calls store nothing on an object)."""
+
+    def check(node: ast.AST, ctx: Context) -> Iterable[LintFinding]:
+        return _heavy(finder, node, ctx) if may_match(node) else ()
+
+    return check
 
 
 _STORE_NODES: tuple[type[ast.AST], ...] = (
@@ -93,7 +111,7 @@ BOUND_METHOD_ON_SELF = Rule(
         "the function (`type({self}).{method}`) and pass `{self}` when calling it."
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_bound_methods, node, ctx),
+    check=_checking(_bound_methods),
     explanation="""\
 `self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
 stores a bound method on the instance it is bound to. A bound method holds `__self__`, so
@@ -124,7 +142,7 @@ CLOSURE_ON_SELF = Rule(
         "instead, or pass `{self}` as an argument when calling it."
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_closures_on_self, node, ctx),
+    check=_checking(_closures_on_self),
     explanation="""\
 `self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
 into a closure cell that `self` then holds through the stored function: a cycle.
@@ -186,7 +204,7 @@ CALLBACK_ON_OWNED = Rule(
         "the registration when done."
     ),
     node_types=(ast.Call,),
-    check=lambda node, ctx: _heavy(_registered, node, ctx),
+    check=_checking(_registered, _may_register),
     explanation="""\
 Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
 on `self` or on an object reached from `self` (`self.register_forward_hook(self._hook)`,
@@ -213,7 +231,7 @@ PATCHED_METHOD = Rule(
         "keeps `{obj}` and everything it owns alive until the cyclic GC runs. {fix}"
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_patched_methods, node, ctx),
+    check=_checking(_patched_methods),
     explanation="""\
 Monkey-patching a method onto one object binds the object into the new callable and then
 stores that callable on the same object: `model.forward = MethodType(new_forward, model)`,

@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 
 from whyalive.lint.rules.annotations import last_name, light_annotation, words
 from whyalive.lint.rules.fills import only_filled_with_light
-from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA, Context, own_scope_nodes
+from whyalive.lint.scopes import (
+    FUNCTION_NODES,
+    FUNCTION_OR_LAMBDA,
+    Context,
+    own_scope_nodes,
+    walk_nodes,
+)
 
 __all__ = ["Weigher", "weigher"]
 
@@ -169,7 +175,7 @@ class Weigher:
                 for sub in ast.walk(node):  # a walrus in a comprehension binds here
                     if isinstance(sub, ast.NamedExpr):
                         _bind(scope, sub.target, sub)
-        for stmt in ast.walk(function):
+        for stmt in walk_nodes(function):
             if isinstance(stmt, (ast.MatchAs, ast.MatchStar)) and stmt.name:
                 scope.bound.setdefault(stmt.name, []).append(stmt)
         return scope
@@ -243,7 +249,7 @@ class Weigher:
         held = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
         return all(self.light(d, function, trusted) for d in held) and all(
             self.light_name(function, sub.id, trusted)
-            for sub in ast.walk(node)
+            for sub in walk_nodes(node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in own
         )
 
