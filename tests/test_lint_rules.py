@@ -190,3 +190,24 @@ def test_light_instances_are_opt_in() -> None:
     assert found[0].message.startswith("WAL904 (WAL201) `self.act = self.python`")
     heavier = source.replace("self.approximate = approximate", "self.weight = make(approximate)")
     assert [f.code for f in lint_source(heavier)] == ["WAL201", "WAL501"]
+
+
+def test_cache_messages_say_what_a_bounded_cache_keeps() -> None:
+    """An unbounded cache keeps every instance; `maxsize=N` the last N calls; `maxsize=1`
+    the instance used last. No message offers `cached_property` (callers call the method)."""
+    source = (
+        "import functools\n"
+        "class C(Base):\n"
+        "    @functools.cache\n"
+        "    def a(self, x): return x\n"
+        "    @functools.lru_cache(maxsize=4)\n"
+        "    def b(self, x): return x\n"
+        "    @functools.lru_cache(1)\n"
+        "    def c(self, x): return x\n"
+    )
+    messages = [f.message for f in lint_source(source)]
+    assert "keeps every `self` it is called with" in messages[0]
+    assert "instances are never freed" in messages[0]
+    assert "the `self`, arguments and result of its last 4 calls" in messages[1]
+    assert "keeps the last `self` it was called with" in messages[2]
+    assert all("cached_property" not in m for m in messages)

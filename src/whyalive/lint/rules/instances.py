@@ -19,7 +19,7 @@ from whyalive.lint.rules.fills import FILLERS
 from whyalive.lint.rules.weight import Weigher
 from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA
 
-__all__ = ["light_instance"]
+__all__ = ["is_module_class", "light_instance"]
 
 # Bases whose own instances hold nothing heavy (nn.Module's dicts start empty).
 _LIGHT_BASES = frozenset({"object", "Module", "ABC", "Protocol", "Generic"})
@@ -42,6 +42,25 @@ def light_instance(w: Weigher, cls: ast.ClassDef) -> bool:
         light = light and light_instance(w, sub)
     w.instances[id(cls)] = light
     return light
+
+
+def is_module_class(w: Weigher, cls: ast.ClassDef) -> bool:
+    """Whether ``cls`` is an ``nn.Module`` (a base named ``Module``, directly or through
+    classes of the same file): its instances are what holds parameters and buffers."""
+    seen: set[int] = set()
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for base in current.bases:
+            name = last_name(base)
+            if name == "Module":
+                return True
+            if isinstance(base, ast.Name) and name in w.classes:
+                pending.append(w.classes[name])
+    return False
 
 
 def _shares_class_state(cls: ast.ClassDef) -> bool:

@@ -209,9 +209,12 @@ class Weigher:
         self._pending.add(key)
         scope = self.scope(function)
         bindings = scope.bound[name]
-        light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
-        if light and any(_makes_container(stmt) for stmt in bindings):
-            light = only_filled_with_light(self, function, name, trusted)
+        if any(_declared_light(stmt) for stmt in bindings):
+            light = True  # its declared type covers every value it gets (`dims: list[int]`)
+        else:
+            light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
+            if light and any(_makes_container(stmt) for stmt in bindings):
+                light = only_filled_with_light(self, function, name, trusted)
         if name in scope.outer and scope.parent is not None:
             light = light and self.light_name(scope.parent, name, trusted)
         self._pending.discard(key)
@@ -252,6 +255,15 @@ class Weigher:
             for sub in walk_nodes(node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in own
         )
+
+    def parents(self, function: ast.AST) -> dict[int, ast.AST]:
+        """``id`` of each node in ``function`` -> the node it sits in (built once)."""
+        scope = self.scope(function)
+        if scope.parents is None:
+            scope.parents = {
+                id(c): n for n in walk_nodes(function) for c in ast.iter_child_nodes(n)
+            }
+        return scope.parents
 
     def binds(self, function: ast.AST, name: str) -> bool:
         """Whether ``function`` binds ``name`` in a way this module reads."""
@@ -341,6 +353,14 @@ class Weigher:
                     isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args
                 )
         return False
+
+
+def _declared_light(stmt: ast.AST) -> bool:
+    """A binding that declares a light type for its name: ``names: list[str] = []``, a bare
+    ``dims: list[int]``, or a parameter ``flag: bool``."""
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return light_annotation(stmt.annotation)
+    return isinstance(stmt, ast.arg) and light_annotation(stmt.annotation)
 
 
 def _makes_container(stmt: ast.AST) -> bool:
