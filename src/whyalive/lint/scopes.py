@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
+from whyalive.lint.findings import Advice, Capture, LintFinding, Rule, TextEdit, advice_sentence
 from whyalive.lint.symbols import (
     COMPREHENSION_NODES,
     FUNCTION_NODES,
@@ -136,12 +136,15 @@ class Context:
         *,
         captures: tuple[Capture, ...] = (),
         edits: tuple[TextEdit, ...] = (),
+        advice: tuple[Advice, ...] = (),
         **fields: str,
     ) -> LintFinding:
         """Build a finding at ``node`` from the current rule's message template, filled from
-        ``found`` and ``fields``."""
+        ``found``, ``fields`` and the ``advice`` sentence (its ``{advice}`` field)."""
         assert self.rule is not None
         fields = {**(found or {}), **fields}
+        if advice:
+            fields["advice"] = advice_sentence(advice)
         return LintFinding(
             self.filename,
             getattr(node, "lineno", 1),
@@ -150,6 +153,7 @@ class Context:
             self.rule.message.format(**fields),
             captures,
             edits,
+            tuple(a.key for a in advice),
         )
 
     def frame_table(self, frame: Frame) -> Scope | None:

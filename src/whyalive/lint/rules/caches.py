@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.findings import Advice, LintFinding, Rule
 from whyalive.lint.rules.annotations import light_annotation
 from whyalive.lint.rules.instances import is_module_class, light_instance
 from whyalive.lint.rules.weight import Weigher, weigher
@@ -60,6 +60,27 @@ def _kept(bound: int | None, me: str) -> dict[str, str]:
     }
 
 
+def _advice(method: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> tuple[Advice, ...]:
+    """Fixes that keep every call ``obj.method(...)`` as it is."""
+    args = method.args
+    only_self = len(args.posonlyargs) + len(args.args) == 1 and not (
+        args.vararg or args.kwarg or args.kwonlyargs
+    )
+    memo = (
+        f"an attribute of `{me}` set on the first call and returned after"
+        if only_self
+        else f"a dict on `{me}` keyed by the arguments, filled on the first call"
+    )
+    return (
+        Advice("instance-memo", f"keep the results on the instance instead: {memo}"),
+        Advice(
+            "module-function",
+            f"when the result does not depend on `{me}`, cache a module-level function of "
+            "the arguments and call it from the method",
+        ),
+    )
+
+
 def _check_method_cache(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     assert isinstance(node, FUNCTION_NODES)
     if ctx.frame.kind != "class" or not node.decorator_list:
@@ -80,7 +101,8 @@ def _check_method_cache(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
             assert ctx.rule is not None
             why = _why_light(ctx, cls, node, bound)
             if (why is not None) == (ctx.rule is LIGHT_METHOD_CACHE):
-                yield ctx.report(deco, fields, why=why or "")
+                advice = () if why is not None else _advice(node, args[0].arg)
+                yield ctx.report(deco, fields, why=why or "", advice=advice)
             return
 
 
@@ -133,9 +155,7 @@ METHOD_CACHE = Rule(
     name="method-cache",
     message=(
         "WAL501 `@{deco}` on method `{cls}.{name}` keeps {kept} in a cache owned by the "
-        "class, so {freed} (flake8-bugbear B019). Keep the results on the instance instead "
-        "(an attribute, or a dict keyed by the arguments, filled on the first call), or cache "
-        "a module-level function of the values it needs."
+        "class, so {freed} (flake8-bugbear B019). {advice}"
     ),
     node_types=FUNCTION_NODES,
     check=_check_method_cache,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
 from whyalive.lint.rules.autograd import is_hook_registrar
 from whyalive.lint.rules.shapes import (
     closure_frees,
@@ -33,7 +33,17 @@ def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFind
             found = closure_frees(held, ctx)
             # Closures that capture self are WAL202's, on by default.
             if found is not None and owner.name not in found[1]:
-                yield ctx.report(node, stmt=snippet(node), kind=found[0], self=owner.name)
+                advice = (
+                    Advice("method", "prefer a method of the class"),
+                    Advice(
+                        "weak-self",
+                        f"if it comes to need `{owner.name}`, capture "
+                        f"`weakref.ref({owner.name})` inside it",
+                    ),
+                )
+                yield ctx.report(
+                    node, stmt=snippet(node), kind=found[0], self=owner.name, advice=advice
+                )
                 return
 
 
@@ -42,7 +52,7 @@ ANY_CLOSURE_ON_SELF = Rule(
     name="closure-on-self",
     message=(
         "WAL901 `{stmt}` stores a {kind} on `{self}`; it makes no cycle today, but one use "
-        "of `{self}` inside it will. Prefer a method, or `weakref.ref({self})` inside it."
+        "of `{self}` inside it will. {advice}"
     ),
     node_types=(ast.Assign, ast.AnnAssign, ast.Call),
     check=_check_any_closure_on_self,
@@ -66,7 +76,13 @@ def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding
         # Hooks that capture the object they are registered on are WAL401's.
         if found is not None and found[1] and owner not in found[1]:
             captured = ", ".join(f"`{n}`" for n in sorted(found[1])[:4])
-            yield ctx.report(node, call=snippet(node), kind=found[0], captured=captured)
+            advice = (
+                Advice("use-arguments", "pass what the hook needs through its arguments"),
+                Advice("weak-ref", "capture a `weakref.ref` to it"),
+            )
+            yield ctx.report(
+                node, call=snippet(node), kind=found[0], captured=captured, advice=advice
+            )
             return
 
 
@@ -75,7 +91,7 @@ HOOK_CLOSURE = Rule(
     name="hook-closure",
     message=(
         "WAL902 `{call}` registers a {kind} that captures {captured}; they live as long as "
-        "the hook. Pass what the hook needs through its arguments or a `weakref`."
+        "the hook. {advice}"
     ),
     node_types=(ast.Call,),
     check=_check_any_hook_closure,

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
-from whyalive.lint.findings import snippet
+from whyalive.lint.findings import Advice, snippet
 from whyalive.lint.rules.object_stores import (
     MAY_HOLD,
     may_store_on_object,
     object_stores,
-    undo_text,
+    patch_advice,
 )
 from whyalive.lint.rules.patch_facts import (
     MODULE_METHODS,
@@ -57,7 +57,7 @@ class Patch:
 
     obj: str
     what: str
-    fix: str
+    advice: tuple[Advice, ...]
     owner: MethodSelf | None
     """The enclosing method's ``self`` when ``obj`` is it (its class may prove it light)."""
 
@@ -85,6 +85,10 @@ class _Holding(NamedTuple):
     """The bound method (``m.forward``) through which it holds ``obj``, if any."""
     captured: bool = False
     """Held as a closure variable (WAL202's when the object is the method's ``self``)."""
+    kind: str = "binds"
+    """``binds`` (``MethodType``, ``partial``), ``captures`` (a closure over it),
+    ``calls-saved`` (a closure calling its saved bound method), ``saved`` (the bound method
+    itself) or ``rewrap`` (a wrapper around it), which decides the fixes offered."""
 
 
 class _Facts:
@@ -177,10 +181,10 @@ def _holdings(
                 continue
             if expr.attr in facts.file.saved_methods:
                 what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
-                yield _Holding(owner, what)
+                yield _Holding(owner, what, kind="saved")
             elif expr.attr in facts.file.method_names:
                 text = object_text(expr)
-                yield _Holding(owner, f"its own bound method `{text}`", text)
+                yield _Holding(owner, f"its own bound method `{text}`", text, kind="saved")
             elif (source := facts.bound_method(object_text(expr), owners)) is not None:
                 yield _saved_method(object_text(expr), source)
         elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
@@ -208,14 +212,16 @@ def _holdings(
                 method = facts.bound_method(object_text(original), owners)
                 if method is not None:  # `@wraps(original)`: held as `__wrapped__`
                     what = f"a {kind} whose `__wrapped__` is the bound method `{method}`"
-                    yield _Holding(method.rsplit(".", 1)[0], what, method)
+                    yield _Holding(method.rsplit(".", 1)[0], what, method, kind="calls-saved")
             for free in sorted(frees):
                 saved = facts.bound_method(free, owners) if _may_be_alias(ctx, free) else None
                 if saved is not None:
                     what = f"a {kind} that calls `{free}` (the bound method `{saved}`)"
-                    yield _Holding(saved.rsplit(".", 1)[0], what)
+                    yield _Holding(saved.rsplit(".", 1)[0], what, kind="calls-saved")
                 else:
-                    yield _Holding(free, f"a {kind} that captures `{free}`", captured=True)
+                    yield _Holding(
+                        free, f"a {kind} that captures `{free}`", captured=True, kind="captures"
+                    )
 
 
 def _defines(ctx: Context, name: str) -> bool:
@@ -235,7 +241,7 @@ def _is_method_text(dotted: str, facts: _Facts) -> bool:
 def _rewrap(wrapper: str, target: str) -> _Holding:
     """``m.f = wrap(m.f)`` with ``f`` a method: the wrapper holds ``m.f``, bound to ``m``."""
     what = f"`{wrapper}`, a wrapper around its own bound method `{target}`"
-    return _Holding(target.rsplit(".", 1)[0], what, target)
+    return _Holding(target.rsplit(".", 1)[0], what, target, kind="rewrap")
 
 
 def _saved_method(name: str, source: str) -> _Holding:
@@ -244,7 +250,7 @@ def _saved_method(name: str, source: str) -> _Holding:
         if name != source
         else f"its own bound method `{source}`, read before `{source}` is patched"
     )
-    return _Holding(source.rsplit(".", 1)[0], what, source)
+    return _Holding(source.rsplit(".", 1)[0], what, source, kind="saved")
 
 
 def _is_parameter(ctx: Context, name: str) -> bool:
@@ -332,15 +338,6 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 ctx, node.targets[0] if isinstance(node, ast.Assign) else node.target, node.lineno
             ):
                 continue
-            if saved_method is not None:
-                fix = (
-                    f"Keep or wrap the function instead (`type({held}).{method}`, called with "
-                    f"`{held}`), and undo a patch with `del {held}.{method}` rather than by "
-                    "assigning the bound method back."
-                )
-            else:
-                fix = (
-                    f"Undo it when done ({undo_text(node, obj)}), or make it hold "
-                    f"`weakref.proxy({held})` instead of `{held}`."
-                )
-            yield Patch(held, what, fix, me if is_self else None)
+            own = is_self and method in own_methods
+            advice = patch_advice(holding.kind, held, holding.method, node, obj, where, own)
+            yield Patch(held, what, advice, me if is_self else None)
