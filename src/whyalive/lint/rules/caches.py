@@ -9,7 +9,7 @@ from whyalive.lint.findings import Advice, LintFinding, Rule
 from whyalive.lint.rules.annotations import light_annotation
 from whyalive.lint.rules.instances import is_module_class, light_instance
 from whyalive.lint.rules.weight import Weigher, weigher
-from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes
+from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes, walk_nodes
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})
@@ -71,12 +71,20 @@ def _advice(method: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> tuple[Ad
         if only_self
         else f"a dict on `{me}` keyed by the arguments, filled on the first call"
     )
+    instance = Advice("instance-memo", f"keep the results on the instance instead: {memo}")
+    reads_self = any(
+        isinstance(n, ast.Name) and n.id == me and isinstance(n.ctx, ast.Load)
+        for stmt in method.body
+        for n in walk_nodes(stmt)
+    )
+    if reads_self:
+        return (instance,)
     return (
-        Advice("instance-memo", f"keep the results on the instance instead: {memo}"),
+        instance,
         Advice(
             "module-function",
-            f"when the result does not depend on `{me}`, cache a module-level function of "
-            "the arguments and call it from the method",
+            f"cache a module-level function of the arguments instead (the method does not "
+            f"read `{me}`) and call it from the method",
         ),
     )
 

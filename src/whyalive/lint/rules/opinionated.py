@@ -6,15 +6,18 @@ import ast
 from collections.abc import Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
+from whyalive.lint.rules.annotations import last_name
 from whyalive.lint.rules.autograd import is_hook_registrar
 from whyalive.lint.rules.shapes import (
     closure_frees,
+    enclosing_function,
     held_values,
     method_self,
     root_name,
     store_sites,
 )
-from whyalive.lint.scopes import Context
+from whyalive.lint.rules.weight import weigher
+from whyalive.lint.scopes import FUNCTION_OR_LAMBDA, Context
 
 
 def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
@@ -34,11 +37,10 @@ def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFind
             # Closures that capture self are WAL202's, on by default.
             if found is not None and owner.name not in found[1]:
                 advice = (
-                    Advice("method", "prefer a method of the class"),
                     Advice(
-                        "weak-self",
-                        f"if it comes to need `{owner.name}`, capture "
-                        f"`weakref.ref({owner.name})` inside it",
+                        "method",
+                        f"prefer a method of the class (and `weakref.ref({owner.name})` inside "
+                        f"the function if it ever needs `{owner.name}`)",
                     ),
                 )
                 yield ctx.report(
@@ -65,6 +67,21 @@ Off by default; select it with `--select WAL901` (or `WAL9`).""",
 )
 
 
+def _weak_reference(ctx: Context, name: str) -> bool:
+    """Whether every binding of ``name`` in the function around is a weak reference
+    (``weakref.ref(x)``, ``WeakMethod``, ``proxy``): capturing it keeps nothing alive."""
+    function = enclosing_function(ctx)
+    if function is None or not isinstance(function.node, FUNCTION_OR_LAMBDA):
+        return False
+    bound = weigher(ctx).scope(function.node).bound.get(name, [])
+    return bool(bound) and all(
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Call)
+        and last_name(stmt.value.func) in ("ref", "WeakMethod", "proxy")
+        for stmt in bound
+    )
+
+
 def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     assert isinstance(node, ast.Call)
     func = node.func
@@ -74,11 +91,17 @@ def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding
     for held in held_values(node.args[0]):
         found = closure_frees(held, ctx)
         # Hooks that capture the object they are registered on are WAL401's.
-        if found is not None and found[1] and owner not in found[1]:
-            captured = ", ".join(f"`{n}`" for n in sorted(found[1])[:4])
+        if found is None or owner in found[1]:
+            continue
+        strong = sorted(n for n in found[1] if not _weak_reference(ctx, n))
+        if strong:
+            captured = ", ".join(f"`{n}`" for n in strong[:4])
             advice = (
-                Advice("use-arguments", "pass what the hook needs through its arguments"),
-                Advice("weak-ref", "capture a `weakref.ref` to it"),
+                Advice(
+                    "weak-ref",
+                    "capture a `weakref.ref` to what it needs (or take it from the hook's "
+                    "arguments when they carry it)",
+                ),
             )
             yield ctx.report(
                 node, call=snippet(node), kind=found[0], captured=captured, advice=advice

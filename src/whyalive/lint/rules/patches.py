@@ -224,6 +224,13 @@ def _holdings(
                     )
 
 
+_KIND_ORDER = ("binds", "captures", "calls-saved", "rewrap", "saved")
+
+
+def _kind_rank(holding: _Holding) -> int:
+    return _KIND_ORDER.index(holding.kind)
+
+
 def _defines(ctx: Context, name: str) -> bool:
     """Whether the file has a ``def name`` (the names are read once per file)."""
     key = ("def-names", 0)
@@ -314,7 +321,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
     facts = _Facts(ctx, function, me)
     for obj, value, where, chain in stores:
         owners = {object_text(part) for part in chain}
-        for holding in _holdings(value, where, owners, me.name if me else None, ctx, facts):
+        holdings = list(_holdings(value, where, owners, me.name if me else None, ctx, facts))
+        for holding in holdings:
             held, what, saved_method = holding.obj, holding.what, holding.method
             if held not in owners:
                 continue
@@ -339,5 +347,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
             ):
                 continue
             own = is_self and method in own_methods
-            advice = patch_advice(holding.kind, held, holding.method, node, obj, where, own)
+            # A closure that captures the object and calls its saved method is fixed as the
+            # second: a weak proxy for the first would leave the bound method.
+            worst = max((h for h in holdings if h.obj == held), key=_kind_rank)
+            advice = patch_advice(worst.kind, held, worst.method, node, obj, where, own)
             yield Patch(held, what, advice, me if is_self else None)
