@@ -32,9 +32,10 @@ from types import TracebackType
 from typing import Any
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.collector import older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
-from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
+from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
@@ -342,12 +343,14 @@ class GcMonitor(GcSampler):
     def _flush(self) -> None:
         """At stop: save one last collection so the last steps' cycles are counted.
 
-        Generation 1 too when automatic GC is on (cycles promoted while alive end
-        there); with automatic GC off only the young one, which needs no full release.
+        With automatic GC on, also the generation that young collections move what
+        is alive into (cycles promoted while alive end there: generation 1, or the
+        old space of 3.14.0-3.14.4, which only a full collection reaches); with
+        automatic GC off only the young one.
         """
         self._forced = True
         try:
-            gc.collect(1 if gc.isenabled() else 0)
+            gc.collect(older_generation(0) if gc.isenabled() else 0)
         finally:
             self._forced = False
         self._process()
