@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from capabilities import JSONSCHEMA_MISSING
 from whyalive import find_leaks
 from whyalive.cli import main
 from whyalive.errors import EXIT_USAGE, ReportFormatError
@@ -69,7 +70,7 @@ def test_each_schema_break_is_one_line(report_data: dict[str, Any]) -> None:
 
 def test_agrees_with_jsonschema(report_data: dict[str, Any]) -> None:
     """The stdlib check accepts and rejects exactly what jsonschema does on the schema."""
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = pytest.importorskip("jsonschema", reason=JSONSCHEMA_MISSING)
     jsonschema.validate(report_data, report_schema())
     for name, broken in _mutations(report_data):
         with pytest.raises(jsonschema.ValidationError):
