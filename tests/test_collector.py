@@ -229,4 +229,3 @@ def test_plugin_blames_setup_and_call_on_this_collector(pytester: pytest.Pyteste
     )
     result.stdout.fnmatch_lines(["*whyalive: leak in call of test_suite.py::test_call_leak"])
     assert "leak in call of test_suite.py::test_fixture_leak" not in result.stdout.str()
-
