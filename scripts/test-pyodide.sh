@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every pyodide 314.x ships CPython 3.14.0 or 3.14.2: the incremental collector of 3.14.0-3.14.4.
 PYODIDE_VERSION=314.0.8
-# No NumPy, torch or jsonschema: none of them (jsonschema through rpds-py) has a wheel for
-# Pyodide's ABI on PyPI or npm, so the tests that need them skip, saying so.
-WHEELS=("pytest>=8" "hypothesis>=6")
+# No NumPy or torch: neither has a wheel for Pyodide's ABI on PyPI or npm, so the tests that
+# need them skip, saying so. jsonschema 4.18+ needs rpds-py (no such wheel either); 4.17 is
+# pure Python.
+WHEELS=("pytest>=8" "hypothesis>=6" "jsonschema>=4.17,<4.18")
 cache=.cache/pyodide
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "test-pyodide.sh: the CPython 3.14 leg needs node (18+) and npm" >&2

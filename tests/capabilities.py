@@ -1,8 +1,8 @@
 """What this platform can run, and the marks that skip a test where it cannot.
 
 CPython 3.14 is tested through Pyodide (CPython compiled to WebAssembly, run by
-node): it has no threads, no fork, no subprocesses, no wheel of NumPy, torch or
-jsonschema's rpds-py, and no C compiler. A test that needs one of those says so
+node): it has no threads, no fork, no subprocesses, no wheel of NumPy or torch,
+and no C compiler. A test that needs one of those says so
 with a mark or reason from here, and skips there with that reason; nothing else
 may skip on that leg. Tests of the C extension are deselected there instead
 (``tests/conftest.py``): there is no C extension to test.
@@ -72,11 +72,7 @@ NUMPY_MISSING = (
 """Also the reason for ``pytest.importorskip("numpy", reason=NUMPY_MISSING)``, in modules
 whose every test needs NumPy."""
 needs_numpy = pytest.mark.skipif(numpy is None, reason=NUMPY_MISSING)
-JSONSCHEMA_MISSING = (
-    "needs jsonschema: its rpds-py has no wheel for Pyodide's WebAssembly ABI on PyPI or npm"
-    if WEBASSEMBLY
-    else "needs jsonschema: not installed"
-)
+JSONSCHEMA_MISSING = "needs jsonschema: not installed"
 """The reason for ``pytest.importorskip("jsonschema", reason=JSONSCHEMA_MISSING)``."""
 
 needs_c = pytest.mark.c_extension
