@@ -145,3 +145,35 @@ def _check_fixed(text: str, path: Path, code: str, before: Run, key: str) -> Non
     assert after.result == before.result
     assert not after.kept_without_gc, f"{path.name} still keeps the payload"
     assert after.cycles == 0
+
+
+def test_a_kept_frame_keeps_its_callers() -> None:
+    """Why the 3xx findings are never demoted by their function's locals: an exception kept
+    in a helper's local keeps the helper's frame, and through `f_back` its caller's frame
+    with the caller's locals, after both returned, until the collector runs."""
+
+    class Payload:
+        pass
+
+    def helper() -> None:
+        try:
+            raise ValueError("kept")
+        except ValueError as err:
+            kept = err  # noqa: F841 - the shape WAL301 flags
+        return None
+
+    def caller() -> weakref.ref[Payload]:
+        payload = Payload()
+        helper()
+        return weakref.ref(payload)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ref = caller()
+        assert ref() is not None  # the caller returned, but its frame is kept
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()
+    assert ref() is None  # a cycle, which the collector frees

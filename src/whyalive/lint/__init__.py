@@ -213,6 +213,13 @@ def _lint_file(job: tuple[str, tuple[str, ...], bool]) -> tuple[list[LintFinding
     return _lint_with(source, path, rules), source if keep_source else None
 
 
+def _file_size(job: tuple[str, tuple[str, ...], bool]) -> float:
+    try:
+        return float(os.stat(job[0]).st_size)
+    except OSError:
+        return 0.0
+
+
 def lint_paths(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -245,6 +252,7 @@ def lint_paths(
         _lint_file,
         [(path, codes, sources is not None) for path in files],
         worker_count(jobs, len(files)),
+        cost=_file_size,
     )
     findings: list[LintFinding] = []
     for path, (found, source) in zip(files, jobs_done, strict=True):

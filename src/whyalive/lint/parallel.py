@@ -49,14 +49,27 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def map_in_workers(
-    function: Callable[[T], R], items: Sequence[T], workers: int, *, chunksize: int = 4
+    function: Callable[[T], R],
+    items: Sequence[T],
+    workers: int,
+    *,
+    cost: Callable[[T], float] | None = None,
 ) -> list[R]:
     """``[function(item) for item in items]``, computed by ``workers`` processes (in this one
-    when ``workers`` is 1, or when a worker dies: then everything is redone here)."""
+    when ``workers`` is 1, or when a worker dies: then everything is redone here). With
+    ``cost`` (an estimate per item), the costliest items go first, so no worker is left
+    with a big one at the end; the results still come back in ``items``' order."""
     if workers <= 1:
         return [function(item) for item in items]
+    order = list(range(len(items)))
+    if cost is not None:
+        order.sort(key=lambda i: -cost(items[i]))
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-            return list(pool.map(function, items, chunksize=chunksize))
+            done = list(pool.map(function, [items[i] for i in order], chunksize=1))
     except BrokenProcessPool:
         return [function(item) for item in items]
+    results: list[R | None] = [None] * len(items)
+    for index, result in zip(order, done, strict=True):
+        results[index] = result
+    return results  # type: ignore[return-value]
