@@ -81,6 +81,9 @@ class Scope:
     children: list[Scope] = field(default_factory=list)
     symbols: dict[str, Symbol] = field(default_factory=dict)
     free: frozenset[str] = frozenset()
+    values: dict[str, list[ast.AST | None]] = field(default_factory=dict)
+    """For each name bound here: the value of each ``name = value`` (``None`` for any other
+    binding: a loop target, ``with``, an import, a parameter...)."""
 
     def lookup(self, name: str) -> Symbol | None:
         """The symbol ``name`` of this scope, or ``None`` when the scope never mentions it."""
@@ -206,6 +209,7 @@ def _collect(top: ast.AST, shallow: bool) -> list[Scope]:
         body = outer_and_inner(top, annotations=False)[1]
     stack: list[tuple[ast.AST, Scope]] = [(n, root) for n in reversed(body)]
     pop, push = stack.pop, stack.append
+    valued: set[int] = set()  # targets of `name = value`, whose value is recorded
     while stack:
         node, scope = pop()
         cls = type(node)
@@ -216,7 +220,14 @@ def _collect(top: ast.AST, shallow: bool) -> list[Scope]:
                     scope.used.add("__class__")
             else:  # Store and Del both make the name local
                 scope._bind(node.id, _ASSIGNED)  # type: ignore[attr-defined]
+                if id(node) not in valued:
+                    scope.values.setdefault(node.id, []).append(None)  # type: ignore[attr-defined]
             continue
+        if cls is ast.Assign:
+            for target in node.targets:  # type: ignore[attr-defined]
+                if type(target) is ast.Name:
+                    valued.add(id(target))
+                    scope.values.setdefault(target.id, []).append(node.value)  # type: ignore[attr-defined]
         if cls in _SCOPE_TYPES:
             if cls in _DEF_TYPES:
                 scope._bind(node.name, _ASSIGNED)  # type: ignore[attr-defined]

@@ -170,7 +170,13 @@ def _holdings(
         elif isinstance(expr, ast.Call):
             # `m.f = wrap(m.f)`: the wrapper holds the method it replaces.
             arguments = arguments_deep(expr) if expr is value and target else []
-            through_alias = not self_rooted and any(_may_be_alias(ctx, a) for a in arguments)
+            # An alias of the method (`orig = m.f`, then `m.f = wrap(orig)`) spells `m.f`
+            # a second time in the function: without that, no table is needed.
+            through_alias = (
+                not self_rooted
+                and _spelled_twice(ctx, target)
+                and any(_may_be_alias(ctx, a, reads=target) for a in arguments)
+            )
             rewrap = target in arguments or (through_alias and target in facts.function.rewrapped)
             if rewrap and _is_method_text(target, facts):
                 yield _rewrap(snippet(expr, 50), target)
@@ -196,7 +202,11 @@ def _holdings(
             found = closure_frees(expr, ctx) if nested else None
             if found is None:
                 # A local bound to `self.m` is WAL201's business (rare); others need evidence.
-                if isinstance(expr, ast.Name) and not self_rooted and _may_be_alias(ctx, expr.id):
+                if (
+                    isinstance(expr, ast.Name)
+                    and not self_rooted
+                    and _may_be_alias(ctx, expr.id, target)
+                ):
                     source = facts.bound_method(expr.id, owners)
                     if source is not None:
                         yield _saved_method(expr.id, source)
@@ -271,12 +281,44 @@ def _is_parameter(ctx: Context, name: str) -> bool:
     return any(a is not None and a.arg == name for a in every)
 
 
-def _may_be_alias(ctx: Context, name: str) -> bool:
+def _spelled_twice(ctx: Context, text: str) -> bool:
+    """Whether ``text`` occurs at least twice in the source of the function around."""
+    function = enclosing_function(ctx)
+    if function is None or not text:
+        return False
+    key = ("function-source", id(function.node))
+    source = ctx.memo.get(key)
+    if not isinstance(source, str):
+        lines = ctx.memo.get(("lines", 0))
+        if not isinstance(lines, list):
+            lines = ctx.memo[("lines", 0)] = ctx.source.splitlines()
+        node = function.node
+        first, last = getattr(node, "lineno", 1), getattr(node, "end_lineno", None)
+        source = ctx.memo[key] = "\n".join(lines[first - 1 : last])
+    return source.count(text) >= 2
+
+
+def _may_be_alias(ctx: Context, name: str, target: str = "", reads: str = "") -> bool:
     """Whether ``name`` may be a local that an assignment bound to another object's method
-    (asked before the function's facts are computed): assigned here, or in a function around."""
-    table = ctx.frame_table(ctx.frame)
-    symbol = table.lookup(name) if table is not None else None
-    return symbol is not None and (symbol.is_assigned() or symbol.is_free())
+    (asked before the function's facts are computed): assigned here or in a function around,
+    from an attribute (``original = m.forward``), a call given ``target`` (``new =
+    wrap(m.forward)``) or by a binding other than ``=`` (a loop over pairs); with ``reads``,
+    only from that very attribute."""
+    scope = ctx.frame_table(ctx.frame)
+    symbol = scope.lookup(name) if scope is not None else None
+    if symbol is None or not (symbol.is_assigned() or symbol.is_free()):
+        return False
+    while scope is not None and name in scope.free:
+        scope = scope.parent
+    values = scope.values.get(name) if scope is not None else None
+    if values is None:
+        return True  # bound where these tables were not built: ask the function's facts
+    return any(
+        value is None
+        or (isinstance(value, ast.Attribute) and (not reads or object_text(value) == reads))
+        or (target and isinstance(value, ast.Call) and target in arguments_deep(value))
+        for value in values
+    )
 
 
 def _local_root(ctx: Context, function: Frame, name: str) -> bool:
