@@ -56,7 +56,8 @@ def map_in_workers(
     cost: Callable[[T], float] | None = None,
 ) -> list[R]:
     """``[function(item) for item in items]``, computed by ``workers`` processes (in this one
-    when ``workers`` is 1, or when a worker dies: then everything is redone here). With
+    when ``workers`` is 1, or when a worker dies or none can start: then everything is done
+    here). With
     ``cost`` (an estimate per item), the costliest items go first, so no worker is left
     with a big one at the end; the results still come back in ``items``' order."""
     if workers <= 1:
@@ -67,7 +68,7 @@ def map_in_workers(
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             done = list(pool.map(function, [items[i] for i in order], chunksize=1))
-    except BrokenProcessPool:
+    except (BrokenProcessPool, OSError):  # a worker died, or no processes can be made here
         return [function(item) for item in items]
     results: list[R | None] = [None] * len(items)
     for index, result in zip(order, done, strict=True):
