@@ -13,6 +13,7 @@ __all__ = ["lint_tree"]
 
 
 _POP = ast.Pass()
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 
 class _Push(ast.AST):
@@ -34,8 +35,10 @@ def lint_tree(
 ) -> list[LintFinding]:
     """Run ``rules`` over an already parsed module and return their findings in order."""
     dispatch = _dispatch_table(rules)
-    # Leaves no rule asked for are never pushed: they are most of the tree.
+    # Leaves no rule asked for are never pushed: they are most of the tree. So are
+    # attributes of a name (`self.x`, `torch.nn`), whose only child is that name.
     skip = {ast.Name, ast.Constant}.difference(dispatch)
+    attribute = ast.Attribute if ast.Attribute not in dispatch and ast.Name in skip else None
     ctx = Context(source, filename, [Frame(tree, "module", None)])
     findings: list[LintFinding] = []
     stack: list[ast.AST] = list(reversed(tree.body))
@@ -66,7 +69,7 @@ def lint_tree(
                             f"WAL000 internal error in {rule.code}: {type(exc).__name__}: {exc}",
                         )
                     )
-        if isinstance(node, SCOPE_NODES):
+        if cls in _SCOPE_TYPES:
             outer, inner = outer_and_inner(node)
             push(_POP)
             stack.extend(reversed(inner))
@@ -79,9 +82,16 @@ def lint_tree(
                 continue
             if type(value) is list:
                 for item in reversed(value):
-                    if isinstance(item, ast.AST) and type(item) not in skip:
+                    kind = type(item)
+                    if kind in skip or (kind is attribute and type(item.value) is ast.Name):
+                        continue
+                    if isinstance(item, ast.AST):
                         push(item)
-            elif isinstance(value, ast.AST) and type(value) not in skip:
-                push(value)
+            else:
+                kind = type(value)
+                if kind in skip or (kind is attribute and type(value.value) is ast.Name):
+                    continue
+                if isinstance(value, ast.AST):
+                    push(value)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -196,10 +195,7 @@ def _holdings(
         elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
             continue  # an argument: neither a nested function nor a saved method
         else:
-            # Only a `def` makes a nested function a name can hold: skip the symbol table
-            # (the costly part) when the file has no `def` of that name.
-            nested = not isinstance(expr, ast.Name) or _defines(ctx, expr.id)
-            found = closure_frees(expr, ctx) if nested else None
+            found = closure_frees(expr, ctx)
             if found is None:
                 # A local bound to `self.m` is WAL201's business (rare); others need evidence.
                 if (
@@ -239,15 +235,6 @@ _KIND_ORDER = ("binds", "captures", "calls-saved", "rewrap", "saved")
 
 def _kind_rank(holding: _Holding) -> int:
     return _KIND_ORDER.index(holding.kind)
-
-
-def _defines(ctx: Context, name: str) -> bool:
-    """Whether the file has a ``def name`` (the names are read once per file)."""
-    key = ("def-names", 0)
-    names = ctx.memo.get(key)
-    if not isinstance(names, frozenset):
-        names = ctx.memo[key] = frozenset(re.findall(r"\bdef\s+(\w+)", ctx.source))
-    return name in names
 
 
 def _is_method_text(dotted: str, facts: _Facts) -> bool:
