@@ -112,6 +112,35 @@ def test_graph_freed_by_backward_counts_only_what_is_left() -> None:
     assert report.total_bytes == 3 * 4000  # out, the leaf a (AccumulateGrad) and a.grad
 
 
+def test_consumed_graph_is_walked_without_an_exception_per_node() -> None:
+    """A model's graph after backward(): no saved tensor is read (each read would raise)."""
+    import sys
+
+    from whyalive.kinds.torch import AutogradWalk
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    out = model(torch.randn(2, 8))
+    loss = out.sum()
+    loss.backward()
+    raised: list[object] = []
+
+    def watch(frame: object, event: str, arg: object) -> None:
+        if event == "c_exception":
+            raised.append(arg)
+
+    walk = AutogradWalk()
+    sys.setprofile(watch)
+    try:
+        walk.visit(0, loss)
+    finally:
+        sys.setprofile(None)
+    visited = len(walk._visited)
+    walk._by_root.clear()  # found: the leaves and their gradients; dropped unweighed
+    walk.finish({}, [])
+    assert visited >= 8  # sum, two addmm, relu, two t, four AccumulateGrad
+    assert raised == []
+
+
 def test_tensor_and_its_numpy_view_count_once() -> None:
     """A tensor and its .numpy() view in one cycle hold 4,000 B of storage, not 8,000."""
     pytest.importorskip("numpy")
