@@ -213,20 +213,23 @@ def autograd_nodes(root: Any, visited: dict[int, object], limit: int) -> Iterato
 
 
 # Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once,
-# each ``_saved_x`` with its ``_raw_saved_x`` twin when it has one (a saved tensor).
-_SAVED_NAMES: dict[type, tuple[tuple[str, str | None], ...]] = {}
+# each saved tensor's ``_saved_x`` with its ``_raw_saved_x`` twin.
+_SAVED_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
-def _saved_names(node: Any) -> tuple[tuple[str, str | None], ...]:
+def _saved_names(node: Any) -> tuple[tuple[str, str], ...]:
     cls = type(node)
     names = _SAVED_NAMES.get(cls)
     if names is None:
+        # Only a saved tensor (or list of them) has a raw twin; the other ``_saved_*``
+        # are sizes and numbers, never tensors.
         attributes = set(dir(node))
         names = tuple(
-            (name, raw if raw in attributes else None)
+            (name, raw)
             for name in sorted(attributes)
             if name.startswith("_saved_")
             for raw in ("_raw" + name,)
+            if raw in attributes
         )
         names = _SAVED_NAMES.setdefault(cls, names)
     return names
@@ -243,10 +246,9 @@ def saved_tensors(node: Any) -> list[object]:
     values: list[object] = []
     for name, raw in _saved_names(node):
         try:
-            if raw is not None:
-                twin = getattr(node, raw)
-                if type(twin) not in (tuple, list) and twin.data is None:
-                    continue  # freed by backward(), or never defined
+            twin = getattr(node, raw)
+            if type(twin) not in (tuple, list) and twin.data is None:
+                continue  # freed by backward(), or never defined
             value = getattr(node, name)
         except RuntimeError:  # freed by backward(): nothing held any more
             continue
