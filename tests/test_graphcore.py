@@ -204,7 +204,25 @@ def test_random_object_graphs_match_oracle(graph: tuple[int, Edges], data: st.Da
         reach = closure(adj)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(len(adj))]
         outputs.append((offsets.tobytes(), targets.tobytes(), comp, count, cyclic, mask))
+        # In place: the given list becomes the node list, with the same graph.
+        given = list(objects)
+        same, in_offsets, in_targets, in_marked = impl.build_graph(given, follow, mark, True)
+        assert same is given
+        assert all(a is b for a, b in zip(given, exp_nodes, strict=True))
+        assert (in_offsets.tobytes(), in_targets.tobytes(), in_marked) == (
+            offsets.tobytes(),
+            targets.tobytes(),
+            marked,
+        )
     assert all(out == outputs[0] for out in outputs)
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_in_place_needs_a_list(impl: GraphImplementation) -> None:
+    """Only a list can become the node list; anything else is a TypeError, untouched."""
+    items = (object(),)
+    with pytest.raises(TypeError, match="in_place"):
+        impl.build_graph(items, (), (), True)  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)

@@ -640,8 +640,11 @@ check_types(PyObject *types, const char *name)
     return -1;
 }
 
+/* in_place: objects is a list that becomes the node list, the extras appended
+ * to it, so its 10^6 items are neither increfed into a new list nor decrefed
+ * out of it (each a write to an object's header, a cache miss). */
 static PyObject *
-build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types)
+build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types, int in_place)
 {
     builder b;
     PyObject *seq = NULL, *nodes_list = NULL, *offsets_mv = NULL, *targets_mv = NULL;
@@ -756,8 +759,24 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             } else {
                 PyErr_Clear();
             }
-            nodes_list = PyList_New(b.nnodes);
-            if (nodes_list != NULL) {
+            if (in_place) {
+                /* No Python code ran since PySequence_Fast: the list still holds
+                 * exactly the input. Our references to the extras are dropped by
+                 * builder_release; the list takes its own. */
+                nodes_list = seq;
+                Py_INCREF(nodes_list);
+                for (i = b.n_input; i < b.nnodes; i++) {
+                    if (PyList_Append(nodes_list, b.nodes[i]) < 0) {
+                        (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list),
+                                              NULL);
+                        Py_CLEAR(nodes_list);
+                        break;
+                    }
+                }
+            } else {
+                nodes_list = PyList_New(b.nnodes);
+            }
+            if (nodes_list != NULL && !in_place) {
                 for (i = 0; i < b.n_input; i++) {
                     Py_INCREF(b.nodes[i]);
                     PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
@@ -767,6 +786,8 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                     PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
                 }
                 b.n_input = b.nnodes;
+            }
+            if (nodes_list != NULL) {
                 offsets_mv = view_of((void **)&b.offsets,
                                      (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
                 if (offsets_mv != NULL) {
@@ -787,6 +808,10 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 if (marked_list != NULL) {
                     result = PyTuple_Pack(4, nodes_list, offsets_mv, targets_mv, marked_list);
                 }
+                if (result == NULL && in_place) {
+                    /* The caller's list goes back to what it was. */
+                    (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list), NULL);
+                }
             }
         }
     }
@@ -805,16 +830,28 @@ static PyObject *
 fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3) {
+    if (nargs != 3 && nargs != 4) {
         PyErr_SetString(PyExc_TypeError,
-                        "build_graph(objects, follow_types, mark_types) takes 3 arguments");
+                        "build_graph(objects, follow_types, mark_types, in_place=False) takes 3 "
+                        "or 4 arguments");
         return NULL;
+    }
+    int in_place = 0;
+    if (nargs == 4) {
+        in_place = PyObject_IsTrue(args[3]);
+        if (in_place < 0) {
+            return NULL;
+        }
+        if (in_place && !PyList_CheckExact(args[0])) {
+            PyErr_SetString(PyExc_TypeError, "in_place needs objects to be a list");
+            return NULL;
+        }
     }
     /* Off for the whole call: PySequence_Fast, the result list and the byte
      * buffers allocate, and a collection could run finalizers, grow gc.garbage
      * or free objects while we hold raw pointers to them. */
     int was_enabled = PyGC_Disable();
-    PyObject *result = build_graph_impl(args[0], args[1], args[2]);
+    PyObject *result = build_graph_impl(args[0], args[1], args[2], in_place);
     if (was_enabled) {
         PyGC_Enable();
     }
@@ -1331,7 +1368,10 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
         PyObject *op = PyList_GET_ITEM(objects, i);
         inquiry clear = Py_TYPE(op)->tp_clear;
-        if (clear != NULL) {
+        /* Saved garbage is tracked. An untracked object is no garbage of a
+         * cycle (a graph's extra left behind, a dict untracked since): clearing
+         * it could empty a container that live code still uses. */
+        if (clear != NULL && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
             Py_INCREF(op);
             (void)clear(op);
             if (PyErr_Occurred()) {

@@ -7,10 +7,13 @@ also what the equivalence tests compare against.
 
 Results:
 
-* ``build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)``:
-  ``nodes`` is a new list starting with ``objects`` in order, followed by the
-  *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
-  ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
+* ``build_graph(objects, follow_types, mark_types, in_place=False) -> (nodes, offsets,
+  targets, marked)``: ``nodes`` is a new list starting with ``objects`` in order,
+  followed by the *extra* nodes in BFS discovery order (with ``in_place``, ``objects``
+  must be a list and is itself that list: the extras are appended to it, which spares
+  a reference count change on every object; the caller removes them afterwards);
+  ``offsets`` (``len(nodes) + 1``) and ``targets`` are read-only int64 memoryviews
+  (format ``'q'``) in CSR form.
   If an object occurs more than once in ``objects``, edges point at its first
   index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
   of ``mark_types``.
@@ -99,7 +102,7 @@ __all__ = [
 ]
 
 BuildGraph = Callable[
-    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]"],
+    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]", bool],
     "tuple[list[object], memoryview, memoryview, list[int]]",
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]

@@ -163,7 +163,8 @@ def snapshot_heap(
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
     follow = resolver.covered_types + UNTRACKED_CONTAINERS
-    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
+    # In place: the snapshot list becomes the node list, without a copy of the heap.
+    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, (), True)
     head_id = id(head)  # the snapshot lists `head` itself: one of our containers
     del objects, head
     count = len(targets)

@@ -36,7 +36,10 @@ def _check_types(given: object, name: str) -> None:
 
 
 def py_build_graph(
-    objects: Sequence[object], follow_types: tuple[type, ...], mark_types: tuple[type, ...]
+    objects: Sequence[object],
+    follow_types: tuple[type, ...],
+    mark_types: tuple[type, ...],
+    in_place: bool = False,
 ) -> tuple[list[object], memoryview, memoryview, list[int]]:
     """Pure-Python twin of ``_fastgraph.build_graph``."""
     was_enabled = gc.isenabled()
@@ -44,9 +47,11 @@ def py_build_graph(
     # could run finalizers and grow gc.garbage while it is being analysed.
     gc.disable()
     try:
+        if in_place and type(objects) is not list:
+            raise TypeError("in_place needs objects to be a list")
         _check_types(follow_types, "follow_types")
         _check_types(mark_types, "mark_types")
-        nodes: list[object] = list(objects)
+        nodes: list[object] = objects if in_place else list(objects)  # type: ignore[assignment]
         # Keyed by id(): user __hash__/__eq__ must never run. Ids stay valid
         # because ``nodes`` holds a strong reference to every keyed object.
         index: dict[int, int] = {}
