@@ -249,6 +249,11 @@ def test_random_csr_graphs_match_oracle(graph: tuple[int, Edges, list[int]]) -> 
         check_components(adj, comp, count, cyclic)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(n)]
     assert all(r == results[0] for r in results)
+    into = [[e for e, w in enumerate(targets) if w == v] for v in range(n)]
+    for impl in IMPLS:
+        rev_offsets, rev_edges = impl.reverse_edges(offsets, targets)
+        assert (rev_offsets.format, rev_edges.format) == ("q", "q")
+        assert [list(rev_edges[rev_offsets[v] : rev_offsets[v + 1]]) for v in range(n)] == into
 
 
 # --------------------------------------------------------- build_graph cases

@@ -1280,6 +1280,68 @@ done:
 /* ------------------------------------------------------------------ */
 /* Reverse reachability                                                */
 
+/* The edges of g grouped by target, in edge order within each target: a
+ * counting sort. *roff gets n + 2 entries (the first n + 1 are the offsets),
+ * *rdata m + 1: each edge's source node (sources != 0) or its position. */
+static int
+reverse_csr(const csr_t *g, int sources, int64_t **roff_out, int64_t **rdata_out)
+{
+    Py_ssize_t n = g->n, m = g->m;
+    int64_t *roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
+    int64_t *rdata = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
+    if (roff == NULL || rdata == NULL) {
+        big_free(roff);
+        big_free(rdata);
+        return -1;
+    }
+    /* roff[w + 1] ends as the start of w + 1. */
+    for (Py_ssize_t e = 0; e < m; e++) {
+        roff[g->tgt[e] + 2]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        roff[v + 2] += roff[v + 1];
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        for (int64_t e = g->off[v]; e < g->off[v + 1]; e++) {
+            rdata[roff[g->tgt[e] + 1]++] = sources ? (int64_t)v : e;
+        }
+    }
+    *roff_out = roff;
+    *rdata_out = rdata;
+    return 0;
+}
+
+/* reverse_edges(offsets, targets) -> (offsets, edges): for each node, the
+ * positions in targets of the edges into it, ascending. */
+static PyObject *
+fg_reverse_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    int64_t *roff = NULL, *redge = NULL;
+    PyObject *offsets = NULL, *edges = NULL, *result = NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "reverse_edges(offsets, targets) takes 2 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (reverse_csr(&g, 0, &roff, &redge) == 0) {
+        offsets = view_of((void **)&roff, (g.n + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+        edges = view_of((void **)&redge, g.m * (Py_ssize_t)sizeof(int64_t), "q");
+        if (offsets != NULL && edges != NULL) {
+            result = PyTuple_Pack(2, offsets, edges);
+        }
+    }
+    Py_XDECREF(offsets);
+    Py_XDECREF(edges);
+    big_free(roff);
+    big_free(redge);
+    csr_release(&g);
+    return result;
+}
+
 static PyObject *
 fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1311,22 +1373,8 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
 
-    roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
-    rtgt = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
-    if (roff == NULL || rtgt == NULL) {
+    if (reverse_csr(&g, 1, &roff, &rtgt) < 0) {
         goto done;
-    }
-    /* Counting sort of edges by target; roff[w + 1] ends as the start of w+1. */
-    for (Py_ssize_t e = 0; e < m; e++) {
-        roff[g.tgt[e] + 2]++;
-    }
-    for (v = 0; v < n; v++) {
-        roff[v + 2] += roff[v + 1];
-    }
-    for (v = 0; v < n; v++) {
-        for (int64_t e = g.off[v]; e < g.off[v + 1]; e++) {
-            rtgt[roff[g.tgt[e] + 1]++] = v;
-        }
     }
     while (head < tail) {
         int64_t w = queue[head++];
@@ -2458,6 +2506,8 @@ static PyMethodDef fg_methods[] = {
      "nodes_reaching(offsets, targets, seeds) -> mask"},
     {"cycle_candidates", (PyCFunction)(void (*)(void))fg_cycle_candidates, METH_FASTCALL,
      "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members: int64 memoryview)"},
+    {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
+     "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
      "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,

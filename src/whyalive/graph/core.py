@@ -27,6 +27,9 @@ Results:
 * ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
   memoryview (``'B'``), 1 for every node from which some seed is reachable
   following edges forward (seeds included).
+* ``reverse_edges(offsets, targets) -> (offsets, edges)``: the edges grouped by target,
+  as read-only int64 memoryviews: the positions in ``targets`` of the edges into node
+  ``v`` are ``edges[offsets[v]:offsets[v + 1]]``, ascending (one counting sort).
 * ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
   ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
   of cyclic components (more than one node, or a self-edge); ``members`` (a
@@ -81,6 +84,7 @@ from whyalive.graph.twin import (
     py_cycle_candidates,
     py_find_components,
     py_nodes_reaching,
+    py_reverse_edges,
     py_take_tail,
 )
 from whyalive.graph.twin_workspace import PyWorkspace
@@ -97,6 +101,7 @@ __all__ = [
     "find_components",
     "nodes_reaching",
     "python_implementation",
+    "reverse_edges",
     "take_tail",
     "workspace",
 ]
@@ -108,6 +113,7 @@ BuildGraph = Callable[
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
+ReverseEdges = Callable[[Any, Any], "tuple[memoryview, memoryview]"]
 
 
 class Workspace(Protocol):
@@ -146,6 +152,7 @@ class GraphImplementation:
     find_components: FindComponents
     nodes_reaching: NodesReaching
     cycle_candidates: CycleCandidates
+    reverse_edges: ReverseEdges
     workspace: MakeWorkspace
     clear_objects: ClearObjects | None
     take_tail: TakeTail
@@ -157,6 +164,7 @@ _PYTHON = GraphImplementation(
     find_components=py_find_components,
     nodes_reaching=py_nodes_reaching,
     cycle_candidates=py_cycle_candidates,
+    reverse_edges=py_reverse_edges,
     workspace=PyWorkspace,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
@@ -175,6 +183,7 @@ def _load_c() -> GraphImplementation | None:
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
         cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
+        reverse_edges=cast(ReverseEdges, mod.reverse_edges),
         workspace=cast(MakeWorkspace, mod.Workspace),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
@@ -201,6 +210,7 @@ build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
 cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
+reverse_edges: ReverseEdges = _ACTIVE.reverse_edges
 workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail

@@ -232,6 +232,22 @@ def py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memor
     return memoryview(bytes(mask))
 
 
+def py_reverse_edges(offsets: Any, targets: Any) -> tuple[memoryview, memoryview]:
+    """Pure-Python twin of ``_fastgraph.reverse_edges``: edge positions grouped by target."""
+    _off, tgt, n = open_csr(offsets, targets)
+    roff = [0] * (n + 1)
+    for w in tgt:
+        roff[w + 1] += 1
+    for v in range(n):
+        roff[v + 1] += roff[v]
+    fill = roff[:-1]
+    edges = [0] * len(tgt)
+    for e, w in enumerate(tgt):
+        edges[fill[w]] = e
+        fill[w] += 1
+    return _readonly_int64(roff), _readonly_int64(edges)
+
+
 def py_take_tail(items: list[object], start: int) -> list[object]:
     """Pure-Python twin of ``_fastgraph.take_tail``: remove and return ``items[start:]``."""
     start = max(0, min(start, len(items)))
