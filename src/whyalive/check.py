@@ -236,7 +236,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 recorder.close()
             captured.release()
             froze = watch.finish()
-        if froze and self.report is not None and FREEZE_NOTE not in self.report.notes:
+        if froze and FREEZE_NOTE not in self.report.notes:
             notes = list(self.report.notes)
             notes.insert(freeze_note_at, FREEZE_NOTE)
             self.report = dataclasses.replace(self.report, notes=tuple(notes))

@@ -124,8 +124,13 @@ class GcMonitor(GcSampler):
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
+        # One leak repeats every step: its autograd graphs are walked once per analysis.
         self.options = AnalysisOptions(
-            min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
+            min_bytes=min_bytes,
+            all_cycles=all_cycles,
+            allow=tuple(allow),
+            where="GcMonitor",
+            autograd_walks=1,
         )
         self.on_cycle = on_cycle
         self.collect_generation = collect_generation
@@ -300,7 +305,8 @@ class GcMonitor(GcSampler):
         self._quiet = True  # collections run by the analysis itself are not ours to save
         try:
             self.stats.saved_objects += len(objects)
-            report = analyze(objects, self.options)
+            # A leak seen before (and not due for an update) is only counted.
+            report = analyze(objects, self.options, words_for=self._log.wants_words)
         finally:
             self._quiet = False
             heavy = report is None or report.cycle_count > report.light_cycle_count

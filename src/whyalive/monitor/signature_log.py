@@ -50,6 +50,16 @@ class SignatureLog:
         self.files: list[Path] = []
         self.timeline = Timeline()
 
+    def wants_words(self, signatures: list[str]) -> bool:
+        """Whether an analysis that found ``signatures`` needs its report in full: one is
+        new, or due for an update (otherwise :meth:`record` only adds counts)."""
+        now = time.monotonic()
+        for signature in signatures:
+            seen = self.seen.get(signature)
+            if seen is None or now - seen.announced_at >= self.interval:
+                return True
+        return False
+
     def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
         """Count the cycles of one analysis; announce new ones and due updates."""
         if report is None or not report.cycles:

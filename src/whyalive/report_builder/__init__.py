@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from whyalive.analysis import AnalysisOptions, Findings
-from whyalive.report import Report
+from whyalive.analysis import AnalysisOptions, CycleGroup, Findings
+from whyalive.report import CycleReport, Report
 from whyalive.report_builder.cycles import cycle_report
 from whyalive.report_builder.heavy import heavy_table
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
@@ -21,7 +21,65 @@ from whyalive.run_info import run_info
 from whyalive.sourcelines import SourceLines
 from whyalive.words import BLIND_SPOTS
 
-__all__ = ["NodeTable", "build_report", "holder_path_record"]
+__all__ = ["NodeTable", "build_report", "counts_report", "holder_path_record"]
+
+
+def _bytes_by_device(kept: list[CycleGroup]) -> dict[str, int]:
+    storages: dict[object, tuple[int, str]] = {}
+    for group in kept:
+        storages.update(group.storages)
+    by_device: dict[str, int] = defaultdict(int)
+    for nbytes, device in storages.values():
+        by_device[device] += nbytes
+    return dict(by_device)
+
+
+def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
+    """What :func:`build_report` counts, without its words: no nodes, loops, cuts, paths.
+
+    For a caller that already holds the full report of every signature found (the
+    monitor, after a leak's first sighting): each cycle keeps its signature, pattern,
+    occurrences and bytes, every sentence is empty.
+    """
+    cycles = []
+    for group in findings.kept:
+        assert group.diagnosis is not None
+        held: dict[str, int] = defaultdict(int)
+        for nbytes, device in group.storages.values():
+            held[device] += nbytes
+        cycles.append(
+            CycleReport(
+                signature=group.diagnosis.signature,
+                pattern=group.diagnosis.match.pattern,
+                title="",
+                summary="",
+                explanation="",
+                fix="",
+                members=(),
+                edges=(),
+                heavy=(),
+                holder_paths=(),
+                cut=None,
+                bytes_held=0,
+                bytes_by_device=dict(held),
+                occurrences=group.occurrences,
+                total_bytes=group.total_bytes,
+                heavy_count=group.heavy_count,
+            )
+        )
+    by_device = _bytes_by_device(findings.kept)
+    return Report(
+        run=run_info(options.where),
+        nodes=(),
+        cycles=tuple(cycles),
+        heavy_objects=(),
+        total_bytes=sum(by_device.values()),
+        bytes_by_device=by_device,
+        garbage_objects=findings.graph.garbage_count,
+        cycle_count=findings.cycle_count,
+        light_cycle_count=max(findings.cycle_count - findings.heavy_cycles, 0),
+        notes=(*findings.notes, BLIND_SPOTS),
+    )
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -32,12 +90,7 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     storage_users = findings.storage_users
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
-    storages: dict[object, tuple[int, str]] = {}
-    for group in kept:
-        storages.update(group.storages)
-    by_device: dict[str, int] = defaultdict(int)
-    for nbytes, device in storages.values():
-        by_device[device] += nbytes
+    by_device = _bytes_by_device(kept)
     light = findings.cycle_count - findings.heavy_cycles
     return Report(
         run=run_info(options.where),
@@ -45,7 +98,7 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
         cycles=tuple(cycles),
         heavy_objects=tuple(heavy_objects),
         total_bytes=sum(by_device.values()),
-        bytes_by_device=dict(by_device),
+        bytes_by_device=by_device,
         garbage_objects=graph.garbage_count,
         cycle_count=findings.cycle_count,
         light_cycle_count=max(light, 0),
