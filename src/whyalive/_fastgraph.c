@@ -1349,7 +1349,7 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     csr_t g;
     PyObject *result = NULL;
     int64_t *roff = NULL, *rtgt = NULL, *queue = NULL;
-    Py_ssize_t n, m, v, head = 0, tail = 0;
+    Py_ssize_t n, head = 0, tail = 0;
     uint8_t *mask = NULL;
 
     if (nargs != 3) {
@@ -1361,7 +1361,6 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     n = g.n;
-    m = g.m;
     mask = (uint8_t *)big_alloc((size_t)n, 1);
     queue = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     if (mask == NULL || queue == NULL) {
@@ -1681,6 +1680,14 @@ typedef struct {
     int32_t *scratch_t;
     size_t scratch_cap;
     uint32_t epoch;
+    /* Type indices of member[], kept across calls (only its types part is used). */
+    classes_t types;
+    /* The members last marked (a read-only buffer, held so its identity stays),
+     * valid while epoch == marked_epoch: find_structure's calls on one giant
+     * component then read 10^6 object headers once, not once per call. */
+    PyObject *marked_by;
+    uint32_t marked_epoch;
+    Py_ssize_t marked_count;
 } Workspace;
 
 static void
@@ -1692,6 +1699,8 @@ ws_close_impl(Workspace *w)
         w->open = 0;
     }
     Py_CLEAR(w->nodes);
+    Py_CLEAR(w->marked_by);
+    classes_free(&w->types);
     big_free(w->stamp);
     big_free(w->member);
     big_free(w->parent);
@@ -2144,15 +2153,32 @@ visit_member(void *ctx, Py_ssize_t s)
     return 0;
 }
 
-/* Marks the members (in the order given, repeats dropped) and their types. */
+/* Marks the members (in the order given, repeats dropped) and their types, in
+ * queue and member[]; the same read-only buffer again, with nothing run on the
+ * workspace in between, is already marked. */
 static Py_ssize_t
-ws_members(Workspace *w, PyObject *members, classes_t *c)
+ws_members(Workspace *w, PyObject *members)
 {
+    if (members == w->marked_by && w->epoch == w->marked_epoch) {
+        return w->marked_count;
+    }
+    Py_CLEAR(w->marked_by);
     ws_next_epoch(w);
-    member_ctx ctx = {w, c, 0, NULL, 0};
+    member_ctx ctx = {w, &w->types, 0, NULL, 0};
     if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
         return -1;
     }
+    Py_buffer view;
+    if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
+        if (view.readonly) {
+            Py_INCREF(members);
+            w->marked_by = members;
+            w->marked_epoch = w->epoch;
+            w->marked_count = ctx.count;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
     return ctx.count;
 }
 
@@ -2242,7 +2268,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "samples must be at least 1");
         return NULL;
     }
-    nmembers = ws_members(w, args[0], &c);
+    nmembers = ws_members(w, args[0]);
     samples = PyList_New(0);
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
@@ -2315,8 +2341,8 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     for (size_t id = 0; id < c.nclasses; id++) {
         uint64_t key = order[id];
-        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)c.types[key >> 34],
-                                        (PyObject *)c.types[(key >> 10) & 0xFFFFFF],
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)w->types.types[key >> 34],
+                                        (PyObject *)w->types.types[(key >> 10) & 0xFFFFFF],
                                         (int)((key >> 5) & 31), (int)(key & 31));
         PyObject *n = PyLong_FromLongLong((long long)count[id]);
         if (entry == NULL || n == NULL) {
@@ -2358,6 +2384,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t nextra = 0, nmembers, head = 0, tail = 0;
     PyObject *result = NULL, *seq = NULL, *edges = NULL;
     uint32_t *peel = NULL;
+    uint64_t *kept = NULL;
 
     memset(&c, 0, sizeof(c));
     if (nargs != 3) {
@@ -2368,7 +2395,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (ws_check(w) < 0) {
         return NULL;
     }
-    nmembers = ws_members(w, args[0], &c);
+    nmembers = ws_members(w, args[0]);
     if (nmembers < 0) {
         goto done;
     }
@@ -2391,7 +2418,9 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_ValueError, "a class key is (type, type, position, degree)");
             goto done;
         }
-        int64_t s = type_index(&c, (PyTypeObject *)src), d = type_index(&c, (PyTypeObject *)dst);
+        /* A type no member has gets an index too: its key then matches no edge. */
+        int64_t s = type_index(&w->types, (PyTypeObject *)src);
+        int64_t d = type_index(&w->types, (PyTypeObject *)dst);
         if (s < 0 || d < 0 || class_id(&c, class_key((int32_t)s, (int32_t)d, pos, deg), 1) < 0) {
             goto done;
         }
@@ -2426,16 +2455,22 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
+    /* The edges kept, one bit per edge position: decided once, with their class
+     * keys, so the peeling reads neither member[] nor the class table. */
+    kept = (uint64_t *)PyMem_RawCalloc((size_t)w->g.m / 64 + 1, sizeof(uint64_t));
+    if (kept == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     uint32_t *indegree = w->parent;
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         indegree[w->queue[i]] = 0;
     }
-#define KEPT                                                                            \
-    (class_id(&c, key, 0) < 0 &&                                                      \
-     (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL))
     FOR_MEMBER_EDGES(w, nmembers, {
-        if (KEPT) {
+        if (class_id(&c, key, 0) < 0 &&
+            (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
             indegree[v]++;
+            kept[e >> 6] |= (uint64_t)1 << (e & 63);
         }
     }, goto done)
     for (Py_ssize_t i = 0; i < nmembers; i++) {
@@ -2444,19 +2479,23 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     while (head < tail) {
-        FOR_NODE_EDGES(w, peel[head++], {
-            if (KEPT && --indegree[v] == 0) {
-                peel[tail++] = (uint32_t)v;
+        uint32_t u = peel[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            if ((kept[e >> 6] >> (e & 63)) & 1) {
+                int64_t v = w->g.tgt[e];
+                if (--indegree[v] == 0) {
+                    peel[tail++] = (uint32_t)v;
+                }
             }
-        }, goto done);
+        }
     }
-#undef KEPT
     result = PyBool_FromLong(tail == nmembers);
 done:
     Py_XDECREF(seq);
     Py_XDECREF(edges);
     PyMem_RawFree(extra);
     PyMem_RawFree(peel);
+    PyMem_RawFree(kept);
     classes_free(&c);
     return result;
 }
