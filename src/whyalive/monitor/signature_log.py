@@ -13,12 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from whyalive.analysis import AnalysisOptions
 from whyalive.monitor.stats import MonitorStats
 from whyalive.monitor.view import Timeline
 from whyalive.report import CycleReport, Report
 from whyalive.words import plural, size_to_words
 
 OnCycle = Callable[[CycleReport, Report], object]
+
+
+def analysis_options(min_bytes: int, all_cycles: bool, allow: tuple[str, ...]) -> AnalysisOptions:
+    """What the monitor analyses with. A leak repeats every step: each group of alike
+    cycles has the autograd graphs of one occurrence walked, the others are credited
+    the same; and a signature seen before is only counted (:meth:`SignatureLog.wants_words`).
+    """
+    return AnalysisOptions(
+        min_bytes=min_bytes,
+        all_cycles=all_cycles,
+        allow=allow,
+        where="GcMonitor",
+        autograd_walks=1,
+    )
 
 
 @dataclass
