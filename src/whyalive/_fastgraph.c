@@ -1401,8 +1401,10 @@ done:
 
 /* Break the captured cycles the way the collector's delete_garbage() does: the
  * objects are already finalized and their weakrefs cleared by the collection
- * that saved them, so tp_clear is the only step left. Reference counting then
- * frees them, without a second traversal of the whole generation. */
+ * that saved them, so tp_clear is the only step left. Each object's slot in the
+ * list becomes None right after its tp_clear, so reference counting frees it
+ * (and what only it held) while it is still in cache, as the collector does,
+ * instead of in a second pass over the list; the caller empties the list. */
 static PyObject *
 fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1412,6 +1414,7 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *objects = args[0];
+    /* The size is read again each time: a deallocator may run code. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
         PyObject *op = PyList_GET_ITEM(objects, i);
         inquiry clear = Py_TYPE(op)->tp_clear;
@@ -1426,6 +1429,9 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(op);
         }
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(objects, i, Py_None);
+        Py_DECREF(op);
     }
     Py_RETURN_NONE;
 }
@@ -2548,7 +2554,8 @@ static PyMethodDef fg_methods[] = {
     {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
      "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
-     "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
+     "clear_objects(objects) -> None: tp_clear each object and drop it from the list "
+     "(None in its place), as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
     {NULL, NULL, 0, NULL},
