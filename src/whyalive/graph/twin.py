@@ -207,19 +207,7 @@ def py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memor
         if not mask[s]:
             mask[s] = 1
             queue.append(s)
-    # Reverse CSR by counting sort, as in C, so memory stays two flat lists.
-    roff = [0] * (n + 1)
-    for w in tgt:
-        roff[w + 1] += 1
-    for v in range(n):
-        roff[v + 1] += roff[v]
-    fill = roff[:-1]
-    rtgt = [0] * len(tgt)
-    for v in range(n):
-        for e in range(off[v], off[v + 1]):
-            w = tgt[e]
-            rtgt[fill[w]] = v
-            fill[w] += 1
+    roff, rtgt = _reverse_csr(off, tgt, n, sources=True)
     head = 0
     while head < len(queue):
         w = queue[head]
@@ -232,19 +220,30 @@ def py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memor
     return memoryview(bytes(mask))
 
 
-def py_reverse_edges(offsets: Any, targets: Any) -> tuple[memoryview, memoryview]:
-    """Pure-Python twin of ``_fastgraph.reverse_edges``: edge positions grouped by target."""
-    _off, tgt, n = open_csr(offsets, targets)
+def _reverse_csr(
+    off: Sequence[int], tgt: Sequence[int], n: int, *, sources: bool
+) -> tuple[list[int], list[int]]:
+    """The edges grouped by target (a counting sort, as in C, so memory stays two flat
+    lists): offsets, and each edge's source node (``sources``) or position."""
     roff = [0] * (n + 1)
     for w in tgt:
         roff[w + 1] += 1
     for v in range(n):
         roff[v + 1] += roff[v]
     fill = roff[:-1]
-    edges = [0] * len(tgt)
-    for e, w in enumerate(tgt):
-        edges[fill[w]] = e
-        fill[w] += 1
+    data = [0] * len(tgt)
+    for v in range(n):
+        for e in range(off[v], off[v + 1]):
+            w = tgt[e]
+            data[fill[w]] = v if sources else e
+            fill[w] += 1
+    return roff, data
+
+
+def py_reverse_edges(offsets: Any, targets: Any) -> tuple[memoryview, memoryview]:
+    """Pure-Python twin of ``_fastgraph.reverse_edges``: edge positions grouped by target."""
+    off, tgt, n = open_csr(offsets, targets)
+    roff, edges = _reverse_csr(off, tgt, n, sources=False)
     return _readonly_int64(roff), _readonly_int64(edges)
 
 

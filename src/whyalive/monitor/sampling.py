@@ -146,25 +146,22 @@ class GcSampler:
             self.stats.unexamined_objects += max(collected - count, 0)
             return
         clear = graphcore.clear_objects
+        mine: set[int] = set()
         if clear is not None:
             # Ours go now: tp_clear breaks their cycles (as the collector would) and
             # reference counting frees them, so the one saving collection below only
             # looks for others.
             clear(objects)
-            objects.clear()
-            self._forced = True
-            try:
-                gc.collect(held_in)
-            finally:
-                self._forced = False
-            return
-        mine = set(map(id, objects))
+        else:
+            mine.update(map(id, objects))
         objects.clear()
         self._forced = True
         try:
             gc.collect(held_in)
         finally:
             self._forced = False
+        if clear is not None:
+            return
         saved, self._saved = self._saved, []
         self._saved = [o for o in saved if id(o) not in mine]
         saved.clear()
