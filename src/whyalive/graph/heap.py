@@ -80,7 +80,7 @@ class HeapGraph:
     targets: Sequence[int]
     target_nodes: list[int]
     buffers: tuple[memoryview, memoryview] | None = None
-    reverse: tuple[Sequence[int], Sequence[int]] | None = None
+    reverse: tuple[memoryview, memoryview] | None = None
     """Edge positions grouped by target (see :meth:`edges_into`), made on first use."""
     root_kind: RootKinds = field(default_factory=lambda: RootKinds([]))
     root_words: dict[int, str] = field(default_factory=dict)
@@ -98,7 +98,7 @@ class HeapGraph:
             assert self.buffers is not None, "the graph was released"
             self.reverse = graphcore.reverse_edges(*self.buffers)
         offsets, edges = self.reverse
-        return edges[offsets[node] : offsets[node + 1]].tolist()  # type: ignore[attr-defined, no-any-return]
+        return edges[offsets[node] : offsets[node + 1]].tolist()
 
     def is_excluded(self, node: int) -> bool:
         """Our own containers and frames: never on a path, never blamed."""

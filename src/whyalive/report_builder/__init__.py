@@ -39,14 +39,12 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
 
     For a caller that already holds the full report of every signature found (the
     monitor, after a leak's first sighting): each cycle keeps its signature, pattern,
-    occurrences and bytes, every sentence is empty.
+    occurrences and bytes over all occurrences; every sentence, and what describes the
+    one occurrence shown (its members, paths, bytes held), is empty.
     """
     cycles = []
     for group in findings.kept:
         assert group.diagnosis is not None
-        held: dict[str, int] = defaultdict(int)
-        for nbytes, device in group.storages.values():
-            held[device] += nbytes
         cycles.append(
             CycleReport(
                 signature=group.diagnosis.signature,
@@ -61,7 +59,6 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
                 holder_paths=(),
                 cut=None,
                 bytes_held=0,
-                bytes_by_device=dict(held),
                 occurrences=group.occurrences,
                 total_bytes=group.total_bytes,
                 heavy_count=group.heavy_count,
