@@ -777,6 +777,12 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
         acyclic = work.acyclic_without(members, removed, extra)
         assert acyclic == (not _has_loop(set(members), left))
+        # Members as a read-only buffer (as cycle_candidates gives them): the C core keeps
+        # their marks and the edges' classes between the two calls, with the same answers.
+        frozen = memoryview(array("q", members)).toreadonly()
+        assert work.edge_classes(frozen, 2) == (keys, counts, samples)
+        assert work.acyclic_without(frozen, removed, extra) == acyclic
+        assert work.acyclic_without(frozen, keys, None)  # every edge removed
         results.append((plain, filtered, paths, ends, keys, counts, samples, acyclic))
         work.close()
         with pytest.raises(ValueError, match="closed"):

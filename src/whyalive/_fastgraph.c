@@ -1694,7 +1694,17 @@ typedef struct {
     PyObject *marked_by;
     uint32_t marked_epoch;
     Py_ssize_t marked_count;
+    /* The class id of each edge from a member, as edge_classes numbered them
+     * (EDGE_OUTSIDE: the edge leaves the members), with the key of each id;
+     * valid while epoch == edge_class_epoch (0: never). acyclic_without then
+     * peels from these bytes, without member[] or a class table per edge. */
+    uint8_t *edge_class;
+    uint64_t *class_keys;
+    size_t nclass_keys;
+    uint32_t edge_class_epoch;
 } Workspace;
+
+#define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
 
 static void
 ws_close_impl(Workspace *w)
@@ -1707,6 +1717,11 @@ ws_close_impl(Workspace *w)
     Py_CLEAR(w->nodes);
     Py_CLEAR(w->marked_by);
     classes_free(&w->types);
+    big_free(w->edge_class);
+    w->edge_class = NULL;
+    PyMem_RawFree(w->class_keys);
+    w->class_keys = NULL;
+    w->edge_class_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
     big_free(w->parent);
@@ -2286,10 +2301,31 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
+    w->edge_class_epoch = 0;
+    if (w->edge_class == NULL && w->g.m > 0) {
+        w->edge_class = (uint8_t *)big_alloc((size_t)w->g.m, 0);
+        if (w->edge_class == NULL) {
+            PyErr_Clear(); /* the peeling then classifies each edge itself */
+        }
+    }
+    uint8_t *edge_class = w->edge_class;
+    if (edge_class != NULL) {
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
+        }
+    }
     FOR_MEMBER_EDGES(w, nmembers, {
         int64_t id = class_id(&c, key, 1);
         if (id < 0) {
             goto done;
+        }
+        if (edge_class != NULL) {
+            if (id < EDGE_OUTSIDE) {
+                edge_class[e] = (uint8_t)id;
+            } else {
+                edge_class = NULL; /* too many classes for a byte: not kept */
+            }
         }
         if ((size_t)id >= ccap) {
             size_t ncap = ccap * 2;
@@ -2366,6 +2402,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     result = PyTuple_Pack(3, keys, counts, samples);
+    if (result != NULL && edge_class != NULL) {
+        uint64_t *class_keys = (uint64_t *)PyMem_RawRealloc(w->class_keys,
+                                                            (c.nclasses + 1) * sizeof(uint64_t));
+        if (class_keys != NULL) {
+            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
+            w->class_keys = class_keys;
+            w->nclass_keys = c.nclasses;
+            w->edge_class_epoch = w->epoch;
+        }
+    }
 done:
     Py_XDECREF(keys);
     Py_XDECREF(counts);
@@ -2391,6 +2437,8 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = NULL, *seq = NULL, *edges = NULL;
     uint32_t *peel = NULL;
     uint64_t *kept = NULL;
+    uint8_t removed_id[EDGE_OUTSIDE];
+    memset(removed_id, 0, sizeof(removed_id));
 
     memset(&c, 0, sizeof(c));
     if (nargs != 3) {
@@ -2427,8 +2475,14 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         /* A type no member has gets an index too: its key then matches no edge. */
         int64_t s = type_index(&w->types, (PyTypeObject *)src);
         int64_t d = type_index(&w->types, (PyTypeObject *)dst);
-        if (s < 0 || d < 0 || class_id(&c, class_key((int32_t)s, (int32_t)d, pos, deg), 1) < 0) {
+        uint64_t key = class_key((int32_t)s, (int32_t)d, pos, deg);
+        if (s < 0 || d < 0 || class_id(&c, key, 1) < 0) {
             goto done;
+        }
+        for (size_t id = 0; id < w->nclass_keys; id++) {
+            if (w->class_keys[id] == key) {
+                removed_id[id] = 1;
+            }
         }
     }
     if (args[2] != Py_None) {
@@ -2472,13 +2526,30 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         indegree[w->queue[i]] = 0;
     }
-    FOR_MEMBER_EDGES(w, nmembers, {
-        if (class_id(&c, key, 0) < 0 &&
-            (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
-            indegree[v]++;
-            kept[e >> 6] |= (uint64_t)1 << (e & 63);
+    if (w->edge_class_epoch == w->epoch) {
+        /* The members edge_classes numbered: each edge's class is one byte. */
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+                uint8_t id = w->edge_class[e];
+                if (id != EDGE_OUTSIDE && !removed_id[id] &&
+                    (nextra == 0 ||
+                     bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                    indegree[w->g.tgt[e]]++;
+                    kept[e >> 6] |= (uint64_t)1 << (e & 63);
+                }
+            }
         }
-    }, goto done)
+    } else {
+        FOR_MEMBER_EDGES(w, nmembers, {
+            if (class_id(&c, key, 0) < 0 &&
+                (nextra == 0 ||
+                 bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                indegree[v]++;
+                kept[e >> 6] |= (uint64_t)1 << (e & 63);
+            }
+        }, goto done)
+    }
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         if (indegree[w->queue[i]] == 0) {
             peel[tail++] = w->queue[i];
