@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -343,16 +342,13 @@ def test_html_uses_graphviz_coordinates_when_installed() -> None:
 
 
 @pytest.mark.parametrize("layout", ["dagre", pytest.param("graphviz", marks=needs_dot)])
-def test_html_for_a_50_node_cycle_is_small_and_fast(layout: str) -> None:
-    """A 50-node cycle's page is at most 2 MiB with the layout engine, and renders within 1 s."""
+def test_html_for_a_50_node_cycle_is_small(layout: str) -> None:
+    """A 50-node cycle's page, layout engine included, is at most 2 MiB."""
     report = find_leaks(ring)
     assert len(report.cycles[0].members) == 50
     renderer = HtmlRenderer(layout=layout)  # type: ignore[arg-type]
-    started = time.perf_counter()
     page = renderer.render(report)
-    elapsed = time.perf_counter() - started
     assert len(page.encode("utf-8")) <= 2 * 1024 * 1024
-    assert elapsed <= 1.0
 
 
 # ---- CLI and API ----

@@ -23,6 +23,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"whyalive: error: {message}\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: one unwrapped line, with the graph core that runs (C or pure Python)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:  # noqa: A002 - argparse's keyword
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from whyalive.graph.core import implementation_words
+
+        sys.stdout.write(f"whyalive {__version__} ({implementation_words()})\n")
+        parser.exit(EXIT_OK)
+
+
 def _write(document: str | bytes, output: str | None) -> None:
     if output in (None, "-"):
         if isinstance(document, bytes):
@@ -86,7 +99,9 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """All subcommands; each calls the library's public API."""
     parser = _Parser(prog="whyalive", description="Why is this tensor still alive?")
-    parser.add_argument("--version", action="version", version=f"whyalive {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version and which graph core runs"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     demo = commands.add_parser("demo", help="find and explain the bundled stage_backward leak")

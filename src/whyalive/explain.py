@@ -27,6 +27,7 @@ from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
+from whyalive.graph.core import announce_implementation
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
@@ -117,6 +118,7 @@ def explain_objects(
     ``own_refs`` is how many references to each target the caller holds outside
     the heap graph's view (its list, its locals); they are not blamed on anyone.
     """
+    announce_implementation()
     resolver = KindResolver()
     all_notes = [*notes, *_state_notes()]
     graph = snapshot_heap(targets, resolver, own=(targets,))

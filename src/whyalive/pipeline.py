@@ -12,6 +12,7 @@ import gc
 
 from whyalive.analysis import AnalysisOptions, Progress, find_cycles
 from whyalive.graph import build_graph
+from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report
@@ -25,6 +26,8 @@ def prepare_in_collector() -> None:
     module in this very thread); once imported, a module is only looked up.
     """
     import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
+
+    announce_implementation()
 
     analyze([], AnalysisOptions(progress_after=None))
 

@@ -36,6 +36,8 @@ class RunInfo:
     time: str = ""
     where: str | None = None
     gc_note: str | None = None
+    graph_core: str | None = None
+    """``"c"`` or ``"python"``: which graph core ran the analysis (see ``whyalive --version``)."""
 
 
 @dataclass(frozen=True)

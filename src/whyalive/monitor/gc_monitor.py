@@ -34,6 +34,7 @@ from typing import Any
 from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
+from whyalive.graph.core import announce_implementation
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
@@ -153,6 +154,7 @@ class GcMonitor(GcSampler):
         """Install the callback (once); returns ``self``."""
         if self.active:
             raise UsageError("this GcMonitor is already started")
+        announce_implementation()
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
         self._froze = self.freeze and OWNER.hold_freeze()[0]

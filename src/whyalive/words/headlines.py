@@ -158,6 +158,7 @@ def run_words(run: RunInfo) -> str:
         f"Python {run.python}" if run.python else "",
         f"torch {run.torch}" if run.torch else "",
         f"rank {run.rank}" if run.rank is not None else "",
+        "pure-Python graph core" if run.graph_core == "python" else "",
         run.time,
     ]
     return " \u00b7 ".join(p for p in parts if p)
