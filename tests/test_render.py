@@ -405,17 +405,57 @@ def test_cli_png_to_stdout_is_raw_bytes(
 # the answer first ------------------------------------------------------------------------
 
 
-def test_demo_puts_cut_and_fix_in_its_first_six_lines_and_fits_in_twenty(
+def test_demo_puts_cut_and_fix_in_its_first_eight_lines_and_fits_in_forty(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`whyalive demo` leads with the cut and the fix and its whole output fits in 20 lines."""
+    """`whyalive demo` at 100 columns leads with the cut and the fix and fits in 40 lines."""
     assert main(["demo"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) <= 20, "\n".join(lines)
-    head = lines[:6]
+    assert len(lines) <= 40, "\n".join(lines)
+    head = lines[:8]
     assert any(line.lstrip().startswith("Cut: ") for line in head), head
     assert any(line.lstrip().startswith("Fix: ") for line in head), head
-    assert sum("Not visible to the cyclic GC" in line for line in lines) == 1
+    assert sum("Note: whyalive sees what Python's cyclic GC sees" in line for line in lines) == 1
+
+
+# A line allowed past the width: a hop of a loop or holder path, the node a path starts
+# from, or one backtick span (code the user pastes) with its punctuation.
+_CODE_OR_PATH = re.compile(r"\s*(--.*-->.*|\W*`[^`]*`\W*)")
+
+
+def _over_width(text: str, width: int) -> list[str]:
+    """Lines of ``text`` longer than ``width`` that are neither code nor a path."""
+    lines = text.splitlines()
+    over = []
+    for index, line in enumerate(lines):
+        following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
+        # A path's first node is the line its first hop (`--name--> ...`) follows.
+        path_start = following.startswith("--")
+        if len(line) > width and not _CODE_OR_PATH.fullmatch(line) and not path_start:
+            over.append(line)
+    return over
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_demo_fits_the_terminal_but_for_code_and_paths(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """`whyalive demo` in a terminal of N columns: no line over N except code and paths."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert _over_width(out, columns) == [], out
+    assert max(len(line) for line in out.splitlines()) > columns - 20, "it uses the width"
+
+
+def test_text_width_is_a_render_option() -> None:
+    """`render("text", width=60)` wraps every sentence to 60 columns, whatever the terminal."""
+    report = scenario_report("recursive_closure")
+    text = report.render("text", width=60, detail="full")
+    assert _over_width(text, 60) == [], text
+    assert "  Fix: Break the self-reference:\n    `del extract_tensors_with_grads` in" in text
+    with pytest.raises(ValueError, match="width must be a positive int"):
+        report.render("text", width=0)
 
 
 def test_holds_fold_siblings_of_one_list() -> None:
@@ -433,7 +473,8 @@ def test_holds_fold_siblings_of_one_list() -> None:
 def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
     """`detail="full"` lists every holder path, the cut's references and the note."""
     report = scenario_report("recursive_closure")
-    short, full = report.render("text"), report.render("text", detail="full")
+    short = report.render("text", width=1000)
+    full = report.render("text", detail="full", width=1000)
     assert "Not visible to the cyclic GC" in full
     assert "Not visible to the cyclic GC" not in short
     assert full.count("--[") == len(report.cycles[0].holder_paths) == 2
@@ -446,7 +487,7 @@ def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
 def test_every_cycle_starts_with_pattern_size_place_then_cut_and_fix() -> None:
     """Each cycle's block is: pattern, size and place; then `Cut:` and `Fix:` next."""
     for scenario in ("recursive_closure", "bound_method"):
-        text = scenario_report(scenario).render("text")
+        text = scenario_report(scenario).render("text", width=1000)
         block = text.split("\n\n")[1].splitlines()
         assert re.match(r"Cycle 1: .+ \[[a-z-]+\]: \d+ objects, [\d.]+ KiB, at \S+:", block[0])
         assert block[1].startswith("  Cut: ")

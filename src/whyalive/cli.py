@@ -65,7 +65,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _render_to(report: Report, format_name: str | None, output: str | None) -> None:
     from whyalive.render import get_renderer, renderer_for_path
-    from whyalive.words import blind_spot_note
+    from whyalive.render.text import blind_spot_note
 
     if format_name:
         renderer = get_renderer(format_name)

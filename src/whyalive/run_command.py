@@ -26,7 +26,17 @@ from types import CodeType
 
 from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
 from whyalive.report import Report
-from whyalive.words import blind_spot_note
+from whyalive.words import size_from_words
+
+
+def size_argument(text: str) -> int:
+    """An argparse ``type``: a size with or without a unit; a bad one is a usage error."""
+    try:
+        return size_from_words(text)
+    except UsageError:
+        raise argparse.ArgumentTypeError(
+            f"not a size: {text!r} (use 1048576, 1MB or 1.5 MiB; KB, MB, GB are 1024-based)"
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", help="also write the report here (.json, .html, ...)")
     parser.add_argument(
-        "--min-bytes", type=int, default=0, help="report only cycles holding this many bytes"
+        "--min-bytes",
+        type=size_argument,
+        default=0,
+        metavar="SIZE",
+        help="report only cycles holding at least SIZE (1048576, 1MB, 1.5 MiB)",
     )
     parser.add_argument(
         "program", nargs=argparse.REMAINDER, help="script.py [args...] or -m module [args...]"
@@ -211,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     for report in found or reports[:1]:
         sys.stderr.write(report.render("text"))
     if found:
+        from whyalive.render.text import blind_spot_note
+
         sys.stderr.write(blind_spot_note())
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):

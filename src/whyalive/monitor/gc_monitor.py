@@ -41,6 +41,7 @@ from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
 from whyalive.report import Report
+from whyalive.words import size_from_words
 
 logger = logging.getLogger("whyalive")
 
@@ -94,7 +95,7 @@ class GcMonitor(GcSampler):
         self,
         *,
         every: int = 1,
-        min_bytes: int = 0,
+        min_bytes: int | str = 0,
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         on_cycle: OnCycle | None = None,
@@ -126,7 +127,10 @@ class GcMonitor(GcSampler):
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
         self.options = AnalysisOptions(
-            min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
+            min_bytes=size_from_words(min_bytes),
+            all_cycles=all_cycles,
+            allow=tuple(allow),
+            where="GcMonitor",
         )
         self.on_cycle = on_cycle
         self.collect_generation = collect_generation
