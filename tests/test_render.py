@@ -364,12 +364,33 @@ def test_html_for_a_50_node_cycle_is_small(layout: str) -> None:
         pytest.param(".png", "PNG", marks=needs_dot),
     ],
 )
-def test_cli_render_writes_by_suffix(tmp_path: Path, suffix: str, marker: str) -> None:
-    """`whyalive render REPORT.json -o out.<suffix>` writes that format."""
+def test_cli_render_writes_by_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, marker: str
+) -> None:
+    """`whyalive render REPORT.json -o out.<suffix>` writes that format and says so."""
     saved = _rich_report().save(tmp_path / "r.json")
     out = tmp_path / f"out{suffix}"
     assert main(["render", str(saved), "-o", str(out)]) == 0
     assert marker.encode() in out.read_bytes()[:4096]
+    assert capsys.readouterr().out == f"Wrote {out}\n"
+
+
+def test_bare_whyalive_prints_usage_with_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """`whyalive` alone lists what it can do (exit 2), not one line about a missing argument."""
+    assert main([]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: whyalive")
+    for command in ("demo", "render", "lint", "run"):
+        assert re.search(rf"^    {command} +\w", err, re.M), err
+
+
+def test_cli_render_to_an_unwritable_place_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that cannot be written is a usage error in one line, not a traceback."""
+    saved = _rich_report().save(tmp_path / "r.json")
+    assert main(["render", str(saved), "-o", str(tmp_path / "no" / "such" / "x.dot")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_cli_render_to_stdout_with_format(

@@ -143,7 +143,7 @@ def test_module_runs_as_main_and_json_report_is_written(
     assert main(["run", "-o", str(out_file), "-m", "leakpkg.job", "--flag"]) == 1
     out, err = capsys.readouterr()
     assert "'--flag'] __main__" in out
-    assert f"report written to {out_file}" in err
+    assert f"whyalive: wrote {out_file}" in err
     report = Report.load(out_file)
     assert report.total_bytes == 8000
     assert report.cycles[0].pattern == "self-containing-container"

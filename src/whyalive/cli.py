@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from whyalive import __version__
-from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, WhyaliveError
+from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, UsageError, WhyaliveError
 
 if TYPE_CHECKING:
     from whyalive.report import Report
@@ -44,10 +44,17 @@ def _write(document: str | bytes, output: str | None) -> None:
             sys.stdout.buffer.flush()
         else:
             sys.stdout.write(document)
-    elif isinstance(document, bytes):
-        Path(output).write_bytes(document)
     else:
-        Path(output).write_text(document, encoding="utf-8")
+        target = Path(output)
+        try:
+            if isinstance(document, bytes):
+                target.write_bytes(document)
+            else:
+                target.write_text(document, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"cannot write {output}: {error.strerror}") from None
+        # As memray does: say what was written, so a script's log shows where to look.
+        sys.stdout.write(f"Wrote {output}\n")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -133,7 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code (see :mod:`whyalive.errors`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if not given:
+        # Bare `whyalive`: what it can do, not one line about a missing argument.
+        sys.stderr.write(parser.format_help())
+        return EXIT_USAGE
+    args = parser.parse_args(given)
     try:
         return int(args.handler(args))
     except WhyaliveError as error:

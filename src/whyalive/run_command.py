@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(blind_spot_note())
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):
-            sys.stderr.write(f"whyalive: report written to {path}\n")
+            sys.stderr.write(f"whyalive: wrote {path}\n")
     if error is not None:
         # Printed as the interpreter would, without whyalive's own frames.
         tb = error.__traceback__
