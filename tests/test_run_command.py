@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scenarios import counts_said
 from whyalive.cli import main
 from whyalive.report import Report
 
@@ -49,7 +50,36 @@ def test_leaking_script_exits_1_with_explanation_and_its_own_argv(
     assert f"argv [{script!r}, '--lr', '3'] __main__" in out
     assert "self-containing-container" in err
     assert "['activations']" in err
-    assert "at train.py" in err
+    # Plain dicts carry no line: the headline says so rather than ending on "train.py:".
+    assert "alive at train.py (line not known): 7.8 KiB on cpu." in " ".join(err.split())
+
+
+CLOSURE = """
+import numpy
+
+
+def train_step():
+    activations = [numpy.zeros(1000)]
+
+    def keep(value):
+        activations.append(value)
+        return keep
+
+    keep(1)
+
+
+train_step()
+"""
+
+
+def test_a_runs_headline_names_the_line_that_made_its_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`whyalive run train.py`: the headline ends on `at train.py:LINE`, the cut's line."""
+    script = write(tmp_path, "train.py", CLOSURE)
+    assert main(["run", script]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "keeps 1 array alive at train.py:8: 7.8 KiB on cpu." in err
 
 
 def test_clean_script_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,7 +198,28 @@ def test_every_step_finds_the_leak_while_the_program_runs(
     """--every-step uses the gc monitor: the leak is reported and exit code is 1."""
     script = write(tmp_path, "train.py", LEAKY)
     assert main(["run", "--every-step", script]) == 1
-    assert "self-containing-container" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "self-containing-container" in err
+    assert "kept 1 array alive over the run of train.py: 7.8 KiB on cpu, summed over the run." in (
+        " ".join(err.split())
+    )
+    assert "over 0 step" not in err
+
+
+@pytest.mark.whyalive_skip  # the gc monitor and the plugin's bracket would both claim the leak
+@pytest.mark.parametrize("mode", ["--on-exit", "--every-step"])
+def test_run_counts_agree_between_text_json_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    """`whyalive run -o report.json`: what the text says is what the JSON and HTML hold."""
+    script = write(
+        tmp_path, "train.py", LEAKY.replace("\ntrain_step()", "\n[train_step() for _ in 'abc']")
+    )
+    out = tmp_path / "report.json"
+    assert main(["run", mode, "-o", str(out), script]) == 1
+    capsys.readouterr()
+    said = counts_said(Report.load(out))
+    assert (said.cycles, said.heavy, said.size) == (3, 3, "23.4 KiB")
 
 
 def test_binary_output_format_is_written(tmp_path: Path) -> None:

@@ -211,6 +211,9 @@ class Report:
     garbage_objects: int = 0
     cycle_count: int = 0
     light_cycle_count: int = 0
+    heavy_count: int = 0
+    """Heavy objects the reported cycles hold, each counted once however many cycles share
+    it (0 in reports from before it was recorded: then the cycles' counts are added)."""
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()

@@ -177,18 +177,42 @@ def _on_exit(
 
 
 def _every_step(
-    program: Callable[[], None], min_bytes: int
+    program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.monitor import GcMonitor
 
     # No training loop calls step(): a helper thread gives the monitor its safe points.
     monitor = GcMonitor(min_bytes=min_bytes, log=False, poll_interval=0.5)
+    monitor._label = f"the run of {where}"
     monitor.start()
     try:
         error, code = _call(program)
     finally:
         monitor.stop()
     return monitor.summary_reports(), error, code
+
+
+def _placed(report: Report, program: str) -> Report:
+    """The report with its place: the line that made the biggest cycle, in the program's terms.
+
+    A whole program has no one line a check ran at; the line a user goes to is where its
+    biggest cycle was made (``train.py:14``), said with the program when it is elsewhere.
+    """
+    from dataclasses import replace
+
+    from whyalive.render.text import cycle_place
+
+    if not report.cycles:
+        return report
+    top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
+    place = cycle_place(report, top)
+    if place is None:  # plain containers carry no line; say so rather than end on "train.py:"
+        where = f"{program} (line not known)"
+    elif place.startswith(f"{program}:"):
+        where = place
+    else:
+        where = f"{place} (in a run of {program})"
+    return replace(report, run=replace(report.run, where=where))
 
 
 def _write_outputs(reports: list[Report], output: str) -> list[Path]:
@@ -218,9 +242,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         program, where = _script_runner(target, argv), os.path.basename(target)
     if args.every_step:
-        reports, error, code = _every_step(program, args.min_bytes)
+        reports, error, code = _every_step(program, where, args.min_bytes)
     else:
         reports, error, code = _on_exit(program, where, args.min_bytes)
+        reports = [_placed(report, where) for report in reports]
     found = [report for report in reports if report.found]
     for report in found or reports[:1]:
         sys.stderr.write(report.render("text"))

@@ -1,7 +1,8 @@
 """The ``whyalive lint`` subcommand: argument definitions and the function that runs it.
 
 Exit codes: 0 no findings, 1 findings (with ``--fix``: findings left; with ``--diff``:
-something to fix, or findings it cannot fix, which it lists on stderr), 2 a usage error (an unknown code, a bad ``[tool.whyalive.lint]``) or
+something to fix, or findings it cannot fix, which it lists on stderr), 2 a usage error
+(an unknown code, a bad ``[tool.whyalive.lint]``) or
 input that could not be read or parsed (those are still reported as WAL0xx lines, and the
 other files are still checked).
 """

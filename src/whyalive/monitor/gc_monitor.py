@@ -41,7 +41,7 @@ from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
 from whyalive.report import Report
-from whyalive.words import size_from_words
+from whyalive.words import plural, size_from_words
 
 logger = logging.getLogger("whyalive")
 
@@ -133,6 +133,7 @@ class GcMonitor(GcSampler):
             where="GcMonitor",
         )
         self.on_cycle = on_cycle
+        self._label: str | None = None  # `whyalive run --every-step` names the program here
         self.collect_generation = collect_generation
         self.cuda_growth = cuda_growth
         self.gather_every = gather_every
@@ -378,7 +379,12 @@ class GcMonitor(GcSampler):
             self.poll()
 
     def _steps_words(self) -> str:
-        return f"GcMonitor over {self.stats.steps} step(s)"
+        """Where a monitor report's cycles were found: ``100 monitored steps``."""
+        if self._label is not None:
+            return self._label
+        if self.stats.steps:
+            return plural(self.stats.steps, "monitored step")
+        return f"a monitored run ({plural(self.stats.examined, 'collection')} examined)"
 
 
 def monitor(**options: Any) -> GcMonitor:

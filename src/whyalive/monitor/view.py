@@ -140,7 +140,11 @@ def monitor_text(monitor: GcMonitor) -> str:
         for item in seen[:MAX_ROWS]
     )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = [head, f"{plural(len(seen), 'cycle signature')}, {size_to_words(held)} held in all:"]
+    lines = [
+        head,
+        f"{plural(len(seen), 'cycle signature')}, "
+        f"{size_to_words(held)} found, summed over the run:",
+    ]
     for number, row in enumerate(table):
         lines.append(
             "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

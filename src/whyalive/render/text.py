@@ -68,8 +68,7 @@ def leak_line(report: Report) -> str:
     cut = _cut_brief(report, top)
     if cut is not None:
         line += f", cut {cut}"
-    made = top.cut.source_line if top.cut is not None else None
-    place = made.partition("  ")[0] if made else cycle_where(report, top) or report.run.where
+    place = cycle_place(report, top) or report.run.where
     if place:
         line += f" at {place}"
     others = [c for c in report.cycles if c is not top]
@@ -123,6 +122,12 @@ def cycle_where(report: Report, cycle: CycleReport) -> str | None:
         if location:
             return location
     return None
+
+
+def cycle_place(report: Report, cycle: CycleReport) -> str | None:
+    """The line to go to: where the cut's reference was made, else where the loop starts."""
+    made = cycle.cut.source_line if cycle.cut is not None else None
+    return made.partition("  ")[0] if made else cycle_where(report, cycle)
 
 
 def cut_line(report: Report, cycle: CycleReport, *, with_edges: bool) -> str | None:
