@@ -44,7 +44,7 @@ class MonitorStats:
         )
         if self.unexamined_objects:
             text += (
-                f"; {plural(self.unexamined_objects, 'object')} freed by collections "
-                "that were not examined"
+                f"; {plural(self.unexamined_objects, 'garbage object')} freed without a look "
+                "(the monitor skips some collections to stay cheap)"
             )
         return text + "."

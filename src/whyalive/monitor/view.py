@@ -120,7 +120,10 @@ def monitor_text(monitor: GcMonitor) -> str:
         f"{plural(stats.analyses, 'analysis', 'analyses')} ({stats.seconds * 1000:.1f} ms)"
     )
     if stats.unexamined_objects:
-        head += f", {plural(stats.unexamined_objects, 'object')} freed unexamined"
+        head += (
+            f", {plural(stats.unexamined_objects, 'garbage object')} freed without a look "
+            "(sampled to stay cheap)"
+        )
     seen = sorted(monitor.signatures(), key=lambda s: (-s.total_bytes, s.first_step))
     if not seen:
         return (
