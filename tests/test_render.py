@@ -7,6 +7,7 @@ review the diff of the rewritten files.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -250,7 +251,7 @@ def test_dot_marks_cut_sizes_heavy_and_shows_alive() -> None:
     assert 'color="#dc2626"' in cut_line
     assert "style=dashed" in cut_line
     assert heavy_width(1 << 22) > heavy_width(4096) > heavy_width(10)
-    assert f"width={heavy_width(4096)}" in source
+    assert f"width={heavy_width(1 << 22)}" in source
     assert "cluster_alive_1" in source
     assert '"global CACHE"' in source
 
@@ -331,14 +332,18 @@ def test_html_embeds_the_report_data_safely() -> None:
 
 @needs_dot
 def test_html_uses_graphviz_coordinates_when_installed() -> None:
-    """With dot installed, each view carries Graphviz positions for every node and edge."""
+    """With dot installed, each drawing carries Graphviz positions for every box and arrow
+    but the one closing the loop, which the viewer draws beside it."""
     report = find_leaks(recursive_closure)
     views = _embedded(report.render("html"))["views"]
-    layout = views[0]["layout"]
-    assert layout is not None
-    assert {str(n["id"]) for n in views[0]["nodes"]} == set(layout["nodes"])
-    assert len(layout["edges"]) == len(views[0]["edges"])
-    assert all(edge is not None for edge in layout["edges"])
+    for drawing in (views[0]["crop"], views[0]["compact"]):
+        layout = drawing["layout"]
+        assert layout is not None
+        assert {n["key"] for n in drawing["nodes"]} == set(layout["nodes"])
+        assert len(layout["edges"]) == len(drawing["edges"])
+        pairs = zip(drawing["edges"], layout["edges"], strict=True)
+        placed = [e["closing"] for e, at in pairs if at is None]
+        assert placed == [True]
 
 
 @pytest.mark.parametrize("layout", ["dagre", pytest.param("graphviz", marks=needs_dot)])
@@ -524,3 +529,81 @@ def test_a_reference_with_no_name_reads_as_unnamed_not_as_an_empty_label() -> No
         "--(unnamed reference)--> dict of 1"
     )
     assert edge_words(report, Edge(0, 0, "key", "['k']")) == "--['k']--> dict of 1"
+
+
+# the picture adds up -------------------------------------------------------------------
+
+
+def _drawings(report: Report) -> list[tuple[str, dict[str, Any]]]:
+    """Every drawing the page carries: (view key and kind, the drawing)."""
+    views = _embedded(report.render("html", layout="dagre"))["views"]
+    return [
+        (f"{view['key']} {kind}", view[kind])
+        for view in views
+        for kind in ("crop", "compact", "full")
+        if view[kind] is not None
+    ]
+
+
+@pytest.mark.parametrize(
+    "scenario", ["pipeline", "ring-30", "shared", "recursive_closure", "bound_method"]
+)
+def test_every_drawing_adds_up_to_what_the_headline_counts(scenario: str) -> None:
+    """The heavy, autograd and "more" boxes of every drawing add up to the cycle's bytes,
+    and a one-cycle report's to the headline's bytes."""
+    from scenarios import pipeline_step, shared_parameters
+
+    made = {
+        "pipeline": lambda: find_leaks(pipeline_step),
+        "ring-30": lambda: find_leaks(ring, 30),
+        "shared": lambda: find_leaks(shared_parameters),
+    }
+    report = made[scenario]() if scenario in made else scenario_report(scenario)
+    for (key, drawing), cycle in zip(
+        _drawings(report), [c for c in report.cycles for _ in range(3)], strict=False
+    ):
+        number = int(key.split()[0].split("-")[1])
+        drawn = sum(node["bytes"] for node in drawing["nodes"])
+        assert drawn == report.cycles[number - 1].bytes_held, (key, drawn)
+        del cycle
+    if len(report.cycles) == 1 and report.cycles[0].occurrences == 1:
+        assert report.cycles[0].bytes_held == report.total_bytes
+
+
+def test_torch_autograd_bytes_are_drawn_in_their_own_box() -> None:
+    """The demo on torch: the outputs' autograd graph (C++) is a box of its own, and the
+    boxes add up to the headline's 672 KiB."""
+    pytest.importorskip("torch")
+    from whyalive.demo import run_demo
+
+    _, report = run_demo()
+    [cycle] = report.cycles
+    for key, drawing in _drawings(report):
+        kinds = [node["kind"] for node in drawing["nodes"]]
+        assert kinds.count("heavy") == 2, key
+        assert kinds.count("autograd") == 1, key
+        assert sum(node["bytes"] for node in drawing["nodes"]) == report.total_bytes, key
+    autograd = sum(h.autograd_bytes for h in cycle.holds)
+    assert autograd == report.total_bytes - 8 * 16 * 256 * 4  # all but the 8 tensors' own
+
+
+@needs_dot
+def test_svg_scales_and_carries_the_headline_totals_legend_and_fix() -> None:
+    """The SVG has a viewBox and no fixed size, and says the headline, what the boxes add up
+    to, the legend and each cycle's fix, as a picture pasted into an issue must."""
+    report = scenario_report("recursive_closure")
+    svg = report.render("svg")
+    root = re.search(r"<svg\b[^>]*>", svg)
+    assert root is not None
+    assert "viewBox=" in root.group(0)
+    assert 'width="100%"' in root.group(0)
+    assert "height=" not in root.group(0)
+    texts = html.unescape(" ".join(re.findall(r">([^<>]+)</text>", svg)))
+    for words in (
+        "1 reference cycle keeps 2 arrays alive",
+        "The heavy boxes add up to 32.0 KiB",
+        "suggested cut",
+        "heavy object",
+        "Fix: Break the self-reference: del extract_tensors_with_grads",
+    ):
+        assert words in texts, words

@@ -105,6 +105,12 @@ class Holding:
     description: str
     """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
     nbytes: int
+    heavy: tuple[int, ...] = ()
+    """Node ids of these heavy objects; a holder path in the cycle ends at the first."""
+    autograd_bytes: int = 0
+    """Of ``nbytes``, what only their autograd graph (C++) holds: saved tensors, leaves."""
+    autograd_count: int = 0
+    """How many tensors that autograd graph holds."""
 
 
 @dataclass(frozen=True)

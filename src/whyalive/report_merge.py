@@ -88,6 +88,9 @@ def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
         if cut is None
         else dataclasses.replace(cut, edges=tuple(shift_edge(e, shift) for e in cut.edges)),
         loop=tuple(shift_edge(e, shift) for e in cycle.loop),
+        holds=tuple(
+            dataclasses.replace(h, heavy=tuple(n + shift for n in h.heavy)) for h in cycle.holds
+        ),
     )
 
 
