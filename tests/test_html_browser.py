@@ -153,12 +153,25 @@ return {
 SIZES = [(1280, 800), (1920, 1080)]
 
 
+def _inner(driver: Any, outer: tuple[int, int]) -> list[int]:
+    """The inner size once the window has taken the outer size it was given."""
+    deadline = time.monotonic() + 5
+    while True:
+        size = driver.get_window_size()
+        inner: list[int] = driver.execute_script("return [innerWidth, innerHeight]")
+        if (size["width"], size["height"]) == outer or time.monotonic() > deadline:
+            return inner
+        time.sleep(0.02)
+
+
 def _resize(driver: Any, width: int, height: int) -> None:
-    """The window's inner size exactly ``width`` x ``height``."""
+    """The window's inner size exactly ``width`` x ``height`` (whatever its frame adds)."""
     driver.set_window_size(width, height)
-    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    inner = _inner(driver, (width, height))
     if inner != [width, height]:
-        driver.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+        outer = (2 * width - inner[0], 2 * height - inner[1])
+        driver.set_window_size(*outer)
+        _inner(driver, outer)
 
 
 def _torch_demo() -> Report:

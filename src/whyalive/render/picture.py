@@ -92,14 +92,14 @@ def label_lines(label: str, location: str | None = None) -> tuple[str, ...]:
     lines: list[str] = []
     rest = label
     while rest and len(lines) < 3:
-        if len(rest) <= LINE_CHARS or len(lines) == 2:
+        if len(rest) <= LINE_CHARS + 5:
+            lines.append(rest)  # a few characters over beat one more line
+            break
+        if len(lines) == 2:
             lines.append(shorten(rest, LINE_CHARS))
             break
         cut = max(rest.rfind(".", 0, LINE_CHARS), rest.rfind(" ", 0, LINE_CHARS))
-        if cut <= LINE_CHARS // 3 and len(rest) <= LINE_CHARS + 6:
-            lines.append(rest)  # a few characters over beat a word cut in two
-            break
-        cut = cut + 1 if cut > LINE_CHARS // 3 else LINE_CHARS
+        cut = cut + 1 if cut > 0 else LINE_CHARS  # a word cut in two only when it must be
         lines.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
     if location:
