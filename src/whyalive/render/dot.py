@@ -14,7 +14,8 @@ import html
 import math
 from typing import ClassVar
 
-from whyalive.render.picture import Picture, PictureNode, pictures
+from whyalive.render.picture import Picture, PictureNode
+from whyalive.render.pictures import pictures
 from whyalive.render.wrap import wrap
 from whyalive.report import Report
 from whyalive.words import cut_sentence, report_headline

@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Literal
 
 from whyalive.errors import WhyaliveError
 from whyalive.render.dot import quote
-from whyalive.render.picture import Picture, pictures
+from whyalive.render.picture import Picture
+from whyalive.render.pictures import pictures
 from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
 from whyalive.render.timeline import timeline_svg
