@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install everything the tests need, then run the suite:
-# the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium) and the core tests on
-# every other CPython 3.10+ that pyenv offers. Every leg runs even when an earlier one
-# failed; the failed legs are listed at the end, and the exit status is 1 if any failed.
-# Each stage prints one line saying what it does; times are in the README.
+# the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium), the core tests on
+# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 through Pyodide. Every
+# leg runs even when an earlier one failed; the failed legs are listed at the end, and the
+# exit status is 1 if any failed. Each stage prints one line saying what it does; times
+# are in the README.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STARTED=$SECONDS
@@ -45,7 +46,7 @@ say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 4 minutes on 2 cor
 leg "full suite on Python 3.11" \
   .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
-CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py"
+CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py"
 
 # core_leg VERSION_DIR: a venv for that Python with whyalive built for it, then its core tests.
 core_leg() {
@@ -65,6 +66,13 @@ for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   say "core tests on Python $version (venv, build, about 1 minute)"
   leg "core tests on Python $version" core_leg "$version_dir"
 done
+
+# CPython 3.14, which pyenv cannot build here: Pyodide (3.14 compiled to WebAssembly) under
+# node, on the pure-Python core, under the plugin like the full suite. Installs into
+# .cache/pyodide first, then runs offline.
+say "core tests on CPython 3.14 (Pyodide under node, pure-Python core; install, then offline)"
+# shellcheck disable=SC2086  # CORE_TESTS is a list of paths
+leg "core tests on CPython 3.14 (Pyodide)" bash scripts/test-pyodide.sh -q --whyalive $CORE_TESTS
 
 if [ "${#FAILED[@]}" -gt 0 ]; then
   say "${#FAILED[@]} leg(s) failed:"
