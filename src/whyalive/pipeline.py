@@ -35,6 +35,8 @@ def prepare_in_collector() -> None:
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
     progress = Progress(len(objects), options.progress_after)
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: keep the collector off until we return.

@@ -183,7 +183,7 @@ def _every_step(
 
     # No training loop calls step(): a helper thread gives the monitor its safe points.
     monitor = GcMonitor(min_bytes=min_bytes, log=False, poll_interval=0.5)
-    monitor._label = f"the run of {where}"
+    monitor.label = f"the run of {where}"
     monitor.start()
     try:
         error, code = _call(program)
