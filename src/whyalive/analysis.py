@@ -43,7 +43,8 @@ class AnalysisOptions:
     # Asked only for the heavy objects a report shows (NumPy arrays are not in the
     # captured garbage, so the caller cannot key them by id beforehand).
     site_of: Callable[[object], str | None] | None = None
-    # Seconds after which a long analysis says on stderr what it is doing (None: never).
+    # Seconds after which a long analysis says on stderr what it is doing (None: never, as
+    # for the analyses that run inside a gc callback, where nothing may print or warn).
     progress_after: float | None = 2.0
     # Files under this directory are the user's code (unless installed in a virtual
     # environment there); a cycle whose code is all elsewhere was made inside a package.
