@@ -246,3 +246,27 @@ def test_os_exit_ends_the_process_without_a_report(tmp_path: Path) -> None:
     )
     assert done.returncode == 5
     assert "whyalive:" not in done.stderr
+
+
+@pytest.mark.parametrize(("size", "code"), [("1MiB", 0), ("1 KB", 1), ("4096", 1)])
+def test_min_bytes_takes_a_size_with_a_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], size: str, code: int
+) -> None:
+    """`--min-bytes 1MiB` hides the 7.8 KiB leak; `1 KB` and `4096` report it."""
+    script = write(tmp_path, "train.py", LEAKY)
+    assert main(["run", "--min-bytes", size, script]) == code
+    capsys.readouterr()
+
+
+def test_a_bad_min_bytes_is_one_usage_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--min-bytes 1XB` is a usage error in one line, before the program runs."""
+    script = write(tmp_path, "train.py", LEAKY)
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--min-bytes", "1XB", script])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "not a size: '1XB' (use 1048576, 1MB or 1.5 MiB" in err

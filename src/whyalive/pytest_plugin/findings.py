@@ -193,7 +193,7 @@ def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> 
     ):
         signatures = sorted({r["signature"] for r in rows})
         sigs = signatures[0] if len(signatures) == 1 else plural(len(signatures), "signature")
-        tests = sorted({r["nodeid"] for r in rows})
+        tests = list(dict.fromkeys(r["nodeid"] for r in rows))  # in the order they ran
         cases = [t[len(base) :] for t in tests if t != base]
         named = base if not cases else f"{base}{_folded(cases)}"
         head = (
