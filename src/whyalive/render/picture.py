@@ -124,5 +124,10 @@ class PictureBuilder:
         """Ranks from the loop box ``key`` to the first rank under the whole loop."""
         return max(len(self.loop) - self.loop.index(key), 1) if key in self.loop else 1
 
+    def picture(self, key: str, title: str, total: int, caption: str, folded: int = 0) -> Picture:
+        """The picture drawn so far."""
+        nodes, edges = tuple(self.nodes.values()), tuple(self.edges)
+        return Picture(key, title, nodes, edges, total, caption, folded)
+
     def drawn_bytes(self) -> int:
         return sum(n.nbytes for n in self.nodes.values())

@@ -213,15 +213,9 @@ def cycle_picture(
         if crop:
             folded += len(holdings) - len(drawn_holdings)
     folded += _draw_other_members(picture, cycle, first, folded, crop)
-    return Picture(
-        f"cycle-{number}",
-        f"Cycle {number}: {cycle.title}",
-        tuple(picture.nodes.values()),
-        tuple(picture.edges),
-        cycle.bytes_held,
-        _cycle_caption(report, number, cycle, picture.drawn_bytes()),
-        folded if crop else 0,
-    )
+    caption = _cycle_caption(report, cycle, picture.drawn_bytes())
+    title = f"Cycle {number}: {cycle.title}"
+    return picture.picture(f"cycle-{number}", title, cycle.bytes_held, caption, folded)
 
 
 def _draw_other_members(
@@ -252,7 +246,7 @@ def _draw_other_members(
     return 0
 
 
-def _cycle_caption(report: Report, number: int, cycle: CycleReport, drawn: int) -> str:
+def _cycle_caption(report: Report, cycle: CycleReport, drawn: int) -> str:
     """What the boxes add up to, and how that stands to the headline's bytes."""
     said = f"The heavy boxes add up to {size_to_words(drawn)}"
     if cycle.occurrences > 1:
@@ -285,19 +279,13 @@ def alive_picture(report: Report, number: int) -> Picture:
         alive.node_id,
         alive.nbytes,
     )
-    return Picture(
-        f"alive-{number}",
-        f"Still alive {number}: {alive.description}",
-        tuple(picture.nodes.values()),
-        tuple(picture.edges),
-        alive.nbytes,
-        f"The heavy box is {size_to_words(alive.nbytes)}"
-        + (
-            f", of {size_to_words(sum(a.nbytes for a in report.alive))} still alive in all."
-            if len(report.alive) > 1 or report.cycles
-            else ", all that the headline counts."
-        ),
+    caption = f"The heavy box is {size_to_words(alive.nbytes)}" + (
+        f", of {size_to_words(sum(a.nbytes for a in report.alive))} still alive in all."
+        if len(report.alive) > 1 or report.cycles
+        else ", all that the headline counts."
     )
+    title = f"Still alive {number}: {alive.description}"
+    return picture.picture(f"alive-{number}", title, alive.nbytes, caption)
 
 
 def pictures(report: Report, *, crop: bool = True, compact: bool = False) -> tuple[Picture, ...]:
