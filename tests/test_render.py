@@ -607,3 +607,28 @@ def test_svg_scales_and_carries_the_headline_totals_legend_and_fix() -> None:
         "Fix: Break the self-reference: del extract_tensors_with_grads",
     ):
         assert words in texts, words
+
+
+def test_wrap_breaks_prose_but_never_code_sizes_or_cells() -> None:
+    """Prose breaks between words; `code`, `32.0 KiB` and `In [2], line 3` stay whole, an
+    unmatched backtick loses nothing, and only an unbreakable span runs past the width."""
+    from whyalive.render.wrap import wrap
+
+    text = (
+        "Fix: store `weakref.WeakMethod(self.on_step)` instead, 32.0 KiB held, made at "
+        "In [2], line 3, `a_very_long_identifier_that_cannot_break_anywhere_at_all()` done"
+    )
+    lines = wrap(text, 30, indent="  ")
+    assert lines[0].startswith("  Fix: store")
+    assert all(line.startswith("    ") for line in lines[1:])
+    joined = " ".join(line.strip() for line in lines)
+    assert joined == text
+    for whole in ("`weakref.WeakMethod(self.on_step)`", "32.0 KiB", "In [2], line 3,"):
+        assert any(whole in line for line in lines), whole
+    over = [line.strip() for line in lines if len(line) > 30]
+    assert over == [
+        "`weakref.WeakMethod(self.on_step)`",
+        "`a_very_long_identifier_that_cannot_break_anywhere_at_all()`",
+    ], lines
+    odd = "an `unmatched backtick and more words after it"
+    assert " ".join(line.strip() for line in wrap(odd, 12)) == odd

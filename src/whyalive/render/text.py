@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from whyalive import edge_kinds as ek
-from whyalive.render.wrap import terminal_width, wrap
+from whyalive.render.wrap import DEFAULT_WIDTH, terminal_width, wrap
 from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
 from whyalive.words import (
     BLIND_SPOTS,
@@ -169,6 +169,7 @@ class TextRenderer:
         self.color = color
         self.width = width
         self.detail = detail
+        self._width = width or DEFAULT_WIDTH  # the terminal's is read when rendering
 
     def _bold(self, text: str) -> str:
         return f"\033[1m{text}\033[0m" if self.color else text
