@@ -405,7 +405,8 @@
   tool("\u2212", function () { var b = graphSvg.getBoundingClientRect(); zoom(0.8, b.width / 2, b.height / 2); });
   tool("fit", function () { fit(false); });
   tool("show all", function () {
-    if (current.view) { draw(current.view, current.mode === "full" ? "crop" : "full"); }
+    if (!current.view) { return; }
+    if (current.mode === "full") { open(current.view); } else { draw(current.view, "full"); }
   }, "toggle-fold");
 
   function select(i) {
