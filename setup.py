@@ -2,16 +2,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from setuptools import Extension, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
-# The C graph core is optional: a machine without a C compiler still installs whyalive
-# and runs the pure-Python twin (whyalive.graph.core), which gives the same results,
-# slower. Such a build says so on stderr and makes a py3-none-any wheel, not one tagged
-# for this interpreter. WHYALIVE_BUILD_PURE=1 builds the pure wheel on purpose.
+# The C extensions are optional: a machine without a C compiler still installs whyalive and
+# runs the pure-Python twin (whyalive.graph.core), which gives the same results, slower.
+# Such a build says so on stderr and, when no extension was built, makes a py3-none-any
+# wheel rather than one tagged for this interpreter. WHYALIVE_BUILD_PURE=1 builds the pure
+# wheel on purpose.
 PURE = os.environ.get("WHYALIVE_BUILD_PURE") == "1"
 NOT_BUILT = (
     "WARNING: whyalive: the C graph core (whyalive._fastgraph) was not built{why}; "
@@ -22,27 +23,30 @@ NOT_BUILT = (
 
 
 class BuildExt(build_ext):
-    """Builds the optional core and remembers whether it failed."""
+    """Builds the optional extensions and remembers which were built and which failed."""
 
-    failed: bool = False
+    built: ClassVar[set[str]] = set()
+    failed: ClassVar[set[str]] = set()
 
     def build_extension(self, ext: Any) -> None:
         try:
             super().build_extension(ext)
         except Exception as error:
-            BuildExt.failed = True
+            BuildExt.failed.add(ext.name)
             why = f" (compiling {ext.sources[0]} failed: {type(error).__name__})"
-            sys.stderr.write(NOT_BUILT.format(why=why) + "\n")
+            if ext.name == "whyalive._fastgraph":
+                sys.stderr.write(NOT_BUILT.format(why=why) + "\n")
             raise  # setuptools skips an optional extension that failed, with its own warning
+        BuildExt.built.add(ext.name)
 
 
 class BdistWheel(bdist_wheel):
-    """A wheel without the C core is pure: tagged py3-none-any, installed in purelib."""
+    """A wheel without any C extension is pure: tagged py3-none-any, installed in purelib."""
 
     def run(self) -> None:
         if not self.skip_build:
             self.run_command("build")
-        if BuildExt.failed:
+        if BuildExt.failed and not BuildExt.built:
             # No extension left to build or install: the wheel holds only Python files.
             self.distribution.ext_modules = []
             self.root_is_pure = True
