@@ -64,10 +64,16 @@ def _into_holding(holding: Holding, last: Edge) -> str:
 
 
 def _draw_holding(
-    picture: PictureBuilder, cycle: CycleReport, number: int, holding: Holding, compact: bool
+    picture: PictureBuilder,
+    cycle: CycleReport,
+    number: int,
+    holding: Holding,
+    compact: bool,
+    below: int = 0,
 ) -> bool:
     """A holder path down to one box for the whole holding, and one for its autograd graph;
-    ``compact``: one arrow from the cycle, the place (``stage_output_tensors[0..3]``) in the box."""
+    ``compact``: one arrow from the cycle, the place (``stage_output_tensors[0..3]``) in the
+    box, ``below`` ranks further down (compact places stack, they do not stand side by side)."""
     path = _holding_path(cycle, holding)
     if path is None or len(path) < 2:
         return False
@@ -98,7 +104,7 @@ def _draw_holding(
         )
     )
     into = "" if compact else _into_holding(holding, by_pair[(path[-2], path[-1])])
-    picture.edge(keys[-1], box, into, minlen=picture.below_loop(keys[-1]))
+    picture.edge(keys[-1], box, into, minlen=picture.below_loop(keys[-1]) + below)
     if holding.autograd_bytes:
         saved = picture.add(
             PictureNode(
@@ -188,9 +194,13 @@ def cycle_picture(
     drawn_holdings = holdings[:HOLDINGS_DRAWN] if crop else holdings
     starts = {path[0] for h in drawn_holdings if (path := _holding_path(cycle, h))}
     folded = _draw_loop(picture, cycle, starts, crop)
-    drawn = [
-        h for i, h in enumerate(drawn_holdings) if _draw_holding(picture, cycle, i, h, compact)
-    ]
+    drawn = []
+    below = 0
+    for number_drawn, holding in enumerate(drawn_holdings):
+        if _draw_holding(picture, cycle, number_drawn, holding, compact, below):
+            drawn.append(holding)
+            if compact:
+                below += 2 if holding.autograd_bytes else 1
     hidden_places = len(holdings) - len(drawn)
     hidden_heavy = len(cycle.heavy) - sum(h.count for h in drawn)
     rest = cycle.bytes_held - picture.drawn_bytes()
