@@ -147,7 +147,8 @@ return {
 };
 """
 
-SIZES = [(1280, 800), (1920, 1080)]
+# Two windows, and the frame a notebook cell gives the viewer (900 px wide, its height).
+SIZES = [(1280, 800), (1920, 1080), (900, 560)]
 
 
 def _inner(driver: Any, outer: tuple[int, int]) -> list[int]:
