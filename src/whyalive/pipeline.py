@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.graph import build_graph
+from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report, counts_report
@@ -26,6 +27,8 @@ def prepare_in_collector() -> None:
     module in this very thread); once imported, a module is only looked up.
     """
     import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
+
+    announce_implementation()
 
     analyze([], AnalysisOptions(progress_after=None))
 
@@ -43,6 +46,8 @@ def analyze(
     :func:`~whyalive.report_builder.counts_report`).
     """
     options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
     progress = Progress(len(objects), options.progress_after)
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: keep the collector off until we return.

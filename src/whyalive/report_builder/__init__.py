@@ -11,9 +11,10 @@ with the same table and path records (:mod:`~whyalive.report_builder.nodes`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
-from whyalive.analysis import AnalysisOptions, CycleGroup, Findings
-from whyalive.report import CycleReport, Report
+from whyalive.analysis import AnalysisOptions, Findings
+from whyalive.report import CycleReport, HeavyObject, Node, Report
 from whyalive.report_builder.cycles import cycle_report
 from whyalive.report_builder.heavy import heavy_table
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
@@ -22,16 +23,6 @@ from whyalive.sourcelines import SourceLines
 from whyalive.words import BLIND_SPOTS
 
 __all__ = ["NodeTable", "build_report", "counts_report", "holder_path_record"]
-
-
-def _bytes_by_device(kept: list[CycleGroup]) -> dict[str, int]:
-    storages: dict[object, tuple[int, str]] = {}
-    for group in kept:
-        storages.update(group.storages)
-    by_device: dict[str, int] = defaultdict(int)
-    for nbytes, device in storages.values():
-        by_device[device] += nbytes
-    return dict(by_device)
 
 
 def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -64,19 +55,7 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
                 heavy_count=group.heavy_count,
             )
         )
-    by_device = _bytes_by_device(findings.kept)
-    return Report(
-        run=run_info(options.where),
-        nodes=(),
-        cycles=tuple(cycles),
-        heavy_objects=(),
-        total_bytes=sum(by_device.values()),
-        bytes_by_device=by_device,
-        garbage_objects=findings.graph.garbage_count,
-        cycle_count=findings.cycle_count,
-        light_cycle_count=max(findings.cycle_count - findings.heavy_cycles, 0),
-        notes=(*findings.notes, BLIND_SPOTS),
-    )
+    return _report(findings, options, (), cycles, ())
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -87,17 +66,34 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     storage_users = findings.storage_users
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
-    by_device = _bytes_by_device(kept)
+    return _report(findings, options, table.nodes, cycles, heavy_objects)
+
+
+def _report(
+    findings: Findings,
+    options: AnalysisOptions,
+    nodes: Sequence[Node],
+    cycles: Sequence[CycleReport],
+    heavy_objects: Sequence[HeavyObject],
+) -> Report:
+    kept = findings.kept
+    storages: dict[object, tuple[int, str]] = {}
+    for group in kept:
+        storages.update(group.storages)
+    by_device: dict[str, int] = defaultdict(int)
+    for nbytes, device in storages.values():
+        by_device[device] += nbytes
     light = findings.cycle_count - findings.heavy_cycles
     return Report(
         run=run_info(options.where),
-        nodes=tuple(table.nodes),
+        nodes=tuple(nodes),
         cycles=tuple(cycles),
         heavy_objects=tuple(heavy_objects),
         total_bytes=sum(by_device.values()),
-        bytes_by_device=by_device,
-        garbage_objects=graph.garbage_count,
+        bytes_by_device=dict(by_device),
+        garbage_objects=findings.graph.garbage_count,
         cycle_count=findings.cycle_count,
+        heavy_count=len(set().union(*(group.heavy_nodes for group in kept))),
         light_cycle_count=max(light, 0),
         notes=(*findings.notes, BLIND_SPOTS),
     )
