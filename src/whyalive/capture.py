@@ -108,6 +108,7 @@ class GarbageWatch:
         """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
+        graphcore.announce_implementation()
         self._holds_freeze, froze = OWNER.hold_freeze()
         if not froze:
             # Joining a frozen baseline (or the user's freeze) leaves what came since
@@ -130,8 +131,13 @@ class GarbageWatch:
             records=lease.records,
         )
 
-    def finish(self) -> None:
-        """Give back the frozen baseline; call after the captured garbage is released."""
-        if self._holds_freeze:
-            self._holds_freeze = False
-            OWNER.drop_freeze()
+    def finish(self) -> bool:
+        """Give back the frozen baseline; call after the captured garbage is released.
+
+        Returns whether the block froze or unfroze the heap under whyalive's freeze
+        (:attr:`CapturedGarbage.freeze_changed` tells it otherwise).
+        """
+        if not self._holds_freeze:
+            return False
+        self._holds_freeze = False
+        return OWNER.drop_freeze()
