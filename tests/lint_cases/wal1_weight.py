@@ -226,3 +226,33 @@ def taken_and_handed(model, sink):
     collect(model)
     first = dims[0]
     sink(first)
+
+
+# A call of a function of this file annotated to return something light is light.
+def depth_of(node) -> int:
+    return 1 + max((depth_of(c) for c in node.children), default=0)
+
+
+def deepest(root):
+    best = depth_of(root)
+
+    def walk(node):  # WAL903: 239, 4 fix
+        if depth_of(node) > best:
+            return node.name
+        for child in node.children:
+            walk(child)
+
+    return walk(root)
+
+
+# The same name, rebound to a local that may be anything, is not that function.
+def shadowed(root, depth_of):
+    best = depth_of(root)
+
+    def walk(node):  # WAL101: 252, 4 "best" fix
+        if node.size > best:
+            return node.name
+        for child in node.children:
+            walk(child)
+
+    return walk(root)

@@ -121,6 +121,7 @@ class Weigher:
         self._guessed = False
         self.instances: dict[int, bool] = {}
         self.subclasses: dict[str, list[ast.ClassDef]] = {}
+        self.functions: dict[str, ast.AST] = {}
         self._index(module)
 
     def _index(self, module: ast.AST) -> None:
@@ -131,6 +132,10 @@ class Weigher:
                 if isinstance(child, FUNCTION_OR_LAMBDA):
                     self._scopes[id(child)] = _Scope(child, function)
                     stack.append((child, child))
+                    # Undecorated: a decorator may return anything.
+                    plain = isinstance(child, FUNCTION_NODES) and not child.decorator_list
+                    if node is module and plain:
+                        self.functions[child.name] = child  # type: ignore[union-attr]
                 else:
                     if isinstance(child, ast.ClassDef) and node is module:
                         self.classes[child.name] = child
@@ -330,8 +335,21 @@ class Weigher:
         if isinstance(expr, ast.Lambda):
             return self.light_function(expr, function, trusted)
         if isinstance(expr, ast.Call):
-            return self._light_call(expr, rec)
+            return self._light_call(expr, rec) or self._returns_light(expr, function)
         return False
+
+    def _returns_light(self, call: ast.Call, function: ast.AST | None) -> bool:
+        """A call of a function of this module whose return annotation is light
+        (``def count(...) -> int``), unless a local of that name hides it."""
+        func = call.func
+        if not isinstance(func, ast.Name) or func.id not in self.functions:
+            return False
+        scope = function
+        while scope is not None:
+            if func.id in self.scope(scope).bound:
+                return False
+            scope = self.scope(scope).parent
+        return light_annotation(getattr(self.functions[func.id], "returns", None))
 
     def _light_call(self, call: ast.Call, rec: _Check) -> bool:
         func = call.func
