@@ -63,10 +63,10 @@ def _advice(group: RecursionGroup, outer: str, fixable: bool) -> tuple[Advice, .
         return (
             Advice(
                 "helper-takes-itself",
-                f"split it: a helper that takes itself as an argument "
-                f"(`def _{first}(..., _{first})`, calling `_{first}(..., _{first})`) and "
-                f"`{first}` calling `_{first}(..., _{first})`, so callers of `{first}` keep "
-                "their calls",
+                f"split it into a helper that takes itself as an argument "
+                f"(`def _{first}(..., _{first})`, recursing with `_{first}(..., _{first})`) "
+                f"and a `{first}` that calls `_{first}(..., _{first})`, so callers of "
+                f"`{first}` keep their calls",
             ),
             module_level,
         )
