@@ -98,8 +98,9 @@ module hooks (`model.register_forward_hook(lambda m, i, o: model...)`). For tens
 passes through C++ objects that have no GC traversal, so even the cyclic GC never frees it:
 the tensor and its graph live until the process ends.
 
-Fix: let the hook use its arguments (`grad`, `module`), capture `weakref.ref(t)`, or keep the
-handle and call `handle.remove()` once the hook has run.""",
+Fix: let a module hook use its arguments (it gets the module; a tensor's `register_hook` gets
+only the gradient), capture `weakref.ref(t)`, or keep the handle and call `handle.remove()`
+once the hook has run.""",
 )
 
 

@@ -182,7 +182,9 @@ Fixes, in the user's terms: pass the function to itself as a parameter
 `whyalive lint --fix` makes this edit), `del walk` in a `finally` before the enclosing
 function returns, or move the helper to module level. When the function escapes (it is
 returned, stored, passed on or registered), deleting its name would make its next recursive
-call fail with `NameError`, so only the first and last fixes are offered.
+call fail with `NameError`, and a new parameter would change its callers' calls: then split
+it into a helper that takes itself as an argument and a function that calls the helper with
+itself (callers keep their calls), or move it to module level.
 Recursion of module-level functions and methods (`self.walk(...)`) makes no cycle.""",
 )
 

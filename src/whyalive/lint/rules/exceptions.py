@@ -280,7 +280,8 @@ FRAME_KEPT = Rule(
 `frame = inspect.currentframe()` (or `inspect.stack()`, `inspect.trace()`,
 `sys._getframe()`) stores the running frame in one of its own locals: frame -> local ->
 frame. The `inspect` documentation asks for `del frame` in a `finally` clause. Looking at a
-caller's frame (`sys._getframe(1)`, `currentframe().f_back`) makes no cycle.""",
+caller's frame (`sys._getframe(1)`, `currentframe().f_back`) makes no cycle. The kept frame
+also keeps its callers' frames once they return.""",
 )
 
 RULES: tuple[Rule, ...] = (EXCEPTION_KEPT, TRACEBACK_KEPT, FRAME_KEPT)
