@@ -24,7 +24,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from whyalive.lint.rules.annotations import last_name, light_annotation, words
+from whyalive.lint.rules.annotations import declares_light, last_name, light_annotation, words
 from whyalive.lint.rules.fills import only_filled_with_light
 from whyalive.lint.scopes import (
     FUNCTION_NODES,
@@ -214,7 +214,7 @@ class Weigher:
         self._pending.add(key)
         scope = self.scope(function)
         bindings = scope.bound[name]
-        if any(_declared_light(stmt) for stmt in bindings):
+        if any(declares_light(stmt) for stmt in bindings):
             light = True  # its declared type covers every value it gets (`dims: list[int]`)
         else:
             light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
@@ -371,14 +371,6 @@ class Weigher:
                     isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args
                 )
         return False
-
-
-def _declared_light(stmt: ast.AST) -> bool:
-    """A binding that declares a light type for its name: ``names: list[str] = []``, a bare
-    ``dims: list[int]``, or a parameter ``flag: bool``."""
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return light_annotation(stmt.annotation)
-    return isinstance(stmt, ast.arg) and light_annotation(stmt.annotation)
 
 
 def _makes_container(stmt: ast.AST) -> bool:
