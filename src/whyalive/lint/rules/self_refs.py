@@ -110,15 +110,13 @@ def _bound_method_advice(owner: MethodSelf, where: ast.AST, method: str) -> tupl
     protocol (``nn.Module.__call__``), so only a method that dispatches keeps them working;
     a plain attribute gets a weak forwarder."""
     me = owner.name
-    attr = where.attr if isinstance(where, ast.Attribute) else None
-    shadows = (
-        attr is not None
-        and isinstance(where, ast.Attribute)
-        and root_name(where) == me
+    if (
+        isinstance(where, ast.Attribute)
         and isinstance(where.value, ast.Name)
-        and (attr in owner.methods or attr in MODULE_METHODS)
-    )
-    if shadows:
+        and where.value.id == me
+        and (where.attr in owner.methods or where.attr in MODULE_METHODS)
+    ):
+        attr = where.attr
         return (
             Advice(
                 "dispatch-in-method",
