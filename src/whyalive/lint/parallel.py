@@ -67,7 +67,10 @@ def map_in_workers(
         order.sort(key=lambda i: -cost(items[i]))
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-            done = list(pool.map(function, [items[i] for i in order], chunksize=1))
+            # Chunks amortise the round trips; small enough that the small items at the
+            # end still even out the workers.
+            chunk = max(1, min(32, len(items) // (workers * 8)))
+            done = list(pool.map(function, [items[i] for i in order], chunksize=chunk))
     except (BrokenProcessPool, OSError):  # a worker died, or no processes can be made here
         return [function(item) for item in items]
     results: list[R | None] = [None] * len(items)
