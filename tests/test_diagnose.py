@@ -618,7 +618,7 @@ def two_loops_view(objects: list[object]) -> tuple[object, CycleView]:
 
 def test_multi_edge_cut_is_minimal() -> None:
     """When no single reference frees a cycle, the cut frees it and no smaller subset does."""
-    from whyalive.paths import _is_acyclic, choose_cut
+    from whyalive.cuts import _is_acyclic, choose_cut
 
     first: list[object] = []
     second: list[object] = []
@@ -626,7 +626,8 @@ def test_multi_edge_cut_is_minimal() -> None:
     second.append(first)
     graph, view = two_loops_view([first, second])
     try:
-        cut = choose_cut(view)
+        cut, proof = choose_cut(view)
+        assert proof.proven
         assert _is_acyclic(view.shown, view.edges, set(cut))
         assert len(cut) == 2
         for edge in cut:
@@ -639,7 +640,7 @@ def test_multi_edge_cut_is_minimal() -> None:
 
 def test_cut_ties_are_broken_by_bytes_freed() -> None:
     """Of two equally user-written references, the one freeing the heavy object ranks first."""
-    from whyalive.paths import bytes_freed, choose_cut
+    from whyalive.cuts import bytes_freed, choose_cut
 
     weights = heavy(1024)
     left: dict[str, object] = {}
@@ -656,7 +657,8 @@ def test_cut_ties_are_broken_by_bytes_freed() -> None:
         edges = {e.name.name: e for e in view.edges}
         assert bytes_freed(view, {edges["['right']"]}) == 4096
         assert bytes_freed(view, {edges["['self']"]}) == 0
-        cut = choose_cut(view)
+        cut, proof = choose_cut(view)
+        assert proof.proven
         assert [e.name.name for e in cut] == ["['right']", "['self']"]
     finally:
         graph.release()  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
+from whyalive.cuts import is_back_reference
 from whyalive.edges import EdgeName, is_owned_part, name_edge
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
@@ -34,14 +35,6 @@ _MAX_TRIES = 8  # reference names tried as cuts, each one linear peeling
 _LOOP_HEAD = 4  # raw hops of a long loop shown before the gap...
 _LOOP_TAIL = 2  # ...and after it
 _LOOP_FULL = 8  # a loop this short (in raw hops) is shown whole
-
-# Attribute names that usually point back up a structure: cut these first.
-BACK_NAMES = frozenset(
-    (
-        *("parent", "_parent", "owner", "_owner", "up", "root", "module", "model"),
-        *("prev", "_prev", "previous", "back"),
-    )
-)
 
 
 @dataclass
@@ -196,8 +189,7 @@ def _link_for(
 
 
 def _cut_rank(link: Link) -> tuple[int, int, int]:
-    back = link.name.kind == ek.ATTRIBUTE and link.name.name.lstrip(".").lower() in BACK_NAMES
-    return (0 if back else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
+    return (0 if is_back_reference(link.name) else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
 
 
 def _find_cut(

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 from whyalive import edge_kinds as ek
 from whyalive.analysis import AnalysisOptions, CycleGroup
+from whyalive.diagnose import Diagnosis
 from whyalive.diagnose.naming import (
     cell_variable,
     enclosing_function,
@@ -23,6 +24,7 @@ from whyalive.kinds import HeavyFacts
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
 from whyalive.report import Cut, CycleReport, Holding
+from whyalive.report_builder.advice import Advice, advise
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import Structure, type_words
@@ -174,16 +176,6 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     return holds
 
 
-def _source_of(
-    sources: SourceLines, view: CycleView, edge: NamedEdge
-) -> tuple[str | None, str | None]:
-    """The line that made the cut's reference; a source that raises is said, not raised."""
-    try:
-        return sources.line_for(view, edge)
-    except Exception:  # user source or hostile objects; the rest of the report stands
-        return None, "the source that made this reference could not be read"
-
-
 def cycle_report(
     table: NodeTable,
     group: CycleGroup,
@@ -209,14 +201,23 @@ def cycle_report(
     holding = _holding_words(view, facts)
     summary = cycle_summary(match.summary, holding)
     cut = None
+    advice = Advice(fix=match.fix)
     if diagnosis.cut:
-        source_line, source_note = _source_of(sources, view, diagnosis.cut[0])
+        sites = _sites(group, options)
+        user_root = options.user_root or os.getcwd()
+        advice = advise(view, diagnosis, group.structure, sources, sites, user_root)
+        proof = diagnosis.proof
         cut = Cut(
             tuple(table.edge(e) for e in diagnosis.cut),
-            match.cut_words or _cut_words(view, diagnosis.cut),
+            _cut_description(view, diagnosis, group.structure is not None),
             all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
-            source_line,
-            source_note,
+            advice.source_lines[0] if advice.source_lines else None,
+            advice.source_note,
+            advice.source_lines,
+            advice.source_rule,
+            proof.proven,
+            tuple(table.add(n) for n in proof.stays),
+            proof.checked and not proof.frees_cycle and proof.proven,
         )
     by_device, shared = storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
@@ -238,7 +239,7 @@ def cycle_report(
         title=match.title,
         summary=summary,
         explanation=match.explanation,
-        fix=match.fix,
+        fix=advice.fix,
         members=tuple(table.ids[n] for n in view.shown),
         edges=tuple(cycle_edges),
         heavy=heavy_ids,
@@ -259,7 +260,24 @@ def cycle_report(
         structure=match.summary if structure is not None else None,
         holds=tuple(_holds(view, facts)),
         made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
+        fix_edit=advice.fix_edit,
     )
+
+
+def _sites(group: CycleGroup, options: AnalysisOptions) -> list[str]:
+    """Where the cycle's heavy objects were allocated, when that was recorded."""
+    if options.site_of is None:
+        return []
+    nodes = group.view.graph.nodes if group.view is not None else []
+    sites = []
+    for node in group.retained[:16]:
+        try:
+            site = options.site_of(nodes[node])
+        except Exception:  # a site that cannot be read is left out
+            site = None
+        if site:
+            sites.append(site)
+    return list(dict.fromkeys(sites))
 
 
 def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
@@ -269,6 +287,14 @@ def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
         return []
     nodes = view.graph.nodes
     return [nodes[n] for n in view.members if type(nodes[n]) in CODE_TYPES]
+
+
+def _cut_description(view: CycleView, diagnosis: Diagnosis, is_structure: bool) -> str:
+    """The pattern's words for its cut, when the proven cut is the pattern's; else the
+    cut's references, named."""
+    match = diagnosis.match
+    same = is_structure or not match.cut or set(match.cut) == set(diagnosis.cut)
+    return match.cut_words if match.cut_words and same else _cut_words(view, diagnosis.cut)
 
 
 def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:

@@ -1,0 +1,179 @@
+"""The lines of an edit: replacements at exact positions, and the facts an edit is built on.
+
+:class:`EditBuffer` collects text replacements for one file, by (line, column) in
+characters (the AST gives UTF-8 byte columns: :func:`chars` converts), and renders the
+contiguous range of whole lines they cover, old and new. :class:`Target` is what
+:mod:`whyalive.fix_edits` knows about the statement behind one label of a cut.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from whyalive.diagnose.naming import is_python
+from whyalive.statements import DEF_NODES, ParsedFile, SourceHit
+
+# An edit spans at most this many lines (two labels stored in one `__init__`).
+MAX_EDIT_LINES = 40
+_WEAKREF_OFFSET = type.__dict__["__weakrefoffset__"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A cut label's statement and the live facts an edit needs about it."""
+
+    hit: SourceHit
+    holder_class: type | None = None
+    """The class of the object the loop comes back to (its methods are bound methods)."""
+    holder_weak: bool = True
+    """Whether that object (the one a proxy would point to) supports weak references."""
+    value_weak: bool = True
+    """Whether the stored value supports weak references (for wrapping the value)."""
+    labels: frozenset[str] = frozenset()
+    """Attribute names every one of which this fix weakens (reads of them are weak already)."""
+    capture: ast.AST | None = None
+    """For a closure variable: the ``def``/``lambda`` that captures it."""
+    variable: str | None = None
+    """For ``delete``: the variable to delete; for a capture: the captured name."""
+
+
+def weak_referenceable(obj: object) -> bool:
+    """Whether ``weakref.proxy(obj)`` works (read from the type: no user code runs)."""
+    try:
+        return bool(_WEAKREF_OFFSET.__get__(type(obj)))
+    except Exception:
+        return False
+
+
+@dataclass
+class EditBuffer:
+    """Replacements in one file, by absolute (line, column) in characters."""
+
+    parsed: ParsedFile
+    filename: str
+    changes: list[tuple[int, int, int, int, str]] = field(default_factory=list)
+    first: int = 0
+    last: int = 0
+    imports: set[str] = field(default_factory=set)
+    actions: list[str] = field(default_factory=list)
+    """What to write, one phrase per statement: "write `...`"."""
+    notes: list[str] = field(default_factory=list)
+    """Why the program still works and the loop is gone, once per kind of change."""
+
+    def say(self, action: str, note: str) -> None:
+        self.actions.append(action)
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def cover(self, first: int, last: int) -> None:
+        self.first = min(self.first or first, first)
+        self.last = max(self.last, last)
+
+    def replace(self, node: ast.AST, text: str) -> None:
+        """Replace the source of ``node`` with ``text``."""
+        start = (node.lineno, chars(self.parsed, node.lineno, node.col_offset))  # type: ignore[attr-defined]
+        end_line = node.end_lineno  # type: ignore[attr-defined]
+        end = (end_line, chars(self.parsed, end_line, node.end_col_offset))  # type: ignore[attr-defined]
+        self.changes.append((*start, *end, text))
+
+    def insert(self, line: int, column: int, text: str) -> None:
+        self.changes.append((line, column, line, column, text))
+
+    def source(self, node: ast.AST) -> str:
+        """The exact source text of ``node``."""
+        return ast.get_source_segment("".join(self.parsed.lines), node) or ast.unparse(node)
+
+    def render(self) -> tuple[str, str] | None:
+        """(old, new) for lines ``first`` .. ``last``, or None when the edit is too big."""
+        if not self.changes or self.last - self.first + 1 > MAX_EDIT_LINES:
+            return None
+        lines = self.parsed.lines[self.first - 1 : self.last]
+        old = "".join(lines)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        new = applied(old, starts, self.first, self.changes)
+        indent = indent_of(lines[0])
+        missing = [m for m in sorted(self.imports) if not imports_module(self.parsed.tree, m)]
+        prefix = "".join(f"{indent}import {module}\n" for module in missing)
+        return old.rstrip("\n"), (prefix + new).rstrip("\n")
+
+
+def parses_in_place(edit: EditBuffer, new: str) -> bool:
+    """The file with the edit applied still parses."""
+    lines = edit.parsed.lines
+    text = "".join(lines[: edit.first - 1]) + new + "\n" + "".join(lines[edit.last :])
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def parameters(scope: ast.AST) -> set[str]:
+    if not isinstance(scope, (*DEF_NODES, ast.Lambda)):
+        return set()
+    args = scope.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    every += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return {a.arg for a in every}
+
+
+def applied(
+    text: str, starts: list[int], first: int, changes: list[tuple[int, int, int, int, str]]
+) -> str:
+    """``text`` (lines from ``first``, each starting at ``starts[i]``) with the changes made,
+    last first so earlier positions stay valid."""
+    for line, col, end_line, end_col, new in sorted(changes, reverse=True):
+        start = starts[line - first] + col
+        end = starts[end_line - first] + end_col
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def chars(parsed: ParsedFile, line: int, byte_col: int) -> int:
+    """A column in characters from the AST's UTF-8 byte offset."""
+    text = parsed.lines[line - 1]
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+def indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def first_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else text
+    return first if is_python(first) else " ".join(text.split())
+
+
+def new_text(edit: EditBuffer, statement: ast.stmt) -> str:
+    """The statement's text with the edit's changes that fall inside it, on one line."""
+    lines = edit.parsed.lines[statement.lineno - 1 : (statement.end_lineno or statement.lineno)]
+    text = "".join(lines)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    first = statement.lineno
+    inside = [
+        c
+        for c in edit.changes
+        if first <= c[0] and c[2] <= (statement.end_lineno or first) and c[0] - first < len(lines)
+    ]
+    text = applied(text, starts, first, inside)
+    joined = " ".join(part.strip() for part in text.strip().splitlines())
+    if is_python(joined):
+        return joined
+    try:
+        return ast.unparse(ast.parse(text.strip()))
+    except (SyntaxError, ValueError):
+        return joined
+
+
+def imports_module(tree: ast.Module, module: str) -> bool:
+    """A top-level ``import weakref`` (not under another name)."""
+    return any(
+        isinstance(node, ast.Import)
+        and any(alias.name == module and alias.asname in (None, module) for alias in node.names)
+        for node in tree.body
+    )

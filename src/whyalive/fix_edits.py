@@ -1,0 +1,250 @@
+"""A cycle's fix as an edit: the statement that made the cut, rewritten from its real code.
+
+The report builder hands this module the statements :mod:`whyalive.sourcelines`
+found for every label of a proven cut, and a *remedy* (what kind of change undoes
+the cut, said by the pattern or read from the cut's kind):
+
+- ``weaken``: hold the reference weakly where it is made. A stored value that the
+  caller keeps alive (a parameter such as ``parent``) is wrapped:
+  ``self._parent = weakref.proxy(parent)``; a new object built around the holder
+  (a bound method, a ``partial``, ``MethodType``, a lambda, a registered hook, a
+  display) gets the holder weakly inside it: ``self.cb = types.MethodType(
+  type(self).on_step, weakref.proxy(self))``, ``lambda *, self=weakref.proxy(self):
+  ...``, ``def hook(m, i, o, *, self=weakref.proxy(self)):``. Reads and calls work
+  as before, and nothing is made weak that only the cycle keeps alive.
+- ``delete``: ``del name`` after the variable's last use in its block (in a
+  ``finally`` around a ``return``), when the variable does not escape the function.
+- ``drop-traceback``: an exception is kept without its frames:
+  ``fut.set_exception(exc.with_traceback(None))``.
+
+The result, :class:`Rewrite`, is one contiguous replacement of whole lines (file,
+first line, the old lines exactly as written, the new lines) that a tool can apply
+without judgment, and the sentence that says it. When no safe mechanical edit
+exists there is no :class:`Rewrite`, and the pattern's words say what to change.
+Every rewrite is a text replacement at the exact positions of the AST nodes it
+changes, so the rest of each line (comments, spacing) is kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from whyalive.edit_text import (
+    EditBuffer,
+    Target,
+    first_line,
+    imports_module,
+    indent_of,
+    new_text,
+    parses_in_place,
+    weak_referenceable,
+)
+from whyalive.fix_weaken import weaken
+from whyalive.statements import DEF_NODES, ParsedFile
+
+WEAKEN = "weaken"
+DELETE = "delete"
+DROP_TRACEBACK = "drop-traceback"
+REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK)
+
+# Uses of a variable that neither keep nor hand it on: the variable does not escape.
+_HARMLESS_CALLS = frozenset({"print", "len", "repr", "str", "isinstance", "id", "type", "bool"})
+
+
+__all__ = [
+    "DELETE",
+    "DROP_TRACEBACK",
+    "REMEDIES",
+    "WEAKEN",
+    "Rewrite",
+    "Target",
+    "build_rewrite",
+    "weak_referenceable",
+]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One mechanical edit and the words that say it; plain strings only."""
+
+    filename: str
+    line: int
+    old: str
+    """Lines ``line`` .. ``line + old.count("\\n")`` exactly as the file has them."""
+    new: str
+    """What replaces them (one or more lines)."""
+    words: str
+    """The fix as a sentence: what to write, where, and what it keeps working."""
+
+
+def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
+    """The one edit that applies ``remedy`` at every target, or None when none is safe."""
+    if not targets or remedy not in REMEDIES:
+        return None
+    first = targets[0].hit
+    edit = EditBuffer(first.parsed, first.filename)
+    seen: set[tuple[str, int]] = set()
+    for target in targets:
+        hit = target.hit
+        if hit.filename != edit.filename:
+            return None  # two files: no single edit
+        if (hit.filename, hit.lineno) in seen:
+            continue
+        seen.add((hit.filename, hit.lineno))
+        done = {
+            WEAKEN: weaken,
+            DELETE: _delete,
+            DROP_TRACEBACK: _drop_traceback,
+        }[remedy](edit, target)
+        if not done:
+            return None
+    rendered = edit.render()
+    if rendered is None:
+        return None
+    old, new = rendered
+    if not parses_in_place(edit, new):
+        return None
+    where = f"{os.path.basename(edit.filename)}:{edit.first}"
+    return Rewrite(edit.filename, edit.first, old, new, _words(edit, where))
+
+
+def _words(edit: EditBuffer, where: str) -> str:
+    imports = sorted(m for m in edit.imports if not imports_module(edit.parsed.tree, m))
+    also = f" (with `import {', '.join(imports)}`)" if imports else ""
+    if edit.last > edit.first:
+        where = f"{where}-{edit.last}"
+    actions = list(dict.fromkeys(edit.actions))
+    said = actions[0] if len(actions) == 1 else ", ".join(actions[:-1]) + " and " + actions[-1]
+    return f"At {where}{also}, {said}: {' '.join(edit.notes)}"
+
+
+# --- delete after the last use ----------------------------------------------------------
+
+
+def _delete(edit: EditBuffer, target: Target) -> bool:
+    variable = target.variable
+    hit = target.hit
+    if not variable:
+        return False
+    scope = hit.scope
+    if not isinstance(scope, DEF_NODES):
+        return False
+    binding = hit.statement
+    block = _block_of(edit.parsed, binding)
+    if block is None or _escapes(scope, variable, edit.parsed):
+        return False
+    after = block[block.index(binding) :]
+    uses = [s for s in after if _uses(s, variable)] or [binding]
+    last = uses[-1]
+    indent = indent_of(edit.parsed.lines[last.lineno - 1])
+    end = last.end_lineno or last.lineno
+    if isinstance(last, (ast.Return, ast.Raise)):
+        text = edit.source(last)
+        body = "\n".join(f"{indent}    {line}" for line in text.splitlines())
+        edit.replace(last, f"try:\n{body}\n{indent}finally:\n{indent}    del {variable}")
+        edit.cover(last.lineno, end)
+        edit.say(
+            f"put `{first_line(text)}` in a `try` whose `finally` does `del {variable}`",
+            f"once it has been used, nothing holds `{variable}` and the loop is gone.",
+        )
+        return True
+    line_text = edit.parsed.lines[end - 1]
+    edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}del {variable}")
+    edit.cover(end, end)
+    used = first_line(edit.source(last))
+    edit.say(
+        f"add `del {variable}` after its last use (`{used}`)",
+        f"once it has been used, nothing holds `{variable}` and the loop is gone.",
+    )
+    return True
+
+
+def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
+    """The statement list that holds ``statement``."""
+    parent = parsed.parents.get(statement)
+    for name in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and statement in block:
+            return block
+    return None
+
+
+def _uses(node: ast.AST, variable: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == variable for n in ast.walk(node))
+
+
+def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile) -> bool:
+    """Whether the variable's value may outlive the call: returned, yielded, stored, passed
+    on, or captured by another nested function (which would find it deleted)."""
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Name) and node.id == variable):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parsed.parents.get(node)
+        inner = _function_around(parsed, node)
+        if inner is not scope and not (isinstance(inner, DEF_NODES) and inner.name == variable):
+            return True  # captured by another nested function
+        if isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        if isinstance(parent, (ast.Attribute, ast.Compare)):
+            continue
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _HARMLESS_CALLS
+        ):
+            continue
+        return True
+    return False
+
+
+def _function_around(parsed: ParsedFile, node: ast.AST) -> ast.AST | None:
+    parent = parsed.parents.get(node)
+    while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Lambda, ast.Module)):
+        parent = parsed.parents.get(parent)
+    return parent
+
+
+# --- drop the traceback -----------------------------------------------------------------
+
+
+def _drop_traceback(edit: EditBuffer, target: Target) -> bool:
+    hit = target.hit
+    statement = hit.statement
+    handler = _handler_around(edit.parsed, statement)
+    if handler is None or not handler.name:
+        return False
+    name = handler.name
+    holders: Iterable[ast.expr]
+    if isinstance(hit.store, ast.Call):
+        holders = [*hit.store.args, *(k.value for k in hit.store.keywords)]
+    elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        holders = [statement.value]
+    else:
+        return False
+    found = [n for v in holders for n in ast.walk(v) if isinstance(n, ast.Name) and n.id == name]
+    if not found:
+        return False
+    for node in found:
+        edit.replace(node, f"{name}.with_traceback(None)")
+    edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
+    edit.say(
+        f"write `{new_text(edit, statement)}`",
+        f"the exception is kept without the frames of its traceback (`str({name})` and its "
+        "type still say what went wrong), so no frame and none of its locals stay alive "
+        "with it.",
+    )
+    return True
+
+
+def _handler_around(parsed: ParsedFile, node: ast.AST) -> ast.ExceptHandler | None:
+    parent = parsed.parents.get(node)
+    while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Module)):
+        if isinstance(parent, ast.ExceptHandler):
+            return parent
+        parent = parsed.parents.get(parent)
+    return None
