@@ -74,6 +74,9 @@ def masked(report: Report) -> Report:
         text = text.replace(cycle.signature, f"signature{number}")
     data = json.loads(_LINE.sub(r"\1:<line>", text))
     data["run"] = RunInfo(where=data["run"]["where"], gc_note=data["run"]["gc_note"]).__dict__
+    for cycle in data["cycles"]:
+        if cycle.get("fix_edit"):
+            cycle["fix_edit"]["line"] = 1  # the edit's text is compared, not where it falls
     return Report.from_dict(data)
 
 
@@ -373,7 +376,7 @@ def test_cli_render_writes_by_suffix(tmp_path: Path, suffix: str, marker: str) -
     saved = _rich_report().save(tmp_path / "r.json")
     out = tmp_path / f"out{suffix}"
     assert main(["render", str(saved), "-o", str(out)]) == 0
-    assert marker.encode() in out.read_bytes()[:4096]
+    assert marker.encode() in out.read_bytes()
 
 
 def test_cli_render_to_stdout_with_format(

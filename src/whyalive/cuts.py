@@ -262,3 +262,25 @@ def choose_cut(
     if proven(_prune(view, chosen)):
         return tried[-1]
     return min(tried, key=lambda item: len(item[1].stays))
+
+
+def proven_alternatives(
+    view: CycleView, taken: Sequence[NamedEdge], limit: int = 6
+) -> list[tuple[list[NamedEdge], CutProof]]:
+    """Other single references the user's code made that the proof frees the cycle without,
+    best first: what the fix falls back to when the chosen cut has no mechanical edit."""
+    if len(view.edges) > MAX_VERIFIED_EDGES:
+        return []
+    skip = set(taken)
+    ranked = sorted(
+        (e for e in view.edges if e not in skip and e.name.kind in ek.USER_KINDS),
+        key=lambda edge: -cut_rank(edge),
+    )
+    found: list[tuple[list[NamedEdge], CutProof]] = []
+    for edge in ranked:
+        proof = prove_cut(view, [edge])
+        if proof.proven:
+            found.append(([edge], proof))
+            if len(found) >= limit:
+                break
+    return found

@@ -9,6 +9,7 @@ contiguous range of whole lines they cover, old and new. :class:`Target` is what
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass, field
 
 from whyalive.diagnose.naming import is_python
@@ -160,14 +161,30 @@ def new_text(edit: EditBuffer, statement: ast.stmt) -> str:
         for c in edit.changes
         if first <= c[0] and c[2] <= (statement.end_lineno or first) and c[0] - first < len(lines)
     ]
-    text = applied(text, starts, first, inside)
-    joined = " ".join(part.strip() for part in text.strip().splitlines())
-    if is_python(joined):
-        return joined
+    text = textwrap.dedent(applied(text, starts, first, inside))
     try:
-        return ast.unparse(ast.parse(text.strip()))
+        # The statement without a trailing comment (`# type: ignore[...]` is not the fix).
+        tree = ast.parse(text)
+        text = ast.get_source_segment(text, tree.body[0]) or text
     except (SyntaxError, ValueError):
-        return joined
+        pass
+    joined = " ".join(part.strip() for part in text.strip().splitlines())
+    return joined if is_python(joined) else text.strip()
+
+
+def header_text(edit: EditBuffer, function: ast.AST) -> str:
+    """A ``def``'s header (``def f(a, *, b=1):``) with the edit's changes, on one line."""
+    first = function.lineno  # type: ignore[attr-defined]
+    body = function.body  # type: ignore[attr-defined]
+    last = max(first, body[0].lineno - 1) if body else first
+    lines = edit.parsed.lines[first - 1 : last]
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    inside = [c for c in edit.changes if first <= c[0] and c[2] <= last]
+    text = applied("".join(lines), starts, first, inside)
+    header = " ".join(part.strip() for part in text.strip().splitlines())
+    return header.partition("#")[0].strip() if "#" in header else header
 
 
 def imports_module(tree: ast.Module, module: str) -> bool:

@@ -39,6 +39,7 @@ from whyalive.edit_text import (
     imports_module,
     indent_of,
     new_text,
+    parameters,
     parses_in_place,
     weak_referenceable,
 )
@@ -129,25 +130,35 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
     hit = target.hit
     if not variable:
         return False
-    scope = hit.scope
-    if not isinstance(scope, DEF_NODES):
-        return False
     binding = hit.statement
-    block = _block_of(edit.parsed, binding)
-    if block is None or _escapes(scope, variable, edit.parsed):
+    scope = hit.scope
+    if isinstance(binding, DEF_NODES) and variable in parameters(binding):
+        scope, block = binding, binding.body  # a parameter (`self`): bound by the def
+        after: list[ast.stmt] = block
+    else:
+        found = _block_of(edit.parsed, binding)
+        if found is None:
+            return False
+        block, after = found, found[found.index(binding) :]
+    if not isinstance(scope, DEF_NODES) or _escapes(scope, variable, edit.parsed, set()):
         return False
-    after = block[block.index(binding) :]
-    uses = [s for s in after if _uses(s, variable)] or [binding]
+    users = _users(scope, variable)
+    uses = [s for s in after if any(_uses(s, name) for name in users)] or [binding]
     last = uses[-1]
     indent = indent_of(edit.parsed.lines[last.lineno - 1])
     end = last.end_lineno or last.lineno
-    if isinstance(last, (ast.Return, ast.Raise)):
+    if _exits(last):
+        # The loop is made on the way out (a `raise`, a `return`): delete it in a `finally`.
         text = edit.source(last)
-        body = "\n".join(f"{indent}    {line}" for line in text.splitlines())
+        first, *rest = text.splitlines()
+        # The first line starts at the statement's column; the others carry their indent.
+        body = f"{indent}    {first}" + "".join(
+            f"\n    {line}" if line.strip() else "\n" for line in rest
+        )
         edit.replace(last, f"try:\n{body}\n{indent}finally:\n{indent}    del {variable}")
         edit.cover(last.lineno, end)
         edit.say(
-            f"put `{first_line(text)}` in a `try` whose `finally` does `del {variable}`",
+            f"wrap `{first_line(text)}` in try/finally and `del {variable}` in the finally block",
             f"once it has been used, nothing holds `{variable}` and the loop is gone.",
         )
         return True
@@ -176,9 +187,40 @@ def _uses(node: ast.AST, variable: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == variable for n in ast.walk(node))
 
 
-def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile) -> bool:
+def _users(scope: ast.AST, variable: str) -> set[str]:
+    """The variable, and the functions nested in ``scope`` that use it (directly or through
+    another such function): calling one of them is a use of the variable too."""
+    nested = [n for n in ast.walk(scope) if isinstance(n, DEF_NODES) and n is not scope]
+    users = {variable}
+    grew = True
+    while grew:
+        grew = False
+        for function in nested:
+            if function.name not in users and any(
+                _uses(s, u) for s in function.body for u in users
+            ):
+                users.add(function.name)
+                grew = True
+    return users
+
+
+def _exits(statement: ast.stmt) -> bool:
+    """A ``return`` or ``raise`` in the statement (not in a function nested in it)."""
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (*DEF_NODES, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile, checking: set[str]) -> bool:
     """Whether the variable's value may outlive the call: returned, yielded, stored, passed
-    on, or captured by another nested function (which would find it deleted)."""
+    on, or used by a nested function that itself may outlive the call (a sibling a
+    recursive helper calls is fine as long as that sibling does not escape either)."""
+    checking.add(variable)
     for node in ast.walk(scope):
         if not (isinstance(node, ast.Name) and node.id == variable):
             continue
@@ -186,8 +228,14 @@ def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile) -> bool:
             continue
         parent = parsed.parents.get(node)
         inner = _function_around(parsed, node)
-        if inner is not scope and not (isinstance(inner, DEF_NODES) and inner.name == variable):
-            return True  # captured by another nested function
+        if inner is not scope:
+            name = getattr(inner, "name", None)
+            nested_here = isinstance(inner, DEF_NODES) and parsed.enclosing(inner) is scope
+            if not nested_here or name is None:
+                return True  # a lambda or a deeper function: it may be kept anywhere
+            if name not in checking and _escapes(scope, name, parsed, checking):
+                return True
+            continue
         if isinstance(parent, ast.Call) and parent.func is node:
             continue
         if isinstance(parent, (ast.Attribute, ast.Compare)):

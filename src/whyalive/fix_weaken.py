@@ -18,6 +18,7 @@ from whyalive.edit_text import (
     EditBuffer,
     Target,
     chars,
+    header_text,
     new_text,
     parameters,
 )
@@ -111,26 +112,38 @@ def _borrowed(
     value: ast.expr, hit: SourceHit, owners: set[str], labels: frozenset[str]
 ) -> list[ast.expr] | None:
     """The leaves to wrap when the stored value is one the caller keeps alive (a parameter,
-    the holder itself), else None. Reads of a label this fix weakens are weak already."""
+    a local the function returns, the holder itself), else None. Reads of a label this fix
+    weakens are weak already; a conditional's branches are each such a value or None."""
+    kept = (parameters(hit.scope) | _returned(hit.scope)) - owners
     leaves: list[ast.expr] = []
-
-    def visit(node: ast.expr) -> bool:
+    pending: list[ast.expr] = [value]
+    while pending:
+        node = pending.pop()
+        if _already_weak(node):
+            continue
         if isinstance(node, ast.IfExp):
-            return visit(node.body) and visit(node.orelse)
-        if isinstance(node, ast.BoolOp):
-            return all(visit(v) for v in node.values)
-        if isinstance(node, ast.Constant) and node.value is None:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr in labels:
-            return True
-        if isinstance(node, ast.Name):
-            kept = (parameters(hit.scope) | _returned(hit.scope)) - owners
-            if node.id in kept or _holder_itself(node, hit, owners):
-                leaves.append(node)
-                return True
-        return False
+            pending += (node.body, node.orelse)
+        elif isinstance(node, ast.BoolOp):
+            pending += node.values
+        elif isinstance(node, ast.Name) and (node.id in kept or _holder_itself(node, hit, owners)):
+            leaves.append(node)
+        elif not (
+            (isinstance(node, ast.Constant) and node.value is None)
+            or (isinstance(node, ast.Attribute) and node.attr in labels)
+        ):
+            return None
+    return leaves or None
 
-    return leaves if visit(value) and leaves else None
+
+def _already_weak(node: ast.expr) -> bool:
+    """``weakref.ref(x)``, ``weakref.proxy(x)``: a branch that already holds it weakly."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "weakref"
+        and func.attr in ("ref", "proxy")
+    )
 
 
 def _returned(scope: ast.AST) -> set[str]:
@@ -293,11 +306,16 @@ def _weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: bo
     edit.cover(first if isinstance(function, DEF_NODES) else statement.lineno, max(header, line))
     if not say:
         return True
-    what = f"`{function.name}`" if isinstance(function, DEF_NODES) else "the lambda"
+    code = (
+        f"{header_text(edit, function)} ..."
+        if isinstance(function, DEF_NODES)
+        else new_text(edit, statement)
+    )
     edit.say(
-        f"give {what} `{variable}` as a keyword-only default, `{default}`, instead of capturing it",
-        f"it reads `{variable}` as before, through a `weakref.proxy` that does not keep the "
-        "object alive.",
+        f"write `{code}`",
+        f"`{variable}` is then a keyword-only default holding a `weakref.proxy` instead of a "
+        f"captured variable: the function reads `{variable}` as before, but no longer keeps "
+        "the object alive.",
     )
     return True
 

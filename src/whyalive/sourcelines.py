@@ -146,6 +146,10 @@ class SourceLines:
             capture = self._capture(view, edge, target)
             if capture is not None:
                 return capture, None
+        if edge.name.kind == ek.LOCAL:
+            bound = self._parameter(view, edge, target)
+            if bound is not None:
+                return bound, None
         if made:
             # Anywhere in the files of the cycle's code: a store that names one of the cycle's
             # functions (`m.forward = partial(_checkpointed_forward, m.forward)` in a helper).
@@ -172,12 +176,12 @@ class SourceLines:
             if hit is not None:
                 return hit, None
         pins = "; `check_leaks(record_allocations=True)` records where each payload was made"
-        if not searched:
-            return None, f"the source that stores {target.spelled()} could not be read"
-        return None, (
-            f"no function the cycle runs stores {target.spelled()}: look for "
-            f"{target.look_for()}{'' if sites else pins}"
+        what = (
+            f"no function in the cycle shows where {target.spelled()} is stored"
+            if not searched
+            else f"no function the cycle runs stores {target.spelled()}"
         )
+        return None, f"{what}: look for {target.look_for()}{'' if sites else pins}"
 
     def _set_from_outside(
         self, view: CycleView, edge: NamedEdge, target: StoreTarget
@@ -203,6 +207,20 @@ class SourceLines:
             if isinstance(base, ast.Name) and not (own and base.id == params[0].arg):
                 return hit_for(files[0], parsed, node, target)
         return None
+
+    def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
+        """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
+        frame = view.obj(edge.source)
+        if type(frame) is not types.FrameType:
+            return None
+        code = frame.f_code
+        node = self.function_node(code)
+        parsed = self.parsed(code.co_filename)
+        args = getattr(node, "args", None)
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else ()
+        if node is None or parsed is None or target.name not in names:
+            return None
+        return hit_for(code.co_filename, parsed, node, target)
 
     def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """For a closure variable bound by no statement (a parameter such as ``self``): the

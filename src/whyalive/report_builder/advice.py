@@ -16,11 +16,12 @@ import types
 from dataclasses import dataclass
 
 from whyalive import edge_kinds as ek
-from whyalive.cuts import is_registry_attribute
+from whyalive.cuts import CutProof, is_registry_attribute, proven_alternatives
 from whyalive.diagnose import Diagnosis
 from whyalive.diagnose.naming import cell_variable, is_instance_node, variable_of
 from whyalive.fix_edits import DELETE, DROP_TRACEBACK, WEAKEN, Rewrite, Target, build_rewrite
 from whyalive.fix_edits import weak_referenceable as weakable
+from whyalive.origin import installed_part
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.report import FixEdit
 from whyalive.sourcelines import SourceLines
@@ -48,6 +49,10 @@ class Advice:
     source_rule: str | None = None
     fix: str = ""
     fix_edit: FixEdit | None = None
+    cut: tuple[NamedEdge, ...] | None = None
+    """The cut the edit undoes, when it is another proven cut than the diagnosis's (the
+    pattern's cut had no mechanical edit): the report then states this one."""
+    proof: CutProof | None = None
 
 
 def advise(
@@ -82,16 +87,30 @@ def advise(
     holder = _holder_spelling(found[0][1]) if found else None
     words = _respell(match.fix, holder)
     rewrite = None
-    if diagnosis.proof.proven and found and len(found) == len(labels):
-        try:
-            rewrite = _rewrite(view, diagnosis, found, sources)
-        except Exception:  # an edit that cannot be built is left out, never half-made
-            rewrite = None
-    if rewrite is None:
-        return Advice(quotes, note, rule, words)
-    also = _respell(match.also, holder)
-    fix = f"{rewrite.words} {also}".strip()
-    return Advice(quotes, note, rule, fix, _fix_edit(rewrite, user_root))
+    remedy = match.remedy or (_REMEDY_BY_KIND.get(labels[0].name.kind) if labels else None)
+    if diagnosis.proof.proven and len(found) == len(labels):
+        rewrite = _rewrite(view, remedy, found, sources, user_root)
+    if rewrite is not None:
+        fix = f"{rewrite.words} {_respell(match.also, holder)}".strip()
+        return Advice(quotes, note, rule, fix, _fix_edit(rewrite, user_root))
+    if diagnosis.proof.proven and structure is None:
+        # No edit undoes the pattern's cut: another proven cut that one edit undoes.
+        for cut, proof in proven_alternatives(view, diagnosis.cut):
+            edge = cut[0]
+            try:
+                hit, _ = sources.find(view, edge, sites)
+            except Exception:  # an unreadable source: try the next cut
+                continue
+            if hit is None:
+                continue
+            other = _rewrite(
+                view, _REMEDY_BY_KIND.get(edge.name.kind), [(edge, hit)], sources, user_root
+            )
+            if other is not None:
+                fix = f"{other.words} {_respell(match.also, _holder_spelling(hit))}".strip()
+                edit = _fix_edit(other, user_root)
+                return Advice((hit.quote,), None, hit.rule, fix, edit, tuple(cut), proof)
+    return Advice(quotes, note, rule, words)
 
 
 def _class_made(view: CycleView, sources: SourceLines) -> SourceHit | None:
@@ -124,13 +143,29 @@ def label_edges(
 
 def _rewrite(
     view: CycleView,
-    diagnosis: Diagnosis,
+    remedy: str | None,
+    found: list[tuple[NamedEdge, SourceHit]],
+    sources: SourceLines,
+    user_root: str,
+) -> Rewrite | None:
+    """The edit, or None when none is safe; never raises. Only the user's own code is
+    edited: a line inside an installed package is quoted, not rewritten."""
+    if remedy is None or not found:
+        return None
+    if any(installed_part(hit.filename, user_root) is not None for _, hit in found):
+        return None
+    try:
+        return _build(view, remedy, found, sources)
+    except Exception:  # an edit that cannot be built is left out, never half-made
+        return None
+
+
+def _build(
+    view: CycleView,
+    remedy: str,
     found: list[tuple[NamedEdge, SourceHit]],
     sources: SourceLines,
 ) -> Rewrite | None:
-    remedy = diagnosis.match.remedy or _REMEDY_BY_KIND.get(found[0][0].name.kind)
-    if remedy is None:
-        return None
     labels = frozenset(edge.name.name[1:] for edge, _ in found if edge.name.kind == ek.ATTRIBUTE)
     targets = []
     for edge, hit in found:

@@ -35,8 +35,8 @@ from whyalive.words import (
     cycle_summary,
     exit_words,
     heavy_brief,
-    heavy_group_words,
     holding_description,
+    holding_phrase,
     holding_place,
     holdings_words,
     holds_words,
@@ -95,7 +95,7 @@ def _reference(
 
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
-    groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
     labels: dict[int, str] = {}
     for nodes, edges in view.holder_paths:
         if not edges:
@@ -104,13 +104,12 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
         holder = nodes[-2] if len(nodes) > 1 else nodes[0]
         place = exit_words(_reference(view, edges[0], labels, as_exit=True))
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
-        groups[place + through_words(middle), holder if len(edges) > 1 else heavy].append(heavy)
+        where = place + through_words(middle)
+        groups[where, holder if len(edges) > 1 else heavy, facts[heavy].kind].append(heavy)
     phrases: list[str] = []
-    for (place, holder), heavy_nodes in list(groups.items())[:MAX_HOLDER_PHRASES]:
-        descriptions = [facts[n].description for n in heavy_nodes]
-        held = heavy_group_words(
-            facts[heavy_nodes[0]].kind, descriptions, _bytes(heavy_nodes, facts)
-        )
+    for (place, holder, kind), heavy_nodes in list(groups.items())[:MAX_HOLDER_PHRASES]:
+        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
         holder_cls = type(view.obj(holder))
         container = None
         if holder not in facts and holder_cls in (list, tuple, dict, set):
@@ -202,15 +201,19 @@ def cycle_report(
     summary = cycle_summary(match.summary, holding)
     cut = None
     advice = Advice(fix=match.fix)
+    edges = diagnosis.cut
     if diagnosis.cut:
         sites = _sites(group, options)
         user_root = options.user_root or os.getcwd()
         advice = advise(view, diagnosis, group.structure, sources, sites, user_root)
-        proof = diagnosis.proof
+        proof = advice.proof or diagnosis.proof
+        edges = list(advice.cut) if advice.cut else diagnosis.cut
         cut = Cut(
-            tuple(table.edge(e) for e in diagnosis.cut),
-            _cut_description(view, diagnosis, group.structure is not None),
-            all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
+            tuple(table.edge(e) for e in edges),
+            _cut_words(view, edges)
+            if advice.cut
+            else _cut_description(view, diagnosis, group.structure is not None),
+            all(e.name.kind in ek.USER_KINDS for e in edges),
             advice.source_lines[0] if advice.source_lines else None,
             advice.source_note,
             advice.source_lines,
@@ -227,9 +230,7 @@ def cycle_report(
         hidden, hidden_after = structure.loop_hidden, structure.loop_hidden_after
         member_count, member_types = structure.member_count, structure.member_types
     else:
-        loop = [
-            table.edge(e) for e in closed_loop(view, diagnosis.cut[0] if diagnosis.cut else None)
-        ]
+        loop = [table.edge(e) for e in closed_loop(view, edges[0] if edges else None)]
         hidden = hidden_after = 0
         member_count = len(view.shown)
         member_types = dict(Counter(type_words(view.obj(n)) for n in view.shown).most_common())

@@ -166,5 +166,6 @@ def holding_place(head: str, indices: str, tail: str) -> str:
 
 
 def holding_description(briefs: set[str]) -> str:
-    """The shape shared by a holding's heavy objects, or that they differ."""
-    return next(iter(briefs)) if len(briefs) == 1 else "of several shapes"
+    """The shape shared by a holding's heavy objects, that they differ, or nothing to say."""
+    said = {b for b in briefs if b}
+    return next(iter(said)) if len(said) == 1 else "of several shapes" if said else ""

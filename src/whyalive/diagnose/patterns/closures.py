@@ -138,7 +138,7 @@ class RecursiveClosurePattern:
             f"or move `{variable}` to module level."
             if calls
             else f"Or move `{variable}` to module level."
-        )
+        ) + data
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, [back], "WAL101", None, DELETE, also
         )

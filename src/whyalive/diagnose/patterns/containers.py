@@ -8,6 +8,7 @@ from whyalive.diagnose.naming import (
     expression,
     holder_code,
     is_instance_node,
+    is_python,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
 from whyalive.fix_edits import WEAKEN
@@ -166,9 +167,13 @@ class SelfContainingContainerPattern:
         )
         holder = holder_code(view, cut[0].source) if cut else None
         entry = expression(holder, cut[:1]) if holder else None
+        name = cut[0].name.name if cut else None
         fix = (
             f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."
             if entry
+            else "Do not store the container inside itself (keep the items elsewhere), or "
+            f"remove the entry `{name}` that refers back to it after use."
+            if name and is_python(name)
             else "Do not store the container inside itself (keep the items elsewhere), or "
             "remove the entry that refers back to it after use."
         )

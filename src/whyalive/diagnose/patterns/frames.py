@@ -78,7 +78,9 @@ class ExceptionTracebackPattern:
             )
             also = (
                 f"Or keep only what you need (`str({kept})`, `traceback.format_exception("
-                f"{kept})`), or `del {kept}` in a finally block when done."
+                f"{kept})`), clear its frames' locals once they have returned "
+                f"(`traceback.clear_frames({kept}.__traceback__)`), or `del {kept}` in a "
+                "finally block when done."
             )
         else:
             fix = (
@@ -140,8 +142,8 @@ class ExceptionInFuturePattern:
             f"`set_exception()` (or a task that failed) stores the exception in the "
             f"{what.lower()}. The exception's `__traceback__` holds the frame that caught or "
             f"raised it, the frame holds its locals, and a local (`self`, the "
-            f"{what.lower()} itself) holds the {what.lower()}: a loop through a slot of the "
-            f"{what.lower()} that no code of yours names, freed only by the collector."
+            f"{what.lower()} itself) holds the {what.lower()}: a loop that only the collector "
+            "frees."
         )
         fix = (
             f"Hand the {what.lower()} the exception without the frames of its traceback (call "
@@ -153,9 +155,13 @@ class ExceptionInFuturePattern:
             "reach it."
         )
         cut = [e for e in view.edges_from(exc) if e.name.name == "__traceback__"]
-        cut_words = (
-            f"the traceback the `{exc_name}` keeps (`__traceback__`): the {what.lower()}'s own "
-            "reference to the exception is a slot no code of yours names"
+        held = [e for e in view.edges_into(exc) if e.source == future]
+        hidden = not held or all(e.name.kind in (ek.UNKNOWN, ek.INTERNAL) for e in held)
+        cut_words = f"the traceback the `{exc_name}` keeps (`__traceback__`)" + (
+            f": the {what.lower()}'s own reference to the exception is a slot no code of "
+            "yours names"
+            if hidden
+            else ""
         )
         return PatternMatch(
             self.name,

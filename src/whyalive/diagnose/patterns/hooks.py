@@ -35,8 +35,8 @@ class HookRegistryPattern:
     def match(self, view: CycleView) -> PatternMatch | None:
         """object --._*hooks--> registry --[id]--> hook ...--> the same object."""
         for edge in view.edges:
-            if not is_registry_attribute(edge.name):
-                continue
+            if not is_registry_attribute(edge.name) or not isinstance(view.obj(edge.target), dict):
+                continue  # a registry maps handle ids to hooks
             owner = edge.source
             for entry in view.edges_from(edge.target):
                 back = chain(view, entry.target, owner)
