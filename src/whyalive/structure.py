@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
 from whyalive.cuts import is_back_reference
-from whyalive.edges import EdgeName, is_owned_part, name_edge
+from whyalive.edges import EdgeName, is_owned_part, name_edge, names_of
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module, type_qualname
@@ -125,7 +125,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     named: list[list[EdgeName]] = []
     owned: list[bool] = []
     for picked in samples:
-        named.append([name_edge(nodes[u], nodes[v]) for u, v, _ in picked])
+        named.append([_name_at(graph, u, v, e) for u, v, e in picked])
         owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
     owned_dicts = any(owned)
     owners: Counter[str] = Counter()
@@ -175,6 +175,18 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     if through is not None and through.sample is not None:
         _name_loop(graph, structure, through.sample)
     return structure
+
+
+def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
+    """The name of the reference at CSR ``position`` from ``u`` to ``v``: when ``u`` refers to
+    ``v`` more than once (``._parent`` and ``._root`` both the root), the one at that place
+    in ``u``'s traversal, not always the first."""
+    targets = graph.targets[graph.offsets[u] : graph.offsets[u + 1]]
+    if sum(1 for t in targets if t == v) < 2:
+        return name_edge(graph.nodes[u], graph.nodes[v])
+    before = sum(1 for t in graph.targets[graph.offsets[u] : position] if t == v)
+    names = names_of(graph.nodes[u], graph.nodes[v])
+    return names[before] if before < len(names) else names[0]
 
 
 def _link_for(

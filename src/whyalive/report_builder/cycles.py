@@ -95,26 +95,32 @@ def _reference(
 
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
-    groups: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    # One phrase per place that reads the same (`its attribute `.data``), however many
+    # members hold one there: a ring of 50 is one phrase, not 50.
+    groups: dict[tuple[str, str, str | None], tuple[set[int], list[int]]] = {}
     labels: dict[int, str] = {}
     for nodes, edges in view.holder_paths:
         if not edges:
             continue
         heavy = nodes[-1]
-        holder = nodes[-2] if len(nodes) > 1 else nodes[0]
+        holder = nodes[-2] if len(edges) > 1 else heavy
         place = exit_words(_reference(view, edges[0], labels, as_exit=True))
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
-        where = place + through_words(middle)
-        groups[where, holder if len(edges) > 1 else heavy, facts[heavy].kind].append(heavy)
-    phrases: list[str] = []
-    for (place, holder, kind), heavy_nodes in list(groups.items())[:MAX_HOLDER_PHRASES]:
-        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
-        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
         holder_cls = type(view.obj(holder))
         container = None
         if holder not in facts and holder_cls in (list, tuple, dict, set):
             container = type_short_name(holder_cls)
-        phrases.append(holds_words(place, held, container))
+        key = (place + through_words(middle), facts[heavy].kind, container)
+        starts, heavy_nodes = groups.setdefault(key, (set(), []))
+        starts.add(nodes[0])
+        heavy_nodes.append(heavy)
+    phrases: list[str] = []
+    for (place, kind, container), (starts, heavy_nodes) in list(groups.items())[
+        :MAX_HOLDER_PHRASES
+    ]:
+        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
+        phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
 
 
