@@ -56,7 +56,11 @@ class EditBuffer:
     changes: list[tuple[int, int, int, int, str]] = field(default_factory=list)
     first: int = 0
     last: int = 0
-    imports: set[str] = field(default_factory=set)
+    needs: dict[int, tuple[int, set[str]]] = field(default_factory=dict)
+    """Modules the changed code uses, by the scope that must import them (its first
+    changed line there): ``import weakref`` goes at the top of each function's changes."""
+    place: tuple[int, ast.AST | None] = (0, None)
+    """The first line and the scope of the statement being changed (set by the caller)."""
     actions: list[str] = field(default_factory=list)
     """What to write, one phrase per statement: "write `...`"."""
     notes: list[str] = field(default_factory=list)
@@ -70,6 +74,25 @@ class EditBuffer:
     def cover(self, first: int, last: int) -> None:
         self.first = min(self.first or first, first)
         self.last = max(self.last, last)
+
+    def at(self, line: int, scope: ast.AST | None) -> None:
+        """The statement changed next starts at ``line`` in ``scope``."""
+        self.place = (line, scope)
+
+    def need(self, *modules: str) -> None:
+        """The change just made uses these modules (imported in its scope if the file does
+        not import them at module level)."""
+        line, scope = self.place
+        missing = {m for m in modules if not imports_module(self.parsed.tree, m)}
+        if not missing:
+            return
+        first, wanted = self.needs.get(id(scope), (line, set()))
+        self.needs[id(scope)] = (min(first, line), wanted | missing)
+
+    @property
+    def imports(self) -> set[str]:
+        """Every module the edit imports."""
+        return {m for _, modules in self.needs.values() for m in modules}
 
     def replace(self, node: ast.AST, text: str) -> None:
         """Replace the source of ``node`` with ``text``."""
@@ -94,11 +117,13 @@ class EditBuffer:
         starts = [0]
         for line in lines:
             starts.append(starts[-1] + len(line))
-        new = applied(old, starts, self.first, self.changes)
-        indent = indent_of(lines[0])
-        missing = [m for m in sorted(self.imports) if not imports_module(self.parsed.tree, m)]
-        prefix = "".join(f"{indent}import {module}\n" for module in missing)
-        return old.rstrip("\n"), (prefix + new).rstrip("\n")
+        changes = list(self.changes)
+        for at, modules in self.needs.values():
+            indent = indent_of(self.parsed.lines[at - 1])
+            imports = "".join(f"{indent}import {module}\n" for module in sorted(modules))
+            changes.append((at, 0, at, 0, imports))
+        new = applied(old, starts, self.first, changes)
+        return old.rstrip("\n"), new.rstrip("\n")
 
 
 def parses_in_place(edit: EditBuffer, new: str) -> bool:

@@ -36,7 +36,6 @@ from whyalive.edit_text import (
     EditBuffer,
     Target,
     first_line,
-    imports_module,
     indent_of,
     new_text,
     parameters,
@@ -113,13 +112,14 @@ def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
 
 
 def _words(edit: EditBuffer, where: str) -> str:
-    imports = sorted(m for m in edit.imports if not imports_module(edit.parsed.tree, m))
+    imports = sorted(edit.imports)
     also = f" (with `import {', '.join(imports)}`)" if imports else ""
     if edit.last > edit.first:
         where = f"{where}-{edit.last}"
     actions = list(dict.fromkeys(edit.actions))
     said = actions[0] if len(actions) == 1 else ", ".join(actions[:-1]) + " and " + actions[-1]
-    return f"At {where}{also}, {said}: {' '.join(edit.notes)}"
+    notes = " ".join(n if i == 0 else n[:1].upper() + n[1:] for i, n in enumerate(edit.notes))
+    return f"At {where}{also}, {said}: {notes}"
 
 
 # --- delete after the last use ----------------------------------------------------------
@@ -140,10 +140,15 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
         if found is None:
             return False
         block, after = found, found[found.index(binding) :]
-    if not isinstance(scope, DEF_NODES) or _escapes(scope, variable, edit.parsed, set()):
+    # `probe.frame`: the attribute is deleted; `probe` itself must not escape.
+    base, _, attribute = variable.partition(".")
+    if not isinstance(scope, DEF_NODES) or _escapes(scope, base, edit.parsed, set()):
         return False
-    users = _users(scope, variable)
-    uses = [s for s in after if any(_uses(s, name) for name in users)] or [binding]
+    if attribute:
+        uses = [s for s in after if _uses_attribute(s, base, attribute)] or [binding]
+    else:
+        users = _users(scope, variable)
+        uses = [s for s in after if any(_uses(s, name) for name in users)] or [binding]
     last = uses[-1]
     indent = indent_of(edit.parsed.lines[last.lineno - 1])
     end = last.end_lineno or last.lineno
@@ -185,6 +190,16 @@ def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
 
 def _uses(node: ast.AST, variable: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == variable for n in ast.walk(node))
+
+
+def _uses_attribute(node: ast.AST, base: str, attribute: str) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == attribute
+        and isinstance(n.value, ast.Name)
+        and n.value.id == base
+        for n in ast.walk(node)
+    )
 
 
 def _users(scope: ast.AST, variable: str) -> set[str]:

@@ -32,6 +32,7 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
     if target.capture is not None and target.variable and target.value_weak:
         return _weak_capture(edit, target.capture, target.variable)
     statement = hit.statement
+    edit.at(statement.lineno, hit.scope)
     if isinstance(store, ast.Call):
         receiver = store.func.value if isinstance(store.func, ast.Attribute) else None
         owners = _owner_names(hit, receiver)
@@ -64,7 +65,7 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
             return False
         for leaf in kept_by_caller:
             _wrap_leaf(edit, hit, leaf)
-        edit.imports.add("weakref")
+        edit.need("weakref")
         edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
         edit.say(
             f"write `{new_text(edit, statement)}`",
@@ -164,36 +165,30 @@ def _holder_itself(name: ast.Name, hit: SourceHit, owners: set[str]) -> bool:
 
 def _wrap_leaf(edit: EditBuffer, hit: SourceHit, leaf: ast.expr) -> None:
     name = edit.source(leaf)
-    if isinstance(leaf, ast.Name) and _may_be_none(hit.scope, leaf.id) and not _guarded(hit, leaf):
+    stored = _stored_target(hit.statement)
+    base = stored.value if isinstance(stored, ast.Attribute) else None
+    holder = isinstance(base, ast.Name) and isinstance(leaf, ast.Name) and base.id == leaf.id
+    if (
+        isinstance(leaf, ast.Name)
+        and not holder  # `self.me = self`: what is stored on is never None
+        and _may_be_none(hit.scope, leaf.id)
+        and not _guarded(hit, leaf)
+    ):
         edit.replace(leaf, f"(weakref.proxy({name}) if {name} is not None else None)")
     else:
         edit.replace(leaf, f"weakref.proxy({name})")
 
 
 def _may_be_none(scope: ast.AST, name: str) -> bool:
-    """A parameter that defaults to None, or a name the function compares with None."""
-    if isinstance(scope, (*DEF_NODES, ast.Lambda)):
+    """Whether a name may be None when stored: unless its annotation says it is never None,
+    a parameter or local may be (``weakref.proxy(None)`` raises, so the fix guards it)."""
+    if isinstance(scope, DEF_NODES):
         args = scope.args
-        positional = [*args.posonlyargs, *args.args]
-        for arg, default in zip(
-            positional[len(positional) - len(args.defaults) :], args.defaults, strict=True
-        ):
-            if arg.arg == name and isinstance(default, ast.Constant) and default.value is None:
-                return True
-        for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-            if (
-                arg.arg == name
-                and isinstance(kw_default, ast.Constant)
-                and kw_default.value is None
-            ):
-                return True
-    return any(
-        isinstance(node, ast.Compare)
-        and isinstance(node.left, ast.Name)
-        and node.left.id == name
-        and any(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
-        for node in ast.walk(scope)
-    )
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            if arg.arg == name and arg.annotation is not None:
+                annotation = ast.unparse(arg.annotation)
+                return "None" in annotation or "Optional" in annotation
+    return True
 
 
 def _guarded(hit: SourceHit, leaf: ast.Name) -> bool:
@@ -247,7 +242,7 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
                 edit.replace(
                     node, f"types.MethodType(type({owner}).{node.attr}, weakref.proxy({owner}))"
                 )
-                edit.imports.update(("types", "weakref"))
+                edit.need("types", "weakref")
                 changed = True
                 continue
             if callee(node):
@@ -256,7 +251,7 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
             parent = parents.get(node)
             if not isinstance(parent, ast.Attribute) and not callee(node):
                 edit.replace(node, f"weakref.proxy({node.id})")
-                edit.imports.add("weakref")
+                edit.need("weakref")
                 changed = True
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -282,6 +277,9 @@ def _weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: bo
     captured object as a keyword-only default holding a weak proxy, not as a closure cell."""
     if not isinstance(function, (*DEF_NODES, ast.Lambda)):
         return False
+    if isinstance(function, DEF_NODES):  # its own statement: the import goes above it
+        decorated = [function.lineno, *(d.lineno for d in function.decorator_list)]
+        edit.at(min(decorated), edit.parsed.enclosing(function))
     args = function.args
     default = f"{variable}=weakref.proxy({variable})"
     has_star = args.vararg is not None or bool(args.kwonlyargs)
@@ -299,7 +297,7 @@ def _weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: bo
         elif isinstance(function, ast.Lambda):
             text = f" {text}"  # `lambda: x` -> `lambda *, self=...: x`
         edit.insert(line, col, text)
-    edit.imports.add("weakref")
+    edit.need("weakref")
     header = function.lineno
     first = min([header, *(d.lineno for d in getattr(function, "decorator_list", []))])
     statement = edit.parsed.statement_of(function)

@@ -175,6 +175,10 @@ class SourceLines:
             hit = self._set_from_outside(view, edge, target)
             if hit is not None:
                 return hit, None
+        if target.what in ("item", "key"):
+            hit = self._display(view, edge, target, sites)
+            if hit is not None:
+                return hit, None
         pins = "; `check_leaks(record_allocations=True)` records where each payload was made"
         what = (
             f"no function in the cycle shows where {target.spelled()} is stored"
@@ -183,44 +187,51 @@ class SourceLines:
         )
         return None, f"{what}: look for {target.look_for()}{'' if sites else pins}"
 
+    def _display(
+        self, view: CycleView, edge: NamedEdge, target: StoreTarget, sites: Iterable[str]
+    ) -> SourceHit | None:
+        """``registry.members = [registry]``: an entry made by the display assigned to the
+        attribute that holds its container."""
+        for into in view.edges_into(edge.source):
+            if into.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(into.source)):
+                continue
+            hit, _ = self.find(view, into, sites)
+            if hit is not None and any(
+                stores(node, target, hit.scope) for node in ast.walk(hit.statement)
+            ):
+                return SourceHit(
+                    hit.filename, hit.lineno, hit.statement, hit.statement, hit.scope,
+                    hit.parsed, target, hit.rule,
+                )  # fmt: skip
+        return None
+
     def _set_from_outside(
         self, view: CycleView, edge: NamedEdge, target: StoreTarget
     ) -> SourceHit | None:
         """``child.parent = tree`` in a function of the holder's module: an attribute set on
-        an object other than ``self``, where the holder's class is defined."""
+        an object other than ``self``, where the holder's class is defined. Only when every
+        such store is in one function (else which one made this cycle is a guess)."""
         files = _module_file(type(view.obj(edge.source)))
         parsed = self.parsed(files[0]) if files else None
         if parsed is None:
             return None
-        for node in sorted(ast.walk(parsed.tree), key=lambda n: getattr(n, "lineno", 0)):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or not stores(
-                node, target, parsed.tree
-            ):
+        found: list[tuple[ast.stmt, ast.AST]] = []
+        for node in ast.walk(parsed.tree):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
                 continue
             scope = parsed.enclosing(node)
-            if not isinstance(scope, DEF_NODES):
+            if not isinstance(scope, DEF_NODES) or not stores(node, target, parsed.tree):
                 continue
             stored = node.targets[0] if isinstance(node, ast.Assign) else node.target
             base = stored.value if isinstance(stored, ast.Attribute) else None
             params = [*scope.args.posonlyargs, *scope.args.args]
             own = isinstance(parsed.parents.get(scope), ast.ClassDef) and params
             if isinstance(base, ast.Name) and not (own and base.id == params[0].arg):
-                return hit_for(files[0], parsed, node, target)
-        return None
-
-    def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
-        """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
-        frame = view.obj(edge.source)
-        if type(frame) is not types.FrameType:
+                found.append((node, scope))
+        if not found or len({id(scope) for _, scope in found}) > 1:
             return None
-        code = frame.f_code
-        node = self.function_node(code)
-        parsed = self.parsed(code.co_filename)
-        args = getattr(node, "args", None)
-        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else ()
-        if node is None or parsed is None or target.name not in names:
-            return None
-        return hit_for(code.co_filename, parsed, node, target)
+        first = min((node for node, _ in found), key=lambda node: node.lineno)
+        return hit_for(files[0], parsed, first, target)
 
     def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """For a closure variable bound by no statement (a parameter such as ``self``): the

@@ -230,6 +230,14 @@ def stores(node: ast.AST, store: StoreTarget, scope: ast.AST) -> bool:
         return what == "key" and any(
             isinstance(k, ast.Constant) and k.value == name for k in node.keys
         )
+    elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
+        # `self.members = [self]`: a display that puts a variable at that position.
+        return (
+            what == "item"
+            and isinstance(name, int)
+            and len(node.elts) > name
+            and (isinstance(node.elts[name], ast.Name))
+        )
     elif isinstance(node, ast.Call):
         return _call_stores(node, store)
     return any(_stored(t, store) for t in targets)

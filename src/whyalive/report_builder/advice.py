@@ -200,6 +200,9 @@ def _target(
             hit = _hit_at(sources, function, capture, hit) or hit
     elif edge.name.kind == ek.LOCAL:
         variable = variable_of(edge)
+    elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
+        stored = _stored_on(hit)
+        variable = ast.unparse(stored) if stored is not None else None
     return Target(
         hit=hit,
         holder_class=type(holder) if holder is not None else None,
@@ -247,6 +250,17 @@ def _hit_at(
         function.__code__.co_filename, statement.lineno, statement, node, scope, parsed,
         near.target, near.rule,
     )  # fmt: skip
+
+
+def _stored_on(hit: SourceHit) -> ast.Attribute | None:
+    """``probe.frame`` in ``probe.frame = sys._getframe()``: an attribute of a variable."""
+    statement = hit.statement
+    stored = statement.targets[0] if isinstance(statement, ast.Assign) else None
+    if isinstance(statement, ast.AnnAssign):
+        stored = statement.target
+    if isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name):
+        return stored
+    return None
 
 
 def _holder_spelling(hit: SourceHit) -> str | None:

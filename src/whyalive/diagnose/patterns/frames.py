@@ -230,8 +230,10 @@ class FrameKeptPattern:
             f"{drop} as soon as you are done with it (in a finally block, as the `inspect` "
             f"documentation advises), or keep only what you need{keep} instead of the {held}."
         )
-        also = f"Or keep only what you need{keep} instead of the {held}."
-        remedy = DELETE if cut and cut[0].name.kind == ek.LOCAL else None
+        also = f"Or keep only what you need{keep} instead of the {held}" + (
+            f", or {drop} when done." if code else "."
+        )
+        remedy = DELETE if cut and cut[0].name.kind in (ek.LOCAL, ek.ATTRIBUTE) else None
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, cut, "WAL303", None, remedy, also
         )
