@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "diagnose",
                 "sourcelines",
                 "statements",
+                "source_targets",
                 "fix_edits",
                 "edit_text",
                 "fix_weaken",

@@ -15,7 +15,6 @@ never guesses.
 from __future__ import annotations
 
 import ast
-import functools
 import linecache
 import os
 import sys
@@ -25,10 +24,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.cuts import is_registry_attribute
-from whyalive.diagnose.naming import cell_variable, is_instance_node, variable_of
-from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace, type_short_name
+from whyalive.diagnose.naming import is_instance_node
+from whyalive.guarded import read_attribute, type_short_name
 from whyalive.paths import CycleView, NamedEdge
+from whyalive.source_targets import (
+    codes_to_search,
+    function_names,
+    methods_of,
+    module_file,
+    store_target,
+)
 from whyalive.statements import (
     DEF_NODES,
     FUNCTION_NODES,
@@ -106,7 +111,7 @@ class SourceLines:
     def class_statement(self, cls: type) -> SourceHit | None:
         """The ``class`` statement that made ``cls`` (a class made inside a function)."""
         name = type_short_name(cls)
-        files = [code.co_filename for code, _ in _methods(cls)] + _module_file(cls)
+        files = [code.co_filename for code, _ in methods_of(cls)] + module_file(cls)
         for file in dict.fromkeys(files):
             parsed = self.parsed(file)
             if parsed is None:
@@ -128,9 +133,9 @@ class SourceLines:
         target = store_target(view, edge)
         if target is None:
             return None, None
-        made = _function_names(view)
+        made = function_names(view)
         searched = False
-        for code, scope_up in _codes_to_search(view, edge):
+        for code, scope_up in codes_to_search(view, edge):
             parsed = self.parsed(code.co_filename)
             if parsed is None:
                 continue
@@ -211,7 +216,7 @@ class SourceLines:
         """``child.parent = tree`` in a function of the holder's module: an attribute set on
         an object other than ``self``, where the holder's class is defined. Only when every
         such store is in one function (else which one made this cycle is a guess)."""
-        files = _module_file(type(view.obj(edge.source)))
+        files = module_file(type(view.obj(edge.source)))
         parsed = self.parsed(files[0]) if files else None
         if parsed is None:
             return None
@@ -232,6 +237,20 @@ class SourceLines:
             return None
         first = min((node for node, _ in found), key=lambda node: node.lineno)
         return hit_for(files[0], parsed, first, target)
+
+    def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
+        """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
+        frame = view.obj(edge.source)
+        if type(frame) is not types.FrameType:
+            return None
+        code = frame.f_code
+        node = self.function_node(code)
+        parsed = self.parsed(code.co_filename)
+        args = getattr(node, "args", None)
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else ()
+        if node is None or parsed is None or target.name not in names:
+            return None
+        return hit_for(code.co_filename, parsed, node, target)
 
     def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """For a closure variable bound by no statement (a parameter such as ``self``): the
@@ -275,144 +294,8 @@ class SourceLines:
                 yield known[base], int(line)
 
 
-def _module_file(cls: type) -> list[str]:
-    """The file of the module that defines ``cls`` (a list: empty when it has none)."""
-    module = sys.modules.get(type_module(cls) or "")
-    filename = read_attribute(module, "__file__") if module is not None else None
-    return [filename] if isinstance(filename, str) else []
-
-
-def store_target(view: CycleView, edge: NamedEdge) -> StoreTarget | None:
-    """What the statement that made ``edge`` stores, from the reference's kind and name."""
-    kind, name = edge.name.kind, edge.name.name
-    if kind == ek.ATTRIBUTE:
-        return StoreTarget("attribute", name[1:]) if name[1:].isidentifier() else None
-    if kind == ek.CELL:
-        variable = cell_variable(view, edge.source)
-        return StoreTarget("name", variable) if variable else None
-    if kind == ek.LOCAL:
-        variable = variable_of(edge)
-        return StoreTarget("name", variable) if variable.isidentifier() else None
-    if kind == ek.KEY and _in_hook_registry(view, edge):
-        fn = _hook_function(view, edge.target)
-        return StoreTarget("hook", str(fn.__name__)) if fn is not None else None
-    if kind == ek.INDEX and name[1:-1].isdigit():
-        return StoreTarget("item", int(name[1:-1]))
-    if kind == ek.TRACEBACK and name == "__traceback__":
-        return StoreTarget("exception", "")
-    if kind != ek.KEY:
-        return None
-    try:
-        key = ast.literal_eval(name[1:-1]) if name.startswith("[") else None
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return StoreTarget("key", key) if isinstance(key, (str, int)) else None
-
-
-def _hook_function(view: CycleView, node: int) -> types.FunctionType | None:
-    """The function a hook registry's entry holds: itself, or inside the wrapper a framework
-    puts around it (a bound method, a partial, an object with a ``.hook``)."""
-    seen = {node}
-    frontier = [node]
-    for _ in range(3):
-        for current in frontier:
-            fn = _function_of(view.obj(current))
-            if fn is not None:
-                return fn
-        frontier = [e.target for n in frontier for e in view.edges_from(n) if e.target not in seen]
-        seen.update(frontier)
-    return None
-
-
-def _in_hook_registry(view: CycleView, edge: NamedEdge) -> bool:
-    """An entry of a hook registry: a dict held by an attribute such as ``._forward_hooks``."""
-    return any(is_registry_attribute(e.name) for e in view.edges_into(edge.source))
-
-
-def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
-    """Code objects whose source may store the reference; True: search the enclosing def."""
-    seen: set[tuple[types.CodeType, bool]] = set()
-    for item in _codes_in_order(view, edge):
-        if item not in seen:
-            seen.add(item)
-            yield item
-
-
-def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
-    kind = edge.name.kind
-    if kind == ek.CELL:
-        for into in view.edges_into(edge.source):
-            fn = view.obj(into.source)
-            if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
-                yield fn.__code__, True
-        return
-    if kind == ek.LOCAL:
-        frame = view.obj(edge.source)
-        if type(frame) is types.FrameType:
-            yield frame.f_code, False
-        return
-    if kind == ek.ATTRIBUTE:
-        yield from _methods(type(view.obj(edge.source)))
-    if kind == ek.KEY and _in_hook_registry(view, edge):
-        fn = _hook_function(view, edge.target)
-        if fn is not None and ".<locals>." in fn.__qualname__:
-            yield fn.__code__, True  # a nested hook is registered where it is defined
-    for node in view.shown:
-        obj = view.obj(node)
-        function = _function_of(obj)
-        if function is not None:
-            yield function.__code__, False
-            if ".<locals>." in function.__qualname__:
-                # A nested function patched onto an object (`m.forward = partial(new, m)`)
-                # is stored by the function that made it.
-                yield function.__code__, True
-        elif type(obj) is types.FrameType:
-            yield obj.f_code, False
-    for node in view.shown:
-        obj = view.obj(node)
-        if is_instance_node(obj):
-            yield from _methods(type(obj))
-
-
-def _methods(cls: type) -> Iterator[tuple[types.CodeType, bool]]:
-    """The code of every method of ``cls`` and its bases (properties' and wrapped ones too)."""
-    for klass in type_mro(cls):
-        for value in type_namespace(klass).values():
-            for function in _unwrapped(value):
-                yield function.__code__, False
-
-
-def _unwrapped(value: object) -> Iterator[types.FunctionType]:
-    if type(value) in (staticmethod, classmethod):
-        value = value.__func__  # type: ignore[attr-defined]
-    if type(value) is property:
-        for part in (value.fget, value.fset, value.fdel):
-            if type(part) is types.FunctionType:
-                yield part
-        return
-    if type(value) is types.FunctionType:
-        yield value
-
-
-def _function_of(obj: object) -> types.FunctionType | None:
-    """The Python function of a function, a bound method or an exact ``partial`` (read from
-    C-level slots: no user code runs)."""
-    if type(obj) is types.MethodType:
-        obj = obj.__func__
-    elif type(obj) is functools.partial:
-        obj = obj.func
-    return obj if type(obj) is types.FunctionType else None
-
-
 def _functions_at(parsed: ParsedFile, first_line: int) -> Iterator[ast.AST]:
     """The function definitions (or module) a code object's first line belongs to."""
     if first_line <= 1:
         yield parsed.tree
     yield from parsed.functions_by_line.get(first_line, ())
-
-
-def _function_names(view: CycleView) -> set[str]:
-    """Names of the functions in the cycle (a partial's too): a store naming one of them is
-    the one that made the cycle, when several statements store the same name."""
-    functions = (_function_of(view.obj(node)) for node in view.shown)
-    return {str(f.__name__) for f in functions if f is not None}

@@ -27,11 +27,15 @@ class Future:
         return None
 
 
-def run() -> object:
+def submit() -> Future:
     future = Future()
     future.set_exception(TimeoutError("slow"))
+    return future
+
+
+def run() -> object:
     try:
-        future.result()
+        submit().result()
     except TimeoutError as error:
         return repr(error)
     return None

@@ -18,6 +18,6 @@ PATTERN = "pytest-idiom"
 
 def run() -> object:
     activations = heavy()
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match="bad batch") as err:
         raise ValueError(f"bad batch of {activations.shape[0]}")
     return str(err.value)
