@@ -136,12 +136,17 @@ def prove_cut(view: CycleView, cut: Sequence[NamedEdge]) -> CutProof:
     removed = _raw_references(view, cut)
     if removed is None:
         return CutProof(True, False, tuple(sorted(view.heavy_bytes)))
-    members = view.members
-    indegree = dict.fromkeys(members, 0)
+    if view.raw_out is None:
+        inside = set(view.members)
+        view.raw_out = {
+            node: [succ for succ in graph.successors(node) if succ in inside]
+            for node in view.members
+        }
+    indegree = dict.fromkeys(view.members, 0)
     out: dict[int, list[int]] = defaultdict(list)
-    for node in members:
-        for succ in graph.successors(node):
-            if succ in indegree and (node, succ) not in removed:
+    for node, successors in view.raw_out.items():
+        for succ in successors:
+            if (node, succ) not in removed:
                 out[node].append(succ)
                 indegree[succ] += 1
     alive = _peeled(indegree, out)

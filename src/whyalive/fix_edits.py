@@ -144,6 +144,8 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
     base, _, attribute = variable.partition(".")
     if not isinstance(scope, DEF_NODES) or _escapes(scope, base, edit.parsed, set()):
         return False
+    if _deleted(scope, variable):
+        return False  # the code deletes it already somewhere (on some path): not twice
     if attribute:
         uses = [s for s in after if _uses_attribute(s, base, attribute)] or [binding]
     else:
@@ -189,7 +191,18 @@ def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
 
 
 def _uses(node: ast.AST, variable: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == variable for n in ast.walk(node))
+    return any(
+        isinstance(n, ast.Name) and n.id == variable and not isinstance(n.ctx, ast.Del)
+        for n in ast.walk(node)
+    )
+
+
+def _deleted(scope: ast.AST, variable: str) -> bool:
+    """A ``del`` of the variable (or the attribute) already in the function."""
+    return any(
+        isinstance(node, ast.Delete) and any(ast.unparse(t) == variable for t in node.targets)
+        for node in ast.walk(scope)
+    )
 
 
 def _uses_attribute(node: ast.AST, base: str, attribute: str) -> bool:

@@ -59,6 +59,16 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
     owners = _owner_names(
         hit, stored.value if isinstance(stored, (ast.Attribute, ast.Subscript)) else None
     )
+    if isinstance(stored, ast.Name):
+        # `original = module.forward`: the object whose method is taken is the owner.
+        methods = _method_names(target)
+        owners |= {
+            node.value.id
+            for node in ast.walk(value)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.attr in methods
+        }
     kept_by_caller = _borrowed(value, hit, owners, target.labels)
     if kept_by_caller is not None:
         if not target.value_weak:

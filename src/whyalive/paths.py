@@ -68,6 +68,9 @@ class CycleView:
     _in: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     edge_set: frozenset[NamedEdge] = field(default_factory=frozenset, repr=False)
     _cell_names: dict[int, str] | None = field(default=None, repr=False)
+    raw_out: dict[int, list[int]] | None = field(default=None, repr=False)
+    """The captured references between members (owned parts included), built once for the
+    proofs of the cut candidates (``whyalive.cuts``)."""
 
     def __post_init__(self) -> None:
         out: dict[int, list[NamedEdge]] = defaultdict(list)

@@ -31,6 +31,7 @@ STRUCTURE_MIN_MEMBERS = 200
 """Components with at least this many objects are explained as structures."""
 
 _SAMPLES = 8  # references named per class
+_NAMED_DEGREE = 256  # a holder with more references names a repeated target by its first
 _MAX_TRIES = 8  # reference names tried as cuts, each one linear peeling
 _LOOP_HEAD = 4  # raw hops of a long loop shown before the gap...
 _LOOP_TAIL = 2  # ...and after it
@@ -181,8 +182,10 @@ def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
     """The name of the reference at CSR ``position`` from ``u`` to ``v``: when ``u`` refers to
     ``v`` more than once (``._parent`` and ``._root`` both the root), the one at that place
     in ``u``'s traversal, not always the first."""
-    targets = graph.targets[graph.offsets[u] : graph.offsets[u + 1]]
-    if sum(1 for t in targets if t == v) < 2:
+    start, end = graph.offsets[u], graph.offsets[u + 1]
+    # A big container (a list of 10^5 items) is named by the first place: counting its items
+    # per sample would cost a pass over it each time.
+    if end - start > _NAMED_DEGREE or sum(1 for t in graph.targets[start:end] if t == v) < 2:
         return name_edge(graph.nodes[u], graph.nodes[v])
     before = sum(1 for t in graph.targets[graph.offsets[u] : position] if t == v)
     names = names_of(graph.nodes[u], graph.nodes[v])

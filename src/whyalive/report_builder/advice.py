@@ -10,6 +10,7 @@ edit is offered only for a proven cut: the fix promises what the proof showed.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import types
@@ -190,7 +191,7 @@ def _target(
     capture: ast.AST | None = None
     if edge.name.kind == ek.CELL:
         variable = cell_variable(view, edge.source)
-        if remedy == WEAKEN:
+        if remedy == WEAKEN and weakable(value) and not _transient(value):
             function = _closure_function(view, edge.source)
             if function is None:
                 return None
@@ -207,11 +208,17 @@ def _target(
         hit=hit,
         holder_class=type(holder) if holder is not None else None,
         holder_weak=holder is not None and weakable(holder),
-        value_weak=weakable(value),
+        value_weak=weakable(value) and not _transient(value),
         labels=labels,
         capture=capture,
         variable=variable,
     )
+
+
+def _transient(value: object) -> bool:
+    """A callable made where it is stored (a bound method, a partial, a function): only the
+    reference that holds it keeps it alive, so a weak reference to it would die at once."""
+    return type(value) in (types.MethodType, types.FunctionType, functools.partial)
 
 
 def _holder_object(view: CycleView, edge: NamedEdge) -> object | None:

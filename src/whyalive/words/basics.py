@@ -103,9 +103,21 @@ def holding_phrase(kind: str, count: int, briefs: set[str], nbytes: int) -> str:
     renderer: the count with its noun, the shape they share (``of several shapes`` when
     they differ, nothing when the kind says no more than a size), then the bytes.
     """
+    return f"{heavy_noun(kind, count)}{shared_brief(briefs)}, {size_to_words(nbytes)}"
+
+
+def shared_brief(briefs: set[str]) -> str:
+    """`` float32[16, 256] cpu``, with what some of them add (``(+ autograd graph: ...)``)
+    said once; `` of several shapes`` when the shapes differ; nothing when none is said."""
     said = {b for b in briefs if b}
-    shape = next(iter(said)) if len(said) == 1 else "of several shapes" if said else ""
-    return f"{heavy_noun(kind, count)}{f' {shape}' if shape else ''}, {size_to_words(nbytes)}"
+    if not said:
+        return ""
+    if len(said) == 1:
+        return f" {next(iter(said))}"
+    shapes = {b.partition(" (")[0] for b in said}
+    if len(shapes) == 1:
+        return f" {next(iter(shapes))} (some with what autograd keeps for them)"
+    return " of several shapes"
 
 
 def kind_count_words(count: int, kind: str) -> str:

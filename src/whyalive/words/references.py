@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whyalive import edge_kinds as ek
-from whyalive.words.basics import a_code
+from whyalive.words.basics import shared_brief, a_code
 
 if TYPE_CHECKING:
     from whyalive.report import HolderPath, Report
@@ -170,5 +170,4 @@ def holding_place(head: str, indices: str, tail: str) -> str:
 
 def holding_description(briefs: set[str]) -> str:
     """The shape shared by a holding's heavy objects, that they differ, or nothing to say."""
-    said = {b for b in briefs if b}
-    return next(iter(said)) if len(said) == 1 else "of several shapes" if said else ""
+    return shared_brief(briefs).strip()

@@ -6,7 +6,7 @@ import types
 
 from whyalive import edge_kinds as ek
 from whyalive.cuts import is_registry_attribute
-from whyalive.diagnose.naming import chain, label, qualname_of, short_name
+from whyalive.diagnose.naming import chain, qualname_of, short_name
 from whyalive.diagnose.patterns.base import PatternMatch
 from whyalive.fix_edits import WEAKEN
 from whyalive.guarded import type_qualname
@@ -57,22 +57,23 @@ class HookRegistryPattern:
         hook_code = f"`{hook}`" if hook != "the hook" else hook
         registry_name = registry.name.name
         captured = [e for e in back if e.name.kind == ek.CELL and e.target == owner]
+        bound = any(e.name.kind == ek.BOUND_SELF for e in back)
         through = (
-            "as its closure variable"
+            "captures the object as a closure variable"
             if captured
-            else "as the object its bound method is bound to"
-            if any(e.name.kind == ek.BOUND_SELF for e in back)
-            else "again"
+            else "is a method bound to the object"
+            if bound
+            else "refers back to the object"
         )
         summary = (
             f"{a_code(cls)} object keeps the hook {hook_code} in `{registry_name}` (at "
-            f"`{entry.name.name}`), and the hook holds the object {through}"
+            f"`{entry.name.name}`), and the hook {through}"
         )
         explanation = (
-            f"Registering a hook puts it in the object's `{registry_name}` registry. The hook "
-            f"refers back to the `{cls}` object ({label(view, entry.target)} holds it {through}): "
-            "object -> registry -> hook -> object, a loop reference counting cannot free, so "
-            "the object and everything it holds (parameters, buffers) wait for the collector."
+            f"Registering a hook puts it in the object's `{registry_name}` registry, and the "
+            f"hook {hook_code} {through}: object -> registry -> hook -> object, a loop "
+            "reference counting cannot free, so the object and everything it holds "
+            "(parameters, buffers) wait for the collector."
         )
         fix = (
             "Let the hook refer to the object weakly (a `weakref.proxy`, which it uses the "
