@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whyalive import edge_kinds as ek
-from whyalive.words.basics import shared_brief, a_code
+from whyalive.words.basics import a_code, shared_brief
 
 if TYPE_CHECKING:
     from whyalive.report import HolderPath, Report
