@@ -17,11 +17,12 @@ from whyalive import edge_kinds as ek
 from whyalive.edges import EdgeName
 from whyalive.paths import CUT_SCORE, MAX_VERIFIED_EDGES, CycleView, NamedEdge
 
-# Attribute names that point back toward an owner: cut these before the owner's own link.
+# Attribute names (leading underscores aside) that point back toward an owner: cut these
+# before the owner's own link.
 BACK_NAMES = frozenset(
     (
-        *("parent", "_parent", "owner", "_owner", "up", "root", "_root", "module", "model"),
-        *("prev", "_prev", "previous", "back", "manager", "_manager", "master", "container"),
+        *("parent", "owner", "up", "root", "module", "model"),
+        *("prev", "previous", "back", "manager", "master", "container"),
     )
 )
 
@@ -34,7 +35,7 @@ def is_back_reference(name: EdgeName) -> bool:
     attribute = name.name.lstrip(".")
     if attribute.startswith("_") and "__" in attribute[1:]:
         attribute = attribute[1:].partition("__")[2]  # a private (mangled) name
-    return attribute.lower() in BACK_NAMES or attribute.lstrip("_").lower() in BACK_NAMES
+    return attribute.lstrip("_").lower() in BACK_NAMES
 
 
 def is_registry_attribute(name: EdgeName) -> bool:

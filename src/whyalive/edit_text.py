@@ -105,8 +105,14 @@ class EditBuffer:
         self.changes.append((line, column, line, column, text))
 
     def source(self, node: ast.AST) -> str:
-        """The exact source text of ``node``."""
-        return ast.get_source_segment("".join(self.parsed.lines), node) or ast.unparse(node)
+        """The exact source text of ``node`` (its lines only: not the whole file again)."""
+        first, last = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        lines = self.parsed.lines[first - 1 : last]
+        start = chars(self.parsed, first, node.col_offset)  # type: ignore[attr-defined]
+        end = chars(self.parsed, last, node.end_col_offset)  # type: ignore[attr-defined]
+        if len(lines) == 1:
+            return lines[0][start:end]
+        return lines[0][start:] + "".join(lines[1:-1]) + lines[-1][:end]
 
     def render(self) -> tuple[str, str] | None:
         """(old, new) for lines ``first`` .. ``last``, or None when the edit is too big."""
@@ -127,14 +133,27 @@ class EditBuffer:
 
 
 def parses_in_place(edit: EditBuffer, new: str) -> bool:
-    """The file with the edit applied still parses."""
+    """The file with the edit applied still parses: checked on the module-level statements
+    the edit touches (a function or class), not the whole file again."""
     lines = edit.parsed.lines
-    text = "".join(lines[: edit.first - 1]) + new + "\n" + "".join(lines[edit.last :])
+    around = [
+        node
+        for node in edit.parsed.tree.body
+        if node.lineno <= edit.last and (node.end_lineno or node.lineno) >= edit.first
+    ]
+    start = min([edit.first, *(_first_line_of(node) for node in around)])
+    end = max([edit.last, *((node.end_lineno or node.lineno) for node in around)])
+    text = "".join(lines[start - 1 : edit.first - 1]) + new + "\n" + "".join(lines[edit.last : end])
     try:
         ast.parse(text)
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _first_line_of(node: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def parameters(scope: ast.AST) -> set[str]:

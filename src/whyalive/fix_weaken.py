@@ -23,10 +23,12 @@ from whyalive.edit_text import (
     parameters,
 )
 from whyalive.guarded import type_mro, type_namespace
-from whyalive.statements import DEF_NODES, SourceHit
+from whyalive.statements import DEF_NODES, SourceHit, stored_target
 
 
 def weaken(edit: EditBuffer, target: Target) -> bool:
+    """Rewrite the target's statement (or the ``def`` that captures its variable) so that
+    the reference it made is weak; False, with nothing changed, when no safe rewrite exists."""
     hit = target.hit
     store = hit.store
     if target.capture is not None and target.variable and target.value_weak:
@@ -50,7 +52,7 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
                 "works as before but no longer keeps the owner alive.",
             )
         return changed
-    stored = _stored_target(statement)
+    stored = stored_target(statement)
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or stored is None:
         return False
     value = statement.value
@@ -92,14 +94,6 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         "before but no longer keeps the owner alive.",
     )
     return True
-
-
-def _stored_target(statement: ast.stmt) -> ast.expr | None:
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        return statement.targets[0]
-    if isinstance(statement, ast.AnnAssign):
-        return statement.target
-    return None
 
 
 def _owner_names(hit: SourceHit, receiver: ast.expr | None) -> set[str]:
@@ -168,14 +162,14 @@ def _returned(scope: ast.AST) -> set[str]:
 
 def _holder_itself(name: ast.Name, hit: SourceHit, owners: set[str]) -> bool:
     """``self.me = self``: the holder stored on itself (only ever weak in the fixed code)."""
-    stored = _stored_target(hit.statement)
+    stored = stored_target(hit.statement)
     base = stored.value if isinstance(stored, ast.Attribute) else None
     return isinstance(base, ast.Name) and base.id == name.id and name.id in owners
 
 
 def _wrap_leaf(edit: EditBuffer, hit: SourceHit, leaf: ast.expr) -> None:
     name = edit.source(leaf)
-    stored = _stored_target(hit.statement)
+    stored = stored_target(hit.statement)
     base = stored.value if isinstance(stored, ast.Attribute) else None
     holder = isinstance(base, ast.Name) and isinstance(leaf, ast.Name) and base.id == leaf.id
     if (

@@ -337,3 +337,12 @@ def hit_for(filename: str, parsed: ParsedFile, store: ast.AST, target: StoreTarg
     scope = parsed.enclosing(statement) or parsed.tree
     rule = parsed.lint_code(filename, lineno, statement)
     return SourceHit(filename, lineno, statement, store, scope, parsed, target, rule)
+
+
+def stored_target(statement: ast.stmt) -> ast.expr | None:
+    """What a one-target assignment stores on: ``self.cb`` in ``self.cb = ...``."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        return statement.targets[0]
+    if isinstance(statement, ast.AnnAssign):
+        return statement.target
+    return None

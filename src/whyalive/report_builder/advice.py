@@ -26,7 +26,7 @@ from whyalive.origin import installed_part
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.report import FixEdit
 from whyalive.sourcelines import SourceLines
-from whyalive.statements import SourceHit
+from whyalive.statements import SourceHit, hit_for, stored_target
 from whyalive.structure import Structure
 
 # The remedy a cut's kind asks for when the pattern names none.
@@ -198,7 +198,9 @@ def _target(
             capture = sources.function_node(function.__code__)
             if capture is None:
                 return None
-            hit = _hit_at(sources, function, capture, hit) or hit
+            parsed = sources.parsed(function.__code__.co_filename)
+            if parsed is not None:  # the `def` (or lambda) that captures the variable
+                hit = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
     elif edge.name.kind == ek.LOCAL:
         variable = variable_of(edge)
     elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
@@ -244,27 +246,9 @@ def _closure_function(view: CycleView, cell: int) -> types.FunctionType | None:
     return None
 
 
-def _hit_at(
-    sources: SourceLines, function: types.FunctionType, node: ast.AST, near: SourceHit
-) -> SourceHit | None:
-    """A hit for the ``def`` (or lambda) that captures a variable."""
-    parsed = sources.parsed(function.__code__.co_filename)
-    if parsed is None:
-        return None
-    statement = parsed.statement_of(node)
-    scope = parsed.enclosing(statement) or parsed.tree
-    return SourceHit(
-        function.__code__.co_filename, statement.lineno, statement, node, scope, parsed,
-        near.target, near.rule,
-    )  # fmt: skip
-
-
 def _stored_on(hit: SourceHit) -> ast.Attribute | None:
     """``probe.frame`` in ``probe.frame = sys._getframe()``: an attribute of a variable."""
-    statement = hit.statement
-    stored = statement.targets[0] if isinstance(statement, ast.Assign) else None
-    if isinstance(statement, ast.AnnAssign):
-        stored = statement.target
+    stored = stored_target(hit.statement)
     if isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name):
         return stored
     return None
@@ -272,10 +256,7 @@ def _stored_on(hit: SourceHit) -> ast.Attribute | None:
 
 def _holder_spelling(hit: SourceHit) -> str | None:
     """How the statement names the object it stores on: ``model`` in ``model.forward = ...``."""
-    statement = hit.statement
-    stored = statement.targets[0] if isinstance(statement, ast.Assign) else None
-    if isinstance(statement, ast.AnnAssign):
-        stored = statement.target
+    stored = stored_target(hit.statement)
     if isinstance(hit.store, ast.Call) and isinstance(hit.store.func, ast.Attribute):
         stored = hit.store.func
     base = stored
@@ -298,4 +279,4 @@ def _fix_edit(rewrite: Rewrite, user_root: str) -> FixEdit:
     return FixEdit(shown, rewrite.line, rewrite.old, rewrite.new)
 
 
-__all__ = ["DELETE", "DROP_TRACEBACK", "WEAKEN", "Advice", "advise", "label_edges"]
+__all__ = ["Advice", "advise", "label_edges"]

@@ -135,6 +135,9 @@ def cut_sentence(cut: Cut, references: str = "") -> str:
             line += f" (`whyalive lint` rule {cut.source_rule} flags it)"
     elif cut.source_note:
         line += f" ({cut.source_note})"
+    if cut.stays:
+        stays = plural(len(cut.stays), "heavy object")
+        line += f"; not proven: {stays} would stay held by what the cut does not touch"
     return line
 
 
