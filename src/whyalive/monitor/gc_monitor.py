@@ -32,9 +32,10 @@ from types import TracebackType
 from typing import Any
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
-from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
+from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
@@ -153,6 +154,21 @@ class GcMonitor(GcSampler):
         """Install the callback (once); returns ``self``."""
         if self.active:
             raise UsageError("this GcMonitor is already started")
+        if self.poll_interval is not None:
+            # First, so a platform without threads (WebAssembly) leaves gc state untouched;
+            # the thread polls nothing until the callback is installed (_off until then).
+            self._stop_thread.clear()
+            self._thread = threading.Thread(
+                target=self._poll_loop, name="whyalive-monitor", daemon=True
+            )
+            try:
+                self._thread.start()
+            except RuntimeError as error:
+                self._thread = None
+                raise UsageError(
+                    f"poll_interval needs a helper thread, which this platform cannot start "
+                    f"({error}); call step() or poll() instead"
+                ) from None
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
         self._froze = self.freeze and OWNER.hold_freeze()[0]
@@ -162,12 +178,6 @@ class GcMonitor(GcSampler):
         self._off = False
         gc.callbacks.append(self._on_gc)
         _ACTIVE.add(self)
-        if self.poll_interval is not None:
-            self._stop_thread.clear()
-            self._thread = threading.Thread(
-                target=self._poll_loop, name="whyalive-monitor", daemon=True
-            )
-            self._thread.start()
         return self
 
     def stop(self) -> None:
@@ -319,7 +329,9 @@ class GcMonitor(GcSampler):
     def _scheduled_collection(self) -> None:
         """Sweep the young generations saving, analyse, then run the scheduled collection."""
         scheduled = self.collect_generation
-        sweep = max(scheduled - 1, 0)
+        # The generations below the scheduled one; on 3.14.0-3.14.4 only the young one
+        # (its gc.collect(1) is an increment that may collect nothing).
+        sweep = min(max(scheduled - 1, 0), YOUNG)
         final = max(scheduled, older_generation(sweep))
         with self._lock:
             self._forced = True
@@ -342,12 +354,14 @@ class GcMonitor(GcSampler):
     def _flush(self) -> None:
         """At stop: save one last collection so the last steps' cycles are counted.
 
-        Generation 1 too when automatic GC is on (cycles promoted while alive end
-        there); with automatic GC off only the young one, which needs no full release.
+        With automatic GC on, also the generation that young collections move what
+        is alive into (cycles promoted while alive end there: generation 1, or the
+        old space of 3.14.0-3.14.4, which only a full collection reaches); with
+        automatic GC off only the young one.
         """
         self._forced = True
         try:
-            gc.collect(1 if gc.isenabled() else 0)
+            gc.collect(older_generation(0) if gc.isenabled() else 0)
         finally:
             self._forced = False
         self._process()
