@@ -269,3 +269,27 @@ def test_new_scenarios_cite_their_source() -> None:
         assert re.search(r"Source: https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", doc), (
             path.name
         )
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if not s.needs], ids=lambda s: s.name)
+def test_advice_itself_leaves_no_cyclic_garbage(scenario: Scenario) -> None:
+    """Finding the lines, linting them and building the edit make no cyclic garbage (the
+    monitor would otherwise save and report what whyalive made: `ast.dump` and
+    `ast.literal_eval` each leave a cycle per call)."""
+    from whyalive import find_leaks, sourcelines
+
+    sourcelines._recent.clear()  # parse and lint the file afresh
+    function = scenario.load()
+    arguments = scenario.arguments()
+    gc.collect()
+    find_leaks(function, *arguments)
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    try:
+        start = len(gc.garbage)
+        gc.collect()
+        made = gc.garbage[start:]
+        del gc.garbage[start:]
+    finally:
+        gc.set_debug(flags)
+    assert not made, {getattr(o, "__qualname__", type(o).__qualname__) for o in made}

@@ -52,11 +52,18 @@ def store_target(view: CycleView, edge: NamedEdge) -> StoreTarget | None:
         return StoreTarget("exception", "")
     if kind != ek.KEY:
         return None
+    key = _constant(name[1:-1]) if name.startswith("[") else None
+    return StoreTarget("key", key) if isinstance(key, (str, int)) else None
+
+
+def _constant(text: str) -> object:
+    """The value of a literal key (``'me'``, ``3``); not ``ast.literal_eval``, whose
+    recursive helper leaves a cycle behind on every call."""
     try:
-        key = ast.literal_eval(name[1:-1]) if name.startswith("[") else None
+        node = ast.parse(text, mode="eval").body
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    return StoreTarget("key", key) if isinstance(key, (str, int)) else None
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def hook_function(view: CycleView, node: int) -> types.FunctionType | None:
