@@ -322,9 +322,9 @@ def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> No
     assert cycle.cut.source_line == assigned
     assert cycle.cut.source_rule == "WAL201"
     place = assigned.split("  ")[0]
-    text = reports["bound method on self"].render("text")
+    text = reports["bound method on self"].render("text", width=1000)
     assert (
-        f"made at {place}: `self.callback = self.on_step` (`whyalive lint` rule WAL201 flags it)"
+        f"made at {place}: `self.callback = self.on_step` (lint rule WAL201 flags it)"
     ) in text
     [closure] = reports["closure loop"].cycles
     assert closure.cut is not None
@@ -356,7 +356,7 @@ def test_cut_says_so_when_no_line_stores_it() -> None:
         "`.me`; `check_leaks(record_allocations=True)` records where each payload was made"
     )
     assert cycle.cut.source_note == note
-    assert f"({note})" in report.render("text")
+    assert f"({note})" in report.render("text", width=1000)
 
 
 def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> None:

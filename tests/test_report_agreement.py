@@ -50,7 +50,7 @@ def _cycle_blocks(text: str) -> list[str]:
 def test_text_html_and_json_agree_on_every_count_and_size(scenario: Scenario) -> None:
     report = _report(scenario)
     data = json.loads(report.render("json"))
-    text = report.render("text", detail="full")
+    text = report.render("text", detail="full", width=10_000)
     page = report.render("html", layout="dagre")
     embedded = _page_data(page)
 

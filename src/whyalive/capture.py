@@ -108,6 +108,7 @@ class GarbageWatch:
         """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
+        graphcore.announce_implementation()
         self._holds_freeze, froze = OWNER.hold_freeze()
         if not froze:
             # Joining a frozen baseline (or the user's freeze) leaves what came since

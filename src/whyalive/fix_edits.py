@@ -28,7 +28,6 @@ changes, so the rest of each line (comments, spacing) is kept.
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +42,7 @@ from whyalive.edit_text import (
     weak_referenceable,
 )
 from whyalive.fix_weaken import weaken
+from whyalive.node_names import source_place
 from whyalive.statements import DEF_NODES, ParsedFile
 
 WEAKEN = "weaken"
@@ -107,7 +107,7 @@ def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
     old, new = rendered
     if not parses_in_place(edit, new):
         return None
-    where = f"{os.path.basename(edit.filename)}:{edit.first}"
+    where = source_place(edit.filename, edit.first)
     return Rewrite(edit.filename, edit.first, old, new, _words(edit, where))
 
 

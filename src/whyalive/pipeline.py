@@ -12,6 +12,7 @@ import gc
 
 from whyalive.analysis import AnalysisOptions, Progress, find_cycles
 from whyalive.graph import build_graph
+from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report
@@ -26,12 +27,16 @@ def prepare_in_collector() -> None:
     """
     import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
 
+    announce_implementation()
+
     analyze([], AnalysisOptions(progress_after=None))
 
 
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
     progress = Progress(len(objects), options.progress_after)
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: keep the collector off until we return.

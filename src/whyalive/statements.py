@@ -11,8 +11,9 @@ quoted exactly as the file has it.
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, field
+
+from whyalive.node_names import source_place
 
 # A class up to this size is linted whole around the line; a bigger one only by the function.
 MAX_CLASS_LINES = 400
@@ -182,7 +183,7 @@ class SourceHit:
     @property
     def quote(self) -> str:
         """``leaky.py:6  self.on_step = self.step``: the place and the line, verbatim."""
-        return f"{os.path.basename(self.filename)}:{self.lineno}  {self.text}"
+        return f"{source_place(self.filename, self.lineno)}  {self.text}"
 
 
 def _stored(target: ast.AST, store: StoreTarget) -> bool:
