@@ -323,9 +323,7 @@ def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> No
     assert cycle.cut.source_rule == "WAL201"
     place = assigned.split("  ")[0]
     text = reports["bound method on self"].render("text", width=1000)
-    assert (
-        f"made at {place}: `self.callback = self.on_step` (lint rule WAL201 flags it)"
-    ) in text
+    assert (f"made at {place}: `self.callback = self.on_step` (lint rule WAL201 flags it)") in text
     [closure] = reports["closure loop"].cycles
     assert closure.cut is not None
     assert closure.cut.source_line == line_of('box["read"] = read')
