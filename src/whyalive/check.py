@@ -220,6 +220,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 notes.append("Automatic garbage collection was disabled during the check.")
             if not watch.used_freeze:
                 notes.append(_FROZEN_NOTE)
+            freeze_note_at = len(notes)
             if captured.freeze_changed:
                 notes.append(FREEZE_NOTE)
             if captured.overlapped:
@@ -235,7 +236,11 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             if recorder is not None:
                 recorder.close()
             captured.release()
-            watch.finish()
+            froze = watch.finish()
+        if froze and FREEZE_NOTE not in self.report.notes:
+            notes = list(self.report.notes)
+            notes.insert(freeze_note_at, FREEZE_NOTE)
+            self.report = dataclasses.replace(self.report, notes=tuple(notes))
         census, self._census = self._census, None
         if census is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable
 
-from whyalive.analysis import AnalysisOptions, Progress, find_cycles
+from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.graph import build_graph
 from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
-from whyalive.report_builder import build_report
+from whyalive.report_builder import build_report, counts_report
 
 
 @functools.cache
@@ -32,8 +33,18 @@ def prepare_in_collector() -> None:
     analyze([], AnalysisOptions(progress_after=None))
 
 
-def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
-    """Analyse captured garbage; the returned report holds no live object."""
+def analyze(
+    objects: list[object],
+    options: AnalysisOptions | None = None,
+    *,
+    words_for: Callable[[list[str]], bool] | None = None,
+) -> Report:
+    """Analyse captured garbage; the returned report holds no live object.
+
+    ``words_for`` is asked with the signatures found whether the report should be
+    written in full; when it says no, the report only counts (see
+    :func:`~whyalive.report_builder.counts_report`).
+    """
     options = options or AnalysisOptions()
     if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
         announce_implementation()
@@ -48,6 +59,8 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
         graph = build_graph(objects, resolver)
         try:
             findings = find_cycles(graph, resolver, options, progress)
+            if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
+                return counts_report(findings, options)
             progress.stage("writing the report")
             return build_report(findings, options)
         finally:
@@ -55,3 +68,7 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
     finally:
         if enabled:
             gc.enable()
+
+
+def _signature(group: CycleGroup) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""
