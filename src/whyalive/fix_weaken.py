@@ -45,12 +45,7 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         for argument in values:  # every argument, not only up to the first one changed
             changed = _weaken_inside(edit, target, argument, owners) or changed
         if changed:
-            edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-            edit.say(
-                f"write `{new_text(edit, statement)}`",
-                "what is handed over then holds its owner through a `weakref.proxy`, so it "
-                "works as before but no longer keeps the owner alive.",
-            )
+            _written(edit, statement, _INSIDE)
         return changed
     stored = stored_target(statement)
     if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or stored is None:
@@ -78,22 +73,28 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         for leaf in kept_by_caller:
             _wrap_leaf(edit, hit, leaf)
         edit.need("weakref")
-        edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-        edit.say(
-            f"write `{new_text(edit, statement)}`",
-            "the reference then is a `weakref.proxy`, which reads and calls like the object "
-            "but does not keep it alive.",
-        )
+        _written(edit, statement, _WRAPPED)
         return True
     if not target.holder_weak or not _weaken_inside(edit, target, value, owners):
         return False
-    edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-    edit.say(
-        f"write `{new_text(edit, statement)}`",
-        "the stored object then holds its owner through a `weakref.proxy`, so it is used as "
-        "before but no longer keeps the owner alive.",
-    )
+    _written(edit, statement, _INSIDE)
     return True
+
+
+_WRAPPED = (
+    "the reference then is a `weakref.proxy`, which reads and calls like the object but "
+    "does not keep it alive."
+)
+_INSIDE = (
+    "what is stored then holds its owner through a `weakref.proxy`, so it works as before "
+    "but no longer keeps the owner alive."
+)
+
+
+def _written(edit: EditBuffer, statement: ast.stmt, note: str) -> None:
+    """The statement is changed: its lines are in the edit, and the fix says what to write."""
+    edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
+    edit.say(f"write `{new_text(edit, statement)}`", note)
 
 
 def _owner_names(hit: SourceHit, receiver: ast.expr | None) -> set[str]:
