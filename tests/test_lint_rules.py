@@ -211,3 +211,25 @@ def test_cache_messages_say_what_a_bounded_cache_keeps() -> None:
     assert "the `self`, arguments and result of its last 4 calls" in messages[1]
     assert "keeps the last `self` it was called with" in messages[2]
     assert all("cached_property" not in m for m in messages)
+
+
+def test_linting_leaves_no_cyclic_garbage() -> None:
+    """The lint runs inside whyalive's own analysis (to name the rule that flags a cut), so
+    it must make no cyclic garbage: scope tables hold their parents weakly, no `ast.dump`."""
+    import gc
+
+    files = [*CASES, *sorted((CASES[0].parent / "advice").glob("*.py"))]
+    texts = [(p, p.read_text(encoding="utf-8")) for p in files if p.suffix == ".py"]
+    gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    try:
+        start = len(gc.garbage)
+        for path, text in texts:
+            lint_source(text, str(path), select="WAL,WAL9")
+        gc.collect()
+        made = gc.garbage[start:]
+        del gc.garbage[start:]
+    finally:
+        gc.set_debug(flags)
+    assert not made, sorted({type(o).__qualname__ for o in made})

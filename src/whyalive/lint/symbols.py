@@ -12,6 +12,7 @@ scope of their own, and before it a nested function's annotations are evaluated 
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -67,12 +68,16 @@ class Symbol:
 @dataclass(eq=False)
 class Scope:
     """The names of one scope: the module, a class body, a function, a lambda or a
-    comprehension."""
+    comprehension.
+
+    A scope holds its children and only a weak reference to its parent: the lint runs
+    inside whyalive's own analysis (naming the rule that flags a cut), where it must leave
+    no cyclic garbage; whoever holds the tables holds every scope of them."""
 
     node: ast.AST
     kind: str
     """``module``, ``class`` or ``function`` (lambdas and comprehensions too)."""
-    parent: Scope | None
+    up: weakref.ReferenceType[Scope] | None
     flags: dict[str, int] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)
@@ -84,6 +89,11 @@ class Scope:
     values: dict[str, list[ast.AST | None]] = field(default_factory=dict)
     """For each name bound here: the value of each ``name = value`` (``None`` for any other
     binding: a loop target, ``with``, an import, a parameter...)."""
+
+    @property
+    def parent(self) -> Scope | None:
+        """The scope around this one (``None`` at the top of the tables)."""
+        return self.up() if self.up is not None else None
 
     def lookup(self, name: str) -> Symbol | None:
         """The symbol ``name`` of this scope, or ``None`` when the scope never mentions it."""
@@ -190,7 +200,7 @@ def walk_nodes(top: ast.AST) -> list[ast.AST]:
 
 def _open_scope(node: ast.AST, scope: Scope | None) -> Scope:
     kind = "class" if type(node) is ast.ClassDef else "function"
-    child = Scope(node, kind, scope)
+    child = Scope(node, kind, weakref.ref(scope) if scope is not None else None)
     if kind == "function" and not isinstance(node, COMPREHENSION_NODES):
         child.parameters = _parameters(node)
         for name in child.parameters:
