@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from whyalive import display as _display
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
@@ -25,6 +26,13 @@ def load_ipython_extension(ipython: Any) -> None:
 
     load(ipython)
 
+
+def _load_renderers() -> None:
+    """Import the renderers, which register the reports' display functions."""
+    import whyalive.render  # noqa: F401
+
+
+_display.load_displays_with(_load_renderers)
 
 __all__ = [
     "Explanation",

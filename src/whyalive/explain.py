@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
+from whyalive.display import display
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
@@ -75,17 +76,13 @@ class Explanation:
         return self.report.render("text")
 
     def __repr__(self) -> str:
-        from whyalive.render.notebook import explanation_line
-
-        return f"<whyalive.Explanation: {explanation_line(self.report)}>"
+        return f"<whyalive.Explanation: {display('explanation_line', self.report)}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        from whyalive.render.notebook import report_html
-
-        return report_html(self.report)
+        return display("report_html", self.report)
 
 
 def explain(obj: object, *, max_paths: int = 3) -> Explanation:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from whyalive.display import display
 from whyalive.errors import ReportFormatError
 
 SCHEMA_VERSION = 1
@@ -314,25 +315,19 @@ class Report:
 
     def render(self, format_name: str = "text", **options: Any) -> str:
         """The report rendered by the named renderer (``text``, ``json``, ``dot``, ...)."""
-        from whyalive.render import get_renderer
-
-        return get_renderer(format_name)(**options).render(self)
+        return display("render", self, format_name, **options)
 
     def __str__(self) -> str:
         return self.render("text")
 
     def __repr__(self) -> str:
-        from whyalive.render.notebook import report_line
-
-        return f"<whyalive.Report: {report_line(self)}>"
+        return f"<whyalive.Report: {display('report_line', self)}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        from whyalive.render.notebook import report_html
-
-        return report_html(self)
+        return display("report_html", self)
 
 
 def _to_plain(value: Any) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from whyalive.display import display
 from whyalive.report import Report
 
 
@@ -101,22 +102,16 @@ class Summary:
         }
 
     def __str__(self) -> str:
-        from whyalive.render.summary import render_summary
-
-        return render_summary(self)
+        return display("summary_text", self)
 
     def __repr__(self) -> str:
-        from whyalive.render.notebook import summary_line
-
-        return f"<whyalive.Summary: {summary_line(self)}>"
+        return f"<whyalive.Summary: {display('summary_line', self)}>"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        from whyalive.render.notebook import summary_html
-
-        return summary_html(self)
+        return display("summary_html", self)
 
 
 def rank_cycles(reports: Iterable[Report]) -> list[RankCycle]:

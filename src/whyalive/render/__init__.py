@@ -6,11 +6,20 @@ import importlib
 from pathlib import Path
 from typing import Any, cast
 
+from whyalive.display import register_displays
 from whyalive.errors import UsageError
 from whyalive.render.base import BinaryRenderer, Renderer
 from whyalive.render.dot import DotRenderer
 from whyalive.render.html_page import HtmlRenderer
 from whyalive.render.json_doc import JsonRenderer
+from whyalive.render.notebook import (
+    explanation_line,
+    report_html,
+    report_line,
+    summary_html,
+    summary_line,
+)
+from whyalive.render.summary import render_summary
 from whyalive.render.svg import PngRenderer, SvgRenderer
 from whyalive.render.text import TextRenderer
 from whyalive.report import Report
@@ -60,3 +69,20 @@ def renderer_for_path(path: str | Path) -> type[Renderer]:
             return renderer
     known = ", ".join(sorted(s for r in RENDERERS.values() for s in r.file_suffixes))
     raise UsageError(f"cannot tell the format of {str(path)!r} from its suffix (known: {known})")
+
+
+def render_as(report: Report, format_name: str = "text", **options: Any) -> str:
+    """``report.render(format_name, **options)``: the named renderer's document."""
+    return get_renderer(format_name)(**options).render(report)
+
+
+# The plain data's display conveniences (``print(report)``, notebook cells) end here.
+register_displays(
+    render=render_as,
+    report_line=report_line,
+    report_html=report_html,
+    explanation_line=explanation_line,
+    summary_text=render_summary,
+    summary_line=summary_line,
+    summary_html=summary_html,
+)
