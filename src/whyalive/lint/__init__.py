@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from whyalive.errors import UsageError
 from whyalive.lint.config import LintConfig
 from whyalive.lint.engine import lint_tree
-from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.findings import LintFinding
 from whyalive.lint.parallel import map_in_workers, worker_count
 from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, RULES, explain_rule
+from whyalive.lint.scopes import Rule
 
 __all__ = [
     "RULES",

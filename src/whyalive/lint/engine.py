@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from whyalive.lint.findings import LintFinding, Rule
-from whyalive.lint.scopes import SCOPE_NODES, Context, Frame, frame_for, outer_and_inner
+from whyalive.lint.findings import LintFinding
+from whyalive.lint.scopes import SCOPE_NODES, Context, Frame, Rule, frame_for, outer_and_inner
 from whyalive.lint.symbols import child_fields
 
 __all__ = ["lint_tree"]

@@ -1,21 +1,15 @@
-"""What the lint stages hand each other: rules, findings, the names a cycle keeps, fixes."""
+"""What the lint stages hand each other: findings, the names a cycle keeps, fixes."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from whyalive.lint.scopes import Context
 
 __all__ = [
     "HEAVY_CAPTURE_KINDS",
     "Advice",
     "Capture",
     "LintFinding",
-    "Rule",
     "TextEdit",
     "advice_sentence",
     "snippet",
@@ -92,19 +86,6 @@ class LintFinding:
     def text(self) -> str:
         """The message without its leading code, for formats that carry the code apart."""
         return self.message.removeprefix(self.code).lstrip()
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A lint rule: its code, message template, the node types it inspects and its check."""
-
-    code: str
-    name: str
-    message: str
-    node_types: tuple[type[ast.AST], ...]
-    check: Callable[[ast.AST, Context], Iterable[LintFinding]]
-    default_enabled: bool = True
-    explanation: str = ""
 
 
 def snippet(node: ast.AST, limit: int = 60) -> str:

@@ -8,10 +8,10 @@ never need it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from whyalive.lint.findings import Advice, Capture, LintFinding, Rule, TextEdit, advice_sentence
+from whyalive.lint.findings import Advice, Capture, LintFinding, TextEdit, advice_sentence
 from whyalive.lint.symbols import (
     COMPREHENSION_NODES,
     FUNCTION_NODES,
@@ -110,6 +110,19 @@ def own_scope_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 _SCOPE_TYPES = frozenset(SCOPE_NODES)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A lint rule: its code, message template, the node types it inspects and its check."""
+
+    code: str
+    name: str
+    message: str
+    node_types: tuple[type[ast.AST], ...]
+    check: Callable[[ast.AST, Context], Iterable[LintFinding]]
+    default_enabled: bool = True
+    explanation: str = ""
 
 
 @dataclass(eq=False)

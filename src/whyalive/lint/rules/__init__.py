@@ -6,8 +6,8 @@ parsed), reported as findings so one bad file does not stop a run.
 
 from __future__ import annotations
 
-from whyalive.lint.findings import Rule
 from whyalive.lint.rules import autograd, caches, closures, exceptions, opinionated, self_refs
+from whyalive.lint.scopes import Rule
 
 __all__ = ["INPUT_PROBLEMS", "RULES", "RULE_FOR_PATTERN", "explain_rule", "rule_for_code"]
 

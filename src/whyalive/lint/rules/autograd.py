@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, snippet
 from whyalive.lint.rules.shapes import closure_frees, enclosing_function, held_values, root_name
-from whyalive.lint.scopes import Context, Frame, own_scope_nodes
+from whyalive.lint.scopes import Context, Frame, Rule, own_scope_nodes
 
 _NODE_ATTRS = frozenset({"grad_fn", "_grad_fn", "next_functions"})
 

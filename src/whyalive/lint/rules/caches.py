@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Advice, LintFinding, Rule
+from whyalive.lint.findings import Advice, LintFinding
 from whyalive.lint.rules.annotations import light_annotation
 from whyalive.lint.rules.instances import is_module_class, light_instance
 from whyalive.lint.rules.weight import Weigher, weigher
-from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes, walk_nodes
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Rule, own_scope_nodes, walk_nodes
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})

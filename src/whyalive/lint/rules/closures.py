@@ -11,10 +11,10 @@ import ast
 import tokenize
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Advice, Capture, LintFinding, Rule, TextEdit
+from whyalive.lint.findings import Advice, Capture, LintFinding, TextEdit
 from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
 from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
-from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
+from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame, Rule
 
 _SHOWN = 4
 

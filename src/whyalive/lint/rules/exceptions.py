@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, snippet
 from whyalive.lint.rules.shapes import bindings, enclosing_function, held_values, store_sites
-from whyalive.lint.scopes import Context, Frame, own_scope_nodes, walk_nodes
+from whyalive.lint.scopes import Context, Frame, Rule, own_scope_nodes, walk_nodes
 
 _KEEPING_CALLS = frozenset({"set_exception"})
 _HANDLER_TYPES: tuple[type[ast.AST], ...] = (ast.ExceptHandler,)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, snippet
 from whyalive.lint.rules.annotations import last_name
 from whyalive.lint.rules.autograd import is_hook_registrar
 from whyalive.lint.rules.shapes import (
@@ -17,7 +17,7 @@ from whyalive.lint.rules.shapes import (
     store_sites,
 )
 from whyalive.lint.rules.weight import weigher
-from whyalive.lint.scopes import FUNCTION_OR_LAMBDA, Context
+from whyalive.lint.scopes import FUNCTION_OR_LAMBDA, Context, Rule
 
 
 def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:

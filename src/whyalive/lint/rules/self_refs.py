@@ -6,7 +6,7 @@ import ast
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 
-from whyalive.lint.findings import Advice, LintFinding, Rule, advice_sentence, snippet
+from whyalive.lint.findings import Advice, LintFinding, advice_sentence, snippet
 from whyalive.lint.rules.instances import light_instance
 from whyalive.lint.rules.object_stores import may_store_on_object
 from whyalive.lint.rules.patch_facts import MODULE_METHODS
@@ -22,7 +22,7 @@ from whyalive.lint.rules.shapes import (
     store_sites,
 )
 from whyalive.lint.rules.weight import weigher
-from whyalive.lint.scopes import Context
+from whyalive.lint.scopes import Context, Rule
 
 # What a finder found: the method's `self` when the cycle goes through it (only `self` can be
 # proven light), the fields of its rule's message and the fixes it offers.
