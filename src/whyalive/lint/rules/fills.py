@@ -7,14 +7,10 @@ it, reads it or puts light values in it; handing it to other code (``f(names)``,
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from whyalive.lint.rules.annotations import words
-from whyalive.lint.rules.item_uses import items_read_as_scalars, says_scalar
+from whyalive.lint.rules.item_uses import Weigher, items_read_as_scalars, says_scalar
 from whyalive.lint.scopes import FUNCTION_OR_LAMBDA
-
-if TYPE_CHECKING:
-    from whyalive.lint.rules.weight import Weigher
 
 __all__ = ["FILLERS", "only_filled_with_light"]
 

@@ -11,15 +11,29 @@ Each alone is weak (a tensor can be compared, or summed); together they are the 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 from whyalive.lint.rules.annotations import words
 from whyalive.lint.scopes import FUNCTION_OR_LAMBDA
 
-if TYPE_CHECKING:
-    from whyalive.lint.rules.weight import Weigher
+__all__ = ["Weigher", "items_read_as_scalars", "says_scalar"]
 
-__all__ = ["items_read_as_scalars", "says_scalar"]
+
+class _Bindings(Protocol):
+    @property
+    def bound(self) -> Mapping[str, object]: ...
+
+
+class Weigher(Protocol):
+    """What the fill and item checks ask of the weigher that calls them (``weight.Weigher``)."""
+
+    def scope(self, function: ast.AST) -> _Bindings: ...
+
+    def light(self, expr: ast.AST, function: ast.AST | None, trusted: frozenset[str]) -> bool: ...
+
+    def parents(self, function: ast.AST) -> dict[int, ast.AST]: ...
+
 
 # Last words of names that hold a number, a size or a string.
 _SCALAR_WORDS = words(
