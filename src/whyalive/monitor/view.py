@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from whyalive.report import CycleReport, Report, TimelinePoint
 from whyalive.report_merge import merge_reports
 from whyalive.words import plural, shorten, size_to_words
 
 if TYPE_CHECKING:
-    from whyalive.monitor.gc_monitor import GcMonitor
+    from whyalive.monitor.stats import MonitorStats
 
 # Most points kept per signature; past it, steps are grouped into buckets twice as wide.
 MAX_POINTS = 1024
@@ -93,11 +93,23 @@ def combine_reports(reports: Sequence[Report], *, where: str | None = None) -> R
     return replace(merged, run=replace(merged.run, where=where)) if where is not None else merged
 
 
-def _state(monitor: GcMonitor) -> str:
+class Watched(Protocol):
+    """What these lines read of a monitor (a ``GcMonitor``, which imports this module)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def stats(self) -> MonitorStats: ...
+
+    def signatures(self) -> list[SignatureSeen]: ...
+
+
+def _state(monitor: Watched) -> str:
     return "running" if monitor.active else "stopped"
 
 
-def monitor_line(monitor: GcMonitor) -> str:
+def monitor_line(monitor: Watched) -> str:
     """One line: state, steps, signatures, bytes, the biggest signature's pattern."""
     seen = sorted(monitor.signatures(), key=lambda s: -s.total_bytes)
     line = f"{_state(monitor)}, {plural(monitor.stats.steps, 'step')}, "
@@ -111,7 +123,7 @@ def monitor_line(monitor: GcMonitor) -> str:
     )
 
 
-def monitor_text(monitor: GcMonitor) -> str:
+def monitor_text(monitor: Watched) -> str:
     """``print(mon)``: at most 15 lines, the biggest signatures with first step, count, bytes."""
     stats = monitor.stats
     head = (
