@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from whyalive.pytest_plugin.options import TestOptions
+
 if TYPE_CHECKING:
     from whyalive.pytest_plugin.watch import TestWatch
     from whyalive.verdict import ThirdParty
@@ -41,17 +43,6 @@ MARKER_CHECK = (
     "left in cyclic garbage, with these settings"
 )
 MARKER_SKIP = "whyalive_skip: never check this test with whyalive"
-
-
-@dataclass(frozen=True)
-class TestOptions:
-    """The settings one test is checked with (command line, ini, then its marker)."""
-
-    min_bytes: int = 0
-    allow: tuple[str, ...] = ()
-    on_leak: str = "fail"
-    third_party: ThirdParty = "report"
-    user_root: str | None = None
 
 
 @dataclass

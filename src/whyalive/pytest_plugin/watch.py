@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from whyalive.analysis import AnalysisOptions
     from whyalive.gcstate import Lease
-    from whyalive.pytest_plugin.settings import TestOptions
+    from whyalive.pytest_plugin.options import TestOptions
     from whyalive.report import Report
 
 
