@@ -151,5 +151,6 @@ def test_version_and_report_name_the_graph_core(capsys: pytest.CaptureFixture[st
         "from whyalive.cli import main; main(['--version'])"
     )
     assert done.stdout.strip() == (
-        "whyalive 0.1.0 (pure-Python graph core: the C extension whyalive._fastgraph is not built)"
+        "whyalive 0.1.0 (pure-Python graph core: the C extension "
+        + "whyalive._fastgraph is not built)"
     )

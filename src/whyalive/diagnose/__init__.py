@@ -34,7 +34,7 @@ class Diagnosis:
     cut: list[NamedEdge]
     signature: str
     proof: CutProof = field(default_factory=CutProof)
-    """What removing the cut does on the captured graph (:func:`whyalive.paths.prove_cut`)."""
+    """The cut's effect on the captured graph (:func:`whyalive.paths.prove_cut`)."""
 
 
 def diagnose(

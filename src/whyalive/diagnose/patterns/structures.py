@@ -33,7 +33,7 @@ class LinkedStructurePattern:
     title = "large linked structure"
 
     def describe(self, view: CycleView, structure: Structure) -> PatternMatch:
-        """Words for a component summarised by :func:`whyalive.structure.find_structure`."""
+        """Words for a component read by :func:`whyalive.structure.find_structure`."""
         made_of = members_words(structure.member_types)
         shown_links = [link for link in structure.links if link.name.kind != ek.INTERNAL][:4]
         linked = joined([_link_words(link) for link in shown_links])
