@@ -12,6 +12,7 @@ from whyalive import display as _display
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
+from whyalive.kinds.builtin import register_builtin_kinds as _register_builtin_kinds
 from whyalive.monitor import GcMonitor, monitor
 from whyalive.report import Report
 from whyalive.version import __version__
@@ -32,7 +33,10 @@ def _load_renderers() -> None:
     import whyalive.render  # noqa: F401
 
 
+# Registries of lower layers that this package, the top layer, fills: the reports' displays
+# come from whyalive.render on first use, the built-in heavy kinds are registered now.
 _display.load_displays_with(_load_renderers)
+_register_builtin_kinds()
 
 __all__ = [
     "Explanation",

@@ -159,15 +159,3 @@ def _merged(fact: HeavyFacts, shared: dict[Hashable, tuple[str, int, int]]) -> H
         memory=(start, end),
         through_autograd=through,
     )
-
-
-def _register_builtin_kinds() -> None:
-    from whyalive.kinds.buffers import BufferKind
-    from whyalive.kinds.numpy import NumpyKind
-    from whyalive.kinds.torch import TorchKind
-
-    for kind in (BufferKind(), NumpyKind(), TorchKind()):
-        register_kind(kind)
-
-
-_register_builtin_kinds()
