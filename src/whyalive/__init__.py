@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from whyalive import display as _display
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
+from whyalive.displays import load_displays_with as _load_displays_with
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
 from whyalive.kinds.builtin import register_builtin_kinds as _register_builtin_kinds
@@ -35,7 +35,7 @@ def _load_renderers() -> None:
 
 # Registries of lower layers that this package, the top layer, fills: the reports' displays
 # come from whyalive.render on first use, the built-in heavy kinds are registered now.
-_display.load_displays_with(_load_renderers)
+_load_displays_with(_load_renderers)
 _register_builtin_kinds()
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from whyalive.display import display
+from whyalive.displays import display
 from whyalive.errors import ReportFormatError
 
 SCHEMA_VERSION = 1

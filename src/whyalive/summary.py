@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from whyalive.display import display
+from whyalive.displays import display
 from whyalive.report import Report
 
 

@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 from typing import Any, cast
 
-from whyalive.display import register_displays
+from whyalive.displays import register_displays
 from whyalive.errors import UsageError
 from whyalive.render.base import BinaryRenderer, Renderer
 from whyalive.render.dot import DotRenderer
