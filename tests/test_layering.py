@@ -56,6 +56,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset(
             {
                 "report",
+                "displays",
                 "report_schema",
                 "report_merge",
                 "verdict",
@@ -88,19 +89,6 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         ),
     ),
 ]
-
-# Deferred imports that go up a layer on purpose: display conveniences of the plain
-# report (``Report.render()``, its notebook and console representations), which
-# import their renderer only when called.
-DEFERRED_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("report", "render"),
-        ("report", "render.notebook"),
-        ("explain", "render.notebook"),
-        ("summary", "render.summary"),
-        ("summary", "render.notebook"),
-    }
-)
 
 # What reads live objects: every core stage, and the report modules that build from them.
 LIVE_READERS = (
@@ -175,13 +163,11 @@ def import_graph() -> dict[str, list[tuple[str, bool]]]:
 
 
 def test_every_import_goes_down_or_sideways() -> None:
-    """No module imports a module of a higher layer (but the listed display conveniences)."""
+    """No module imports a module of a higher layer, deferred imports included."""
     upward = []
     for module, imported in import_graph().items():
-        for target, deferred in imported:
+        for target, _ in imported:
             if layer_of(target) <= layer_of(module):
-                continue
-            if deferred and (module, target) in DEFERRED_UPWARD:
                 continue
             upward.append(
                 f"{module or 'whyalive'} ({LAYERS[layer_of(module)][0]}) imports "
