@@ -21,7 +21,18 @@ PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").paren
 LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "foundation",
-        frozenset({"version", "errors", "guarded", "edge_kinds", "words", "origin", "baseline"}),
+        frozenset(
+            {
+                "version",
+                "errors",
+                "guarded",
+                "edge_kinds",
+                "words",
+                "origin",
+                "baseline",
+                "interrupts",
+            }
+        ),
     ),
     ("lint", frozenset({"lint"})),
     (
@@ -31,6 +42,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "kinds",
                 "graph",
                 "gcstate",
+                "gcsaving",
+                "freeze_holds",
                 "capture",
                 "edges",
                 "node_names",

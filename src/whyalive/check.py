@@ -16,9 +16,10 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions
-from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
+from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch, ThreadWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
+from whyalive.interrupts import guard
 from whyalive.pipeline import analyze, prepare_in_collector
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
@@ -131,6 +132,8 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self.report: Report | None = None
         self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
+        self._threads = ThreadWatch()
+        self._misused = False
         self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
         self._gc_was_enabled = True
 
@@ -146,12 +149,15 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             census=self.census,
         )
 
-    def __enter__(self) -> check_leaks:
+    def _enter(self) -> check_leaks:
         if self._watch is not None:
+            self._misused = True  # the rescue must leave the active check alone
             raise UsageError("this check_leaks() is already active; create a new one to nest")
         self._location = _user_location()
         self._gc_was_enabled = gc.isenabled()
         self.report = None
+        self._watch = watch = GarbageWatch()
+        self._threads = ThreadWatch()
         if self.census:
             from whyalive.census import HeavyCensus
 
@@ -163,10 +169,28 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             # Before the baseline, so what starting it creates is never the block's.
             self._recorder = AllocationRecorder()
             self._recorder.start()
-        self._watch = GarbageWatch()
         prepare_in_collector()
-        self._watch.begin(analyze_now=self._analyze_now)
+        watch.begin(analyze_now=self._analyze_now)
         return self
+
+    def _abandon(self, *_: object) -> None:
+        """Undo whatever the check still holds (the rescue of ``__enter__``/``__exit__``).
+
+        Idempotent: it runs at the end of every ``__exit__`` and again when an
+        interrupt cut one short.
+        """
+        if self._misused:
+            self._misused = False
+            return
+        if self._recorder is not None:
+            self._recorder.close()
+        if self._watch is not None:
+            self._watch.abandon()
+        self._recorder = None
+        self._census = None
+        self._watch = None
+
+    __enter__ = guard(_enter, _abandon)
 
     def _options(self, **more: Any) -> AnalysisOptions:
         filename, line, function = self._location
@@ -182,64 +206,69 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         """What a collection inside the block saved (inside that collection: no gc, no import)."""
         return analyze(objects, self._options(progress_after=None))
 
-    def __exit__(
+    def _exit(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        watch = self._watch
-        self._watch = None
+        watch, census = self._watch, self._census
         if watch is None:
             return
         try:
-            self._finish(watch)
-        except Exception as error:
-            if exc is None:
-                raise
-            # The user's exception wins; whyalive's own failure rides along as a note.
-            if sys.version_info >= (3, 11):
-                note = f"whyalive could not check this block ({type_short_name(type(error))})"
-                with contextlib.suppress(Exception):
-                    BaseException.add_note(exc, note)
+            if exc_type is not None and not issubclass(exc_type, Exception):
+                return  # interrupted (or exiting): put everything back, analyse nothing
+            try:
+                self._finish(watch)
+            except Exception as error:
+                if exc is None:
+                    raise
+                # The user's exception wins; whyalive's own failure rides along as a note.
+                if sys.version_info >= (3, 11):
+                    note = f"whyalive could not check this block ({type_short_name(type(error))})"
+                    with contextlib.suppress(Exception):
+                        BaseException.add_note(exc, note)
+                return
+        finally:
+            self._abandon()
+        self._after(census)
         if exc_type is None and self.report is not None and fails(self.report):
             self._act(self.report)
 
+    __exit__ = guard(_exit, _abandon)
+
     def _finish(self, watch: GarbageWatch) -> None:
-        """Capture, analyse and release; the report (and summary) end up on ``self``."""
-        recorder, self._recorder = self._recorder, None
+        """Capture and analyse; the report ends up on ``self`` (released by ``_abandon``)."""
+        recorder = self._recorder
         if recorder is not None:
             recorder.stop()
         captured = watch.end()
         if recorder is not None:
             recorder.resolve(captured.objects)
-        try:
-            notes = []
-            if not self._gc_was_enabled:
-                notes.append("Automatic garbage collection was disabled during the check.")
-            if not watch.used_freeze:
-                notes.append(_FROZEN_NOTE)
-            if captured.freeze_changed:
-                notes.append(FREEZE_NOTE)
-            if captured.overlapped:
-                notes.append(OVERLAP_NOTE)
-            options = self._options(
-                notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
-            )
-            reports = [r for r in captured.records if isinstance(r, Report)]
-            self.report = merge_reports([analyze(captured.objects, options), *reports])
-            if recorder is not None:
-                self.report = _note_unrecorded(self.report)
-        finally:
-            if recorder is not None:
-                recorder.close()
-            captured.release()
-            watch.finish()
-        census, self._census = self._census, None
-        if census is not None:
+        notes = []
+        if not self._gc_was_enabled:
+            notes.append("Automatic garbage collection was disabled during the check.")
+        if not watch.used_freeze:
+            notes.append(_FROZEN_NOTE)
+        if captured.freeze_changed:
+            notes.append(FREEZE_NOTE)
+        if captured.overlapped:
+            notes.append(OVERLAP_NOTE)
+        options = self._options(
+            notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
+        )
+        reports = [r for r in captured.records if isinstance(r, Report)]
+        report = merge_reports([analyze(captured.objects, options), *reports])
+        if recorder is not None:
+            report = _note_unrecorded(report)
+        self.report = self._threads.note(report)
+
+    def _after(self, census: HeavyCensus | None) -> None:
+        """The census and the distributed summary, once the garbage is freed."""
+        if census is not None and self.report is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.
             self.report = census.finish(self.report, min_bytes=self.min_bytes)
-        if self.gather:
+        if self.gather and self.report is not None:
             # Before raising: a rank that raised here would leave the first rank waiting.
             from whyalive.distributed import gather_summary
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from whyalive import __version__
-from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, WhyaliveError
+from whyalive.errors import EXIT_FOUND, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, WhyaliveError
 
 if TYPE_CHECKING:
     from whyalive.report import Report
@@ -124,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WhyaliveError as error:
         sys.stderr.write(f"whyalive: error: {error}\n")
         return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("whyalive: interrupted\n")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `whyalive render x.json | head`: the reader left; not an error of ours. Point
         # stdout at /dev/null so the interpreter's final flush does not raise again.

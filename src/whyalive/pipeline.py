@@ -31,13 +31,22 @@ def prepare_in_collector() -> None:
 
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
-    options = options or AnalysisOptions()
-    progress = Progress(len(objects), options.progress_after)
     # An automatic collection during the analysis would traverse all the garbage we
-    # hold (it is reachable now) for nothing: keep the collector off until we return.
+    # hold (it is reachable now) for nothing: the collector stays off until we return.
+    # Switched back on here and in _analyze_paused: an interrupt can cut either
+    # finally, never both (docs/architecture.md, GC rules 10).
     enabled = gc.isenabled()
-    gc.disable()
     try:
+        return _analyze_paused(objects, options or AnalysisOptions(), enabled)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze_paused(objects: list[object], options: AnalysisOptions, enabled: bool) -> Report:
+    try:
+        gc.disable()
+        progress = Progress(len(objects), options.progress_after)
         resolver = KindResolver()
         progress.stage("building the reference graph")
         graph = build_graph(objects, resolver)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from whyalive.analysis import AnalysisOptions
+    from whyalive.capture import CapturedGarbage
     from whyalive.gcstate import Lease
     from whyalive.pytest_plugin.settings import TestOptions
     from whyalive.report import Report
@@ -42,6 +43,7 @@ class TestWatch:
     reported: int = 0
     _lease: Lease | None = None
     _holds_freeze: bool = False
+    _captured: CapturedGarbage | None = None
 
     def begin(self) -> None:
         """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
@@ -55,7 +57,8 @@ class TestWatch:
 
         prepare_in_collector()
         gc.collect(1)
-        self._lease = OWNER.open_lease(analyze_now=self._analyze)
+        self._lease = OWNER.new_lease(analyze_now=self._analyze)
+        OWNER.open_lease(self._lease)
 
     def _analyze(self, objects: list[object]) -> Leak | None:
         """The leak in what one collection saved (inside that collection: no gc, no import)."""
@@ -100,15 +103,15 @@ class TestWatch:
         full = (
             self._holds_freeze
             or self.label == "call"
-            or (next_label == "call" and not OWNER.freeze_available())
+            or (next_label == "call" and not OWNER.freeze.available())
         )
         generation = 2 if full else 1
+        captured = self._captured = CapturedGarbage()
+        captured.objects = OWNER.collect(lease, generation)
         if next_label is None:
+            captured.objects.extend(OWNER.close_lease(lease))
             self._lease = None
-            objects = OWNER.close_lease(lease, generation)
-        else:
-            objects = OWNER.collect(lease, generation)
-        captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
+        captured.user_keeps = lease.user_keeps
         self.leaks.extend(leak for leak in lease.records if isinstance(leak, Leak))
         lease.records.clear()
         try:
@@ -119,14 +122,23 @@ class TestWatch:
                     self.leaks.append(Leak(self.label, report))
         finally:
             captured.release()
+        self._captured = None
         if self._holds_freeze:
             self._holds_freeze = False
-            OWNER.drop_freeze()
+            OWNER.freeze.drop(self)
         if next_label is None:
             return
         self.label = next_label
         if next_label == "call":
-            self._holds_freeze = OWNER.hold_freeze()[0]
+            self._holds_freeze = OWNER.freeze.hold(self)[0]
+
+    def abandon(self) -> None:
+        """Undo what the bracket still holds (a test whose hooks an interrupt cut short)."""
+        from whyalive.capture import abandon_capture
+
+        abandon_capture(self._lease, self._captured, self)
+        self._lease = self._captured = None
+        self._holds_freeze = False
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""
