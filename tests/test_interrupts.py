@@ -24,14 +24,13 @@ import pytest
 from whyalive.interrupts import COMPILED, gc_callback, guard
 
 WORKER = Path(__file__).with_name("interrupt_worker.py")
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Fewer would mean the scenario stopped exercising what it is for.
 MIN_LINES = {"check": 900, "monitor": 900, "pytest": 1000, "explain": 300}
 
 
 def _run_worker(core: str, *args: str, cwd: Path) -> dict[str, object]:
-    env = dict(os.environ, INTERRUPT_WORKDIR=str(cwd), PYTHONPATH=str(SRC))
+    env = dict(os.environ, INTERRUPT_WORKDIR=str(cwd))
     env.pop("PYTEST_XDIST_WORKER", None)
     if core == "python":
         env["WHYALIVE_PURE_PYTHON"] = "1"
