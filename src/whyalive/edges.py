@@ -92,6 +92,32 @@ def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
     return found
 
 
+class EdgeNamer:
+    """Names references like :func:`name_edge`, reading each container once.
+
+    However many references out of one list, tuple, dict or instance dict get named
+    (the holder paths of 10^5 arrays in one list), the container is scanned once.
+    Keyed by ``id()``: whoever uses it holds every source alive meanwhile (the graph).
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[int, dict[int, EdgeName] | None] = {}
+
+    def name(self, source: object, target: object) -> EdgeName:
+        """The name of the reference ``source -> target``."""
+        key = id(source)
+        if key in self._names:
+            names = self._names[key]
+        else:
+            try:
+                names = _container_names(source)
+            except Exception:
+                names = None
+            self._names[key] = names
+        found = names.get(id(target)) if names is not None else None
+        return found if found is not None else name_edge(source, target)
+
+
 def _container_names(source: Any) -> dict[int, EdgeName] | None:
     """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
     cls = type(source)

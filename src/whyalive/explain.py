@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
+from whyalive.edges import EdgeNamer
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
@@ -32,7 +33,7 @@ from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.node_names import name_node
 from whyalive.paths import named_path
-from whyalive.report import AliveObject, HolderPath, Report
+from whyalive.report import AliveObject, Report
 from whyalive.report_builder import NodeTable, holder_path_record
 from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
@@ -170,6 +171,7 @@ def _report(
         if described is not None:
             facts[node] = described
     table = NodeTable(view, facts)
+    namer = EdgeNamer()  # the census explains many objects held by one container
     alive: list[AliveObject] = []
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
@@ -178,7 +180,10 @@ def _report(
             raw_paths, note = _invisible_holders(graph, target, own_refs)
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
-        paths = [_holder_path(table, view, _fold_class_dicts(graph, p)) for p in raw_paths]
+        paths = [
+            holder_path_record(table, *named_path(view, _fold_class_dicts(graph, p), namer))
+            for p in raw_paths
+        ]
         if paths and graph.root_kind[raw_paths[0][0]]:
             root = _root_words(graph, raw_paths[0][0])
             _relabel_root(table, graph, raw_paths)
@@ -306,10 +311,6 @@ def _fold_class_dicts(graph: HeapGraph, path: list[int]) -> list[int]:
                 continue
         out.append(node)
     return out
-
-
-def _holder_path(table: NodeTable, view: ObjectGraph, path: list[int]) -> HolderPath:
-    return holder_path_record(table, *named_path(view, path))
 
 
 def _module_name(module: object) -> str:

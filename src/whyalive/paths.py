@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges
+from whyalive.edges import EdgeName, EdgeNamer, is_owned_part, name_edges
 from whyalive.graph import ObjectGraph
 
 # How much a reference looks like something the user wrote and can remove.
@@ -156,8 +156,15 @@ def _walk_order(shown: list[int], found: dict[tuple[int, int], NamedEdge]) -> li
     return ordered
 
 
-def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[NamedEdge]]:
-    """Name a node path, folding owned parts (closure tuples, instance dicts) away."""
+def named_path(
+    graph: ObjectGraph, path: list[int], namer: EdgeNamer | None = None
+) -> tuple[list[int], list[NamedEdge]]:
+    """Name a node path, folding owned parts (closure tuples, instance dicts) away.
+
+    Pass one ``namer`` for the many paths of one analysis: a container they all pass
+    through is then read once, not once per path.
+    """
+    namer = namer or EdgeNamer()
     nodes = [path[0]]
     named: list[NamedEdge] = []
     index = 1
@@ -167,7 +174,7 @@ def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[Nam
         if index + 1 < len(path) and is_owned_part(graph.nodes[prev], graph.nodes[node]):
             node = path[index + 1]
             index += 1
-        named.append(NamedEdge(prev, node, name_edge(graph.nodes[prev], graph.nodes[node])))
+        named.append(NamedEdge(prev, node, namer.name(graph.nodes[prev], graph.nodes[node])))
         nodes.append(node)
         index += 1
     return nodes, named
