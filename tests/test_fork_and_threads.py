@@ -16,10 +16,9 @@ import weakref
 
 import pytest
 
+from capabilities import needs_fork, needs_threads
 from whyalive import check_leaks
 from whyalive.monitor import GcMonitor
-
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 
 class Payload:
@@ -59,6 +58,7 @@ def _fork_and_report(batches: int = 30) -> dict[str, object]:
     return found
 
 
+@needs_fork
 @pytest.mark.whyalive_skip  # the child must start from the user's state, not a bracket
 def test_a_child_forked_inside_a_check_starts_unwatched(core: str) -> None:
     debug, callbacks = gc.get_debug(), [repr(c) for c in gc.callbacks]
@@ -79,6 +79,7 @@ def test_a_child_forked_inside_a_check_starts_unwatched(core: str) -> None:
     assert leaked() is None
 
 
+@needs_fork
 @pytest.mark.whyalive_skip
 def test_a_child_forked_inside_a_monitor_starts_unwatched(core: str) -> None:
     debug, callbacks = gc.get_debug(), [repr(c) for c in gc.callbacks]
@@ -95,6 +96,7 @@ def test_a_child_forked_inside_a_monitor_starts_unwatched(core: str) -> None:
     assert leaked() is None
 
 
+@needs_threads
 @pytest.mark.whyalive_skip  # a background thread makes cycles during other tests too
 def test_cycles_of_other_threads_are_said_to_be_maybe_theirs(core: str) -> None:
     started, stop = threading.Event(), threading.Event()
@@ -123,6 +125,7 @@ def test_cycles_of_other_threads_are_said_to_be_maybe_theirs(core: str) -> None:
     assert f"{check.report.cycle_count} cycle" in notes[0]
 
 
+@needs_threads
 def test_no_thread_note_when_only_the_block_ran(core: str) -> None:
     idle = threading.Event()
     sleeper = threading.Thread(target=idle.wait, name="sleeper")

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from whyalive.interrupts import COMPILED, gc_callback, guard
+from capabilities import needs_c, needs_subprocess
+from whyalive.interrupts import gc_callback, guard
 
 WORKER = Path(__file__).with_name("interrupt_worker.py")
 
@@ -48,14 +49,16 @@ def _run_worker(core: str, *args: str, cwd: Path) -> dict[str, object]:
     return result
 
 
+# The [python] runs use the Python graph core with the compiled whyalive._interrupts (built
+# with the C core): without it, Python cannot protect a callback's first bytecode.
+@needs_c
+@needs_subprocess
 @pytest.mark.whyalive_skip  # the worker checks its own gc state; this process only waits
 @pytest.mark.parametrize("core", ["c", "python"])
 @pytest.mark.parametrize("scenario", ["check", "monitor", "pytest", "explain"])
 def test_keyboard_interrupt_at_every_line_leaves_no_harm(
     scenario: str, core: str, tmp_path: Path
 ) -> None:
-    if not COMPILED:
-        pytest.skip("whyalive._interrupts is not compiled")
     args = [scenario, "5000"] if scenario == "pytest" else [scenario]
     result = _run_worker(core, *args, cwd=tmp_path)
     assert result["harmful"] == {}
@@ -65,6 +68,8 @@ def test_keyboard_interrupt_at_every_line_leaves_no_harm(
     assert lines >= MIN_LINES[scenario]
 
 
+@needs_c
+@needs_subprocess
 @pytest.mark.whyalive_skip
 @pytest.mark.parametrize("target", ["check", "monitor"])
 def test_real_sigint_during_a_300k_object_closing_collection(target: str, tmp_path: Path) -> None:
@@ -110,6 +115,7 @@ def test_guard_runs_the_rescue_and_re_raises() -> None:
     assert Exit.__exit__.__wrapped__ is Exit._exit
 
 
+@needs_c
 @pytest.mark.whyalive_skip
 def test_an_interrupt_in_a_gc_callback_is_raised_after_the_collection() -> None:
     """CPython drops what a callback raises; this one comes back where the collection was,
@@ -137,6 +143,7 @@ def test_an_interrupt_in_a_gc_callback_is_raised_after_the_collection() -> None:
     assert seen == [("later", "start"), ("rescue", "stop"), ("later", "stop")]
 
 
+@needs_c
 def test_an_interrupt_in_a_gc_callback_holds_nothing_of_the_collection() -> None:
     """The kept exception carries no traceback into the callback (it held ``info``)."""
     infos: list[weakref.ref[object]] = []

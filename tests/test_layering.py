@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
             {
                 "kinds",
                 "graph",
+                "collector",
                 "gcstate",
                 "gcsaving",
                 "freeze_holds",

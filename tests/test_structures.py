@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import whyalive
+from capabilities import NUMPY_MISSING, needs_subprocess
 from whyalive.analysis import AnalysisOptions
 from whyalive.capture import GarbageWatch
 from whyalive.diagnose import diagnose
@@ -32,7 +33,7 @@ from whyalive.pipeline import analyze
 from whyalive.report import CycleReport, Report
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, find_structure
 
-np = pytest.importorskip("numpy")
+np = pytest.importorskip("numpy", reason=NUMPY_MISSING)
 
 
 class Node:
@@ -454,6 +455,7 @@ def test_every_renderer_shows_a_long_loop_with_its_gap() -> None:
     assert "Ring" in report.render("html")
 
 
+@needs_subprocess
 @pytest.mark.parametrize("frozen_before", [False, True], ids=["plain", "user-froze"])
 def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(
     pytester: pytest.Pytester, frozen_before: bool
@@ -497,7 +499,6 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
 ) -> None:
     """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
     and naming them reads the list once (one pass per container, not one per array)."""
-    numpy = pytest.importorskip("numpy")
     from whyalive import edges
 
     reads: list[int] = []
@@ -519,7 +520,7 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
     count = 2_000
     watch = GarbageWatch()
     watch.begin()
-    holder: dict[str, object] = {"arrays": [numpy.zeros(4) for _ in range(count)]}
+    holder: dict[str, object] = {"arrays": [np.zeros(4) for _ in range(count)]}
     holder["self"] = holder
     arrays = id(holder["arrays"])
     del holder

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from capabilities import needs_subprocess
 from whyalive import check_leaks
 
 
@@ -197,6 +198,7 @@ def test_leaks(restores_callbacks):
 """
 
 
+@needs_subprocess
 def test_plugin_with_a_fixture_that_restores_callbacks(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_tricks=PLUGIN_TEST)
     result = pytester.runpytest_subprocess("--whyalive", "-p", "no:randomly")
@@ -206,6 +208,7 @@ def test_plugin_with_a_fixture_that_restores_callbacks(pytester: pytest.Pytester
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
 
 
+@needs_subprocess
 def test_run_with_a_script_that_clears_the_callbacks(tmp_path: Path) -> None:
     script = tmp_path / "clears.py"
     script.write_text(

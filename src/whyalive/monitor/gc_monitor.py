@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.interrupts import guard
-from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
+from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
@@ -155,6 +156,21 @@ class GcMonitor(GcSampler):
         if self.active:
             self._misused = True  # the rescue must leave the running monitor alone
             raise UsageError("this GcMonitor is already started")
+        if self.poll_interval is not None:
+            # First, so a platform without threads (WebAssembly) leaves gc state untouched;
+            # the thread polls nothing until the callback is installed (_off until then).
+            self._stop_thread.clear()
+            self._thread = threading.Thread(
+                target=self._poll_loop, name="whyalive-monitor", daemon=True
+            )
+            try:
+                self._thread.start()
+            except RuntimeError as error:
+                self._thread = None
+                raise UsageError(
+                    f"poll_interval needs a helper thread, which this platform cannot start "
+                    f"({error}); call step() or poll() instead"
+                ) from None
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
         self._froze = self.freeze and OWNER.freeze.hold(self)[0]
@@ -164,12 +180,6 @@ class GcMonitor(GcSampler):
         _ACTIVE.add(self)
         OWNER.callbacks.append(self._hook)
         self._off = False
-        if self.poll_interval is not None:
-            self._stop_thread.clear()
-            self._thread = threading.Thread(
-                target=self._poll_loop, name="whyalive-monitor", daemon=True
-            )
-            self._thread.start()
         return self
 
     def _start_failed(self) -> None:
@@ -335,7 +345,9 @@ class GcMonitor(GcSampler):
     def _scheduled_collection(self) -> None:
         """Sweep the young generations saving, analyse, then run the scheduled collection."""
         scheduled = self.collect_generation
-        sweep = max(scheduled - 1, 0)
+        # The generations below the scheduled one; on 3.14.0-3.14.4 only the young one
+        # (its gc.collect(1) is an increment that may collect nothing).
+        sweep = min(max(scheduled - 1, 0), YOUNG)
         final = max(scheduled, older_generation(sweep))
         with self._lock:
             self._saving_collect(sweep)
@@ -354,10 +366,12 @@ class GcMonitor(GcSampler):
     def _flush(self) -> None:
         """At stop: save one last collection so the last steps' cycles are counted.
 
-        Generation 1 too when automatic GC is on (cycles promoted while alive end
-        there); with automatic GC off only the young one, which needs no full release.
+        With automatic GC on, also the generation that young collections move what
+        is alive into (cycles promoted while alive end there: generation 1, or the
+        old space of 3.14.0-3.14.4, which only a full collection reaches); with
+        automatic GC off only the young one.
         """
-        self._saving_collect(1 if gc.isenabled() else 0)
+        self._saving_collect(older_generation(0) if gc.isenabled() else 0)
         self._process()
 
     # -- signals, helpers -----------------------------------------------------------------

@@ -52,11 +52,12 @@ class TestWatch:
         freed before they return, so ``gc.collect()`` in a test frees what it would
         free without whyalive.
         """
+        from whyalive.collector import YOUNG
         from whyalive.gcstate import OWNER
         from whyalive.pipeline import prepare_in_collector
 
         prepare_in_collector()
-        gc.collect(1)
+        gc.collect(YOUNG)
         self._lease = OWNER.new_lease(analyze_now=self._analyze)
         OWNER.open_lease(self._lease)
 
@@ -94,6 +95,7 @@ class TestWatch:
         while it ran, and a young collection would miss it.
         """
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
+        from whyalive.collector import YOUNG
         from whyalive.gcstate import OWNER
         from whyalive.pipeline import analyze
 
@@ -105,7 +107,7 @@ class TestWatch:
             or self.label == "call"
             or (next_label == "call" and not OWNER.freeze.available())
         )
-        generation = 2 if full else 1
+        generation = 2 if full else YOUNG
         captured = self._captured = CapturedGarbage()
         captured.objects = OWNER.collect(lease, generation)
         if next_label is None:
