@@ -6,6 +6,7 @@ import gc
 import json
 import sys
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -469,6 +470,39 @@ def test_array_over_a_bytearray_counts_once() -> None:
 
     report = find_leaks(leak)
     assert report.total_bytes == 2 << 20
+    assert sum(h.counted for h in report.heavy_objects) == 1
+
+
+def _views_of_one_bytearray(*kinds: str) -> Callable[[], None]:
+    def leak() -> None:
+        buffer = bytearray(4 << 20)
+        made = {
+            "bytearray": lambda: buffer,
+            "memoryview": lambda: memoryview(buffer),
+            "small memoryview": lambda: memoryview(buffer)[:1000],
+            "frombuffer": lambda: numpy.frombuffer(buffer, dtype=numpy.uint8),  # type: ignore[union-attr]
+        }
+        holder: list[object] = [made[kind]() for kind in kinds]
+        holder.append(holder)
+
+    return leak
+
+
+@needs_numpy
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ("memoryview", "frombuffer"),
+        ("bytearray", "memoryview", "frombuffer"),
+        ("small memoryview",),
+        ("small memoryview", "frombuffer"),
+    ],
+)
+def test_one_memory_range_counts_once_across_kinds(kinds: tuple[str, ...]) -> None:
+    """A memoryview, an np.frombuffer array and the bytearray they view are one 4 MiB range;
+    a view keeps its whole buffer alive, so a 1000-byte slice of it holds 4 MiB too."""
+    report = find_leaks(_views_of_one_bytearray(*kinds))
+    assert report.total_bytes == 4 << 20
     assert sum(h.counted for h in report.heavy_objects) == 1
 
 

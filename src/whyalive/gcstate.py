@@ -59,11 +59,13 @@ class Lease:
 class _Collection(SavingCollection):
     """A collection the owner's callback saved, until a lease claims it.
 
-    ``number`` is how many collections had completed when it started (unique per
-    collection, so a repeated start callback knows it ran already).
+    ``number`` counts the owner's collections (leases claim those after they began);
+    ``started_by`` is the info dict of its start callback, so the rescue of an
+    interrupted start knows whether the body recorded it already.
     """
 
     number: int = 0
+    started_by: object = None
     capturing: bool = False
     user_keeps: bool = False
     record: object = None
@@ -85,7 +87,8 @@ class GcOwner:
         self._lock = threading.RLock()
         self._leases: list[Lease] = []
         self._serial = 0
-        self._collection: _Collection | None = None
+        self._collection: _Collection | None = None  # the last collection's start
+        self._collections = 0
         # Collections that saved something, oldest first, until a lease claims them.
         self._saved: list[_Collection] = []
         # Threads running a capture collection (the caller claims what it saves) or a
@@ -121,9 +124,6 @@ class GcOwner:
 
     # -- the gc callback (inside the collector: no collection, import or analysis) ----
 
-    def _completed(self) -> int:
-        return sum(generation["collections"] for generation in self._get_stats())
-
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
         collection = self._record(phase, info)
         if collection is not None and collection.objects:
@@ -137,19 +137,21 @@ class GcOwner:
         return self._stop(info)
 
     def _start(self, info: dict[str, int]) -> None:
-        number = self._completed()
-        if self._collection is not None and self._collection.number == number:
+        collection = self._collection
+        if collection is not None and collection.started_by is info:
             return  # recorded already (this is the rescue of an interrupted start)
+        self._collection = None
         thread = self._get_ident()
         if not self._leases or thread in self._freeing or self._is_finalizing():
-            self._collection = None
             return
         debug = self._get_debug()
         user_keeps = bool(debug & _SAVEALL)
+        self._collections += 1
         self._collection = _Collection(
             len(self._garbage),
             None if user_keeps else debug,
-            number=number,
+            number=self._collections,
+            started_by=info,
             capturing=thread in self._capturing,
             user_keeps=user_keeps,
         )
@@ -172,7 +174,7 @@ class GcOwner:
 
     def _stop(self, info: dict[str, int]) -> _Collection | None:
         collection = self._collection
-        if collection is None or collection.number != self._completed() - 1:
+        if collection is None:
             return None  # its start was not ours (we were installed while it ran)
         collection.disarm()
         if not collection.take(self._garbage, info):
@@ -216,7 +218,7 @@ class GcOwner:
     def open_lease(self, lease: Lease) -> None:
         """Collections save from now on, for ``lease`` to claim (see :meth:`collect`)."""
         with self._lock:
-            lease.began = self._completed()
+            lease.began = self._collections
             # Only read without a whyalive freeze (the probes tell then).
             lease.freeze_count = 0 if self.freeze.frozen else gc.get_freeze_count()
             self._install()
@@ -224,10 +226,13 @@ class GcOwner:
 
     def _install(self) -> None:
         """The hook first in ``gc.callbacks`` (again: the user may have removed it)."""
-        if not any(callback is self._hook for callback in self._callbacks):
-            self._callbacks.insert(0, self._hook)
-        else:
+        if any(callback is self._hook for callback in self._callbacks):
             self._to_front()
+            return
+        # A collection whose stop we missed (the user removed the hook meanwhile) is over.
+        self._disarm_running()
+        self._collection = None
+        self._callbacks.insert(0, self._hook)
 
     def collect(self, lease: Lease, generation: int = 2) -> list[object]:
         """Run a saving collection and take what was saved since ``lease`` began or last took."""
@@ -246,11 +251,11 @@ class GcOwner:
         with self._lock:
             if not any(open_lease is lease for open_lease in self._leases):
                 return []
-            began, lease.began = lease.began, self._completed()
+            began, lease.began = lease.began, self._collections
             # Swapped out first: a collection in another thread may append meanwhile.
             saved, self._saved = self._saved, []
-            self._saved[:0] = [collection for collection in saved if collection.number < began]
-            objects = self._take(lease, (c for c in saved if c.number >= began))
+            self._saved[:0] = [collection for collection in saved if collection.number <= began]
+            objects = self._take(lease, (c for c in saved if c.number > began))
             if self.freeze.frozen:
                 lease.freeze_changed = lease.freeze_changed or self.freeze.changed()
             elif gc.get_freeze_count() > lease.freeze_count:
@@ -305,8 +310,8 @@ class GcOwner:
 
     def _disarm_running(self) -> None:
         collection = self._collection
-        if collection is not None and collection.number == self._completed():
-            collection.disarm()
+        if collection is not None and collection.objects is None:
+            collection.disarm()  # its stop has not come (yet, or at all)
 
     def _uninstall(self) -> None:
         for index, callback in enumerate(self._callbacks):

@@ -35,38 +35,69 @@ class TorchKind:
         return (tensor,) if isinstance(tensor, type) else ()
 
     def describe(self, obj: object) -> HeavyFacts | None:
-        """Shape, dtype, device and storage, with ``__torch_function__`` disabled."""
+        """Shape, dtype, device and storage, with ``__torch_function__`` disabled.
+
+        A sparse tensor holds its indices and values (never its dense size); a nested
+        one its buffer.
+        """
         torch: Any = sys.modules["torch"]
         base = torch._C.TensorBase
         with torch._C.DisableTorchFunctionSubclass():
             device = str(base.device.__get__(obj))
             dtype = str(base.dtype.__get__(obj)).removeprefix("torch.")
-            dims = ", ".join(str(int(d)) for d in base.shape.__get__(obj))
+            layout = str(base.layout.__get__(obj)).removeprefix("torch.")
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            name = type_short_name(type(obj))
-            description = f"{name}({dtype}[{dims}], {device})"
+            description = f"{type_short_name(type(obj))}({dtype}[{_dims(base, obj)}], {device}"
+            description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            try:
-                storage = base.untyped_storage(obj)
-            except RuntimeError:
-                # Sparse and other storage-less layouts: count the elements they span.
-                nbytes = int(base.element_size(obj)) * int(base.numel(obj))
-                return HeavyFacts("torch.Tensor", description, nbytes, device, ("torch", id(obj)))
-            nbytes = int(storage.nbytes())
-            start = int(storage.data_ptr())
-            key = ("torch", device, int(storage._cdata))
+            parts = _SPARSE_PARTS.get(layout)
+            storages = (
+                [_storage(base, obj)]
+                if parts is None
+                else [_storage(base, getattr(base, part)(obj)) for part in parts]
+            )
+            storages = list({int(storage._cdata): storage for storage in storages}.values())
+            nbytes = sum(int(storage.nbytes()) for storage in storages)
+            start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
+            cdata = tuple(int(storage._cdata) for storage in storages)
+            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata)
             sharers = 0
             use_count = getattr(torch._C, "_storage_Use_Count", None)
-            if use_count is not None:
+            if use_count is not None and len(storages) == 1:
                 # One count is the temporary storage object we hold right now.
-                sharers = int(use_count(storage._cdata)) - 1
-            del storage
+                sharers = int(use_count(storages[0]._cdata)) - 1
+            del storages
         memory = (start, start + nbytes) if start else None
         return HeavyFacts(
             "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
         )
+
+
+# The tensors a sparse layout keeps (what it holds in memory), read through TensorBase.
+_SPARSE_PARTS = {
+    "sparse_coo": ("_indices", "_values"),
+    "sparse_csr": ("crow_indices", "col_indices", "values"),
+    "sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _dims(base: Any, tensor: object) -> str:
+    """``16, 256``; a nested tensor has no sizes, only a count of components."""
+    if base.is_nested.__get__(tensor) and str(base.layout.__get__(tensor)) == "torch.strided":
+        return f"nested {int(base.size(tensor, 0))}"
+    return ", ".join(
+        str(int(d)) if isinstance(d, int) else str(d) for d in base.shape.__get__(tensor)
+    )
+
+
+def _storage(base: Any, tensor: object) -> Any:
+    # Its own function: a try inside the caller's `with` would not be covered by the
+    # `with` when a tracer raises on its line (docs/architecture.md, GC rules 10).
+    return base.untyped_storage(tensor)
 
 
 # Autograd graphs of a training step have thousands of nodes; past this the rest
@@ -111,6 +142,14 @@ class AutogradWalk:
         base = torch._C.TensorBase
         found: list[int] = []
         with torch._C.DisableTorchFunctionSubclass():
+            # Its gradient (a C++ reference) goes with the tensor, wherever it sits. Only
+            # a leaf (or one that retains its grad) has one; reading others warns.
+            keeps_grad = base.is_leaf.__get__(tensor) or base.retains_grad.__get__(tensor)
+            grad = base.grad.__get__(tensor) if keeps_grad else None
+            if grad is not None and id(grad) not in self._found:
+                self._found[id(grad)] = grad
+                found.append(id(grad))
+                self._grad_of[id(grad)] = id(tensor)
             stack = [base.grad_fn.__get__(tensor)]
             while stack and len(self._visited) < MAX_AUTOGRAD_NODES:
                 node = stack.pop()
