@@ -543,3 +543,19 @@ def test_own_collection_inside_check_frees_and_is_still_reported() -> None:
         assert all(report.node(n).heavy for n in cycle.heavy)
     validate_report(json.loads(report.to_json()))
     assert "recursive nested function" in report.render("text")
+
+
+def test_a_clean_report_prints_its_notes() -> None:
+    """Why a report may be clean (automatic collection off, a freeze, other threads) is said
+    in its text too, not only when something was found."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with check_leaks() as check:
+            pass
+    finally:
+        if enabled:
+            gc.enable()
+    assert check.report is not None
+    assert not check.report.found
+    assert "Note: Automatic garbage collection was disabled during the check." in str(check.report)

@@ -270,3 +270,10 @@ def test_census_of_a_chain_blames_only_the_hidden_owner() -> None:
         handle.remove()
     gc.collect()
     assert output_ref() is None
+
+
+def test_a_plain_object_is_not_called_heavy() -> None:
+    """explain(5) explains an int: an object still alive, not "1 heavy object"."""
+    text = str(explain(5))
+    assert text.startswith("whyalive: 1 object still alive")
+    assert "heavy" not in text.splitlines()[0]

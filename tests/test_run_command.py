@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from capabilities import needs_fork
 from whyalive.cli import main
 from whyalive.report import Report
 
@@ -195,3 +196,58 @@ def test_os_exit_ends_the_process_without_a_report(tmp_path: Path) -> None:
     )
     assert done.returncode == 5
     assert "whyalive:" not in done.stderr
+
+
+def test_a_file_with_nul_bytes_is_a_usage_error_without_a_line_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "nul.py"
+    path.write_bytes(b"x = 1\x00\n")
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "null bytes" in err
+    assert "None" not in err
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "whyalive", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_ctrl_c_in_the_program_exits_130_and_puts_everything_back(tmp_path: Path) -> None:
+    """Interrupted (130, the documented code): one line, no traceback, no report."""
+    script = write(tmp_path, "interrupted.py", LEAKY + "raise KeyboardInterrupt\n")
+    done = _run("-o", str(tmp_path / "report.json"), script)
+    assert done.returncode == 130
+    assert done.stderr.strip().splitlines()[-1] == "whyalive: interrupted"
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "report.json").exists()
+
+
+FORKS = (
+    LEAKY
+    + """
+import os
+
+pid = os.fork()
+if pid:
+    os.waitpid(pid, 0)
+"""
+)
+
+
+@needs_fork
+def test_a_forking_program_is_reported_once_by_its_parent(tmp_path: Path) -> None:
+    """The child returns into whyalive too: it reports nothing and writes no file."""
+    output = tmp_path / "report.json"
+    done = _run("-o", str(output), write(tmp_path, "forks.py", FORKS))
+    assert done.returncode == 1
+    assert done.stderr.count("self-containing-container") == 1
+    assert done.stderr.count("report written to") == 1
+    assert Report.load(output).found

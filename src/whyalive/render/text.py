@@ -112,7 +112,7 @@ class TextRenderer:
             lines.append("")
             lines.extend(self._alive(report, alive))
         notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
-        if (report.cycles or report.alive) and notes:
+        if notes:  # a clean report too: why it may be clean (gc off, a freeze, threads)
             lines.append("")
             lines.extend(f"Note: {note}" for note in notes)
         return "\n".join(lines) + "\n"

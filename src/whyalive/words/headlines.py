@@ -90,10 +90,9 @@ def report_headline(report: Report) -> str:
         )
     if report.alive:
         alive_bytes = sum(a.nbytes for a in report.alive)
-        return (
-            f"{plural(len(report.alive), 'heavy object')} still alive{at}: "
-            f"{size_to_words(alive_bytes)}"
-        )
+        # explain() takes any object: only a heavy one has a device (a tensor, an array).
+        noun = "heavy object" if all(a.device for a in report.alive) else "object"
+        return f"{plural(len(report.alive), noun)} still alive{at}: {size_to_words(alive_bytes)}"
     return (
         f"no cyclic garbage holds heavy objects{at} "
         f"({plural(report.garbage_objects, 'garbage object')}, "
