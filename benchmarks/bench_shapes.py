@@ -7,8 +7,10 @@ one heavy object; the last is many small cycles. For every shape and size the ga
 made afresh for each measurement: once freed by a plain collection, once captured,
 analysed and freed as ``check_leaks()`` does. Ratios are medians over ``--repeats``.
 
-Then ``check_leaks()`` itself on ring, tree and list garbage of 20,000 objects holding one
-tensor, on a torch-sized heap, against one plain collection of the same garbage there.
+Then one cycle holding N small arrays in one list (``--arrays``; 100,000 by default): N
+heavy objects whose holder paths all leave one list. Then ``check_leaks()`` itself on
+ring, tree and list garbage of 20,000 objects holding one tensor, on a torch-sized heap,
+against one plain collection of the same garbage there.
 
     python benchmarks/bench_shapes.py [--sizes 10000 100000 1000000] [--payload numpy|torch]
 """
@@ -109,6 +111,14 @@ SHAPES: dict[str, Callable[[int], None]] = {
 }
 
 
+def arrays_in_a_list(objects: int) -> None:
+    """One cycle (a dict that holds itself) holding ``objects`` small NumPy arrays in a list:
+    every heavy object's holder path leaves the same list."""
+    numpy: Any = sys.modules["numpy"]
+    holder: dict[str, object] = {"arrays": [numpy.zeros(4) for _ in range(objects)]}
+    holder["self"] = holder
+
+
 def plain_collect(make: Callable[[int], None], size: int) -> float:
     make(size)
     return timed(gc.collect)
@@ -170,6 +180,19 @@ def check_leaks_on_heap(
     return spent / statistics.median(plain), spent / statistics.median(alone)
 
 
+def arrays_row(sizes: list[int], repeats: int) -> None:
+    """One cycle holding N small arrays in one list: N heavy objects, N holder paths."""
+    load_payload_modules("numpy")
+    print("\none cycle holding N small arrays (float64[4]) in a list")
+    for size in sizes:
+        plain, ours = [], []
+        for _ in range(repeats):
+            plain.append(plain_collect(arrays_in_a_list, size))
+            ours.append(whyalive_analysis(arrays_in_a_list, size)[0])
+        p, w = statistics.median(plain), statistics.median(ours)
+        print(f"{'arrays in list':<15} {size:>9} {p * 1e3:9.1f}ms {w * 1e3:8.1f}ms {w / p:5.2f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -177,6 +200,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--payload", choices=("torch", "numpy", "bytes"), default="numpy")
     parser.add_argument("--skip-heap", action="store_true", help="skip the check_leaks() table")
+    parser.add_argument(
+        "--arrays",
+        type=int,
+        nargs="*",
+        default=[100_000],
+        help="sizes of the 'one cycle holding N small arrays in a list' row (none: skip it)",
+    )
     args = parser.parse_args(argv)
     load_payload_modules(args.payload)
     print(
@@ -205,6 +235,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"{per_object:9.0f}  {what}",
                     flush=True,
                 )
+        if args.arrays:
+            arrays_row(args.arrays, args.repeats)
     finally:
         gc.enable()
     if args.skip_heap:
