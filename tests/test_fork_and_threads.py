@@ -18,6 +18,7 @@ import pytest
 
 from capabilities import needs_fork, needs_threads
 from whyalive import check_leaks
+from whyalive.gcstate import OWNER
 from whyalive.monitor import GcMonitor
 
 
@@ -39,6 +40,8 @@ def _child_state(batches: int) -> dict[str, object]:
         "callbacks": [repr(callback) for callback in gc.callbacks],
         "garbage": len(gc.garbage),
         "alive": sum(1 for ref in refs if ref() is not None),
+        # No capture running: nothing saved, no record made per collection.
+        "held by whyalive": len(OWNER._saved) + OWNER.saving,
     }
 
 
@@ -73,6 +76,7 @@ def test_a_child_forked_inside_a_check_starts_unwatched(core: str) -> None:
         "callbacks": callbacks,
         "garbage": garbage,
         "alive": 0,
+        "held by whyalive": 0,
     }
     assert check.report is not None
     assert check.report.cycle_count == 1  # the parent's check is unaffected
@@ -92,6 +96,7 @@ def test_a_child_forked_inside_a_monitor_starts_unwatched(core: str) -> None:
     assert child["frozen"] == frozen
     assert child["callbacks"] == callbacks
     assert child["alive"] == 0
+    assert child["held by whyalive"] == 0
     assert len(monitor.signatures()) == 1
     assert leaked() is None
 
