@@ -216,8 +216,8 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         if watch is None:
             return
         try:
-            if exc_type is not None and not issubclass(exc_type, Exception):
-                return  # interrupted (or exiting): put everything back, analyse nothing
+            if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+                return  # interrupted: put everything back, analyse nothing
             try:
                 self._finish(watch)
             except Exception as error:

@@ -102,7 +102,6 @@ class GcOwner:
         self._callbacks = gc.callbacks
         self._get_debug = gc.get_debug
         self._set_debug = gc.set_debug
-        self._get_stats = gc.get_stats
         self._get_ident = threading.get_ident
         self._is_finalizing = sys.is_finalizing
         self._hook = gc_callback(self._on_gc, self._record)

@@ -224,7 +224,7 @@ class GcMonitor(GcSampler):
     __enter__ = start
 
     def _exit(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        if exc_type is not None and not issubclass(exc_type, Exception):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             self._teardown()  # interrupted: put everything back, analyse nothing more
         else:
             self.stop()
