@@ -45,7 +45,7 @@ def _child_state(batches: int) -> dict[str, object]:
     }
 
 
-def _fork_and_report(batches: int = 30) -> dict[str, object]:
+def _fork_and_report(batches: int = 5) -> dict[str, object]:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child process

@@ -72,24 +72,12 @@ def name_edge(source: object, target: object) -> EdgeName:
 
 
 def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
-    """Name several references of one source, reading a big container once.
-
-    Same names as :func:`name_edge` target by target; a list, tuple, dict or
-    instance dict is scanned once for all of them instead of once per target.
-    """
+    """Name several references of one source, reading a big container once (same names
+    as :func:`name_edge` target by target)."""
     if len(targets) < 2:
         return [name_edge(source, target) for target in targets]
-    try:
-        names = _container_names(source)
-    except Exception:
-        names = None
-    if names is None:
-        return [name_edge(source, target) for target in targets]
-    found = []
-    for target in targets:
-        name = names.get(id(target))
-        found.append(name if name is not None else name_edge(source, target))
-    return found
+    namer = EdgeNamer()
+    return [namer.name(source, target) for target in targets]
 
 
 class EdgeNamer:
