@@ -11,9 +11,9 @@
  *     __exit__ or stop() whose body was cut at any point still restores what
  *     the matching __enter__ or start() changed.
  *
- *   gc_callback(body, rescue): a gc.callbacks entry that calls body(phase,
- *     info) and, when it raises, rescue(phase, info). CPython prints and drops
- *     what a gc callback raises; this keeps it and raises it again in the
+ *   guard(body, rescue, after_collection=True): the same as a gc.callbacks
+ *     entry, called with (phase, info). CPython prints and drops what a gc
+ *     callback raises; this one keeps it and raises it again in the
  *     interrupted code once the collection has returned (once every callback
  *     has run: from the moment the collector releases the info dict).
  *
@@ -73,139 +73,7 @@ call_rescue(PyObject *rescue, PyObject *const *args, size_t nargsf, PyObject *kw
 }
 
 /* ------------------------------------------------------------------ */
-/* guard                                                               */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *body;
-    PyObject *rescue;
-    PyObject *dict; /* __doc__, __name__, __wrapped__ for introspection */
-    vectorcallfunc vectorcall;
-} Guard;
-
-static PyObject *
-guard_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Guard *guard = (Guard *)self;
-    PyObject *result = PyObject_Vectorcall(guard->body, args, nargsf, kwnames);
-    if (result == NULL) {
-        call_rescue(guard->rescue, args, nargsf, kwnames);
-    }
-    return result;
-}
-
-static PyObject *
-guard_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    PyObject *body, *rescue;
-    static char *names[] = {"body", "rescue", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:guard", names, &body, &rescue)) {
-        return NULL;
-    }
-    if (!PyCallable_Check(body) || !PyCallable_Check(rescue)) {
-        PyErr_SetString(PyExc_TypeError, "guard(body, rescue) takes two callables");
-        return NULL;
-    }
-    Guard *self = (Guard *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    Py_INCREF(body);
-    Py_INCREF(rescue);
-    self->body = body;
-    self->rescue = rescue;
-    self->vectorcall = guard_vectorcall;
-    self->dict = PyDict_New();
-    if (self->dict == NULL) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    static const char *copied[] = {"__doc__", "__name__", "__qualname__", "__module__", NULL};
-    for (const char **name = copied; *name != NULL; name++) {
-        PyObject *value = PyObject_GetAttrString(body, *name);
-        if (value == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        int failed = PyDict_SetItemString(self->dict, *name, value);
-        Py_DECREF(value);
-        if (failed) {
-            Py_DECREF(self);
-            return NULL;
-        }
-    }
-    if (PyDict_SetItemString(self->dict, "__wrapped__", body) < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    return (PyObject *)self;
-}
-
-static int
-guard_traverse(Guard *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->body);
-    Py_VISIT(self->rescue);
-    Py_VISIT(self->dict);
-    return 0;
-}
-
-static int
-guard_clear(Guard *self)
-{
-    Py_CLEAR(self->body);
-    Py_CLEAR(self->rescue);
-    Py_CLEAR(self->dict);
-    return 0;
-}
-
-static void
-guard_dealloc(Guard *self)
-{
-    PyObject_GC_UnTrack(self);
-    guard_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *
-guard_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void)type;
-    if (obj == NULL || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
-    }
-    return PyMethod_New(self, obj);
-}
-
-static PyTypeObject Guard_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "whyalive._interrupts.guard",
-    .tp_basicsize = sizeof(Guard),
-    .tp_dealloc = (destructor)guard_dealloc,
-    .tp_vectorcall_offset = offsetof(Guard, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-                Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "guard(body, rescue): call body; when it raises, call rescue with the same "
-              "arguments, then re-raise. A method when set on a class.",
-    .tp_traverse = (traverseproc)guard_traverse,
-    .tp_clear = (inquiry)guard_clear,
-    .tp_descr_get = guard_get,
-    .tp_dictoffset = offsetof(Guard, dict),
-    .tp_new = guard_new,
-};
-
-/* ------------------------------------------------------------------ */
-/* gc_callback                                                         */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *body;
-    PyObject *rescue;
-    PyObject *pending; /* what body raised, to raise again after the collection */
-    vectorcallfunc vectorcall;
-} GcCallback;
+/* Raising again after a collection                                    */
 
 static int
 raise_pending(void *arg)
@@ -247,57 +115,78 @@ raise_after_collection(PyObject *pending, PyObject *info)
     }
 }
 
-static PyObject *
-gc_callback_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* ------------------------------------------------------------------ */
+/* guard                                                               */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *body;
+    PyObject *rescue;
+    PyObject *pending; /* after_collection: what body raised, raised again later */
+    PyObject *dict;    /* __doc__, __name__, __wrapped__ for introspection */
+    int after_collection;
+    vectorcallfunc vectorcall;
+} Guard;
+
+/* As a gc callback: keep what body raised, to raise it after the collection. */
+static void
+keep_for_later(Guard *guard)
 {
-    GcCallback *callback = (GcCallback *)self;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 2 || kwnames != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a gc callback takes (phase, info)");
-        return NULL;
+    PyObject *raised = take_exception();
+    if (raised != NULL) {
+        /* Its traceback holds the callback's frame, which holds info: a cycle
+         * that would keep the capsule below from being freed. The exception is
+         * raised again where the collection was, which is what the user sees. */
+        PyException_SetTraceback(raised, Py_None);
     }
-    PyObject *result = PyObject_Vectorcall(callback->body, args, nargsf, NULL);
-    if (result == NULL) {
-        call_rescue(callback->rescue, args, nargsf, NULL);
-        PyObject *raised = take_exception();
-        if (raised != NULL) {
-            /* Its traceback holds the callback's frame, which holds info: a cycle
-             * that would keep the capsule below from being freed. The exception is
-             * raised again where the collection was, which is what the user sees. */
-            PyException_SetTraceback(raised, Py_None);
-        }
-        if (callback->pending == NULL) {
-            callback->pending = raised; /* the first one wins; later ones are dropped */
-        }
-        else {
-            Py_XDECREF(raised);
-        }
+    if (guard->pending == NULL) {
+        guard->pending = raised; /* the first one wins; later ones are dropped */
     }
     else {
-        Py_DECREF(result);
+        Py_XDECREF(raised);
     }
-    if (callback->pending != NULL && PyUnicode_Check(args[0]) &&
+}
+
+static PyObject *
+guard_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Guard *guard = (Guard *)self;
+    PyObject *result = PyObject_Vectorcall(guard->body, args, nargsf, kwnames);
+    if (result == NULL) {
+        call_rescue(guard->rescue, args, nargsf, kwnames);
+    }
+    if (!guard->after_collection) {
+        return result;
+    }
+    if (result == NULL) {
+        keep_for_later(guard);
+    }
+    Py_XDECREF(result);
+    /* Kept at the start phase too, and raised once its collection stops. */
+    if (guard->pending != NULL && PyVectorcall_NARGS(nargsf) == 2 && PyUnicode_Check(args[0]) &&
         PyUnicode_CompareWithASCIIString(args[0], "stop") == 0) {
-        PyObject *pending = callback->pending;
-        callback->pending = NULL;
+        PyObject *pending = guard->pending;
+        guard->pending = NULL;
         raise_after_collection(pending, args[1]);
     }
     Py_RETURN_NONE;
 }
 
 static PyObject *
-gc_callback_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+guard_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *body, *rescue;
-    static char *names[] = {"body", "rescue", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:gc_callback", names, &body, &rescue)) {
+    int after_collection = 0;
+    static char *names[] = {"body", "rescue", "after_collection", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$p:guard", names, &body, &rescue,
+                                     &after_collection)) {
         return NULL;
     }
     if (!PyCallable_Check(body) || !PyCallable_Check(rescue)) {
-        PyErr_SetString(PyExc_TypeError, "gc_callback(body, rescue) takes two callables");
+        PyErr_SetString(PyExc_TypeError, "guard(body, rescue) takes two callables");
         return NULL;
     }
-    GcCallback *self = (GcCallback *)type->tp_alloc(type, 0);
+    Guard *self = (Guard *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
     }
@@ -305,63 +194,97 @@ gc_callback_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Py_INCREF(rescue);
     self->body = body;
     self->rescue = rescue;
-    self->pending = NULL;
-    self->vectorcall = gc_callback_vectorcall;
+    self->after_collection = after_collection;
+    self->vectorcall = guard_vectorcall;
+    self->dict = PyDict_New();
+    if (self->dict == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    static const char *copied[] = {"__doc__", "__name__", "__qualname__", "__module__", NULL};
+    for (const char **name = copied; *name != NULL; name++) {
+        PyObject *value = PyObject_GetAttrString(body, *name);
+        if (value == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        int failed = PyDict_SetItemString(self->dict, *name, value);
+        Py_DECREF(value);
+        if (failed) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    if (PyDict_SetItemString(self->dict, "__wrapped__", body) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
 static int
-gc_callback_traverse(GcCallback *self, visitproc visit, void *arg)
+guard_traverse(Guard *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->body);
     Py_VISIT(self->rescue);
     Py_VISIT(self->pending);
+    Py_VISIT(self->dict);
     return 0;
 }
 
 static int
-gc_callback_clear(GcCallback *self)
+guard_clear(Guard *self)
 {
     Py_CLEAR(self->body);
     Py_CLEAR(self->rescue);
     Py_CLEAR(self->pending);
+    Py_CLEAR(self->dict);
     return 0;
 }
 
 static void
-gc_callback_dealloc(GcCallback *self)
+guard_dealloc(Guard *self)
 {
     PyObject_GC_UnTrack(self);
-    gc_callback_clear(self);
+    guard_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *
-gc_callback_repr(GcCallback *self)
+guard_get(PyObject *self, PyObject *obj, PyObject *type)
 {
-    return PyUnicode_FromFormat("<whyalive gc callback %R>", self->body);
+    (void)type;
+    if (obj == NULL || obj == Py_None) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
 }
 
-static PyMemberDef gc_callback_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(GcCallback, body), READONLY, NULL},
-    {NULL, 0, 0, 0, NULL},
-};
+static PyObject *
+guard_repr(Guard *self)
+{
+    return PyUnicode_FromFormat("<whyalive guard of %R>", self->body);
+}
 
-static PyTypeObject GcCallback_Type = {
+static PyTypeObject Guard_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "whyalive._interrupts.gc_callback",
-    .tp_basicsize = sizeof(GcCallback),
-    .tp_dealloc = (destructor)gc_callback_dealloc,
-    .tp_vectorcall_offset = offsetof(GcCallback, vectorcall),
+    .tp_name = "whyalive._interrupts.guard",
+    .tp_basicsize = sizeof(Guard),
+    .tp_dealloc = (destructor)guard_dealloc,
+    .tp_vectorcall_offset = offsetof(Guard, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_repr = (reprfunc)gc_callback_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "gc_callback(body, rescue): a gc.callbacks entry; when body raises, rescue runs "
-              "and the exception is raised again once the collection returns.",
-    .tp_traverse = (traverseproc)gc_callback_traverse,
-    .tp_clear = (inquiry)gc_callback_clear,
-    .tp_members = gc_callback_members,
-    .tp_new = gc_callback_new,
+    .tp_repr = (reprfunc)guard_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+                Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "guard(body, rescue, *, after_collection=False): call body; when it raises, "
+              "call rescue with the same arguments, then re-raise (after_collection: keep "
+              "it and raise it once the collection returns). A method when set on a class.",
+    .tp_traverse = (traverseproc)guard_traverse,
+    .tp_clear = (inquiry)guard_clear,
+    .tp_descr_get = guard_get,
+    .tp_dictoffset = offsetof(Guard, dict),
+    .tp_new = guard_new,
 };
 
 /* ------------------------------------------------------------------ */
@@ -381,22 +304,18 @@ static struct PyModuleDef interrupts_module = {
 PyMODINIT_FUNC
 PyInit__interrupts(void)
 {
-    if (PyType_Ready(&Guard_Type) < 0 || PyType_Ready(&GcCallback_Type) < 0) {
+    if (PyType_Ready(&Guard_Type) < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&interrupts_module);
     if (module == NULL) {
         return NULL;
     }
-    PyTypeObject *types[] = {&Guard_Type, &GcCallback_Type};
-    const char *names[] = {"guard", "gc_callback"};
-    for (int i = 0; i < 2; i++) {
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            Py_DECREF(module);
-            return NULL;
-        }
+    Py_INCREF(&Guard_Type);
+    if (PyModule_AddObject(module, "guard", (PyObject *)&Guard_Type) < 0) {
+        Py_DECREF(&Guard_Type);
+        Py_DECREF(module);
+        return NULL;
     }
     return module;
 }

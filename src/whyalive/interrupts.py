@@ -64,24 +64,25 @@ class _PyGcCallback:
             raise
 
 
-def _load() -> tuple[Call, Call]:
+def _load() -> Any:
     try:
-        module = importlib.import_module("whyalive._interrupts")
+        return importlib.import_module("whyalive._interrupts").guard
     except ImportError:
-        return _PyGuard, _PyGcCallback
-    return module.guard, module.gc_callback
+        return None
 
 
-_GUARD, _GC_CALLBACK = _load()
-COMPILED = _GUARD is not _PyGuard
+_GUARD = _load()
+COMPILED = _GUARD is not None
 
 
 def guard(body: Call, rescue: Call) -> Any:
     """A method (or function) running ``body``; when it raises, ``rescue`` then re-raise."""
-    return _GUARD(body, rescue)
+    return _GUARD(body, rescue) if COMPILED else _PyGuard(body, rescue)
 
 
 def gc_callback(body: Callable[[str, dict[str, int]], None], rescue: Call) -> Call:
     """A ``gc.callbacks`` entry running ``body``; ``rescue`` when it raises, which is
     then raised again in the interrupted code once the collection returns."""
-    return cast(Call, _GC_CALLBACK(body, rescue))
+    if COMPILED:
+        return cast(Call, _GUARD(body, rescue, after_collection=True))
+    return _PyGcCallback(body, rescue)
