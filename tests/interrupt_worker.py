@@ -415,8 +415,11 @@ def ring(size: int) -> weakref.ref[Link]:
 def sigint_trials(target: str, size: int) -> dict[str, Any]:
     """A real SIGINT (from another process) at increasing delays after the block ends,
     so that some land inside the closing collection of ``size`` objects."""
+    import signal
     import subprocess
 
+    # A shell that started us in the background may have left SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     outcomes = []
     for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.04):
         before = gc_state()
