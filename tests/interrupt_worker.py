@@ -24,8 +24,7 @@ import os
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, FunctionType
 from typing import Any
@@ -174,42 +173,10 @@ SCENARIOS: dict[str, Callable[[], None]] = {
 # -- tracing -----------------------------------------------------------------------------
 
 
-def ours(frame: FrameType) -> bool:
-    return frame.f_code.co_filename.startswith(PACKAGE)
-
-
-@contextmanager
-def traced(on_line: Callable[[Line], None], only: Line | None = None) -> Iterator[None]:
-    """Call ``on_line`` at every line of whyalive that starts (only in the code objects
-    that hold ``only``, when given: the injection runs then run at full speed)."""
-
-    def local(frame: FrameType, event: str, arg: object) -> Any:
-        if event == "line":
-            on_line((frame.f_code.co_filename, frame.f_lineno))
-        return local
-
-    def global_trace(frame: FrameType, event: str, arg: object) -> Any:
-        code = frame.f_code
-        if not code.co_filename.startswith(PACKAGE):
-            return None
-        if only is not None and (code.co_filename != only[0] or only[1] not in lines_of(code)):
-            return None
-        return local
-
-    sys.settrace(global_trace)
-    try:
-        yield
-    finally:
-        sys.settrace(None)
-
-
-def executed_lines(run: Callable[[], None]) -> list[Line]:
-    """The lines of whyalive that ``run`` executes.
-
-    Logged into sets made beforehand, one per code object of the package: the
-    log allocates no container while the run goes on, so a heap snapshot taken by
-    the run (explain) sees the same heap as the injection runs will.
-    """
+def package_codes() -> dict[int, tuple[Any, set[int]]]:
+    """Every code object of the package with an empty set for its executed lines, made
+    before a run: logging then allocates no container while the run goes on, so a heap
+    snapshot taken by the run (explain) sees the same heap as the injection runs will."""
     codes: dict[int, tuple[Any, set[int]]] = {}
     stack = [
         obj.__code__
@@ -221,24 +188,136 @@ def executed_lines(run: Callable[[], None]) -> list[Line]:
         if id(code) not in codes:
             codes[id(code)] = (code, set())
             stack.extend(const for const in code.co_consts if type(const) is CodeType)
+    return codes
 
-    def local(frame: FrameType, event: str, arg: object) -> Any:
-        if event == "line":
-            entry = codes.get(id(frame.f_code))
-            if entry is None:  # made at run time: logged all the same
-                entry = codes[id(frame.f_code)] = (frame.f_code, set())
-            entry[1].add(frame.f_lineno)
-        return local
 
-    def global_trace(frame: FrameType, event: str, arg: object) -> Any:
-        return local if frame.f_code.co_filename.startswith(PACKAGE) else None
+def log_line(codes: dict[int, tuple[Any, set[int]]], code: Any, line: int) -> None:
+    entry = codes.get(id(code))
+    if entry is None:  # made at run time: logged all the same
+        entry = codes[id(code)] = (code, set())
+    entry[1].add(line)
 
-    sys.settrace(global_trace)
-    try:
-        run()
-    finally:
-        sys.settrace(None)
-    return sorted({(code.co_filename, line) for code, found in codes.values() for line in found})
+
+def injected(target: Line) -> KeyboardInterrupt:
+    return KeyboardInterrupt(f"injected at {target[0]}:{target[1]}")
+
+
+class SetTrace:
+    """Line events through ``sys.settrace`` (3.10, 3.11). A trace function that raises is
+    unset by CPython: one interrupt per run."""
+
+    def executed(self, run: Callable[[], None]) -> list[Line]:
+        codes = package_codes()
+
+        def local(frame: FrameType, event: str, arg: object) -> Any:
+            if event == "line":
+                log_line(codes, frame.f_code, frame.f_lineno)
+            return local
+
+        self._run(run, lambda code: local if code.co_filename.startswith(PACKAGE) else None)
+        return sorted({(code.co_filename, n) for code, found in codes.values() for n in found})
+
+    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+        fired = False
+
+        def local(frame: FrameType, event: str, arg: object) -> Any:
+            nonlocal fired
+            if event == "line" and (frame.f_code.co_filename, frame.f_lineno) == target:
+                fired = True
+                raise injected(target)
+            return local
+
+        def tracing(code: Any) -> Any:
+            if not code.co_filename.startswith(PACKAGE):
+                return None
+            # Only the target's code objects (full speed elsewhere), unless told otherwise.
+            if everywhere or (code.co_filename == target[0] and target[1] in lines_of(code)):
+                return local
+            return None
+
+        try:
+            self._run(run, tracing)
+        except KeyboardInterrupt:
+            return fired, True
+        return fired, False
+
+    @staticmethod
+    def _run(run: Callable[[], None], tracing: Callable[[Any], Any]) -> None:
+        sys.settrace(lambda frame, event, arg: tracing(frame.f_code))
+        try:
+            run()
+        finally:
+            sys.settrace(None)
+
+
+class Monitoring:
+    """Line events through ``sys.monitoring`` (3.12+), only where they are wanted:
+    ``sys.settrace`` there re-instruments every code object each time it is set."""
+
+    def __init__(self) -> None:
+        self.monitoring: Any = getattr(sys, "monitoring")  # noqa: B009 - 3.12+ only
+        self.tool = self.monitoring.DEBUGGER_ID
+        self.monitoring.use_tool_id(self.tool, "interrupt_worker")
+        self.handler: Callable[[Any, int], Any] = lambda code, line: None
+        self.monitoring.register_callback(
+            self.tool, self.monitoring.events.LINE, lambda code, line: self.handler(code, line)
+        )
+        self.codes_of: dict[Line, list[Any]] = {}
+
+    def executed(self, run: Callable[[], None]) -> list[Line]:
+        codes = package_codes()
+        disable = self.monitoring.DISABLE
+
+        def handler(code: Any, line: int) -> Any:
+            if not code.co_filename.startswith(PACKAGE):
+                return disable
+            log_line(codes, code, line)
+            return None
+
+        self.handler = handler
+        self.monitoring.set_events(self.tool, self.monitoring.events.LINE)
+        try:
+            run()
+        finally:
+            self.monitoring.set_events(self.tool, 0)
+            self.monitoring.restart_events()
+        for code, found in codes.values():
+            for line in found:
+                self.codes_of.setdefault((code.co_filename, line), []).append(code)
+        return sorted(self.codes_of)
+
+    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+        fired = False
+        line_events = self.monitoring.events.LINE
+        codes = self.codes_of[target]
+
+        def handler(code: Any, line: int) -> Any:
+            nonlocal fired
+            if fired or (code.co_filename, line) != target:
+                return None
+            fired = True
+            self._stop(codes)  # one interrupt per run
+            raise injected(target)
+
+        self.handler = handler
+        if everywhere:
+            self.monitoring.set_events(self.tool, line_events)
+        for code in codes:
+            self.monitoring.set_local_events(self.tool, code, line_events)
+        try:
+            run()
+        except KeyboardInterrupt:
+            return fired, True
+        finally:
+            self._stop(codes)
+        return fired, False
+
+    def _stop(self, codes: list[Any]) -> None:
+        self.monitoring.set_events(self.tool, 0)
+        for code in codes:
+            self.monitoring.set_local_events(self.tool, code, 0)
 
 
 _LINES: dict[object, frozenset[int]] = {}
@@ -249,19 +328,6 @@ def lines_of(code: Any) -> frozenset[int]:
     if found is None:
         found = _LINES[code] = frozenset(line for _, _, line in code.co_lines() if line)
     return found
-
-
-class Inject:
-    """Raise KeyboardInterrupt the first time ``target`` starts."""
-
-    def __init__(self, target: Line) -> None:
-        self.target = target
-        self.fired = False
-
-    def __call__(self, line: Line) -> None:
-        if line == self.target and not self.fired:
-            self.fired = True
-            raise KeyboardInterrupt(f"injected at {line[0]}:{line[1]}")
 
 
 # -- harm --------------------------------------------------------------------------------
@@ -356,7 +422,8 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
             run()
         MADE.clear()
         gc.collect()
-        lines = executed_lines(run)
+        tracer = Monitoring() if sys.version_info >= (3, 12) else SetTrace()
+        lines = tracer.executed(run)
         MADE.clear()
         gc.collect()
         before = gc_state()
@@ -364,22 +431,16 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
         harmful: dict[str, list[str]] = {}
         unreached: list[str] = []
         for target in lines:
-            # Tracing only the target's code runs at full speed; a line that depends on
+            # Events only in the target's code run at full speed; a line that depends on
             # what the full tracer allocates (the heap snapshot of explain() sees its
-            # objects) is tried again under the full tracer.
-            for only in (target, None):
-                inject = Inject(target)
-                raised = False
-                try:
-                    with traced(inject, only=only):
-                        run()
-                except KeyboardInterrupt:
-                    raised = True
-                if inject.fired:
+            # objects) is tried again with events everywhere.
+            for everywhere in (False, True):
+                fired, raised = tracer.inject(target, run, everywhere)
+                if fired:
                     break
                 MADE.clear()
             where = f"{os.path.relpath(target[0], PACKAGE)}:{target[1]}"
-            if not inject.fired:
+            if not fired:
                 unreached.append(where)
                 MADE.clear()
                 continue
