@@ -8,7 +8,6 @@ import itertools
 import random
 import sys
 import threading
-import time
 import tracemalloc
 import weakref
 from array import array
@@ -203,7 +202,25 @@ def test_random_object_graphs_match_oracle(graph: tuple[int, Edges], data: st.Da
         reach = closure(adj)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(len(adj))]
         outputs.append((offsets.tobytes(), targets.tobytes(), comp, count, cyclic, mask))
+        # In place: the given list becomes the node list, with the same graph.
+        given = list(objects)
+        same, in_offsets, in_targets, in_marked = impl.build_graph(given, follow, mark, True)
+        assert same is given
+        assert all(a is b for a, b in zip(given, exp_nodes, strict=True))
+        assert (in_offsets.tobytes(), in_targets.tobytes(), in_marked) == (
+            offsets.tobytes(),
+            targets.tobytes(),
+            marked,
+        )
     assert all(out == outputs[0] for out in outputs)
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_in_place_needs_a_list(impl: GraphImplementation) -> None:
+    """Only a list can become the node list; anything else is a TypeError, untouched."""
+    items = (object(),)
+    with pytest.raises(TypeError, match="in_place"):
+        impl.build_graph(items, (), (), True)  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)
@@ -230,6 +247,11 @@ def test_random_csr_graphs_match_oracle(graph: tuple[int, Edges, list[int]]) -> 
         check_components(adj, comp, count, cyclic)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(n)]
     assert all(r == results[0] for r in results)
+    into = [[e for e, w in enumerate(targets) if w == v] for v in range(n)]
+    for impl in IMPLS:
+        rev_offsets, rev_edges = impl.reverse_edges(offsets, targets)
+        assert (rev_offsets.format, rev_edges.format) == ("q", "q")
+        assert [list(rev_edges[rev_offsets[v] : rev_offsets[v + 1]]) for v in range(n)] == into
 
 
 # --------------------------------------------------------- build_graph cases
@@ -418,7 +440,6 @@ def _size(impl: GraphImplementation) -> int:
 def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
     """A million-node ring is one cyclic SCC and a chain is n acyclic ones, without recursion."""
     n = _size(impl)
-    start = time.perf_counter()
     offsets = array("q", range(n + 1))
     ring = array("q", range(1, n + 1))
     ring[-1] = 0
@@ -439,8 +460,6 @@ def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
     assert comp[n - 1] == 0
     mask = impl.nodes_reaching(chain_off, chain, [n // 2])
     assert mask.tobytes() == b"\x01" * (n // 2 + 1) + bytes(n - n // 2 - 1)
-    if impl.name == "c":
-        assert time.perf_counter() - start < 5
 
 
 @needs_c
@@ -477,7 +496,11 @@ def test_extras_found_behind_queued_references_match_the_twin() -> None:
 
 @pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
 def test_long_ring_of_objects(impl: GraphImplementation) -> None:
-    """build_graph plus SCCs on a million-list ring of real objects finish quickly."""
+    """build_graph plus SCCs on a million-list ring of real objects: one cyclic component.
+
+    How long it takes is measured by benchmarks/bench_shapes.py, side by side with a plain
+    collection, not asserted here: a loaded machine would fail a wall-clock bound.
+    """
     n = _size(impl)
     was_enabled = gc.isenabled()
     gc.disable()  # building the ring should not pay for collections
@@ -485,17 +508,13 @@ def test_long_ring_of_objects(impl: GraphImplementation) -> None:
         ring: list[list[object]] = [[] for _ in range(n)]
         for i in range(n):
             ring[i].append(ring[(i + 1) % n])
-        start = time.perf_counter()
         nodes, offsets, targets, _ = impl.build_graph(ring, (), ())
         _comp, count, cyclic = impl.find_components(offsets, targets)
-        elapsed = time.perf_counter() - start
         assert len(nodes) == n
         assert targets[n - 1] == 0
         assert targets[5] == 6
         assert count == 1
         assert cyclic[0] == 1
-        if impl.name == "c":
-            assert elapsed < 3
         del nodes
         for r in ring:
             r.clear()  # leave no million-object cycle for a later collection
@@ -754,6 +773,12 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
         acyclic = work.acyclic_without(members, removed, extra)
         assert acyclic == (not _has_loop(set(members), left))
+        # Members as a read-only buffer (as cycle_candidates gives them): the C core keeps
+        # their marks and the edges' classes between the two calls, with the same answers.
+        frozen = memoryview(array("q", members)).toreadonly()
+        assert work.edge_classes(frozen, 2) == (keys, counts, samples)
+        assert work.acyclic_without(frozen, removed, extra) == acyclic
+        assert work.acyclic_without(frozen, keys, None)  # every edge removed
         results.append((plain, filtered, paths, ends, keys, counts, samples, acyclic))
         work.close()
         with pytest.raises(ValueError, match="closed"):

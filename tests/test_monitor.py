@@ -19,7 +19,7 @@ import pytest
 
 import whyalive
 from capabilities import needs_fork, needs_subprocess
-from scenarios import stage_backward
+from scenarios import counts_said, stage_backward
 from whyalive import GcMonitor, Report
 from whyalive.errors import UsageError
 
@@ -62,6 +62,27 @@ def gc_off() -> Iterator[None]:
             gc.enable()
 
 
+def test_a_leak_seen_before_is_only_counted(gc_off: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a signature's first sighting its report is not written again (until an
+    update is due), yet every occurrence and byte is counted."""
+    from whyalive import pipeline
+
+    written: list[int] = []
+    build_report = pipeline.build_report
+
+    def counted(*args: object, **kwargs: object) -> Report:
+        written.append(1)
+        return build_report(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "build_report", counted)
+    with whyalive.monitor(log=False, log_interval=3600) as mon:
+        leak_steps(mon, 12, collect=True)
+    assert mon.stats.analyses >= 12
+    assert len(written) == 1
+    assert occurrences(mon) == {"recursive-closure": 12}
+    assert mon.summary_reports()[0].cycles[0].total_bytes == 12 * 4096
+
+
 def test_every_leaking_step_counted_and_freed() -> None:
     """With automatic GC on, each of 60 leaking steps is one occurrence; every array is freed."""
     with whyalive.monitor(log=False) as mon:
@@ -71,6 +92,24 @@ def test_every_leaking_step_counted_and_freed() -> None:
     assert cycle.total_bytes == 60 * 4096
     gc.collect()
     assert all(r() is None for r in refs), "the monitor kept an array alive"
+
+
+def test_counts_agree_between_text_json_and_html_over_the_run() -> None:
+    """mon.report(): the headline's cycles, arrays and bytes are the JSON's, summed over the run."""
+    with whyalive.monitor(log=False, collect_generation=1) as mon:
+        for step in range(30):
+            stage_backward([numpy.zeros(1024, dtype=numpy.float32)])
+            mon.step(collect=step % 5 == 4)
+    report = mon.report()
+    said = counts_said(report)
+    assert (said.cycles, said.signatures, said.heavy, said.size) == (30, 1, 30, "120.0 KiB")
+    headline = report.render("text", width=1000).splitlines()[0]
+    assert headline.startswith(
+        "whyalive: 30 reference cycles (1 signature) kept 30 arrays alive over 30 monitored steps: "
+        "120.0 KiB on cpu"
+    )
+    assert headline.endswith(", summed over the run.")
+    assert "summed over the run" in str(mon)
 
 
 def test_torch_tensors_counted_and_freed() -> None:

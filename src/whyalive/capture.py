@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from whyalive.gcstate import OWNER, Lease
@@ -97,6 +98,7 @@ class GarbageWatch:
         self._lease: Lease | None = None
         self._holds_freeze = False
         self._captured: CapturedGarbage | None = None
+        self.freeze_changed = False
 
     @property
     def active(self) -> bool:
@@ -120,6 +122,7 @@ class GarbageWatch:
         """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
+        graphcore.announce_implementation()
         self._lease = OWNER.new_lease(analyze_now)
         self._holds_freeze, froze = OWNER.freeze.hold(self)
         if not froze:
@@ -145,21 +148,27 @@ class GarbageWatch:
         return captured
 
     def finish(self) -> None:
-        """Give back the frozen baseline; call after the captured garbage is released."""
-        OWNER.freeze.drop(self)
+        """Give back the frozen baseline; call after the captured garbage is released.
+
+        :attr:`freeze_changed` then says whether the block froze or unfroze the heap
+        under whyalive's freeze (:attr:`CapturedGarbage.freeze_changed` tells it otherwise).
+        """
+        self.freeze_changed = OWNER.freeze.drop(self) or self.freeze_changed
         self._captured = None
         self._holds_freeze = False
 
     def abandon(self) -> None:
         """Undo what is still held: the lease, the captured garbage, the frozen baseline."""
-        abandon_capture(self._lease, self._captured, self)
+        changed = abandon_capture(self._lease, self._captured, self)
+        self.freeze_changed = changed or self.freeze_changed
         self._lease = self._captured = None
         self._holds_freeze = False
 
 
-def abandon_capture(lease: Lease | None, captured: CapturedGarbage | None, holder: object) -> None:
+def abandon_capture(lease: Lease | None, captured: CapturedGarbage | None, holder: object) -> bool:
     """Undo a capture an interrupt cut short: close ``lease``, release what was taken, and
-    give back ``holder``'s freeze. Every step is idempotent, so a repeat is harmless."""
+    give back ``holder``'s freeze (True: the freeze changed under it). Every step is
+    idempotent, so a repeat is harmless."""
     if lease is not None:
         leftover = OWNER.close_lease(lease)
         if captured is None:
@@ -168,28 +177,30 @@ def abandon_capture(lease: Lease | None, captured: CapturedGarbage | None, holde
             captured.objects.extend(leftover)
     if captured is not None:
         captured.release()
-    OWNER.freeze.drop(holder)
+    return OWNER.freeze.drop(holder)
 
 
 class ThreadWatch:
     """Which other threads ran while a block did: cycles they made are captured with it.
 
     A collection cannot tell which thread made an object, so a background thread's
-    cycles are found inside any block it ran alongside. A thread ran when it started,
-    ended or moved (its innermost frame or instruction changed) between the two looks.
+    cycles are found inside any block it ran alongside. A thread ran when it started or
+    ended between the two looks, or when its count of times scheduled on a CPU grew
+    (Linux's ``/proc/self/task/<id>/schedstat``; elsewhere: its innermost frame or
+    instruction changed, which misses a thread that is back where it waited before).
     """
 
     def __init__(self) -> None:
         self._thread = threading.get_ident()
-        self._before = _thread_positions()
+        self._before = _thread_activity()
 
     def others_ran(self) -> list[str]:
         """Names of the other threads that ran since this watch was made."""
-        after = _thread_positions()
+        before, after = self._before, _thread_activity()
         ran = {
             ident
-            for ident in self._before.keys() | after.keys()
-            if ident != self._thread and self._before.get(ident) != after.get(ident)
+            for ident in before.keys() | after.keys()
+            if ident != self._thread and before.get(ident) != after.get(ident)
         }
         names = {thread.ident: thread.name for thread in threading.enumerate()}
         return sorted(names.get(ident, f"thread {ident}") for ident in ran)
@@ -211,6 +222,28 @@ class ThreadWatch:
         return dataclasses.replace(report, notes=(*report.notes, note))
 
 
-def _thread_positions() -> dict[int, tuple[int, int]]:
-    """Each thread's innermost frame and instruction (no frame is kept or read beyond that)."""
-    return {ident: (id(frame), frame.f_lasti) for ident, frame in sys._current_frames().items()}
+def _thread_activity() -> dict[int, object]:
+    """Per thread, something that changes when it runs (no frame is kept or read)."""
+    native = {thread.ident: thread.native_id for thread in threading.enumerate()}
+    # This frame is among them: dropped before it returns, or it holds itself in a cycle.
+    frames = sys._current_frames()
+    try:
+        return {ident: _activity(native.get(ident), frame) for ident, frame in frames.items()}
+    finally:
+        del frames
+
+
+def _activity(native_id: int | None, frame: FrameType) -> object:
+    runs = _times_scheduled(native_id)
+    return runs if runs is not None else (id(frame), frame.f_lasti)
+
+
+def _times_scheduled(native_id: int | None) -> int | None:
+    """How many times Linux put the thread on a CPU (None where that cannot be read)."""
+    if native_id is None:
+        return None
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", "rb") as stats:
+            return int(stats.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return None

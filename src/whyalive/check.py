@@ -21,10 +21,12 @@ from whyalive.collector import FREEZE_COUNT_HAS_IMMORTALS
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.interrupts import guard
+from whyalive.node_names import source_place
 from whyalive.pipeline import analyze, prepare_in_collector
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
+from whyalive.words import size_from_words
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
@@ -81,7 +83,8 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     Args:
         on_leak: ``"raise"`` a :class:`~whyalive.LeakError`, ``"warn"`` with a
             :class:`~whyalive.LeakWarning` located at the user's line, or ``"ignore"``.
-        min_bytes: report only cycle signatures holding at least this many bytes.
+        min_bytes: report only cycle signatures holding at least this many bytes: an int,
+            or a size with a unit (``"1MB"``, ``"1.5 MiB"``; KB, MB, GB are 1024-based).
         allow: signatures or pattern names of known cycles not to report.
         all_cycles: also report cycles that hold no heavy object.
         report_to: write the report here (format from the suffix) when a leak is found.
@@ -104,7 +107,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self,
         *,
         on_leak: OnLeak = "raise",
-        min_bytes: int = 0,
+        min_bytes: int | str = 0,
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         report_to: str | os.PathLike[str] | None = None,
@@ -114,13 +117,10 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     ) -> None:
         if on_leak not in ("raise", "warn", "ignore"):
             raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
-        given: object = min_bytes  # checked at run time: callers need not be typed
-        if not isinstance(given, int) or isinstance(given, bool) or given < 0:
-            raise UsageError(f"min_bytes must be a non-negative int, not {min_bytes!r}")
         if isinstance(allow, str):
             allow = (allow,)
         self.on_leak: OnLeak = on_leak
-        self.min_bytes = min_bytes
+        self.min_bytes = size_from_words(min_bytes)
         self.allow = tuple(allow)
         self.all_cycles = all_cycles
         self.report_to = Path(report_to) if report_to is not None else None
@@ -132,9 +132,11 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self.report: Report | None = None
         self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
-        self._threads = ThreadWatch()
+        self._threads: ThreadWatch | None = None
         self._misused = False
+        self._freeze_note_at = 0
         self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
+        self._where: str | None = None  # set by integrations that name the place themselves
         self._gc_was_enabled = True
 
     def _copy(self) -> check_leaks:
@@ -198,7 +200,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             min_bytes=self.min_bytes,
             all_cycles=self.all_cycles,
             allow=self.allow,
-            where=f"{os.path.basename(filename)}:{line} in {function}",
+            where=self._where or f"{source_place(filename, line)} in {function}",
             **more,
         )
 
@@ -231,7 +233,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 return
         finally:
             self._abandon()
-        self._after(census)
+        self._after(watch, census)
         if exc_type is None and self.report is not None and fails(self.report):
             self._act(self.report)
 
@@ -250,6 +252,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             notes.append("Automatic garbage collection was disabled during the check.")
         if not watch.used_freeze:
             notes.append(_FROZEN_NOTE)
+        self._freeze_note_at = len(notes)
         if captured.freeze_changed:
             notes.append(FREEZE_NOTE)
         if captured.overlapped:
@@ -261,10 +264,16 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         report = merge_reports([analyze(captured.objects, options), *reports])
         if recorder is not None:
             report = _note_unrecorded(report)
-        self.report = self._threads.note(report)
+        self.report = self._threads.note(report) if self._threads is not None else report
 
-    def _after(self, census: HeavyCensus | None) -> None:
-        """The census and the distributed summary, once the garbage is freed."""
+    def _after(self, watch: GarbageWatch, census: HeavyCensus | None) -> None:
+        """Once the garbage is freed: the freeze note, the census and the distributed summary."""
+        report = self.report
+        if watch.freeze_changed and report is not None and FREEZE_NOTE not in report.notes:
+            # Only told by the probe when the freeze is given back (cheap only then).
+            notes = list(report.notes)
+            notes.insert(self._freeze_note_at, FREEZE_NOTE)
+            self.report = dataclasses.replace(report, notes=tuple(notes))
         if census is not None and self.report is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.
             self.report = census.finish(self.report, min_bytes=self.min_bytes)
@@ -277,7 +286,9 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     def _act(self, report: Report) -> None:
         if self.on_leak == "ignore":
             return
-        message = report.render("text")
+        from whyalive.render.text import leak_line
+
+        message = f"{leak_line(report)}\n{report.render('text')}"
         if self.report_to is not None:
             from whyalive.render import write_report
 

@@ -81,26 +81,32 @@ class FreezeHolds:
         found = gc.get_referrers(frozen_probe[0], live_probe[0])
         return not (len(found) == 1 and found[0] is live_probe)
 
-    def drop(self, holder: object) -> None:
+    def drop(self, holder: object) -> bool:
         """Give back ``holder``'s freeze; the last one unfreezes, unless the user froze since.
 
         Idempotent. ``gc.freeze()`` by the user moved everything then alive,
         whyalive's baseline included, into the permanent generation: unfreezing
-        would undo their freeze.
+        would undo their freeze. Returns whether someone else froze or unfroze the
+        heap under ``holder``'s freeze (one probe: call it once the captured garbage
+        is freed, when that scan is cheap); False when ``holder`` held nothing.
         """
         with self._lock:
-            for index, held in enumerate(self._holders):
-                if held is holder:
+            held = False
+            for index, other in enumerate(self._holders):
+                if other is holder:
                     del self._holders[index]
+                    held = True
                     break
+            changed = held and self.changed()
             if self._holders or self._probes is None:
-                return
+                return changed
             # hold() cut short (no second probe): did it freeze?
             cut = self._probes[1] is None
-            if gc.get_freeze_count() != 0 if cut else not self.changed():
+            if gc.get_freeze_count() != 0 if cut else not (changed or self.changed()):
                 gc.unfreeze()
             self._probes = None
             self._on_unfreeze(gc.get_freeze_count())
+            return changed
 
     def after_fork_in_child(self, lock: threading.RLock) -> None:
         """Unfreeze what whyalive froze, whoever held it: a forked child starts free."""

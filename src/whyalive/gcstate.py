@@ -255,9 +255,9 @@ class GcOwner:
             saved, self._saved = self._saved, []
             self._saved[:0] = [collection for collection in saved if collection.number <= began]
             objects = self._take(lease, (c for c in saved if c.number > began))
-            if self.freeze.frozen:
-                lease.freeze_changed = lease.freeze_changed or self.freeze.changed()
-            elif gc.get_freeze_count() > lease.freeze_count:
+            # Under whyalive's freeze the probes tell, once, when the freeze is dropped:
+            # scanning what is not frozen is cheap only after the captured garbage is freed.
+            if not self.freeze.frozen and gc.get_freeze_count() > lease.freeze_count:
                 # Frozen objects that die shrink the count; only gc.freeze() grows it
                 # (a freeze of fewer objects than died meanwhile goes unseen).
                 lease.freeze_changed = True

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable
 
-from whyalive.analysis import AnalysisOptions, Progress, find_cycles
+from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.graph import build_graph
+from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
-from whyalive.report_builder import build_report
+from whyalive.report_builder import build_report, counts_report
 
 
 @functools.cache
@@ -26,24 +28,44 @@ def prepare_in_collector() -> None:
     """
     import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
 
+    announce_implementation()
+
     analyze([], AnalysisOptions(progress_after=None))
 
 
-def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
-    """Analyse captured garbage; the returned report holds no live object."""
+def analyze(
+    objects: list[object],
+    options: AnalysisOptions | None = None,
+    *,
+    words_for: Callable[[list[str]], bool] | None = None,
+) -> Report:
+    """Analyse captured garbage; the returned report holds no live object.
+
+    ``words_for`` is asked with the signatures found whether the report should be
+    written in full; when it says no, the report only counts (see
+    :func:`~whyalive.report_builder.counts_report`).
+    """
+    options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: the collector stays off until we return.
     # Switched back on here and in _analyze_paused: an interrupt can cut either
     # finally, never both (docs/architecture.md, GC rules 10).
     enabled = gc.isenabled()
     try:
-        return _analyze_paused(objects, options or AnalysisOptions(), enabled)
+        return _analyze_paused(objects, options, enabled, words_for)
     finally:
         if enabled:
             gc.enable()
 
 
-def _analyze_paused(objects: list[object], options: AnalysisOptions, enabled: bool) -> Report:
+def _analyze_paused(
+    objects: list[object],
+    options: AnalysisOptions,
+    enabled: bool,
+    words_for: Callable[[list[str]], bool] | None,
+) -> Report:
     try:
         gc.disable()
         progress = Progress(len(objects), options.progress_after)
@@ -52,6 +74,8 @@ def _analyze_paused(objects: list[object], options: AnalysisOptions, enabled: bo
         graph = build_graph(objects, resolver)
         try:
             findings = find_cycles(graph, resolver, options, progress)
+            if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
+                return counts_report(findings, options)
             progress.stage("writing the report")
             return build_report(findings, options)
         finally:
@@ -59,3 +83,7 @@ def _analyze_paused(objects: list[object], options: AnalysisOptions, enabled: bo
     finally:
         if enabled:
             gc.enable()
+
+
+def _signature(group: CycleGroup) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""

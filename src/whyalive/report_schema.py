@@ -63,6 +63,8 @@ def _dangling_node(report: dict[str, Any]) -> str | None:
         where = f"cycles[{index}]"
         named.extend((f"{where}.members", n) for n in cycle["members"])
         named.extend((f"{where}.heavy", n) for n in cycle["heavy"])
+        for number, holding in enumerate(cycle.get("holds", ())):
+            named.extend((f"{where}.holds[{number}].heavy", n) for n in holding.get("heavy", ()))
         edges = [
             *cycle["edges"],
             *cycle.get("loop", ()),

@@ -37,12 +37,13 @@ class LeakCheckMixin:
     """Mix into a ``unittest.TestCase`` (before it) to fail tests that leak heavy objects.
 
     Attributes:
-        whyalive_min_bytes: report only cycles holding at least this many bytes.
+        whyalive_min_bytes: report only cycles holding at least this many bytes (an int, or
+            a size with a unit: ``"1MB"``, ``"1.5 MiB"``).
         whyalive_allow: signatures or pattern names of known cycles not to report.
         whyalive_on_leak: ``"fail"`` the test (default) or ``"warn"`` with a LeakWarning.
     """
 
-    whyalive_min_bytes: ClassVar[int] = 0
+    whyalive_min_bytes: ClassVar[int | str] = 0
     whyalive_allow: ClassVar[tuple[str, ...]] = ()
     whyalive_on_leak: ClassVar[str] = "fail"
 
@@ -56,19 +57,20 @@ class LeakCheckMixin:
         if on_leak not in ("fail", "warn"):
             raise UsageError(f"whyalive_on_leak must be 'fail' or 'warn', not {on_leak!r}")
         from whyalive.capture import GarbageWatch
+        from whyalive.words import size_from_words
+
+        min_bytes = size_from_words(self.whyalive_min_bytes, "whyalive_min_bytes")
 
         watch = GarbageWatch()
         # Cleanups run last-in first-out: added first, this verdict runs after all others.
-        self.addCleanup(self._whyalive_verdict, watch)
+        self.addCleanup(self._whyalive_verdict, watch, min_bytes)
         watch.begin()
         try:
             return super().run(result)  # type: ignore[misc, no-any-return]
         finally:
-            if watch.active:  # a skipped test never runs its cleanups
-                watch.end().release()
-                watch.finish()
+            watch.abandon()  # what a skipped or interrupted test left held
 
-    def _whyalive_verdict(self, watch: Any) -> None:
+    def _whyalive_verdict(self, watch: Any, min_bytes: int) -> None:
         from whyalive.analysis import AnalysisOptions
         from whyalive.pipeline import analyze
 
@@ -76,7 +78,7 @@ class LeakCheckMixin:
         captured = watch.end()
         try:
             options = AnalysisOptions(
-                min_bytes=self.whyalive_min_bytes,
+                min_bytes=min_bytes,
                 allow=tuple(self.whyalive_allow),
                 where=self.id(),
             )
@@ -86,7 +88,9 @@ class LeakCheckMixin:
             watch.finish()
         if not report.found:
             return
-        message = f"whyalive: leak in {self.id()}\n{report.render('text')}"
+        from whyalive.render.text import leak_line
+
+        message = f"{leak_line(report)}\nLeak found in {self.id()}:\n{report.render('text')}"
         if self.whyalive_on_leak == "warn":
             warnings.warn(LeakWarning(message), stacklevel=2)
         else:

@@ -7,10 +7,13 @@ also what the equivalence tests compare against.
 
 Results:
 
-* ``build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)``:
-  ``nodes`` is a new list starting with ``objects`` in order, followed by the
-  *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
-  ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
+* ``build_graph(objects, follow_types, mark_types, in_place=False) -> (nodes, offsets,
+  targets, marked)``: ``nodes`` is a new list starting with ``objects`` in order,
+  followed by the *extra* nodes in BFS discovery order (with ``in_place``, ``objects``
+  must be a list and is itself that list: the extras are appended to it, which spares
+  a reference count change on every object; the caller removes them afterwards);
+  ``offsets`` (``len(nodes) + 1``) and ``targets`` are read-only int64 memoryviews
+  (format ``'q'``) in CSR form.
   If an object occurs more than once in ``objects``, edges point at its first
   index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
   of ``mark_types``.
@@ -24,6 +27,9 @@ Results:
 * ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
   memoryview (``'B'``), 1 for every node from which some seed is reachable
   following edges forward (seeds included).
+* ``reverse_edges(offsets, targets) -> (offsets, edges)``: the edges grouped by target,
+  as read-only int64 memoryviews: the positions in ``targets`` of the edges into node
+  ``v`` are ``edges[offsets[v]:offsets[v + 1]]``, ascending (one counting sort).
 * ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
   ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
   of cyclic components (more than one node, or a self-edge); ``members`` (a
@@ -61,13 +67,18 @@ Results:
     ``removed`` and the edge positions in ``removed_edges`` (or None) are gone.
   - ``close()``: drops the node list and the scratch arrays.
 
-Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
+Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin. When the C extension is
+missing (built without a C compiler), the twin runs and says so: once per process
+the first time an analysis starts (:func:`announce_implementation`), in
+``whyalive --version`` and in every report's ``run.graph_core``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -78,6 +89,7 @@ from whyalive.graph.twin import (
     py_cycle_candidates,
     py_find_components,
     py_nodes_reaching,
+    py_reverse_edges,
     py_take_tail,
 )
 from whyalive.graph.twin_workspace import PyWorkspace
@@ -86,25 +98,30 @@ __all__ = [
     "IMPLEMENTATION",
     "ClassKey",
     "GraphImplementation",
+    "PurePythonCoreWarning",
     "Workspace",
+    "announce_implementation",
     "build_graph",
     "c_implementation",
     "clear_objects",
     "cycle_candidates",
     "find_components",
+    "implementation_words",
     "nodes_reaching",
     "python_implementation",
+    "reverse_edges",
     "take_tail",
     "workspace",
 ]
 
 BuildGraph = Callable[
-    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]"],
+    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]", bool],
     "tuple[list[object], memoryview, memoryview, list[int]]",
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
+ReverseEdges = Callable[[Any, Any], "tuple[memoryview, memoryview]"]
 
 
 class Workspace(Protocol):
@@ -130,6 +147,7 @@ class Workspace(Protocol):
 
 
 MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
+# tp_clear each object and put None in its place (C only: Python cannot call tp_clear).
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -143,6 +161,7 @@ class GraphImplementation:
     find_components: FindComponents
     nodes_reaching: NodesReaching
     cycle_candidates: CycleCandidates
+    reverse_edges: ReverseEdges
     workspace: MakeWorkspace
     clear_objects: ClearObjects | None
     take_tail: TakeTail
@@ -154,6 +173,7 @@ _PYTHON = GraphImplementation(
     find_components=py_find_components,
     nodes_reaching=py_nodes_reaching,
     cycle_candidates=py_cycle_candidates,
+    reverse_edges=py_reverse_edges,
     workspace=PyWorkspace,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
@@ -172,6 +192,7 @@ def _load_c() -> GraphImplementation | None:
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
         cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
+        reverse_edges=cast(ReverseEdges, mod.reverse_edges),
         workspace=cast(MakeWorkspace, mod.Workspace),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
@@ -198,6 +219,48 @@ build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
 cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
+reverse_edges: ReverseEdges = _ACTIVE.reverse_edges
 workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail
+
+
+class PurePythonCoreWarning(RuntimeWarning):
+    """The C graph core is not built, so analyses run on the slower pure-Python twin."""
+
+
+_FORCED = _C is not None and _ACTIVE is _PYTHON
+
+
+def implementation_words() -> str:
+    """``"C graph core"``, or the pure-Python core and why it runs."""
+    if _ACTIVE is _C:
+        return "C graph core"
+    if _FORCED:
+        return "pure-Python graph core, chosen by WHYALIVE_PURE_PYTHON=1"
+    return "pure-Python graph core: the C extension whyalive._fastgraph is not built"
+
+
+_PURE_PYTHON_MESSAGE = (
+    "whyalive: the C graph core (whyalive._fastgraph) is not built, so analyses run on the "
+    "pure-Python core: same results, several times slower on big garbage. Reinstall whyalive "
+    "where a C compiler is available to build it."
+)
+_announced = False
+
+
+def announce_implementation() -> None:
+    """Say once per process that the pure-Python core runs because the C one is missing.
+
+    Called where an analysis starts, in ordinary code (never inside a gc callback). A
+    suite that turns warnings into errors gets the sentence on stderr instead, so a
+    missing compiler never fails a check.
+    """
+    global _announced
+    if _announced or _ACTIVE is _C or _FORCED:
+        return
+    _announced = True
+    try:
+        warnings.warn(_PURE_PYTHON_MESSAGE, PurePythonCoreWarning, stacklevel=3)
+    except Warning:
+        sys.stderr.write(_PURE_PYTHON_MESSAGE + "\n")

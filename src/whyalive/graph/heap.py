@@ -32,7 +32,7 @@ _type_subclasscheck = type.__subclasscheck__
 
 
 class _RootKinds(dict[type, int]):
-    """type -> MODULE / CLASS / 0, filled at C speed by ``map`` after the first miss."""
+    """type -> MODULE / CLASS / 0, each type looked at once."""
 
     def __missing__(self, cls: type) -> int:
         kind = 0
@@ -42,6 +42,28 @@ class _RootKinds(dict[type, int]):
             kind = CLASS
         self[cls] = kind
         return kind
+
+
+class RootKinds:
+    """Node -> MODULE / CLASS / FRAME / 0, read from the node's type when first asked.
+
+    A search visits a small part of the heap: deciding the kind of every node up front
+    cost a Python call per object of the snapshot.
+    """
+
+    def __init__(self, nodes: list[object]) -> None:
+        self._nodes = nodes
+        self._by_type = _RootKinds()
+        self._set: dict[int, int] = {}
+
+    def __getitem__(self, node: int) -> int:
+        kind = self._set.get(node)
+        if kind is None:
+            kind = self._by_type[type(self._nodes[node])]
+        return kind
+
+    def __setitem__(self, node: int, kind: int) -> None:
+        self._set[node] = kind
 
 
 @dataclass
@@ -58,26 +80,25 @@ class HeapGraph:
     targets: Sequence[int]
     target_nodes: list[int]
     buffers: tuple[memoryview, memoryview] | None = None
-    target_bytes: bytes = b""
-    root_kind: bytearray = field(default_factory=bytearray)
+    reverse: tuple[memoryview, memoryview] | None = None
+    """Edge positions grouped by target (see :meth:`edges_into`), made on first use."""
+    root_kind: RootKinds = field(default_factory=lambda: RootKinds([]))
     root_words: dict[int, str] = field(default_factory=dict)
     excluded: set[int] = field(default_factory=set)
     excluded_ids: set[int] = field(default_factory=set)
     frozen_range: range = range(0)
 
     def edges_into(self, node: int) -> list[int]:
-        """Positions in ``targets`` of every edge into ``node`` (one C scan of the raw bytes)."""
-        raw = self.target_bytes
-        needle = node.to_bytes(8, sys.byteorder, signed=True)
-        found: list[int] = []
-        position = raw.find(needle)
-        while position >= 0:
-            if position % 8 == 0:
-                found.append(position // 8)
-                position = raw.find(needle, position + 8)
-            else:  # straddles two entries: not an edge
-                position = raw.find(needle, position + 1)
-        return found
+        """Positions in ``targets`` of every edge into ``node``, ascending.
+
+        From a reverse index of every edge, built once (one counting sort in C, about
+        what a collection costs) the first time any node's holders are asked for.
+        """
+        if self.reverse is None:
+            assert self.buffers is not None, "the graph was released"
+            self.reverse = graphcore.reverse_edges(*self.buffers)
+        offsets, edges = self.reverse
+        return edges[offsets[node] : offsets[node + 1]].tolist()
 
     def is_excluded(self, node: int) -> bool:
         """Our own containers and frames: never on a path, never blamed."""
@@ -91,8 +112,9 @@ class HeapGraph:
         self.nodes = []
         self.offsets = ()
         self.targets = ()
-        self.target_bytes = b""
+        self.reverse = None
         self.buffers = None
+        self.root_kind = RootKinds([])
 
     def reaching(self, seeds: list[int]) -> bytes:
         """A mask of the nodes from which some seed can be reached (computed in C)."""
@@ -163,7 +185,8 @@ def snapshot_heap(
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
     follow = resolver.covered_types + UNTRACKED_CONTAINERS
-    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
+    # In place: the snapshot list becomes the node list, without a copy of the heap.
+    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, (), True)
     head_id = id(head)  # the snapshot lists `head` itself: one of our containers
     del objects, head
     count = len(targets)
@@ -175,13 +198,11 @@ def snapshot_heap(
         buffers=(offsets, edge_targets),
         frozen_range=frozen_range,
     )
-    # Raw int64 edge targets: bytes.find locates a node's holders at memory speed.
-    graph.target_bytes = edge_targets.tobytes()
     first_frame = count + len(own) + 1
     graph.excluded = set(range(count, first_frame))
     # The snapshot holds second copies of our containers: exclude those by identity.
     graph.excluded_ids = {head_id, id(frames), *map(id, own)}
-    graph.root_kind = bytearray(map(_RootKinds().__getitem__, map(type, nodes)))
+    graph.root_kind = RootKinds(nodes)
     for node, frame in enumerate(frames, first_frame):
         graph.root_kind[node] = FRAME
         graph.root_words[node] = thread_of[id(frame)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -150,19 +150,14 @@ class AutogradWalk:
                 self._found[id(grad)] = grad
                 found.append(id(grad))
                 self._grad_of[id(grad)] = id(tensor)
-            stack = [base.grad_fn.__get__(tensor)]
-            while stack and len(self._visited) < MAX_AUTOGRAD_NODES:
-                node = stack.pop()
-                if node is None or id(node) in self._visited:
-                    continue
-                self._visited[id(node)] = node
+            root = base.grad_fn.__get__(tensor)
+            for node in autograd_nodes(root, self._visited, MAX_AUTOGRAD_NODES):
                 for held, leaf in _tensors_of(node, base):
                     if id(held) not in self._found:
                         self._found[id(held)] = held
                         found.append(id(held))
                         if leaf is not None:
                             self._grad_of[id(held)] = id(leaf)
-                stack.extend(next_node for next_node, _ in node.next_functions)
         return found
 
     def finish(
@@ -237,8 +232,67 @@ def _reference_count(mapping: dict[int, object], key: int) -> int:
     return sys.getrefcount(mapping[key])
 
 
-# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once.
-_SAVED_NAMES: dict[type, tuple[str, ...]] = {}
+def autograd_nodes(root: Any, visited: dict[int, object], limit: int) -> Iterator[Any]:
+    """The autograd nodes reachable from ``root`` (a ``grad_fn``) not yet in ``visited``.
+
+    Depth first along ``next_functions``; each node is added to ``visited`` (id ->
+    node, which keeps it alive, so ids stay unique) as it is yielded, and the walk
+    stops once ``visited`` holds ``limit`` nodes: its cost is bounded whatever the
+    graph. Reads no saved tensor, so a graph that ``backward()`` consumed costs what
+    any other does.
+    """
+    stack = [root]
+    while stack and len(visited) < limit:
+        node = stack.pop()
+        if node is None or id(node) in visited:
+            continue
+        visited[id(node)] = node
+        yield node
+        stack.extend(next_node for next_node, _ in node.next_functions)
+
+
+# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once,
+# each saved tensor's ``_saved_x`` with its ``_raw_saved_x`` twin.
+_SAVED_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _saved_names(node: Any) -> tuple[tuple[str, str], ...]:
+    cls = type(node)
+    names = _SAVED_NAMES.get(cls)
+    if names is None:
+        # Only a saved tensor (or list of them) has a raw twin; the other ``_saved_*``
+        # are sizes and numbers, never tensors.
+        attributes = set(dir(node))
+        names = tuple(
+            (name, raw)
+            for name in sorted(attributes)
+            if name.startswith("_saved_")
+            for raw in ("_raw" + name,)
+            if raw in attributes
+        )
+        names = _SAVED_NAMES.setdefault(cls, names)
+    return names
+
+
+def saved_tensors(node: Any) -> list[object]:
+    """What ``node`` saved for backward and still holds (values of its ``_saved_*``).
+
+    A saved tensor that ``backward()`` freed is skipped by asking its
+    ``_raw_saved_*`` twin, whose ``data`` is then None: reading the tensor itself
+    would make torch raise (and build a C++ traceback) for every such node of a
+    consumed graph. Only a freed *list* of saved tensors still raises, once.
+    """
+    values: list[object] = []
+    for name, raw in _saved_names(node):
+        try:
+            twin = getattr(node, raw)
+            if type(twin) not in (tuple, list) and twin.data is None:
+                continue  # freed by backward(), or never defined
+            value = getattr(node, name)
+        except RuntimeError:  # freed by backward(): nothing held any more
+            continue
+        values.extend(value if type(value) in (tuple, list) else (value,))
+    return values
 
 
 def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
@@ -250,17 +304,7 @@ def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
     if issubclass(type(variable), base):
         values.append(variable)
         grads.append((base.grad.__get__(variable), variable))
-    names = _SAVED_NAMES.get(type(node))
-    if names is None:
-        names = _SAVED_NAMES.setdefault(
-            type(node), tuple(n for n in dir(node) if n.startswith("_saved_"))
-        )
-    for name in names:
-        try:
-            value = getattr(node, name)
-        except RuntimeError:  # freed by backward(): nothing held any more
-            continue
-        values.extend(value if type(value) in (tuple, list) else (value,))
+    values.extend(saved_tensors(node))
     # 0-dim tensors are skipped: autograd saves Python numbers (``x * 2``) as scalar
     # tensors that cannot be told from the user's, and each holds at most 16 bytes.
     pairs = [(value, None) for value in values] + grads

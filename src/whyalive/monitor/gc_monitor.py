@@ -30,17 +30,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from whyalive.analysis import AnalysisOptions
 from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.interrupts import guard
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
-from whyalive.monitor.signature_log import OnCycle, SignatureLog
+from whyalive.monitor.signature_log import OnCycle, SignatureLog, analysis_options
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
 from whyalive.report import Report
+from whyalive.words import size_from_words
 
 logger = logging.getLogger("whyalive")
 
@@ -65,14 +65,12 @@ class GcMonitor(GcSampler):
     loop collects on a schedule). See ``docs/monitor.md``.
 
     Args:
-        every: examine every N-th young collection while collections find nothing
-            (1: all); one that follows an unexamined collection that freed
-            cyclic garbage is always examined.
+        every: examine every N-th young collection while collections find nothing (1: all); one
+            that follows an unexamined collection that freed cyclic garbage is always examined.
         min_bytes, allow, all_cycles: as for :func:`~whyalive.check_leaks`.
         on_cycle: called as ``on_cycle(cycle, report)`` when a signature is first
             seen and at each rate-limited update, with the running counts.
-        log: log on the ``whyalive`` logger; ``log_interval`` seconds between
-            updates of one signature.
+        log: log on the ``whyalive`` logger; ``log_interval`` s between updates of a signature.
         report_dir: write a JSON (and, when registered, HTML) report per first
             sighting; rewritten at :meth:`stop` with the counts of the run.
         collect_generation: what ``step(collect=True)`` collects on schedule.
@@ -94,7 +92,7 @@ class GcMonitor(GcSampler):
         self,
         *,
         every: int = 1,
-        min_bytes: int = 0,
+        min_bytes: int | str = 0,
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         on_cycle: OnCycle | None = None,
@@ -125,10 +123,9 @@ class GcMonitor(GcSampler):
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
-        self.options = AnalysisOptions(
-            min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
-        )
+        self.options = analysis_options(size_from_words(min_bytes), all_cycles, tuple(allow))
         self.on_cycle = on_cycle
+        self.label: str | None = None  # where its reports say it ran; else stats.where()
         self.collect_generation = collect_generation
         self.cuda_growth = cuda_growth
         self.gather_every = gather_every
@@ -182,13 +179,6 @@ class GcMonitor(GcSampler):
         self._off = False
         return self
 
-    def _start_failed(self) -> None:
-        if self._misused:
-            self._misused = False
-        else:
-            self._teardown()
-
-    start = guard(_start, _start_failed)
 
     def _stop(self) -> None:
         """Analyse what is pending, remove the callback and put every gc setting back."""
@@ -206,19 +196,22 @@ class GcMonitor(GcSampler):
         finally:
             self._teardown()
         try:
-            self._log.finish(self.stats, self._steps_words())
+            self._log.finish(self.stats, self._where())
         except Exception:
             logger.exception("whyalive monitor failed to write its final report")
 
     def _teardown(self, *_: object) -> None:
-        """Remove the callback and put every gc setting back; idempotent (also the rescue
-        of every method an interrupt cuts short)."""
+        """Remove the callback, put every gc setting back: the rescue of any cut method."""
+        if self._misused:
+            self._misused = False
+            return
         self._off = True
         self._settle()
         self._uninstall()
         _ACTIVE.discard(self)
         self._stop_thread.set()
 
+    start = guard(_start, _teardown)
     stop = guard(_stop, _teardown)
 
     __enter__ = start
@@ -273,7 +266,7 @@ class GcMonitor(GcSampler):
 
     def summary_reports(self) -> list[Report]:
         """One report per first sighting so far, each cycle with its counts over the run."""
-        return self._log.summary_reports(self.stats, self._steps_words())
+        return self._log.summary_reports(self.stats, self._where())
 
     def signatures(self) -> list[SignatureSeen]:
         """Each cycle signature seen so far, with its counts and its first and last step."""
@@ -292,7 +285,7 @@ class GcMonitor(GcSampler):
         return self._combined()
 
     def _combined(self) -> Report:
-        return combine_reports(self.summary_reports(), where=self._steps_words())
+        return combine_reports(self.summary_reports(), where=self._where())
 
     def __str__(self) -> str:
         return monitor_text(self)
@@ -326,7 +319,7 @@ class GcMonitor(GcSampler):
         try:
             self._quiet = True  # collections run by the analysis itself are not ours to save
             self.stats.saved_objects += len(objects)
-            report = analyze(objects, self.options)
+            report = analyze(objects, self.options, words_for=self._log.wants_words)
         finally:
             self._quiet = False
             heavy = report is None or report.cycle_count > report.light_cycle_count
@@ -393,8 +386,8 @@ class GcMonitor(GcSampler):
         while not self._stop_thread.wait(self.poll_interval):
             self.poll()
 
-    def _steps_words(self) -> str:
-        return f"GcMonitor over {self.stats.steps} step(s)"
+    def _where(self) -> str:
+        return self.label or self.stats.where()
 
 
 def monitor(**options: Any) -> GcMonitor:

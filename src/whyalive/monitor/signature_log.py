@@ -13,12 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from whyalive.analysis import AnalysisOptions
 from whyalive.monitor.stats import MonitorStats
 from whyalive.monitor.view import Timeline
 from whyalive.report import CycleReport, Report
 from whyalive.words import plural, size_to_words
 
 OnCycle = Callable[[CycleReport, Report], object]
+
+
+def analysis_options(min_bytes: int, all_cycles: bool, allow: tuple[str, ...]) -> AnalysisOptions:
+    """What the monitor analyses with. A leak repeats every step: each group of alike
+    cycles has the autograd graphs of one occurrence walked, the others are credited
+    the same; and a signature seen before is only counted (:meth:`SignatureLog.wants_words`).
+    """
+    return AnalysisOptions(
+        min_bytes=min_bytes,
+        all_cycles=all_cycles,
+        allow=allow,
+        where="GcMonitor",
+        autograd_walks=1,
+    )
 
 
 @dataclass
@@ -30,12 +45,19 @@ class _Seen:
     first_step: int
     occurrences: int = 0
     total_bytes: int = 0
+    heavy_count: int = 0
     last_step: int = 0
     announced: int = 0
     announced_at: float = 0.0
 
     def cumulative(self) -> CycleReport:
-        return replace(self.cycle, occurrences=self.occurrences, total_bytes=self.total_bytes)
+        """The first report's cycle with the counts of the whole run so far."""
+        return replace(
+            self.cycle,
+            occurrences=self.occurrences,
+            total_bytes=self.total_bytes,
+            heavy_count=self.heavy_count,
+        )
 
 
 class SignatureLog:
@@ -49,10 +71,25 @@ class SignatureLog:
         self.reports: list[Report] = []
         self.files: list[Path] = []
         self.timeline = Timeline()
+        self.light_cycles = 0
+        """Cycles that held no heavy object, over the run (they have no signature to log)."""
+
+    def wants_words(self, signatures: list[str]) -> bool:
+        """Whether an analysis that found ``signatures`` needs its report in full: one is
+        new, or due for an update (otherwise :meth:`record` only adds counts)."""
+        now = time.monotonic()
+        for signature in signatures:
+            seen = self.seen.get(signature)
+            if seen is None or now - seen.announced_at >= self.interval:
+                return True
+        return False
 
     def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
         """Count the cycles of one analysis; announce new ones and due updates."""
-        if report is None or not report.cycles:
+        if report is None:
+            return
+        self.light_cycles += report.light_cycle_count
+        if not report.cycles:
             return
         new: list[_Seen] = []
         for cycle in report.cycles:
@@ -63,6 +100,7 @@ class SignatureLog:
                 new.append(seen)
             seen.occurrences += cycle.occurrences
             seen.total_bytes += cycle.total_bytes
+            seen.heavy_count += cycle.heavy_count
             seen.last_step = step
             self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
         if new:
@@ -90,7 +128,7 @@ class SignatureLog:
                 )
             else:
                 self.out.warning(
-                    "whyalive: cycle %s (%s) seen %s by step %d, %s held in all",
+                    "whyalive: cycle %s (%s) seen %s by step %d, %s in all over the run",
                     cycle.signature,
                     cycle.pattern,
                     plural(cycle.occurrences, "time"),
@@ -117,7 +155,12 @@ class SignatureLog:
             )
 
     def summary_reports(self, stats: MonitorStats, where: str) -> list[Report]:
-        """The first-sighting reports, each with the cycles first seen there, counted so far."""
+        """The first-sighting reports, each with the cycles first seen there, counted so far.
+
+        Every count is over the run so far: occurrences, heavy objects and bytes are summed
+        over the analyses (a cycle is garbage once, so nothing is counted twice), and the
+        cycles that held nothing heavy go with the first report, so that merged they add up.
+        """
         result = []
         for index, report in enumerate(self.reports):
             cycles = tuple(s.cumulative() for s in self.seen.values() if s.report_index == index)
@@ -134,6 +177,10 @@ class SignatureLog:
                     cycles=cycles,
                     total_bytes=sum(c.total_bytes for c in cycles),
                     bytes_by_device=by_device,
+                    heavy_count=sum(c.heavy_count for c in cycles),
+                    light_cycle_count=self.light_cycles if index == 0 else 0,
+                    cycle_count=sum(c.occurrences for c in cycles)
+                    + (self.light_cycles if index == 0 else 0),
                     notes=(*report.notes, stats.words()),
                     timeline=self.timeline.points(c.signature for c in cycles),
                 )
