@@ -179,7 +179,6 @@ class GcMonitor(GcSampler):
         self._off = False
         return self
 
-
     def _stop(self) -> None:
         """Analyse what is pending, remove the callback and put every gc setting back."""
         if not self.active:
