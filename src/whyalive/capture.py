@@ -224,7 +224,8 @@ class ThreadWatch:
 
 def _thread_activity() -> dict[int, object]:
     """Per thread, something that changes when it runs (no frame is kept or read)."""
-    native = {thread.ident: thread.native_id for thread in threading.enumerate()}
+    # No native_id where the platform has no thread ids (WebAssembly).
+    native = {t.ident: getattr(t, "native_id", None) for t in threading.enumerate()}
     # This frame is among them: dropped before it returns, or it holds itself in a cycle.
     frames = sys._current_frames()
     try:
