@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import threading
+import time
 import weakref
 
 import pytest
@@ -135,6 +136,7 @@ def test_no_thread_note_when_only_the_block_ran(core: str) -> None:
     idle = threading.Event()
     sleeper = threading.Thread(target=idle.wait, name="sleeper")
     sleeper.start()
+    time.sleep(0.2)  # past its start-up: blocked in idle.wait() from here on
     try:
         with check_leaks(on_leak="ignore") as check:
             Payload()
