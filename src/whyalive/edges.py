@@ -106,6 +106,23 @@ class EdgeNamer:
         return found if found is not None else name_edge(source, target)
 
 
+def names_of(source: object, target: object) -> list[EdgeName]:
+    """Every name under which ``source`` refers to ``target`` (``name_edge`` gives the first):
+    ``self.parent`` and ``self._root`` both the root are two references a cut must name."""
+    try:
+        if type(source) in (list, tuple):
+            items: Any = source
+            found = [EdgeName(INDEX, f"[{i}]") for i, x in enumerate(items) if x is target]
+        else:
+            attrs = (_instance_dict(source) if type(source) is not dict else None) or {}
+            found = [EdgeName(ATTRIBUTE, f".{k}") for k, v in attrs.items() if v is target]
+            items = dict.items(source) if isinstance(source, dict) else ()
+            found += [EdgeName(KEY, f"[{safe_repr(k)}]") for k, v in items if v is target]
+    except Exception:
+        found = []
+    return found or [name_edge(source, target)]
+
+
 def _container_names(source: Any) -> dict[int, EdgeName] | None:
     """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
     cls = type(source)
@@ -241,6 +258,8 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(type(obj), torch._C.TensorBase):
         return _name_tensor_edge(obj, target)
+    if isinstance(obj, dict):  # a dict subclass: its items, read through dict's own methods
+        return _name_dict_edge(dict(dict.items(obj)), target)
     return None
 
 

@@ -10,7 +10,11 @@ add one.
 from __future__ import annotations
 
 from whyalive.diagnose.patterns.base import Pattern, PatternMatch
-from whyalive.diagnose.patterns.closures import RecursiveClosurePattern
+from whyalive.diagnose.patterns.classes import ClassPerCallPattern
+from whyalive.diagnose.patterns.closures import (
+    ClosureInCapturedContainerPattern,
+    RecursiveClosurePattern,
+)
 from whyalive.diagnose.patterns.containers import (
     ParentChildPattern,
     SelfContainingContainerPattern,
@@ -22,11 +26,13 @@ from whyalive.diagnose.patterns.fallbacks import (
     UnrecognisedPattern,
 )
 from whyalive.diagnose.patterns.frames import (
+    ExceptionInFuturePattern,
     ExceptionTracebackPattern,
     FrameKeptPattern,
     GeneratorFramePattern,
 )
 from whyalive.diagnose.patterns.frameworks import AutogradNodePattern, PytestIdiomPattern
+from whyalive.diagnose.patterns.hooks import HookRegistryPattern
 from whyalive.diagnose.patterns.methods import (
     BoundMethodOnSelfPattern,
     MethodCachePattern,
@@ -52,8 +58,15 @@ PATTERNS: tuple[Pattern, ...] = (
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),
+    # After the class-level cache: a class made per call is any cycle with a local class.
+    ClassPerCallPattern(),
+    # Before bound methods: a hook or a closure's container also holds a callable.
+    HookRegistryPattern(),
+    ClosureInCapturedContainerPattern(),
     WrappedMethodOnSelfPattern(),
     BoundMethodOnSelfPattern(),
+    # Before tracebacks: a future's exception is a traceback cycle through a hidden slot.
+    ExceptionInFuturePattern(),
     ExceptionTracebackPattern(),
     # Before kept frames: on 3.10 a suspended generator's frame is a member of its cycle.
     GeneratorFramePattern(),
