@@ -173,6 +173,10 @@ SCENARIOS: dict[str, Callable[[], None]] = {
 # -- tracing -----------------------------------------------------------------------------
 
 
+def ours(frame: FrameType) -> bool:
+    return frame.f_code.co_filename.startswith(PACKAGE)
+
+
 def package_codes() -> dict[int, tuple[Any, set[int]]]:
     """Every code object of the package with an empty set for its executed lines, made
     before a run: logging then allocates no container while the run goes on, so a heap
@@ -206,6 +210,9 @@ class SetTrace:
     """Line events through ``sys.settrace`` (3.10, 3.11). A trace function that raises is
     unset by CPython: one interrupt per run."""
 
+    def __init__(self) -> None:
+        self.codes_of: dict[Line, list[Any]] = {}
+
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
 
@@ -214,8 +221,11 @@ class SetTrace:
                 log_line(codes, frame.f_code, frame.f_lineno)
             return local
 
-        self._run(run, lambda code: local if code.co_filename.startswith(PACKAGE) else None)
-        return sorted({(code.co_filename, n) for code, found in codes.values() for n in found})
+        self._run(run, lambda frame, event, arg: local if ours(frame) else None)
+        for code, found in codes.values():
+            for line in found:
+                self.codes_of.setdefault((code.co_filename, line), []).append(code)
+        return sorted(self.codes_of)
 
     def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
         """(fired, raised): whether the run reached ``target`` and raised out of it."""
@@ -228,23 +238,22 @@ class SetTrace:
                 raise injected(target)
             return local
 
-        def tracing(code: Any) -> Any:
-            if not code.co_filename.startswith(PACKAGE):
-                return None
-            # Only the target's code objects (full speed elsewhere), unless told otherwise.
-            if everywhere or (code.co_filename == target[0] and target[1] in lines_of(code)):
-                return local
-            return None
-
+        # Only the target's code objects are traced (one lookup per call elsewhere).
+        wanted = dict.fromkeys(self.codes_of[target], local)
         try:
-            self._run(run, tracing)
+            self._run(
+                run,
+                (lambda frame, event, arg: local if ours(frame) else None)
+                if everywhere
+                else (lambda frame, event, arg: wanted.get(frame.f_code)),
+            )
         except KeyboardInterrupt:
             return fired, True
         return fired, False
 
     @staticmethod
-    def _run(run: Callable[[], None], tracing: Callable[[Any], Any]) -> None:
-        sys.settrace(lambda frame, event, arg: tracing(frame.f_code))
+    def _run(run: Callable[[], None], tracing: Callable[[FrameType, str, object], Any]) -> None:
+        sys.settrace(tracing)
         try:
             run()
         finally:
@@ -318,16 +327,6 @@ class Monitoring:
         self.monitoring.set_events(self.tool, 0)
         for code in codes:
             self.monitoring.set_local_events(self.tool, code, 0)
-
-
-_LINES: dict[object, frozenset[int]] = {}
-
-
-def lines_of(code: Any) -> frozenset[int]:
-    found = _LINES.get(code)
-    if found is None:
-        found = _LINES[code] = frozenset(line for _, _, line in code.co_lines() if line)
-    return found
 
 
 # -- harm --------------------------------------------------------------------------------
