@@ -206,12 +206,22 @@ def injected(target: Line) -> KeyboardInterrupt:
     return KeyboardInterrupt(f"injected at {target[0]}:{target[1]}")
 
 
-class SetTrace:
-    """Line events through ``sys.settrace`` (3.10, 3.11). A trace function that raises is
-    unset by CPython: one interrupt per run."""
+class Tracer:
+    """What both tracers share: the code objects each executed line belongs to."""
 
     def __init__(self) -> None:
         self.codes_of: dict[Line, list[Any]] = {}
+
+    def _lines(self, codes: dict[int, tuple[Any, set[int]]]) -> list[Line]:
+        for code, found in codes.values():
+            for line in found:
+                self.codes_of.setdefault((code.co_filename, line), []).append(code)
+        return sorted(self.codes_of)
+
+
+class SetTrace(Tracer):
+    """Line events through ``sys.settrace`` (3.10, 3.11). A trace function that raises is
+    unset by CPython: one interrupt per run."""
 
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
@@ -222,10 +232,7 @@ class SetTrace:
             return local
 
         self._run(run, lambda frame, event, arg: local if ours(frame) else None)
-        for code, found in codes.values():
-            for line in found:
-                self.codes_of.setdefault((code.co_filename, line), []).append(code)
-        return sorted(self.codes_of)
+        return self._lines(codes)
 
     def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
         """(fired, raised): whether the run reached ``target`` and raised out of it."""
@@ -260,11 +267,12 @@ class SetTrace:
             sys.settrace(None)
 
 
-class Monitoring:
+class Monitoring(Tracer):
     """Line events through ``sys.monitoring`` (3.12+), only where they are wanted:
     ``sys.settrace`` there re-instruments every code object each time it is set."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.monitoring: Any = getattr(sys, "monitoring")  # noqa: B009 - 3.12+ only
         self.tool = self.monitoring.DEBUGGER_ID
         self.monitoring.use_tool_id(self.tool, "interrupt_worker")
@@ -291,10 +299,7 @@ class Monitoring:
         finally:
             self.monitoring.set_events(self.tool, 0)
             self.monitoring.restart_events()
-        for code, found in codes.values():
-            for line in found:
-                self.codes_of.setdefault((code.co_filename, line), []).append(code)
-        return sorted(self.codes_of)
+        return self._lines(codes)
 
     def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
         """(fired, raised): whether the run reached ``target`` and raised out of it."""
