@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "gcsaving",
                 "freeze_holds",
                 "capture",
+                "edge_namer",
                 "edges",
                 "node_names",
                 "paths",

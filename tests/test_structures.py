@@ -500,11 +500,11 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
 ) -> None:
     """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
     and naming them reads the list once (one pass per container, not one per array)."""
-    from whyalive import edges
+    from whyalive import edge_namer, edges
 
     reads: list[int] = []
     scans: list[int] = []
-    container_names = edges._container_names
+    container_names = edge_namer._container_names
     name_one = edges._name_edge
 
     def counting_container_names(source: Any) -> Any:
@@ -516,7 +516,7 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
             scans.append(len(source))
         return name_one(source, target)
 
-    monkeypatch.setattr(edges, "_container_names", counting_container_names)
+    monkeypatch.setattr(edge_namer, "_container_names", counting_container_names)
     monkeypatch.setattr(edges, "_name_edge", counting_name_edge)
     count = 2_000
     watch = GarbageWatch()

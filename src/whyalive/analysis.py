@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from whyalive.diagnose import Diagnosis, diagnose
-from whyalive.edges import EdgeNamer
+from whyalive.edge_namer import EdgeNamer
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
-from whyalive.edges import EdgeNamer
+from whyalive.edge_namer import EdgeNamer
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation

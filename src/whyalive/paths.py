@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.edges import EdgeName, EdgeNamer, is_owned_part, name_edges, names_of
+from whyalive.edge_namer import EdgeNamer, name_edges
+from whyalive.edges import EdgeName, is_owned_part, names_of
 from whyalive.graph import ObjectGraph
 
 # How much a reference looks like something the user wrote and can remove.
