@@ -499,11 +499,21 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
-    and naming them reads the list once (one pass per container, not one per array)."""
+    naming them reads the list once (one pass per container, not one per array), and
+    their one description is worded once per place it is said, not once per array."""
     from whyalive import edge_namer, edges
+    from whyalive.report_builder import cycles
 
     reads: list[int] = []
     scans: list[int] = []
+    briefs: list[str] = []
+    heavy_brief = cycles.heavy_brief
+
+    def counting_brief(description: str) -> str:
+        briefs.append(description)
+        return heavy_brief(description)
+
+    monkeypatch.setattr(cycles, "heavy_brief", counting_brief)
     container_names = edge_namer._container_names
     name_one = edges._name_edge
 
@@ -534,3 +544,4 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
     assert len(report.heavy_objects) == count
     assert reads.count(arrays) == 1
     assert sum(scans) < count  # no scan of the list per array
+    assert len(briefs) <= 2  # 2,000 equal arrays are worded once per summary, not per array
