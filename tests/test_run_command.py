@@ -83,6 +83,42 @@ def test_a_runs_headline_names_the_line_that_made_its_cycle(
     assert "keeps 1 array alive at train.py:8: 7.8 KiB on cpu." in err
 
 
+FREED_AS_IT_RUNS = """
+import gc
+import weakref
+import numpy
+
+
+class Step:
+    pass
+
+
+alive = []
+for _ in range(50):
+    step = Step()
+    step.me = step
+    step.activations = numpy.zeros(100_000)
+    alive.append(weakref.ref(step.activations))
+    del step
+    gc.collect()
+    # The program's own collection frees the cycle, as it would without whyalive.
+    print("still alive:", sum(ref() is not None for ref in alive))
+"""
+
+
+def test_a_programs_own_collections_free_its_garbage_while_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long program is not made to hold every cycle it ever made until it exits: each of
+    its collections frees what it found (analysed on the spot), and all are reported."""
+    script = write(tmp_path, "loop.py", FREED_AS_IT_RUNS)
+    assert main(["run", script]) == 1
+    out, err = capsys.readouterr()
+    assert out.split("\n")[-2] == "still alive: 0"
+    assert set(out.split("\n")[:-1]) == {"still alive: 0"}
+    assert "50 reference cycles (1 signature) keep 50 arrays alive" in " ".join(err.split())
+
+
 def test_clean_script_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A script that makes no cycles holding heavy objects exits 0."""
     script = write(tmp_path, "clean.py", "import numpy\nx = [numpy.zeros(10)]\n")

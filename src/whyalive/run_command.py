@@ -18,6 +18,7 @@ makes no report either: its parent does.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -179,13 +180,24 @@ def _watched(
     watch: GarbageWatch, program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.analysis import AnalysisOptions
-    from whyalive.pipeline import analyze
+    from whyalive.pipeline import analyze, prepare_in_collector
+    from whyalive.report_merge import merge_reports
+
+    options = AnalysisOptions(min_bytes=min_bytes, where=where)
+    inside = dataclasses.replace(options, progress_after=None)
+
+    def analyze_now(objects: list[object]) -> Report:
+        return analyze(objects, inside)
 
     try:
-        watch.begin()
+        # What the program's own collections find is analysed and freed inside them, as
+        # in a check: a long program's garbage is not held until it exits.
+        prepare_in_collector()
+        watch.begin(analyze_now=analyze_now)
         error, code = _call(program)
         captured = watch.end()
-        report = analyze(captured.objects, AnalysisOptions(min_bytes=min_bytes, where=where))
+        records = [r for r in captured.records if isinstance(r, Report)]
+        report = merge_reports([analyze(captured.objects, options), *records])
         return [report], error, code
     finally:
         watch.abandon()
