@@ -455,6 +455,16 @@ def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     assert "a dict on `self` keyed by the arguments" in memo
     assert "module-level function" in module
     assert "module-level" not in _cache_alternatives(MemoModel._predict)[1]  # reads `self`
+
+    class Hostile:
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(name)
+
+    assert _cache_alternatives(Hostile()) == (
+        "the results on the instance instead (a dict on `self` keyed by the arguments, "
+        "filled on the first call)",
+        "",
+    )
     assert scaling(fixed=True) == scaling(fixed=False) == 6
     Scaling.factor.cache_clear()
     assert not find_leaks(scaling, fixed=True).found

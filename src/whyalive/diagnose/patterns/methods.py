@@ -303,37 +303,43 @@ class WrappedMethodOnSelfPattern:
         )
 
 
-def _reads_first_argument(function: object) -> bool:
-    """Whether the function (or the function of a bound method) reads its first parameter,
-    its ``self``; True when that cannot be told (no code object, a hostile object)."""
+def _code_of(function: object) -> types.CodeType | None:
+    """The code of a function or of a bound method's function; None for anything else,
+    hostile objects included."""
     try:
-        code = getattr(function, "__func__", function).__code__
-        if not isinstance(code, types.CodeType) or code.co_argcount < 1:
-            return True
-        me = code.co_varnames[0]
-        if me in code.co_cellvars:  # a nested function captures it
-            return True
-        for instruction in dis.get_instructions(code):
-            if instruction.opname.startswith(("LOAD_FAST", "LOAD_DEREF")):
-                names = instruction.argval
-                if names == me or (isinstance(names, tuple) and me in names):
-                    return True
-        return False
-    except Exception:  # hostile __getattr__ or an odd code object: assume it reads self
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+    except Exception:  # a raising __getattr__
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _reads_first_argument(code: types.CodeType | None) -> bool:
+    """Whether the code reads its first parameter, its ``self`` (True when unknown)."""
+    if code is None or code.co_argcount < 1:
         return True
+    me = code.co_varnames[0]
+    if me in code.co_cellvars:  # a nested function captures it
+        return True
+    for instruction in dis.get_instructions(code):
+        if instruction.opname.startswith(("LOAD_FAST", "LOAD_DEREF")):
+            names = instruction.argval  # a tuple for the paired loads of 3.13
+            if names == me or (isinstance(names, tuple) and me in names):
+                return True
+    return False
 
 
 def _cache_alternatives(wrapped: object) -> tuple[str, str]:
     """The fixes that keep every call ``obj.method(...)`` working (a ``cached_property``
     would not: callers call the method): the results kept on the instance, and a
     module-level cache only when the method never reads ``self``."""
-    try:
-        code = getattr(getattr(wrapped, "__func__", wrapped), "__code__", None)
-        only_self = isinstance(code, types.CodeType) and code.co_argcount == 1 and not (
+    code = _code_of(wrapped)
+    only_self = (
+        code is not None
+        and code.co_argcount == 1
+        and not (
             code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
         )
-    except Exception:  # hostile object: offer the general memo
-        only_self = False
+    )
     where = (
         "an attribute of `self` set on the first call and returned after"
         if only_self
@@ -342,7 +348,7 @@ def _cache_alternatives(wrapped: object) -> tuple[str, str]:
     memo = f"the results on the instance instead ({where})"
     module = (
         ""
-        if _reads_first_argument(wrapped)
+        if _reads_first_argument(code)
         else "; or, since the method does not read `self`, cache a module-level function of "
         "its arguments and call it from the method"
     )
