@@ -456,6 +456,12 @@ def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     assert "module-level function" in module
     assert "module-level" not in _cache_alternatives(MemoModel._predict)[1]  # reads `self`
 
+    def value(self: object) -> int:
+        return 1
+
+    assert "an attribute of `self` set on the first call" in _cache_alternatives(value)[0]
+    assert "module-level function" in _cache_alternatives(value)[1]
+
     class Hostile:
         def __getattr__(self, name: str) -> object:
             raise RuntimeError(name)

@@ -333,16 +333,11 @@ def _cache_alternatives(wrapped: object) -> tuple[str, str]:
     would not: callers call the method): the results kept on the instance, and a
     module-level cache only when the method never reads ``self``."""
     code = _code_of(wrapped)
-    only_self = (
-        code is not None
-        and code.co_argcount == 1
-        and not (
-            code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-        )
-    )
+    starred = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    shape = (code.co_argcount, code.co_kwonlyargcount, code.co_flags & starred) if code else ()
     where = (
         "an attribute of `self` set on the first call and returned after"
-        if only_self
+        if shape == (1, 0, 0)  # nothing but `self`
         else "a dict on `self` keyed by the arguments, filled on the first call"
     )
     memo = f"the results on the instance instead ({where})"
