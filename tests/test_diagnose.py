@@ -462,6 +462,11 @@ def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     assert "an attribute of `self` set on the first call" in _cache_alternatives(value)[0]
     assert "module-level function" in _cache_alternatives(value)[1]
 
+    def flags(self: object) -> list[int]:
+        return [n for n in range(3) if self]  # inlined on 3.12+: a paired load of `self`
+
+    assert _cache_alternatives(flags)[1] == ""
+
     class Hostile:
         def __getattr__(self, name: str) -> object:
             raise RuntimeError(name)

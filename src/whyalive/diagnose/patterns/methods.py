@@ -321,8 +321,8 @@ def _reads_first_argument(code: types.CodeType | None) -> bool:
     if me in code.co_cellvars:  # a nested function captures it
         return True
     for instruction in dis.get_instructions(code):
-        if instruction.opname.startswith(("LOAD_FAST", "LOAD_DEREF")):
-            names = instruction.argval  # a tuple for the paired loads of 3.13
+        if "LOAD_FAST" in instruction.opname or "LOAD_DEREF" in instruction.opname:
+            names = instruction.argval  # a pair for 3.13's STORE_FAST_LOAD_FAST and the like
             if names == me or (isinstance(names, tuple) and me in names):
                 return True
     return False
