@@ -384,8 +384,101 @@ def test_lru_cache_on_a_method() -> None:
     assert cycle.pattern == "method-cache"
     assert cut_names(cycle) == [".predict"]
     assert "Model._predict" in cycle.summary
-    assert "cached_property" in cycle.fix
+    # Callers call `model.predict(n)`: a cached_property would break them.
+    assert "cached_property" not in cycle.fix
+    assert "a dict on `self` keyed by the arguments" in cycle.fix
+    assert "module-level function" in cycle.fix  # `_predict` never reads `self`
     assert not find_leaks(Model, cycle=False).found
+
+
+class MemoModel:
+    """`Model` with the fix the report gives applied: a dict on `self` keyed by the
+    arguments, filled on the first call; `predict(n)` is called as before."""
+
+    def __init__(self) -> None:
+        self.weights = heavy()
+        self._predict_results: dict[int, int] = {}
+
+    def predict(self, n: int) -> int:
+        if n not in self._predict_results:
+            self._predict_results[n] = self._predict(n)
+        return self._predict_results[n]
+
+    def _predict(self, n: int) -> int:
+        return n + len(self.weights)
+
+
+def test_lru_cache_advice_applied_keeps_calls_and_frees() -> None:
+    """The advised per-instance memo: same answers, calls unchanged, nothing left."""
+    model = MemoModel()
+    assert [model.predict(2), model.predict(2)] == [2 + len(model.weights)] * 2
+    assert not find_leaks(MemoModel).found
+
+
+class Scaling:
+    def __init__(self) -> None:
+        self.weights = heavy()
+
+    @functools.cache  # noqa: B019 - the leak under test
+    def factor(self, n: int) -> int:
+        return n * 2
+
+
+def scaling_factor(n: int) -> int:
+    return n * 2
+
+
+class ScalingFixed:
+    """`Scaling` with the module-level fix: the method does not read `self`."""
+
+    def __init__(self) -> None:
+        self.weights = heavy()
+
+    def factor(self, n: int) -> int:
+        return cached_scaling_factor(n)
+
+
+cached_scaling_factor = functools.cache(scaling_factor)
+
+
+def scaling(*, fixed: bool) -> int:
+    made = ScalingFixed() if fixed else Scaling()
+    return made.factor(3)
+
+
+def test_method_cache_not_reading_self_offers_a_module_function() -> None:
+    """A cached method that never reads `self`: the module-level cache is offered, and
+    applying it gives the same answer with nothing kept."""
+    from whyalive.diagnose.patterns.methods import _cache_alternatives
+
+    memo, module = _cache_alternatives(Scaling.factor.__wrapped__)
+    assert "a dict on `self` keyed by the arguments" in memo
+    assert "module-level function" in module
+    assert "module-level" not in _cache_alternatives(MemoModel._predict)[1]  # reads `self`
+
+    def value(self: object) -> int:
+        return 1
+
+    assert "an attribute of `self` set on the first call" in _cache_alternatives(value)[0]
+    assert "module-level function" in _cache_alternatives(value)[1]
+
+    def flags(self: object) -> list[int]:
+        return [n for n in range(3) if self]  # inlined on 3.12+: a paired load of `self`
+
+    assert _cache_alternatives(flags)[1] == ""
+
+    class Hostile:
+        def __getattr__(self, name: str) -> object:
+            raise RuntimeError(name)
+
+    assert _cache_alternatives(Hostile()) == (
+        "the results on the instance instead (a dict on `self` keyed by the arguments, "
+        "filled on the first call)",
+        "",
+    )
+    assert scaling(fixed=True) == scaling(fixed=False) == 6
+    Scaling.factor.cache_clear()
+    assert not find_leaks(scaling, fixed=True).found
 
 
 def class_level_cache(*, cycle: bool) -> None:
