@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from whyalive.autograd_graph import sequence_mark
 from whyalive.gcstate import OWNER, Lease
 from whyalive.graph import core as graphcore
 
@@ -85,6 +86,8 @@ class GarbageWatch:
     def __init__(self) -> None:
         self._lease: Lease | None = None
         self._holds_freeze = False
+        self.autograd_mark: int | None = None
+        """The autograd sequence number at :meth:`begin`: nodes made later are the block's."""
 
     @property
     def active(self) -> bool:
@@ -108,6 +111,7 @@ class GarbageWatch:
         """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
+        self.autograd_mark = sequence_mark()
         self._holds_freeze, froze = OWNER.hold_freeze()
         if not froze:
             # Joining a frozen baseline (or the user's freeze) leaves what came since

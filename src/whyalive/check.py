@@ -19,7 +19,7 @@ from whyalive.analysis import AnalysisOptions
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
-from whyalive.pipeline import analyze, prepare_in_collector
+from whyalive.pipeline import analyze, prepare_in_collector, probe_block
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
@@ -234,7 +234,13 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             if recorder is not None:
                 recorder.close()
             captured.release()
-            watch.finish()
+            try:
+                # With the garbage freed and the baseline still frozen: what is left is alive.
+                probed = probe_block(watch, self._options())
+            finally:
+                watch.finish()
+        if probed is not None and self.report is not None:
+            self.report = merge_reports([self.report, probed])
         census, self._census = self._census, None
         if census is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.

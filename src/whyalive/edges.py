@@ -12,6 +12,7 @@ where it is a read-only view).
 
 from __future__ import annotations
 
+import collections
 import gc
 import sys
 import threading
@@ -20,8 +21,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from whyalive.autograd_graph import AutogradReader, name_node_edge
 from whyalive.edge_kinds import (
     ATTRIBUTE,
+    AUTOGRAD,
     BOUND_FUNC,
     BOUND_SELF,
     CELL,
@@ -39,6 +42,8 @@ from whyalive.edge_kinds import (
 )
 from whyalive.node_names import code_of, safe_repr, safe_type_name
 
+# Dicts whose entries are read with dict.items (an OrderedDict holds torch's hooks).
+_PLAIN_DICTS = (dict, collections.OrderedDict)
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _FRAME_LIKE = (types.FrameType, *_GENERATORS)
 
@@ -100,8 +105,8 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
         for index, item in enumerate(source):
             names.setdefault(id(item), EdgeName(INDEX, f"[{index}]"))
         return names
-    if cls is dict:
-        for key, value in source.items():
+    if cls in _PLAIN_DICTS:
+        for key, value in dict.items(source):
             names.setdefault(id(value), EdgeName(KEY, f"[{safe_repr(key)}]"))
             names.setdefault(id(key), EdgeName(KEY, "key"))
         return names
@@ -135,7 +140,7 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
             if item is target:
                 return EdgeName(INDEX, f"[{index}]")
         return None
-    if cls is dict:
+    if cls in _PLAIN_DICTS:
         return _name_dict_edge(source, target)
     if cls is types.TracebackType:
         for attr in ("tb_frame", "tb_next"):
@@ -190,7 +195,7 @@ def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | No
 
 def _name_dict_edge(mapping: dict[object, object], target: object) -> EdgeName | None:
     # Identity scans only: a key's __eq__/__hash__ is never called.
-    for key, value in mapping.items():
+    for key, value in dict.items(mapping):
         if value is target:
             return EdgeName(KEY, f"[{safe_repr(key)}]")
         if key is target:
@@ -225,24 +230,25 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
                 except AttributeError:
                     continue
     torch = sys.modules.get("torch")
-    if torch is not None and issubclass(type(obj), torch._C.TensorBase):
-        return _name_tensor_edge(obj, target)
+    if torch is None:
+        return None
+    reader = AutogradReader(torch)
+    if reader.is_tensor(obj):
+        return _name_tensor_edge(reader, obj, target)
+    if reader.is_node(obj):
+        name = name_node_edge(reader, obj, target)
+        return EdgeName(AUTOGRAD, name) if name is not None else None
     return None
 
 
-def _tensor_attribute(torch: Any, tensor: object, attr: str) -> object:
-    try:
-        return getattr(torch._C.TensorBase, attr).__get__(tensor)
-    except Exception:  # a tensor subclass or a dead tensor: no such attribute
-        return None
-
-
-def _name_tensor_edge(tensor: object, target: object) -> EdgeName | None:
-    torch = sys.modules["torch"]
-    with torch._C.DisableTorchFunctionSubclass():
-        for attr in ("grad_fn", "grad", "_base"):
-            if _tensor_attribute(torch, tensor, attr) is target:
-                return EdgeName(ATTRIBUTE, f".{attr}")
+def _name_tensor_edge(reader: AutogradReader, tensor: object, target: object) -> EdgeName:
+    # `.grad` only of a leaf: torch warns when a non-leaf's is read.
+    attrs = ("grad_fn", "_base", "grad") if reader.is_leaf(tensor) else ("grad_fn", "_base")
+    for attr in attrs:
+        if reader.tensor_field(tensor, attr) is target:
+            return EdgeName(ATTRIBUTE, f".{attr}")
+    if reader.hooks_dict(tensor) is target:
+        return EdgeName(INTERNAL, "._backward_hooks")
     return EdgeName(INTERNAL, "tensor internals")
 
 

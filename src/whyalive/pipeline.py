@@ -7,14 +7,23 @@ the report is returned, so the caller's release of the garbage frees it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 
 from whyalive.analysis import AnalysisOptions, Progress, find_cycles
-from whyalive.graph import build_graph
+from whyalive.autograd_graph import loaded_torch
+from whyalive.capture import GarbageWatch
+from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report
+from whyalive.uncollectable import find_uncollectable
+
+UNPROBED_NOTE = (
+    "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
+    "the heap frozen at the start (gc.freeze), and objects were already frozen."
+)
 
 
 @functools.cache
@@ -44,6 +53,67 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
         try:
             findings = find_cycles(graph, resolver, options, progress)
             progress.stage("writing the report")
+            return build_report(findings, options)
+        finally:
+            graph.release()
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def probe_uncollectable(
+    mark: int | None, options: AnalysisOptions, *, collect: bool = True
+) -> Report | None:
+    """What the block left that only loops through the autograd graph hold, as a report.
+
+    Call after the block's closing collection, with its baseline still frozen (see
+    :func:`whyalive.uncollectable.find_uncollectable`); ``mark`` is the autograd
+    sequence mark taken when the block began. The loops are in ``uncollectable``;
+    None when there are none.
+    """
+    graph = find_uncollectable(mark, collect=collect)
+    if graph is None:
+        return None
+    report = _analyze_graph(graph, options)
+    if not report.cycles:
+        return None
+    return dataclasses.replace(
+        report,
+        cycles=(),
+        uncollectable=report.cycles,
+        total_bytes=0,
+        bytes_by_device={},
+        garbage_objects=0,
+        cycle_count=0,
+        light_cycle_count=0,
+        notes=tuple(n for n in report.notes if n in options.notes),
+    )
+
+
+def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> Report | None:
+    """:func:`probe_uncollectable` for a watched block, after its garbage was released.
+
+    Only with the block's baseline frozen (otherwise what the block made cannot be
+    told from the rest of the heap: a report with that note). A failure of the probe
+    never fails the check: it becomes a note.
+    """
+    if not watch.used_freeze:
+        return Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
+    try:
+        return probe_uncollectable(watch.autograd_mark, options)
+    except Exception as error:  # the check's own findings stand; say what was not done
+        note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
+        return Report(notes=(note,))
+
+
+def _analyze_graph(graph: ObjectGraph, options: AnalysisOptions) -> Report:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            findings = find_cycles(
+                graph, KindResolver(), options, Progress(len(graph), options.progress_after)
+            )
             return build_report(findings, options)
         finally:
             graph.release()

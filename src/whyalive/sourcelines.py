@@ -140,6 +140,11 @@ class SourceLines:
 
     def line_for(self, view: CycleView, edge: NamedEdge) -> tuple[str | None, str | None]:
         """(``"leaky.py:6  self.on_step = self.step"``, None), or (None, why not)."""
+        if edge.name.kind == ek.KEY and type(view.obj(edge.source)) is OrderedDict:
+            # A hook in torch's hook dict: the line is the call that registered it.
+            registered = self._registration(view.obj(edge.target))
+            if registered is not None:
+                return registered, None
         if edge.name.kind not in _SEARCHED:
             return None, None
         target = _target_of(view, edge)
@@ -149,6 +154,7 @@ class SourceLines:
         codes = list(_codes_to_search(view, edge))
         made = _function_names(view)
         searched = False
+        placeholder: str | None = None
         for code, scope_up in codes:
             parsed = self.parsed(code.co_filename)
             if parsed is None:
@@ -165,13 +171,73 @@ class SourceLines:
                     flagged = parsed.lint_code(code.co_filename, lineno, statement)
                     rule = f"  # {flagged}" if flagged else ""
                     where = f"{os.path.basename(code.co_filename)}:{lineno}"
-                    return f"{where}  {text}{rule}", None
+                    if not _stores_constant(statement):
+                        return f"{where}  {text}{rule}", None
+                    # `self.x = None` in __init__ only names the attribute: look further.
+                    placeholder = placeholder or f"{where}  {text}{rule}"
+        if placeholder is not None:
+            return placeholder, None
         spelled = {"attribute": f"`.{name}`", "key": f"`[{name!r}]`"}.get(what, f"`{name}`")
         if not codes:
             return None, f"no function in the cycle shows where {spelled} is stored"
         if not searched:
             return None, f"the source that stores {spelled} could not be read"
         return None, f"no line in the cycle's functions stores {spelled}"
+
+    def _registration(self, hook: object) -> str | None:
+        """``model.py:12  y.register_hook(lambda g: g * y)``: the call that registered a
+        hook (``register_hook``, ``register_forward_hook``, ...), found around the hook's
+        own definition: the call it is written in, or one in its scope that names it."""
+        function = _function_of(hook)
+        if function is None:
+            return None
+        code = function.__code__
+        parsed = self.parsed(code.co_filename)
+        if parsed is None:
+            return None
+        for defined in parsed.functions_by_line.get(code.co_firstlineno, ()):
+            node: ast.AST | None = parsed.parents.get(defined)
+            while node is not None and not isinstance(node, ast.stmt):
+                if _registers(node):
+                    return self._statement_line(parsed, code.co_filename, node)
+                node = parsed.parents.get(node)
+            scope = _enclosing(parsed, defined)
+            for call in ast.walk(scope) if scope is not None else ():
+                if _registers(call) and any(
+                    _names(arg, function.__name__)
+                    for arg in call.args  # type: ignore[attr-defined]
+                ):
+                    return self._statement_line(parsed, code.co_filename, call)
+        return None
+
+    def _statement_line(self, parsed: _ParsedFile, filename: str, node: ast.AST) -> str:
+        while not isinstance(node, ast.stmt) and node in parsed.parents:
+            node = parsed.parents[node]
+        lineno = getattr(node, "lineno", 1)
+        text = _code_of(parsed.lines[lineno - 1], node)
+        flagged = parsed.lint_code(filename, lineno, node)
+        rule = f"  # {flagged}" if flagged else ""
+        return f"{os.path.basename(filename)}:{lineno}  {text}{rule}"
+
+
+def _stores_constant(statement: ast.AST) -> bool:
+    """``self.x = None``, ``self.n: int = 0``: a store of a literal constant."""
+    return isinstance(getattr(statement, "value", None), ast.Constant)
+
+
+def _registers(node: ast.AST) -> bool:
+    """A call of a hook registration method (``x.register_hook(...)``, ``register_*_hook``)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    name = node.func.attr.lstrip("_")
+    return name.startswith("register") and name.endswith("hook")
+
+
+def _names(arg: ast.AST, name: str) -> bool:
+    """``hook`` or ``self.hook``: an argument that names the function ``name``."""
+    return (isinstance(arg, ast.Name) and arg.id == name) or (
+        isinstance(arg, ast.Attribute) and arg.attr == name
+    )
 
 
 def _target_of(view: CycleView, edge: NamedEdge) -> tuple[str, object] | None:
@@ -206,9 +272,15 @@ def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.C
             yield frame.f_code, False
         return
     if edge.name.kind == ek.ATTRIBUTE:
-        for value in type_namespace(type(view.obj(edge.source))).values():
-            if type(value) is types.FunctionType:
-                yield value.__code__, False
+        holder = type(view.obj(edge.source))
+        # A custom autograd.Function's ctx: `ctx.x = ...` is written in the Function's forward.
+        function_class = type_namespace(holder).get("_forward_cls")
+        for cls in (holder, function_class) if isinstance(function_class, type) else (holder,):
+            for value in type_namespace(cls).values():
+                if type(value) in (staticmethod, classmethod):
+                    value = value.__func__
+                if type(value) is types.FunctionType:
+                    yield value.__code__, False
     for node in view.shown:
         obj = view.obj(node)
         function = _function_of(obj)

@@ -30,6 +30,9 @@ class ObjectGraph:
     garbage_count: int
     heavy_candidates: list[int] = field(default_factory=list)
     """Nodes whose type some heavy-object kind covers, ascending."""
+    cpp_edges: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(source, target) -> name of each edge that the autograd graph holds in C++ (the
+    GC cannot see it): ``.grad_fn``, ``register_prehook() hooks``, ``._saved_self``."""
 
     def __len__(self) -> int:
         return len(self.nodes)

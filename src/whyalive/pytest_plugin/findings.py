@@ -6,7 +6,6 @@ with xdist's reports); the summary groups them by cycle signature.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
     Only cycles worth fixing fail or warn (see :mod:`whyalive.verdict`); the
     others are recorded for the session summary with the reason they did not fail.
     """
-    from whyalive.verdict import split_cycles
+    from whyalive.verdict import only, split_cycles
 
     texts = []
     first_phase = ""
@@ -56,7 +55,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
             )
         if not failing:
             continue
-        report = dataclasses.replace(leak.report, cycles=tuple(failing))
+        report = only(leak.report, failing)
         text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{report.render('text')}"
         written = _write_report(state, item, Leak(leak.phase, report))
         if written:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from whyalive.report import Edge, Report
 from whyalive.words import (
+    UNCOLLECTABLE_TITLE,
     edge_label,
     index_range_words,
     loop_gap_words,
@@ -117,7 +118,13 @@ def _nodes_of(first: tuple[int, ...], edges: tuple[ViewEdge, ...]) -> tuple[int,
 def graph_views(report: Report) -> tuple[GraphView, ...]:
     """One view per cycle and per still-alive object, each with its own nodes and edges."""
     views: list[GraphView] = []
-    for number, cycle in enumerate(report.cycles, 1):
+    numbered = [
+        (f"cycle-{n}", f"Cycle {n}: {c.title}", c) for n, c in enumerate(report.cycles, 1)
+    ] + [
+        (f"uncollectable-{n}", f"{UNCOLLECTABLE_TITLE} {n}: {c.title}", c)
+        for n, c in enumerate(report.uncollectable, 1)
+    ]
+    for key, title, cycle in numbered:
         cut = {(e.source, e.target, e.name) for e in (cycle.cut.edges if cycle.cut else ())}
         edges = list(cycle.edges)
         for path in cycle.holder_paths:
@@ -135,8 +142,8 @@ def graph_views(report: Report) -> tuple[GraphView, ...]:
         hidden_bytes = sum(report.node(h).size for h in hidden if 0 <= h < len(report.nodes))
         views.append(
             GraphView(
-                f"cycle-{number}",
-                f"Cycle {number}: {cycle.title}",
+                key,
+                title,
                 nodes,
                 drawn,
                 cycle.members,

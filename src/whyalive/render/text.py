@@ -7,6 +7,8 @@ from typing import ClassVar, Literal
 from whyalive.report import AliveObject, CycleReport, Edge, Report
 from whyalive.words import (
     BLIND_SPOTS,
+    UNCOLLECTABLE_SECTION,
+    UNCOLLECTABLE_TITLE,
     cut_sentence,
     edge_label,
     holding_words,
@@ -108,11 +110,17 @@ class TextRenderer:
         for number, cycle in enumerate(report.cycles, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle))
+        if report.uncollectable:
+            lines.append("")
+            lines.append(self._bold(f"{UNCOLLECTABLE_SECTION}:"))
+        for number, cycle in enumerate(report.uncollectable, 1):
+            lines.append("")
+            lines.extend(self._cycle(report, number, cycle, UNCOLLECTABLE_TITLE))
         for alive in report.alive:
             lines.append("")
             lines.extend(self._alive(report, alive))
         notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
-        if (report.cycles or report.alive) and notes:
+        if report.found and notes:
             lines.append("")
             lines.extend(f"Note: {note}" for note in notes)
         return "\n".join(lines) + "\n"
@@ -134,7 +142,9 @@ class TextRenderer:
             lines.append(f"  Allocated: {alive.allocation_site}")
         return lines
 
-    def _cycle(self, report: Report, number: int, cycle: CycleReport) -> list[str]:
+    def _cycle(
+        self, report: Report, number: int, cycle: CycleReport, noun: str = "Cycle"
+    ) -> list[str]:
         """Pattern, size and place; cut and fix; what it holds; then the loop and paths."""
         full = self.detail == "full"
         times = f", {plural(cycle.occurrences, 'occurrence')}" if cycle.occurrences > 1 else ""
@@ -143,7 +153,7 @@ class TextRenderer:
         at = f", at {place}" if place else ""
         lines = [
             self._bold(
-                f"Cycle {number}: {cycle.title} [{cycle.pattern}]: "
+                f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "
                 f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}"
             )
         ]

@@ -32,6 +32,8 @@ from whyalive.words.basics import (
     verb,
 )
 from whyalive.words.headlines import (
+    UNCOLLECTABLE_SECTION,
+    UNCOLLECTABLE_TITLE,
     cut_sentence,
     cycle_meta_words,
     cycles_headline,
@@ -50,6 +52,7 @@ from whyalive.words.headlines import (
     run_words,
     shared_words,
     summary_headline,
+    uncollectable_words,
     unreported_note,
     unshown_note,
 )
@@ -77,6 +80,8 @@ __all__ = [
     "BLIND_SPOTS",
     "MAX_CUT_PHRASES",
     "MAX_HOLDER_PHRASES",
+    "UNCOLLECTABLE_SECTION",
+    "UNCOLLECTABLE_TITLE",
     "Reference",
     "a_code",
     "an",
@@ -125,6 +130,7 @@ __all__ = [
     "steps_words",
     "summary_headline",
     "through_words",
+    "uncollectable_words",
     "unreported_note",
     "unshown_note",
     "verb",

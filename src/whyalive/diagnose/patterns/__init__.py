@@ -9,6 +9,7 @@ add one.
 
 from __future__ import annotations
 
+from whyalive.diagnose.patterns import autograd
 from whyalive.diagnose.patterns.base import Pattern, PatternMatch
 from whyalive.diagnose.patterns.closures import RecursiveClosurePattern
 from whyalive.diagnose.patterns.containers import (
@@ -49,6 +50,8 @@ UNRECOGNISED = UnrecognisedPattern()
 PATTERNS: tuple[Pattern, ...] = (
     # First: pytest's own objects make the test's cycles look like user patterns.
     PytestIdiomPattern(),
+    # Before the closures and methods they are made of: what is attached to autograd.
+    *autograd.PATTERNS,
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),

@@ -1,0 +1,391 @@
+"""Loops through the autograd graph: hooks, ``ctx`` attributes and metadata that refer back.
+
+A tensor owns its autograd node (``grad_fn``) in C++, and the node owns what is
+attached to it. When the attachment refers back to the tensor, the loop runs
+through C++; the cyclic GC cannot see those references and never frees it
+(:mod:`whyalive.uncollectable` finds such loops; their C++ references are edges of
+kind ``autograd``). The same shapes also occur where the GC does see every
+reference (a node nothing else holds); the words then say it is freed late.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from whyalive import edge_kinds as ek
+from whyalive.autograd_graph import NODE_HOOKS, NODE_PREHOOKS, TENSOR_HOOKS
+from whyalive.diagnose.naming import (
+    chain,
+    expression,
+    label,
+    qualname_of,
+    reference_code,
+    short_name,
+)
+from whyalive.diagnose.patterns.base import PatternMatch
+from whyalive.guarded import type_namespace, type_qualname, type_short_name
+from whyalive.paths import CycleView, NamedEdge
+from whyalive.words import a_code
+
+METADATA = ".metadata"
+BACKWARD_HOOKS = "._backward_hooks"
+_MODULE_HOOK_DICTS = {
+    "._forward_hooks": "register_forward_hook",
+    "._forward_pre_hooks": "register_forward_pre_hook",
+    "._backward_hooks": "register_full_backward_hook",
+    "._backward_pre_hooks": "register_full_backward_pre_hook",
+}
+_USER_STEPS = (ek.CELL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.LOCAL)
+
+
+def _tensor_type() -> type | None:
+    torch = sys.modules.get("torch")
+    found = getattr(getattr(torch, "_C", None), "TensorBase", None)
+    return found if isinstance(found, type) else None
+
+
+def _is_tensor(view: CycleView, node: int) -> bool:
+    base = _tensor_type()
+    return base is not None and issubclass(type(view.obj(node)), base)
+
+
+def _through_cpp(view: CycleView) -> bool:
+    """Whether the loop closes through references only C++ holds (never collected)."""
+    return bool(view.graph.cpp_edges)
+
+
+def _named(view: CycleView, name: str) -> list[NamedEdge]:
+    return [edge for edge in view.edges if edge.name.name == name]
+
+
+def _tensor_code(view: CycleView, tensor: int) -> str | None:
+    """How the user's code names a tensor (``y``, ``self.acts``), if it does."""
+    for edge in view.edges_into(tensor):
+        if edge.name.kind in _USER_STEPS:
+            code = reference_code(view, edge)
+            if code:
+                return code
+    return None
+
+
+def _node_words(view: CycleView, node: int) -> str:
+    return type_short_name(type(view.obj(node)))
+
+
+def _grad_fn_of(view: CycleView, node: int) -> int | None:
+    """The tensor in the cycle whose ``grad_fn`` is ``node``."""
+    for edge in view.edges_into(node):
+        if edge.name.name == ".grad_fn" and _is_tensor(view, edge.source):
+            return edge.source
+    return None
+
+
+def _never_freed(view: CycleView, holder: str) -> str:
+    if _through_cpp(view):
+        return (
+            f"{holder} holds it in C++, where the cyclic GC cannot see it: the collector "
+            "takes the loop for something held from outside and never frees it, so the "
+            "tensor, its graph and everything the loop reaches stay alive until the process ends"
+        )
+    return (
+        f"{holder} holds it; here nothing else held the node, so the collector saw the whole "
+        "loop and frees it at its next run, but until then the tensor and its graph stay alive"
+    )
+
+
+def _captures(view: CycleView, start: int, goal: int) -> tuple[str, list[NamedEdge]]:
+    """How a hook keeps ``goal``: ("`y`", steps) or ("`self`, which holds it", steps)."""
+    steps = chain(view, start, goal)
+    cells = [e for e in steps if e.name.kind == ek.CELL]
+    first = steps[1] if len(steps) > 1 and steps[0].name.kind == ek.CLOSURE else None
+    if first is not None and first.name.kind == ek.CELL and first.target == goal:
+        named = _tensor_code(view, goal)
+        return (f"`{named}` itself" if named else "the tensor itself"), steps
+    if cells:
+        variable = reference_code(view, cells[0])
+        if variable:
+            return f"`{variable}`, which holds it", steps
+    if steps and steps[0].name.kind == ek.BOUND_SELF:
+        return f"its object {label(view, steps[0].target)}, which holds it", steps
+    return "an object that holds it", steps
+
+
+class TensorHookPattern:
+    """``y.register_hook(lambda g: g * y.sum())``: the hook refers back to its tensor."""
+
+    name = "tensor-hook-loop"
+    title = "tensor hook that refers back to its tensor"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A tensor's hook dict in the loop, one of whose hooks leads back to the tensor."""
+        for edge in _named(view, TENSOR_HOOKS) + _named(view, BACKWARD_HOOKS):
+            tensor = (
+                edge.source if _is_tensor(view, edge.source) else _grad_fn_of(view, edge.source)
+            )
+            if tensor is None:
+                continue
+            for entry in view.edges_from(edge.target):
+                if entry.name.kind == ek.KEY and chain(view, entry.target, tensor):
+                    return self._words(view, tensor, entry)
+        return None
+
+    def _words(self, view: CycleView, tensor: int, entry: NamedEdge) -> PatternMatch:
+        name = _tensor_code(view, tensor)
+        code = f"`{name}`" if name else "the tensor"
+        grad_fn = next(
+            (e.target for e in view.edges_from(tensor) if e.name.name == ".grad_fn"), None
+        )
+        node = "its node"
+        if grad_fn is not None:
+            kind = _node_words(view, grad_fn)
+            node = f"`{name}.grad_fn` ({kind})" if name else f"its `grad_fn` ({kind})"
+        what, _ = _captures(view, entry.target, tensor)
+        registered = f"`{name}.register_hook(...)`" if name else "`register_hook`"
+        summary = (
+            f"the hook {label(view, entry.target)} registered with {registered} captures "
+            f"{what}, and {node} holds the hook"
+        )
+        explanation = (
+            f"`register_hook` stores the hook in a dict that the tensor's autograd node "
+            f"({node}) keeps, and the hook refers back to {code}, which owns that node: "
+            f"tensor -> grad_fn -> hooks -> hook -> tensor. {_never_freed(view, 'The node')}."
+        )
+        if name:
+            fix = (
+                f"Keep the handle and remove the hook once it has run (`handle = "
+                f"{name}.register_hook(...)`, later `handle.remove()`); inside the hook use the "
+                f"gradient it is given, or `weakref.ref({name})`, rather than `{name}` itself; "
+                f"and where only the values are needed keep `{name}.detach()`, not the tensor "
+                "with its graph."
+            )
+        else:
+            fix = (
+                "Keep the handle `register_hook` returns and remove the hook once it has run "
+                "(`handle.remove()`); inside the hook use the gradient it is given, or a "
+                "`weakref.ref` of the tensor, rather than the tensor itself; and where only the "
+                "values are needed keep its `detach()`ed copy, not the tensor with its graph."
+            )
+        owner = f"{name}'s" if name else "the tensor's"
+        cut_words = f"the hook in {owner} hook dict (at `{entry.name.name}`)"
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [entry], "WAL401", cut_words
+        )
+
+
+class ModuleHookPattern:
+    """Grad-CAM: an object's bound methods are a module's hooks and it keeps the output."""
+
+    name = "module-hook-loop"
+    title = "module hooks whose object keeps the module's output with its graph"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A bound method in a module's hook dict whose object holds a tensor of the loop."""
+        for edge in view.edges:
+            if edge.name.kind != ek.BOUND_SELF:
+                continue
+            method, owner = edge.source, edge.target
+            registrars = [
+                _MODULE_HOOK_DICTS[held.name.name]
+                for into in view.edges_into(method)
+                for held in view.edges_into(into.source)
+                if held.name.name in _MODULE_HOOK_DICTS
+            ]
+            kept = [
+                e
+                for e in view.edges_from(owner)
+                if e.name.kind in _USER_STEPS and _kept_tensor(view, e)
+            ]
+            if registrars and kept and _through_cpp(view):
+                return self._words(view, method, owner, registrars[0], kept)
+        return None
+
+    def _words(
+        self, view: CycleView, method: int, owner: int, registrar: str, kept: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        func = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
+        stored = [expression("self", [e]) or e.name.name for e in kept]
+        summary = (
+            f"{a_code(cls)} object registers its own method `{func}` with `{registrar}` and "
+            f"keeps the module's output with its autograd graph in `{stored[0]}`"
+        )
+        explanation = (
+            f"Module hooks live in the module's hook dicts, and a full backward hook is also "
+            f"held by the autograd graph of the output (its `grad_fn`, in C++). The `{cls}` "
+            f"object's bound method holds the object, which holds the output "
+            f"(`{stored[0]}`), whose graph holds the hook again. "
+            f"{_never_freed(view, 'The graph')}, and the module with its weights with it."
+        )
+        fix = (
+            f"Store the output without its graph (`{stored[0]} = output.detach()`, and the "
+            f"same for gradients), and remove the hooks when done: keep the handle `{registrar}` "
+            "and the other registrations return and call `handle.remove()` on each (in a "
+            "`close()` method or at the end of a `with` block), so the module no longer holds "
+            "the object."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, kept, None)
+
+
+def _kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
+    """Whether ``edge`` leads, through containers, to a tensor of the loop."""
+    if _is_tensor(view, edge.target):
+        return True
+    return any(_is_tensor(view, e.target) for e in view.edges_from(edge.target))
+
+
+class NodeHookPattern:
+    """``node.register_prehook(hook)`` where the hook keeps a structure that holds the node."""
+
+    name = "node-hook-loop"
+    title = "autograd node hook that refers back to its node"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A node's hook dict in the loop whose hook leads back to the node (or its tensor)."""
+        for edge in _named(view, NODE_PREHOOKS) + _named(view, NODE_HOOKS):
+            node = edge.source
+            goals = [node] + [t for t in [_grad_fn_of(view, node)] if t is not None]
+            for entry in view.edges_from(edge.target):
+                if entry.name.kind != ek.KEY:
+                    continue
+                for goal in goals:
+                    steps = chain(view, entry.target, goal)
+                    if steps:
+                        return self._words(view, edge, entry, goal, steps)
+        return None
+
+    def _words(
+        self,
+        view: CycleView,
+        dict_edge: NamedEdge,
+        entry: NamedEdge,
+        goal: int,
+        steps: list[NamedEdge],
+    ) -> PatternMatch:
+        node = dict_edge.source
+        kind = type_short_name(type(view.obj(node)))
+        registrar = dict_edge.name.name.removesuffix("() hooks")
+        user = [e for e in steps if e.name.kind in _USER_STEPS and e.name.kind != ek.CELL]
+        back = user[-1] if user else None
+        cells = [e for e in steps if e.name.kind == ek.CELL]
+        variable = reference_code(view, cells[0]) if cells else None
+        after = steps[steps.index(cells[0]) + 1 :] if cells else []
+        held_at = expression(variable, after) if variable else None
+        named = _tensor_code(view, goal) if goal != node else None
+        what = f"`{named}`" if named else ("the node" if goal == node else "its output tensor")
+        where = f" at `{held_at}`" if held_at else ""
+        captured = f"`{variable}`" if variable else "a structure"
+        summary = (
+            f"a hook registered with `{registrar}` on the autograd node `{kind}` captures "
+            f"{captured}, which holds {what}{where}"
+        )
+        explanation = (
+            f"`{registrar}` stores the hook in a dict that the node keeps in C++; the hook "
+            f"reaches {what} again through {captured}: node -> hooks -> hook -> "
+            f"{captured} -> node. {_never_freed(view, 'The node')}."
+        )
+        clear = f"drop the reference when the step is done (`{held_at}` out of the structure"
+        if held_at and "[" in held_at:
+            container = held_at.rsplit("[", 1)[0]
+            clear += f", e.g. `{container}.clear()`"
+        clear += ")" if held_at else ""
+        fix = (
+            f"Remove the hook once backward has run (`handle = node.{registrar}(...)`, then "
+            f"`handle.remove()`), or "
+            + (clear if held_at else "drop the structure's reference to the node after backward")
+            + "; autograd nodes cannot be weakly referenced, so keep them only as long as the "
+            "step needs them."
+        )
+        cut = [back] if back is not None else [entry]
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL401")
+
+
+class CtxAttributePattern:
+    """``ctx.y = y`` in a custom ``autograd.Function``: the output's node keeps the output."""
+
+    name = "ctx-attribute"
+    title = "tensor stored as a ctx attribute of a custom autograd.Function"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A custom Function's ``ctx`` whose attribute holds a tensor of the loop."""
+        for node in view.shown:
+            function = _function_class(view.obj(node))
+            if function is None:
+                continue
+            for edge in view.edges_from(node):
+                if edge.name.kind == ek.ATTRIBUTE and _kept_tensor(view, edge):
+                    return self._words(view, function, edge)
+        return None
+
+    def _words(self, view: CycleView, function: type, edge: NamedEdge) -> PatternMatch:
+        cls = short_name(type_qualname(function))
+        attr = edge.name.name
+        value = attr[1:]
+        summary = (
+            f"the custom Function `{cls}` stores a tensor in `ctx{attr}`, and that tensor's "
+            f"`grad_fn` is the same `ctx`"
+        )
+        explanation = (
+            f"For a custom `autograd.Function` the output's `grad_fn` is the `ctx` object "
+            f"itself. `ctx{attr} = ...` in `{cls}.forward` makes `ctx` hold the output (or a "
+            f"tensor that leads to it): output -> grad_fn (ctx) -> `{attr}` -> output. "
+            f"{_never_freed(view, 'The autograd graph')}."
+        )
+        fix = (
+            f"In `{cls}.forward` save it with `ctx.save_for_backward({value})` instead of "
+            f"`ctx{attr} = {value}`, and read it back in `backward` with "
+            f"`{value}, = ctx.saved_tensors`; saved tensors do not keep the output's graph."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [edge], None)
+
+
+def _function_class(obj: object) -> type | None:
+    """The ``autograd.Function`` subclass whose ``ctx`` this is, if it is one."""
+    found = type_namespace(type(obj)).get("_forward_cls")
+    return found if isinstance(found, type) else None
+
+
+class NodeMetadataPattern:
+    """``y.grad_fn.metadata["out"] = y``: the node's metadata keeps its own tensor."""
+
+    name = "node-metadata"
+    title = "object kept in its own autograd node's metadata"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A node's ``metadata`` dict in the loop, one of whose values leads back."""
+        for edge in _named(view, METADATA):
+            node = edge.source
+            goals = [node] + [t for t in [_grad_fn_of(view, node)] if t is not None]
+            for entry in view.edges_from(edge.target):
+                if entry.name.kind == ek.KEY and any(chain(view, entry.target, g) for g in goals):
+                    return self._words(view, node, entry)
+        return None
+
+    def _words(self, view: CycleView, node: int, entry: NamedEdge) -> PatternMatch:
+        kind = type_short_name(type(view.obj(node)))
+        tensor = _grad_fn_of(view, node)
+        name = _tensor_code(view, tensor) if tensor is not None else None
+        place = f"{name}.grad_fn.metadata{entry.name.name}" if name else None
+        said = f"`{place}`" if place else f"the `metadata{entry.name.name}` of `{kind}`"
+        summary = f"{said} holds {label(view, entry.target)}, which leads back to the node"
+        explanation = (
+            f"A node's `metadata` dict lives as long as the node, and the node as long as its "
+            f"tensor. Keeping the tensor (or an object that holds it) there closes a loop: "
+            f"tensor -> grad_fn -> metadata -> tensor. {_never_freed(view, 'The node')}."
+        )
+        remove = f"`del {place}`" if place else "delete the entry"
+        fix = (
+            f"Keep only plain values or a `weakref.ref` of the tensor in {said}, keep "
+            f"per-tensor data in a side table (a `weakref.WeakKeyDictionary` keyed by the "
+            f"tensor), or {remove} when done."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, [entry], "WAL402")
+
+
+PATTERNS = (
+    ModuleHookPattern(),
+    TensorHookPattern(),
+    NodeHookPattern(),
+    NodeMetadataPattern(),
+    CtxAttributePattern(),
+)
+"""In the order they are tried: the most specific attachment first."""
