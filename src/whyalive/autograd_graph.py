@@ -97,7 +97,8 @@ class AutogradReader:
 
     def grad_fn(self, tensor: object) -> object | None:
         """The tensor's autograd node (None for leaves and tensors without a graph)."""
-        return self.tensor_field(tensor, "grad_fn")
+        found: object | None = self.tensor_field(tensor, "grad_fn")
+        return found
 
     def is_leaf(self, tensor: object) -> bool:
         """Whether the tensor has no ``grad_fn`` (``.grad`` is only read on leaves)."""

@@ -277,8 +277,8 @@ def _codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.C
         function_class = type_namespace(holder).get("_forward_cls")
         for cls in (holder, function_class) if isinstance(function_class, type) else (holder,):
             for value in type_namespace(cls).values():
-                if type(value) in (staticmethod, classmethod):
-                    value = value.__func__
+                if type(value) in (staticmethod, classmethod):  # no user __class__ runs
+                    value = value.__func__  # type: ignore[attr-defined]
                 if type(value) is types.FunctionType:
                     yield value.__code__, False
     for node in view.shown:

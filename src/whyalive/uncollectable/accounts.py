@@ -169,11 +169,11 @@ def _hook_dicts(accounts: Accounts, reader: AutogradReader, hooked: list[object]
                 accounts.explained[_add(accounts, source, hooks, name)] += 1
     if not _unexplained_dicts(accounts):
         return
-    for node in hooked:
+    for hooked_node in hooked:
         # Read last: torch makes an empty metadata dict for a node that had none.
-        metadata = reader.metadata(node)
+        metadata = reader.metadata(hooked_node)
         if metadata is not None and id(metadata) in accounts.index:
-            source = accounts.index[id(node)]
+            source = accounts.index[id(hooked_node)]
             accounts.explained[_add(accounts, source, metadata, ".metadata")] += 1
 
 
