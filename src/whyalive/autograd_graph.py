@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from whyalive.guarded import type_short_name
@@ -148,11 +148,13 @@ class AutogradReader:
             return None
         return found if self.is_tensor(found) else None
 
-    def saved(self, node: object) -> list[tuple[str, object]]:
+    def saved(self, node: object, *, inputs_only: bool = False) -> list[tuple[str, object]]:
         """(``_saved_self``, tensor) for each tensor the node still holds for backward.
 
         Read through ``_raw_saved_*``: once ``backward()`` freed a saved tensor its
         ``data`` is None, where ``_saved_*`` would raise (and format) a C++ error.
+        Reading a saved output (``_saved_result``) makes a new Python tensor over
+        storage the output shares; ``inputs_only`` leaves those out.
         """
         cls = type(node)
         names = _SAVED_NAMES.get(cls)
@@ -166,6 +168,8 @@ class AutogradReader:
             )
         found: list[tuple[str, object]] = []
         for name in names:
+            if inputs_only and name.startswith("_raw_saved_result"):
+                continue
             try:
                 raw = getattr(node, name)
             except Exception:
@@ -236,11 +240,17 @@ class AutogradReader:
             seen.clear()
         return found
 
-    def walk(self, roots: Iterable[object], seen: dict[int, object]) -> Iterator[object]:
+    def walk(
+        self,
+        roots: Iterable[object],
+        seen: dict[int, object],
+        stop: Callable[[object], bool] | None = None,
+    ) -> Iterator[object]:
         """Each node reachable from ``roots`` (nodes) not yet in ``seen``, once; bounded.
 
         ``seen`` (id -> node) is shared by the walks of one analysis and holds the
-        nodes until the caller drops it.
+        nodes until the caller drops it. A node for which ``stop`` is true is given
+        but not walked past.
         """
         stack = [node for node in roots if node is not None]
         while stack and self.visited < MAX_NODES:
@@ -250,7 +260,8 @@ class AutogradReader:
             seen[id(node)] = node
             self.visited += 1
             yield node
-            stack.extend(self.next_nodes(node))
+            if stop is None or not stop(node):
+                stack.extend(self.next_nodes(node))
 
 
 def _no_hook(*args: object) -> None:

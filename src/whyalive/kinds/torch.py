@@ -8,6 +8,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from whyalive.autograd_graph import AutogradReader
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.words import size_to_words
@@ -69,11 +70,6 @@ class TorchKind:
         )
 
 
-# Autograd graphs of a training step have thousands of nodes; past this the rest
-# of a graph is not searched (its tensors are then simply not counted).
-MAX_AUTOGRAD_NODES = 100_000
-
-
 class AutogradWalk:
     """Tensors that only the garbage's autograd graphs hold.
 
@@ -96,6 +92,7 @@ class AutogradWalk:
         self._by_root: dict[int, list[int]] = {}
         self._grad_of: dict[int, int] = {}  # a leaf's gradient -> the leaf (both found)
         self._kind = TorchKind()
+        self._reader = AutogradReader(sys.modules["torch"])
 
     def visit(self, node: int, tensor: object) -> None:
         """Walk ``tensor``'s autograd graph (``node`` is its index in the object graph)."""
@@ -107,23 +104,16 @@ class AutogradWalk:
             self._by_root[node] = found
 
     def _walk(self, tensor: object) -> list[int]:
-        torch: Any = sys.modules["torch"]
-        base = torch._C.TensorBase
+        reader = self._reader
         found: list[int] = []
-        with torch._C.DisableTorchFunctionSubclass():
-            stack = [base.grad_fn.__get__(tensor)]
-            while stack and len(self._visited) < MAX_AUTOGRAD_NODES:
-                node = stack.pop()
-                if node is None or id(node) in self._visited:
-                    continue
-                self._visited[id(node)] = node
-                for held, leaf in _tensors_of(node, base):
+        with reader.torch._C.DisableTorchFunctionSubclass():
+            for node in reader.walk([reader.grad_fn(tensor)], self._visited):
+                for held, leaf in _tensors_of(reader, node):
                     if id(held) not in self._found:
                         self._found[id(held)] = held
                         found.append(id(held))
                         if leaf is not None:
                             self._grad_of[id(held)] = id(leaf)
-                stack.extend(next_node for next_node, _ in node.next_functions)
         return found
 
     def finish(
@@ -198,31 +188,18 @@ def _reference_count(mapping: dict[int, object], key: int) -> int:
     return sys.getrefcount(mapping[key])
 
 
-# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once.
-_SAVED_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
+def _tensors_of(reader: AutogradReader, node: object) -> list[tuple[object, object | None]]:
     """The tensors an autograd node holds (saved tensors, its leaf), each with the leaf
     whose gradient it is, if it is one."""
     values: list[object] = []
     grads: list[tuple[object, object | None]] = []
-    variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf it feeds
-    if issubclass(type(variable), base):
+    variable = reader.variable(node)  # AccumulateGrad: the leaf it feeds
+    if variable is not None:
         values.append(variable)
-        grads.append((base.grad.__get__(variable), variable))
-    names = _SAVED_NAMES.get(type(node))
-    if names is None:
-        names = _SAVED_NAMES.setdefault(
-            type(node), tuple(n for n in dir(node) if n.startswith("_saved_"))
-        )
-    for name in names:
-        try:
-            value = getattr(node, name)
-        except RuntimeError:  # freed by backward(): nothing held any more
-            continue
-        values.extend(value if type(value) in (tuple, list) else (value,))
+        grads.append((reader.tensor_field(variable, "grad"), variable))
+    values.extend(tensor for _, tensor in reader.saved(node))
     # 0-dim tensors are skipped: autograd saves Python numbers (``x * 2``) as scalar
     # tensors that cannot be told from the user's, and each holds at most 16 bytes.
     pairs = [(value, None) for value in values] + grads
+    base = reader.base
     return [(v, leaf) for v, leaf in pairs if issubclass(type(v), base) and base.dim(v) > 0]

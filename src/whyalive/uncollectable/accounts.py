@@ -119,11 +119,17 @@ def add_autograd_holds(
             accounts.explained[hop(accounts.index[id(grad_fn)], hooks, TENSOR_HOOKS)] += 1
     seen: dict[int, object] = {}
     hooked: list[object] = []
-    for graph_node in reader.walk(roots, seen):
+    made: list[tuple[int, object]] = []
+
+    def older(graph_node: object) -> bool:
+        return _made_before(accounts, reader, graph_node, mark)
+
+    for graph_node in reader.walk(roots, seen, stop=older):
         vertex = accounts.vertex(graph_node)
-        if _made_before(accounts, reader, graph_node, mark):
+        if older(graph_node):
             accounts.rooted_cpp.add(vertex)
             continue  # what an older node holds is held from outside: not walked further
+        made.append((vertex, graph_node))
         if vertex < accounts.young:
             hooked.append(graph_node)  # hooks are registered through the Python object
         for position, following in enumerate(reader.next_nodes(graph_node)):
@@ -131,14 +137,27 @@ def add_autograd_holds(
         variable = reader.variable(graph_node)
         if variable is not None:
             accounts.impl_holders[hop(vertex, variable, ".variable")] += 1
-        for label, tensor in reader.saved(graph_node):
-            if id(tensor) in accounts.index:
-                accounts.impl_holders[hop(vertex, tensor, label)] += 1
     seen.clear()
+    if _unexplained_implementations(accounts, reader, left):
+        # Only then: reading saved tensors can make Python objects for C++-made ones.
+        for vertex, graph_node in made:
+            for label, tensor in reader.saved(graph_node, inputs_only=True):
+                if id(tensor) in accounts.index:
+                    accounts.impl_holders[hop(vertex, tensor, label)] += 1
     for vertex in reached_nodes:
         if vertex < accounts.young:
             accounts.explained[vertex] += 1  # a node holds its own Python object
     _hook_dicts(accounts, reader, hooked)
+
+
+def _unexplained_implementations(
+    accounts: Accounts, reader: AutogradReader, left: list[int]
+) -> bool:
+    """Whether a tensor of ``left`` has more owners of its C++ side than found so far."""
+    nodes, holders = accounts.nodes, accounts.impl_holders
+    return any(
+        reader.is_tensor(nodes[n]) and reader.use_count(nodes[n]) - 1 > holders[n] for n in left
+    )
 
 
 def successors(accounts: Accounts, node: int) -> Sequence[int]:
