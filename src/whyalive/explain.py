@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
+from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
@@ -32,10 +33,13 @@ from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.node_names import name_node
 from whyalive.paths import named_path
+from whyalive.pipeline import uncollectable_report
 from whyalive.report import AliveObject, HolderPath, Report
 from whyalive.report_builder import NodeTable, holder_path_record
+from whyalive.report_merge import merge_reports
 from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
+from whyalive.uncollectable import find_loops_among
 from whyalive.words import path_words
 
 _type_subclasscheck = type.__subclasscheck__
@@ -120,10 +124,51 @@ def explain_objects(
     resolver = KindResolver()
     all_notes = [*notes, *_state_notes()]
     graph = snapshot_heap(targets, resolver, own=(targets,))
+    unrooted: dict[int, object] = {}
     try:
-        return _report(graph, resolver, max_paths, own_refs, where, all_notes)
+        report = _report(graph, resolver, max_paths, own_refs, where, all_notes, unrooted)
     finally:
         graph.release()
+    if not unrooted:
+        return report
+    return _with_loops(report, targets, unrooted, own_refs, where)
+
+
+def _with_loops(
+    report: Report,
+    targets: list[object],
+    unrooted: dict[int, object],
+    own_refs: int,
+    where: str | None,
+) -> Report:
+    """The report with the loops through the autograd graph that keep unrooted targets.
+
+    ``unrooted`` (id -> object, emptied here) is what can reach a target that no root
+    reaches. A target that only such loops keep gets the loop, in the words a check
+    prints, and a note that says so instead of the generic one.
+    """
+    own = {id(target): own_refs for target in targets}
+    objects = list(unrooted.values())
+    unrooted.clear()  # before the reference counts are read: the list is the only holder
+    graph = find_loops_among(objects, own)
+    if graph is None:
+        return report
+    held = {id(obj) for obj in graph.nodes}
+    looped = [id(target) in held for target in targets]
+    loops = uncollectable_report(graph, AnalysisOptions(where=where, progress_after=None))
+    if loops is None:
+        return report
+    alive = tuple(
+        replace(entry, note=LOOP_NOTE) if in_loop else entry
+        for entry, in_loop in zip(report.alive, looped, strict=True)
+    )
+    return merge_reports([replace(report, alive=alive), loops])
+
+
+LOOP_NOTE = (
+    "held only by a loop through the autograd graph (C++), which the collector never frees: "
+    "see the uncollectable loop for its cut and fix."
+)
 
 
 def _state_notes() -> list[str]:
@@ -155,7 +200,9 @@ def _report(
     own_refs: int,
     where: str | None,
     notes: list[str],
+    unrooted: dict[int, object],
 ) -> Report:
+    """The explanation; what can reach a target no root reaches goes into ``unrooted``."""
     holders: dict[int, list[list[int]]] = {}
     for target in graph.target_nodes:
         found = reverse_search(graph, target, max_paths)
@@ -176,6 +223,10 @@ def _report(
         root = note = None
         if not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
+            mask = graph.reaching([target])
+            for node in compress(range(len(mask)), mask):
+                if not graph.is_excluded(node):
+                    unrooted.setdefault(id(graph.nodes[node]), graph.nodes[node])
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
         paths = [_holder_path(table, view, _fold_class_dicts(graph, p)) for p in raw_paths]

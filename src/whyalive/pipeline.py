@@ -72,8 +72,12 @@ def probe_uncollectable(
     None when there are none.
     """
     graph = find_uncollectable(mark, collect=collect)
-    if graph is None:
-        return None
+    return uncollectable_report(graph, options) if graph is not None else None
+
+
+def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report | None:
+    """The loops of a graph of :mod:`whyalive.uncollectable` as a report (``uncollectable``);
+    the graph is released."""
     report = _analyze_graph(graph, options)
     if not report.cycles:
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -154,6 +155,9 @@ class AutogradWalk:
                 live_storages.add(fact.storage)
             else:
                 described[key] = fact
+        # The graph's own tensors over one storage (a saved output shares the output's)
+        # are users of it that the garbage holds, not live ones.
+        graph_users = Counter(fact.storage for fact in described.values())
         result = dict(facts)
         for node, keys in self._by_root.items():
             own = facts[node]
@@ -164,11 +168,13 @@ class AutogradWalk:
                 if fact is None or fact.storage in storages or fact.storage in live_storages:
                     continue
                 storages.add(fact.storage)
-                held.append(fact)
+                held.append(_fewer_users(fact, graph_users[fact.storage] - 1))
+            own = _fewer_users(own, graph_users[own.storage])
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
                 description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
-                result[node] = replace(own, description=description, through_autograd=tuple(held))
+                own = replace(own, description=description, through_autograd=tuple(held))
+            result[node] = own
         return result
 
     def _garbage_references(self, garbage: Sequence[object]) -> dict[int, int]:
@@ -181,6 +187,12 @@ class AutogradWalk:
                 if key in found and found[key] is ref:
                     counts[key] = counts.get(key, 0) + 1
         return counts
+
+
+def _fewer_users(fact: HeavyFacts, others: int) -> HeavyFacts:
+    if others <= 0 or fact.storage_users <= 1:
+        return fact
+    return replace(fact, storage_users=max(fact.storage_users - others, 1))
 
 
 def _reference_count(mapping: dict[int, object], key: int) -> int:
