@@ -50,6 +50,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
                         "pattern": cycle.pattern,
                         "bytes": cycle.total_bytes,
                         "not_failing": reason,
+                        "uncollectable": any(c is cycle for c in leak.report.uncollectable),
                     },
                 )
             )
@@ -139,6 +140,8 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
         reason = first.get("not_failing")
         status = f"listed, not failing: {reason}" if reason else "failing"
         pattern = first.get("pattern") or "unrecognised"
+        if first.get("uncollectable"):
+            pattern += ", loop through the autograd graph, never freed"
         terminalreporter.line(
             f"  {signature} {pattern}: {size_to_words(_bytes(rows))} in "
             f"{plural(len({r['nodeid'] for r in rows}), 'test')} ({status})"
