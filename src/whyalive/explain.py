@@ -28,6 +28,7 @@ from typing import Any
 from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
+from whyalive.graph import core as graphcore
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
@@ -143,14 +144,14 @@ def _with_loops(
 ) -> Report:
     """The report with the loops through the autograd graph that keep unrooted targets.
 
-    ``unrooted`` (id -> object, emptied here) is what can reach a target that no root
-    reaches. A target that only such loops keep gets the loop, in the words a check
-    prints, and a note that says so instead of the generic one.
+    ``unrooted`` (id -> object, emptied here) is what no root reaches. A target that
+    only loops among those keep gets the loop, in the words a check prints, and a note
+    that says so instead of the generic one.
     """
     own = {id(target): own_refs for target in targets}
     objects = list(unrooted.values())
     unrooted.clear()  # before the reference counts are read: the list is the only holder
-    graph = find_loops_among(objects, own)
+    graph = find_loops_among(objects, own, targets)
     if graph is None:
         return report
     held = {id(obj) for obj in graph.nodes}
@@ -218,15 +219,13 @@ def _report(
             facts[node] = described
     table = NodeTable(view, facts)
     alive: list[AliveObject] = []
+    hidden = False
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
         root = note = None
         if not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
-            mask = graph.reaching([target])
-            for node in compress(range(len(mask)), mask):
-                if not graph.is_excluded(node):
-                    unrooted.setdefault(id(graph.nodes[node]), graph.nodes[node])
+            hidden = True
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
         paths = [_holder_path(table, view, _fold_class_dicts(graph, p)) for p in raw_paths]
@@ -246,9 +245,28 @@ def _report(
                 note=note,
             )
         )
+    if hidden:  # after every reference count above was read: the dict holds references
+        _unrooted(graph, unrooted)
     return Report(
         run=run_info(where), nodes=tuple(table.nodes), alive=tuple(alive), notes=tuple(notes)
     )
+
+
+def _unrooted(graph: HeapGraph, found: dict[int, object]) -> None:
+    """Every object of the heap that no root reaches (id -> object): what only C/C++
+    owners or cyclic garbage hold, where a loop through the autograd graph would be."""
+    roots = [n for n, kind in enumerate(graph.root_kind) if kind and not graph.is_excluded(n)]
+    component_of, _, _ = graphcore.find_components(graph.offsets, graph.targets)
+    work = graphcore.workspace(graph.nodes, graph.offsets, graph.targets, component_of)
+    try:
+        reached = bytearray(len(graph.nodes))
+        for node in work.reach(roots, None, None):
+            reached[node] = 1
+    finally:
+        work.close()
+    for node, obj in enumerate(graph.nodes):
+        if not reached[node] and not graph.is_excluded(node):
+            found.setdefault(id(obj), obj)
 
 
 def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[list[list[int]], str]:

@@ -146,19 +146,26 @@ def _on_exit(
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.analysis import AnalysisOptions
     from whyalive.capture import GarbageWatch
-    from whyalive.pipeline import analyze
+    from whyalive.pipeline import analyze, probe_block
+    from whyalive.report_merge import merge_reports
 
     watch = GarbageWatch()
     watch.begin()
+    options = AnalysisOptions(min_bytes=min_bytes, where=where)
     try:
         error, code = _call(program)
     finally:
         captured = watch.end()
         try:
-            report = analyze(captured.objects, AnalysisOptions(min_bytes=min_bytes, where=where))
+            report = analyze(captured.objects, options)
         finally:
             captured.release()
-            watch.finish()
+            try:
+                probed = probe_block(watch, options)
+            finally:
+                watch.finish()
+    if probed is not None:
+        report = merge_reports([report, probed])
     return [report], error, code
 
 

@@ -73,26 +73,34 @@ def find_uncollectable(mark: int | None, *, collect: bool = True) -> ObjectGraph
     return _with_collector_off(gc.get_objects(), {}, reader, mark)
 
 
-def find_loops_among(objects: list[object], own: dict[int, int]) -> ObjectGraph | None:
-    """Like :func:`find_uncollectable`, over ``objects`` (what can reach an object no root
-    reaches: :func:`whyalive.explain.explain`). ``own`` counts the caller's references to
-    some of them beyond the list, which the list gives up (it is emptied)."""
+def find_loops_among(
+    objects: list[object], own: dict[int, int], goals: list[object]
+) -> ObjectGraph | None:
+    """Like :func:`find_uncollectable`, over ``objects`` (what no root reaches, for
+    :func:`whyalive.explain.explain`), keeping only what leads to one of ``goals``.
+    ``own`` counts the caller's references to some objects beyond the list, which the
+    list gives up (it is emptied)."""
     torch = loaded_torch()
     if torch is None:
         objects.clear()
         return None
-    return _with_collector_off(objects, own, AutogradReader(torch), None)
+    wanted = {id(goal) for goal in goals}
+    return _with_collector_off(objects, own, AutogradReader(torch), None, wanted)
 
 
 def _with_collector_off(
-    objects: list[object], own: dict[int, int], reader: AutogradReader, mark: int | None
+    objects: list[object],
+    own: dict[int, int],
+    reader: AutogradReader,
+    mark: int | None,
+    goals: set[int] | None = None,
 ) -> ObjectGraph | None:
     enabled = gc.isenabled()
     gc.disable()  # the graph holds everything it reads: a collection would traverse it for nothing
     try:
         accounts = build_accounts(objects, own)
         try:
-            return _uncollectable(accounts, reader, mark)
+            return _uncollectable(accounts, reader, mark, goals)
         finally:
             accounts.release()
     finally:
@@ -101,7 +109,7 @@ def _with_collector_off(
 
 
 def _uncollectable(
-    accounts: Accounts, reader: AutogradReader, mark: int | None
+    accounts: Accounts, reader: AutogradReader, mark: int | None, goals: set[int] | None
 ) -> ObjectGraph | None:
     nodes = accounts.nodes
     rooted = _surely_rooted(accounts, reader)
@@ -110,9 +118,33 @@ def _uncollectable(
         return None
     add_autograd_holds(accounts, reader, left, mark)
     found = _held_only_by_loops(accounts, reader, left, rooted)
+    if goals is not None:
+        found = _leading_to(accounts, found, goals)
     if not any(reader.is_tensor(accounts.obj(v)) for v in found):
         return None
     return _subgraph(accounts, found)
+
+
+def _leading_to(accounts: Accounts, members: list[int], goals: set[int]) -> list[int]:
+    """The members from which an object of ``goals`` (ids) can be reached among them."""
+    inside = set(members)
+    held: dict[int, list[int]] = {}
+    for source, target, _ in accounts.cpp:
+        held.setdefault(source, []).append(target)
+    into: dict[int, list[int]] = {}
+    for source in members:
+        following = list(successors(accounts, source)) if source < accounts.young else []
+        for target in following + held.get(source, []):
+            if target in inside:
+                into.setdefault(target, []).append(source)
+    queue = deque(v for v in members if id(accounts.obj(v)) in goals)
+    kept = set(queue)
+    while queue:
+        for source in into.get(queue.popleft(), ()):
+            if source not in kept:
+                kept.add(source)
+                queue.append(source)
+    return [v for v in members if v in kept]
 
 
 def _may_be_native(reader: AutogradReader, obj: object, count: int) -> bool:

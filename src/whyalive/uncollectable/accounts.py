@@ -130,8 +130,7 @@ def add_autograd_holds(
             accounts.rooted_cpp.add(vertex)
             continue  # what an older node holds is held from outside: not walked further
         made.append((vertex, graph_node))
-        if vertex < accounts.young:
-            hooked.append(graph_node)  # hooks are registered through the Python object
+        hooked.append(graph_node)
         for position, following in enumerate(reader.next_nodes(graph_node)):
             reached_nodes.add(hop(vertex, following, f".next_functions[{position}][0]"))
         variable = reader.variable(graph_node)

@@ -220,7 +220,7 @@ class ModuleHookPattern:
             f"Store the output without its graph (`{stored[0]} = output.detach()`, and the "
             f"same for gradients), and remove the hooks when done: keep the handle `{registrar}` "
             "and the other registrations return and call `handle.remove()` on each (in a "
-            "`close()` method or at the end of a `with` block), so the module no longer holds "
+            "`close()` method, or where a with-block ends), so the module no longer holds "
             "the object."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, kept, None)

@@ -1,0 +1,316 @@
+"""Uncollectable leaks: loops through the autograd graph (C++), found by a check at defaults.
+
+Every leaky scenario of ``scenarios.autograd_loops`` makes the check raise and name its
+pattern with at least the payload's bytes; every fixed twin passes; ``explain`` of the
+leaked tensor prints the same loop and fix. The leaks these tests make cannot be freed
+(that is what they are), so the suite's own ``--whyalive`` check is off for this module.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scenarios import autograd_loops as loops
+from whyalive import LeakError, check_leaks, explain, find_leaks
+from whyalive.autograd_graph import AutogradReader
+from whyalive.gcstate import OWNER
+from whyalive.report import Report
+from whyalive.report_schema import validate_report
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.whyalive_skip
+
+LEAKY = [(pattern, fn) for pattern, fns in loops.LEAKY.items() for fn in fns]
+
+
+def _name(value: object) -> str:
+    return getattr(value, "__name__", str(value))
+
+
+def reads_right(report: Report) -> None:
+    """Each loop is a real closed loop with a C++ hop, and its fix's code spans parse."""
+    for cycle in report.uncollectable:
+        real = {(e.source, e.target, e.name) for e in cycle.edges}
+        assert all((e.source, e.target, e.name) in real for e in cycle.loop)
+        loop = cycle.loop
+        assert all(a.target == b.source for a, b in zip(loop, (*loop[1:], loop[0]), strict=True))
+        assert any(e.kind == "autograd" for e in loop)
+        for span in re.findall(r"`([^`]+)`", cycle.fix):
+            ast.parse(span.strip())
+
+
+@pytest.mark.parametrize(("pattern", "fn"), LEAKY, ids=lambda v: _name(v))
+def test_every_leaky_scenario_fails_the_check_naming_its_pattern(
+    pattern: str, fn: Callable[[], None]
+) -> None:
+    with pytest.raises(LeakError) as raised, check_leaks():
+        fn()
+    report = raised.value.report
+    found = [*report.cycles, *report.uncollectable]
+    assert [c.pattern for c in found] == [pattern]
+    assert found[0].total_bytes >= loops.PAYLOAD_BYTES
+    assert f"[{pattern}]" in str(raised.value)
+    reads_right(report)
+    validate_report(report.to_dict())
+    assert Report.from_dict(report.to_dict()) == report
+
+
+@pytest.mark.parametrize("fn", list(loops.FIXED.values()), ids=_name)
+def test_every_fixed_scenario_passes_the_check(fn: Callable[[], None]) -> None:
+    with check_leaks():
+        fn()
+
+
+def test_loops_the_collector_never_frees_are_in_their_own_section() -> None:
+    """The tensor hook: never freed by two collections; the report says where, with bytes."""
+    report = find_leaks(loops.tensor_hook)
+    assert not report.cycles
+    [loop] = report.uncollectable
+    assert loop.bytes_by_device == {"cpu": 2 * loops.PAYLOAD_BYTES}
+    names = [e.name for e in loop.loop]
+    assert ".grad_fn" in names
+    assert "hooks of the tensor" in names
+    assert loop.cut is not None
+    assert loop.cut.source_line is not None
+    assert "y.register_hook(lambda grad: grad * y.sum())" in loop.cut.source_line
+    assert loop.lint_rule == "WAL401"
+    text = report.render("text")
+    assert "Uncollectable: loops through the autograd graph (C++)" in text
+    assert "--.grad_fn (C++)--> ExpBackward0" in text
+    assert text.startswith("whyalive: 1 loop through the autograd graph (C++), never freed")
+    html = report.render("html")
+    assert "Uncollectable loop 1: tensor hook that refers back to its tensor" in html
+
+
+def _leaked_tensors(fn: Callable[[], None]) -> list[weakref.ref[Any]]:
+    """The tensors ``fn`` leaves alive (the baseline frozen around it, as a check does),
+    weakly: a strong reference here would be a root that explains them."""
+    gc.collect()
+    OWNER.hold_freeze()
+    try:
+        fn()
+        gc.collect()
+        return [weakref.ref(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+    finally:
+        OWNER.drop_freeze()
+
+
+@pytest.mark.parametrize(("pattern", "fn"), LEAKY, ids=lambda v: _name(v))
+def test_explain_of_a_leaked_tensor_gives_the_same_loop_and_fix(
+    pattern: str, fn: Callable[[], None]
+) -> None:
+    checked = find_leaks(fn)
+    [by_check] = [*checked.cycles, *checked.uncollectable]
+    if not checked.uncollectable:
+        pytest.skip("the collector frees this one: explain sees no live tensor")
+    explained = [explain(ref()).report for ref in _leaked_tensors(fn)]
+    loops_found = [r.uncollectable[0] for r in explained if r.uncollectable]
+    assert loops_found, [r.alive[0].note for r in explained]
+    by_explain = loops_found[0]
+    assert by_explain.pattern == by_check.pattern == pattern
+    assert by_explain.fix == by_check.fix
+    assert by_explain.cut is not None
+    assert by_check.cut is not None
+    assert by_explain.cut.source_line == by_check.cut.source_line
+    # Hook dict keys are handle ids, new for each registration: compared as kinds.
+    hops = [(e.kind, re.sub(r"\[\d+\]", "[i]", e.name)) for e in by_explain.loop]
+    assert hops == [(e.kind, re.sub(r"\[\d+\]", "[i]", e.name)) for e in by_check.loop]
+    looped = [r for r in explained if r.uncollectable]
+    assert all("loop through the autograd graph" in (r.alive[0].note or "") for r in looped)
+
+
+def test_what_a_root_reaches_is_not_a_leak() -> None:
+    """The same loop kept in a module-level dict (frozen), or by a running frame: reachable."""
+    cache = sys.modules[__name__].__dict__.setdefault("_CACHE", {})
+
+    def keep() -> None:
+        x = torch.randn(1000, requires_grad=True)
+        y = x.exp()
+        y.register_hook(lambda grad: grad * y.sum())
+        cache["y"] = y
+
+    assert not find_leaks(keep).found
+    with check_leaks():
+        x = torch.randn(1000, requires_grad=True)
+        y = x.exp()
+        y.register_hook(lambda grad: grad * y.sum())
+    assert y is not None  # a local of this running frame: reachable
+
+
+def test_allow_and_min_bytes_apply() -> None:
+    report = find_leaks(loops.node_metadata)
+    [loop] = report.uncollectable
+    with check_leaks(allow=[loop.signature]) as allowed:
+        loops.node_metadata()
+    assert allowed.report is not None
+    assert not allowed.report.found
+    with check_leaks(allow=["node-metadata"]):
+        loops.node_metadata()
+    with check_leaks(min_bytes=loop.total_bytes + 1):
+        loops.node_metadata()
+
+
+def test_census_says_what_holds_a_survivor_truly() -> None:
+    """No "waiting for a collection" for what a collection never frees."""
+    with check_leaks(on_leak="ignore", census=True) as check:
+        loops.tensor_hook()
+    report = check.report
+    assert report is not None
+    assert report.uncollectable
+    notes = [a.note or "" for a in report.alive]
+    assert not any("waiting for a collection" in note for note in notes)
+    assert any("loop through the autograd graph" in note for note in notes)
+
+
+def test_no_warning_from_reading_tensors() -> None:
+    """No `.grad` of a non-leaf, nothing deprecated: the analysis is silent under -W error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _, fn in LEAKY:
+            find_leaks(fn)
+        explain(torch.randn(3, requires_grad=True).exp())
+
+
+def test_the_tool_adds_no_reference_to_what_it_reports() -> None:
+    holder: list[weakref.ref[Any]] = []
+
+    def leak() -> None:
+        x = torch.randn(1000, requires_grad=True)
+        y = x.exp()
+        y.register_hook(lambda grad: grad * y.sum())
+        holder.append(weakref.ref(y))
+
+    leak()
+    gc.collect()
+    plain = sys.getrefcount(holder[0]())
+    holder.clear()
+    with check_leaks(on_leak="ignore") as check:
+        leak()
+    assert check.report is not None
+    assert check.report.uncollectable
+    gc.collect()
+    after = sys.getrefcount(holder[0]())  # outside the assert: its rewriting adds temporaries
+    assert after == plain
+
+
+def test_hook_dicts_are_read_without_changing_the_graph() -> None:
+    """The registration spy refuses: no hook is added, torch's method comes back."""
+    from torch.autograd.function import Function
+
+    reader = AutogradReader(torch)
+    x = torch.randn(4, requires_grad=True)
+    y = x.relu()
+    assert reader.hook_dicts([y.grad_fn]) == {}
+    handle = y.grad_fn.register_prehook(lambda grads: None)
+    [(key, held)] = reader.hook_dicts([y.grad_fn]).items()
+    assert key == id(y.grad_fn)
+    assert list(held) == ["prehooks"]
+    assert len(held["prehooks"]) == 1
+    assert "_register_hook" not in Function.__dict__
+    handle.remove()
+    y.sum().backward()
+    assert x.grad is not None
+
+
+def test_another_thread_registers_hooks_while_the_spy_reads() -> None:
+    """The spy answers only its own thread: hooks registered meanwhile elsewhere work."""
+    reader = AutogradReader(torch)
+    stop = threading.Event()
+    registered: list[object] = []
+
+    def register() -> None:
+        while not stop.is_set():
+            node = torch.randn(2, requires_grad=True).relu().grad_fn
+            registered.append(node.register_prehook(lambda grads: None))
+
+    thread = threading.Thread(target=register)
+    thread.start()
+    try:
+        nodes = [torch.randn(2, requires_grad=True).relu().grad_fn for _ in range(200)]
+        for _ in range(20):
+            reader.hook_dicts(nodes)
+    finally:
+        stop.set()
+        thread.join()
+    assert registered
+
+
+def test_saved_tensors_are_read_without_an_error_after_backward() -> None:
+    """`_raw_saved_*`: nothing to read once backward() freed them, and nothing raised."""
+    reader = AutogradReader(torch)
+    x = torch.randn(4, requires_grad=True)
+    w = torch.randn(4, requires_grad=True)
+    out = (x * w).sum()
+    node = out.grad_fn.next_functions[0][0]
+    assert {id(t) for _, t in reader.saved(node)} == {id(x), id(w)}
+    out.backward()
+    assert reader.saved(node) == []
+
+
+def test_the_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import whyalive.autograd_graph as autograd_graph
+
+    monkeypatch.setattr(autograd_graph, "MAX_NODES", 10)
+    reader = AutogradReader(torch)
+    t = torch.randn(2, requires_grad=True)
+    for _ in range(50):
+        t = t * 1.5
+    assert len(list(reader.walk([t.grad_fn], {}))) == 10
+
+
+def test_monitor_probes_and_logs_each_signature_once(caplog: pytest.LogCaptureFixture) -> None:
+    import whyalive
+
+    with caplog.at_level("WARNING", logger="whyalive"):
+        with whyalive.monitor(probe_every=5, log_interval=3600) as mon:
+            for _ in range(12):
+                loops.tensor_hook()
+                mon.step()
+    first = [r for r in caplog.records if "first seen" in r.getMessage()]
+    assert len(first) == 1
+    assert "uncollectable loop" in first[0].getMessage()
+    assert mon.stats.probes == 2
+    [loop] = mon.report().uncollectable
+    assert loop.pattern == "tensor-hook-loop"
+    assert loop.occurrences == 10  # what the last probe saw alive, not a sum over probes
+
+
+def test_hostile_tensor_subclass_does_not_break_the_probe() -> None:
+    class Hostile(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("no")
+
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("no")
+
+    def leak() -> None:
+        x = torch.randn(1000, requires_grad=True)
+        with torch._C.DisableTorchFunctionSubclass():
+            y = x.exp().as_subclass(Hostile)
+            y.register_hook(lambda grad: grad if y is None else grad * 2)
+
+    report = find_leaks(leak)
+    assert [c.pattern for c in report.uncollectable] == ["tensor-hook-loop"]
+
+
+def test_probe_never_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import whyalive.pipeline as pipeline
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("probe bug")
+
+    monkeypatch.setattr(pipeline, "probe_uncollectable", broken)
+    report = find_leaks(loops.tensor_hook)
+    assert any("could not look for uncollectable leaks (RuntimeError)" in n for n in report.notes)
