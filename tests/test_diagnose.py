@@ -438,6 +438,7 @@ def test_autograd_ctx_attribute_holding_the_output() -> None:
     assert not find_leaks(step, False).found
 
 
+@pytest.mark.whyalive_skip  # the loop it makes is never freed: the suite's own check sees it
 def test_hooks_on_autograd_nodes_are_uncollectable_loops_not_cyclic_garbage() -> None:
     """A grad_fn hook capturing its tensor is owned by C++: not cyclic garbage, but a loop
     through the autograd graph, reported as uncollectable (the blind spot note says so)."""

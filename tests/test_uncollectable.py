@@ -272,11 +272,13 @@ def test_the_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_monitor_probes_and_logs_each_signature_once(caplog: pytest.LogCaptureFixture) -> None:
     import whyalive
 
-    with caplog.at_level("WARNING", logger="whyalive"):
-        with whyalive.monitor(probe_every=5, log_interval=3600) as mon:
-            for _ in range(12):
-                loops.tensor_hook()
-                mon.step()
+    with (
+        caplog.at_level("WARNING", logger="whyalive"),
+        whyalive.monitor(probe_every=5, log_interval=3600) as mon,
+    ):
+        for _ in range(12):
+            loops.tensor_hook()
+            mon.step()
     first = [r for r in caplog.records if "first seen" in r.getMessage()]
     assert len(first) == 1
     assert "uncollectable loop" in first[0].getMessage()

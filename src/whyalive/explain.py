@@ -25,22 +25,18 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
-from whyalive.analysis import AnalysisOptions
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
-from whyalive.graph import core as graphcore
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.node_names import name_node
 from whyalive.paths import named_path
-from whyalive.pipeline import uncollectable_report
+from whyalive.pipeline import with_uncollectable_loops
 from whyalive.report import AliveObject, HolderPath, Report
 from whyalive.report_builder import NodeTable, holder_path_record
-from whyalive.report_merge import merge_reports
 from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
-from whyalive.uncollectable import find_loops_among
 from whyalive.words import path_words
 
 _type_subclasscheck = type.__subclasscheck__
@@ -132,44 +128,7 @@ def explain_objects(
         graph.release()
     if not unrooted:
         return report
-    return _with_loops(report, targets, unrooted, own_refs, where)
-
-
-def _with_loops(
-    report: Report,
-    targets: list[object],
-    unrooted: dict[int, object],
-    own_refs: int,
-    where: str | None,
-) -> Report:
-    """The report with the loops through the autograd graph that keep unrooted targets.
-
-    ``unrooted`` (id -> object, emptied here) is what no root reaches. A target that
-    only loops among those keep gets the loop, in the words a check prints, and a note
-    that says so instead of the generic one.
-    """
-    own = {id(target): own_refs for target in targets}
-    objects = list(unrooted.values())
-    unrooted.clear()  # before the reference counts are read: the list is the only holder
-    graph = find_loops_among(objects, own, targets)
-    if graph is None:
-        return report
-    held = {id(obj) for obj in graph.nodes}
-    looped = [id(target) in held for target in targets]
-    loops = uncollectable_report(graph, AnalysisOptions(where=where, progress_after=None))
-    if loops is None:
-        return report
-    alive = tuple(
-        replace(entry, note=LOOP_NOTE) if in_loop else entry
-        for entry, in_loop in zip(report.alive, looped, strict=True)
-    )
-    return merge_reports([replace(report, alive=alive), loops])
-
-
-LOOP_NOTE = (
-    "held only by a loop through the autograd graph (C++), which the collector never frees: "
-    "see the uncollectable loop for its cut and fix."
-)
+    return with_uncollectable_loops(report, targets, unrooted, own_refs, where)
 
 
 def _state_notes() -> list[str]:
@@ -246,27 +205,10 @@ def _report(
             )
         )
     if hidden:  # after every reference count above was read: the dict holds references
-        _unrooted(graph, unrooted)
+        unrooted.update(graph.unrooted())
     return Report(
         run=run_info(where), nodes=tuple(table.nodes), alive=tuple(alive), notes=tuple(notes)
     )
-
-
-def _unrooted(graph: HeapGraph, found: dict[int, object]) -> None:
-    """Every object of the heap that no root reaches (id -> object): what only C/C++
-    owners or cyclic garbage hold, where a loop through the autograd graph would be."""
-    roots = [n for n, kind in enumerate(graph.root_kind) if kind and not graph.is_excluded(n)]
-    component_of, _, _ = graphcore.find_components(graph.offsets, graph.targets)
-    work = graphcore.workspace(graph.nodes, graph.offsets, graph.targets, component_of)
-    try:
-        reached = bytearray(len(graph.nodes))
-        for node in work.reach(roots, None, None):
-            reached[node] = 1
-    finally:
-        work.close()
-    for node, obj in enumerate(graph.nodes):
-        if not reached[node] and not graph.is_excluded(node):
-            found.setdefault(id(obj), obj)
 
 
 def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[list[list[int]], str]:

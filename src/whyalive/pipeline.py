@@ -7,9 +7,9 @@ the report is returned, so the caller's release of the garbage frees it.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
+from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, Progress, find_cycles
 from whyalive.autograd_graph import loaded_torch
@@ -18,7 +18,8 @@ from whyalive.graph import ObjectGraph, build_graph
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report
-from whyalive.uncollectable import find_uncollectable
+from whyalive.report_merge import merge_reports
+from whyalive.uncollectable import find_loops_among, find_uncollectable
 
 UNPROBED_NOTE = (
     "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
@@ -81,7 +82,7 @@ def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report
     report = _analyze_graph(graph, options)
     if not report.cycles:
         return None
-    return dataclasses.replace(
+    return replace(
         report,
         cycles=(),
         uncollectable=report.cycles,
@@ -124,3 +125,40 @@ def _analyze_graph(graph: ObjectGraph, options: AnalysisOptions) -> Report:
     finally:
         if enabled:
             gc.enable()
+
+
+def with_uncollectable_loops(
+    report: Report,
+    targets: list[object],
+    unrooted: dict[int, object],
+    own_refs: int,
+    where: str | None,
+) -> Report:
+    """The report with the loops through the autograd graph that keep unrooted targets.
+
+    ``unrooted`` (id -> object, emptied here) is what no root reaches. A target that
+    only loops among those keep gets the loop, in the words a check prints, and a note
+    that says so instead of the generic one.
+    """
+    own = {id(target): own_refs for target in targets}
+    objects = list(unrooted.values())
+    unrooted.clear()  # before the reference counts are read: the list is the only holder
+    graph = find_loops_among(objects, own, targets)
+    if graph is None:
+        return report
+    held = {id(obj) for obj in graph.nodes}
+    looped = [id(target) in held for target in targets]
+    loops = uncollectable_report(graph, AnalysisOptions(where=where, progress_after=None))
+    if loops is None:
+        return report
+    alive = tuple(
+        replace(entry, note=LOOP_NOTE) if in_loop else entry
+        for entry, in_loop in zip(report.alive, looped, strict=True)
+    )
+    return merge_reports([replace(report, alive=alive), loops])
+
+
+LOOP_NOTE = (
+    "held only by a loop through the autograd graph (C++), which the collector never frees: "
+    "see the uncollectable loop for its cut and fix."
+)

@@ -94,6 +94,24 @@ class HeapGraph:
         self.target_bytes = b""
         self.buffers = None
 
+    def unrooted(self) -> dict[int, object]:
+        """Every object no root reaches (id -> object), ours excluded: what only C/C++
+        owners or cyclic garbage hold, where a loop through the autograd graph would be."""
+        roots = [n for n, kind in enumerate(self.root_kind) if kind and not self.is_excluded(n)]
+        component_of, _, _ = graphcore.find_components(self.offsets, self.targets)
+        work = graphcore.workspace(self.nodes, self.offsets, self.targets, component_of)
+        try:
+            reached = bytearray(len(self.nodes))
+            for node in work.reach(roots, None, None):
+                reached[node] = 1
+        finally:
+            work.close()
+        return {
+            id(obj): obj
+            for node, obj in enumerate(self.nodes)
+            if not reached[node] and not self.is_excluded(node)
+        }
+
     def reaching(self, seeds: list[int]) -> bytes:
         """A mask of the nodes from which some seed can be reached (computed in C)."""
         assert self.buffers is not None, "the graph was released"

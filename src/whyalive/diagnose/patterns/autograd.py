@@ -38,15 +38,10 @@ _MODULE_HOOK_DICTS = {
 _USER_STEPS = (ek.CELL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.LOCAL)
 
 
-def _tensor_type() -> type | None:
-    torch = sys.modules.get("torch")
-    found = getattr(getattr(torch, "_C", None), "TensorBase", None)
-    return found if isinstance(found, type) else None
-
-
 def _is_tensor(view: CycleView, node: int) -> bool:
-    base = _tensor_type()
-    return base is not None and issubclass(type(view.obj(node)), base)
+    torch = sys.modules.get("torch")
+    base = getattr(getattr(torch, "_C", None), "TensorBase", None)
+    return isinstance(base, type) and issubclass(type(view.obj(node)), base)
 
 
 def _through_cpp(view: CycleView) -> bool:
@@ -283,20 +278,34 @@ class NodeHookPattern:
             f"reaches {what} again through {captured}: node -> hooks -> hook -> "
             f"{captured} -> node. {_never_freed(view, 'The node')}."
         )
-        clear = f"drop the reference when the step is done (`{held_at}` out of the structure"
-        if held_at and "[" in held_at:
+        if variable and not after:  # the hook captures the node's tensor itself
+            instead = (
+                f"let the hook use the gradients it is given, or `weakref.ref({variable})`, "
+                f"instead of `{variable}`"
+            )
+        elif held_at and "[" in held_at:
             container = held_at.rsplit("[", 1)[0]
-            clear += f", e.g. `{container}.clear()`"
-        clear += ")" if held_at else ""
+            instead = (
+                f"drop the reference when the step is done (`{held_at}` out of the "
+                f"structure, e.g. `{container}.clear()` or `del {container}`); autograd "
+                "nodes cannot be weakly referenced, so keep them only as long as the step "
+                "needs them"
+            )
+        else:
+            instead = "drop the structure's reference to the node (or its tensor) after backward"
         fix = (
             f"Remove the hook once backward has run (`handle = node.{registrar}(...)`, then "
-            f"`handle.remove()`), or "
-            + (clear if held_at else "drop the structure's reference to the node after backward")
-            + "; autograd nodes cannot be weakly referenced, so keep them only as long as the "
-            "step needs them."
+            f"`handle.remove()`), or {instead}."
         )
         cut = [back] if back is not None else [entry]
-        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL401")
+        cut_words = (
+            None
+            if back is not None
+            else (f"the hook in the `{registrar}` dict of `{kind}` (at `{entry.name.name}`)")
+        )
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, "WAL401", cut_words
+        )
 
 
 class CtxAttributePattern:
