@@ -6,8 +6,9 @@ variant also calls the seed's recursive closure once per step, holding the
 step's detached outputs. Configurations are interleaved and repeated; the
 fastest and the median run of each are reported; ratios use the fastest run
 (the machine is shared, so the median carries other processes' noise).
-Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, and
-automatic GC off with a scheduled collection each step.
+Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
+off with a scheduled collection each step, and the probe for uncollectable loops
+every 100 steps (the default), every 10, and never (``probe_every``).
 
     python benchmarks/bench_monitor.py [--steps 300] [--repeats 3]
 """
@@ -147,6 +148,8 @@ def main() -> None:
     configs: dict[str, Callable[[], dict[str, Any]]] = {
         "no leak, baseline": lambda: baseline(args.steps, False),
         "no leak, monitor": lambda: monitored(args.steps, False),
+        "no leak, monitor probe_every=None": lambda: monitored(args.steps, False, probe_every=None),
+        "no leak, monitor probe_every=10": lambda: monitored(args.steps, False, probe_every=10),
         "leak, baseline": lambda: baseline(args.steps, True),
         "leak, monitor": lambda: monitored(args.steps, True),
         "leak, monitor freeze=False": lambda: monitored(args.steps, True, freeze=False),
@@ -180,6 +183,8 @@ def main() -> None:
         print(f"{name:48s} {best[name] * 1e3:7.3f} ms/step (median {median * 1e3:.3f}){extra}")
     pairs = [
         ("no leak, monitor", "no leak, baseline"),
+        ("no leak, monitor", "no leak, monitor probe_every=None"),
+        ("no leak, monitor probe_every=10", "no leak, monitor probe_every=None"),
         ("leak, monitor", "leak, baseline"),
         ("leak, monitor freeze=False", "leak, baseline"),
         ("leak, observe_garbage", "leak, baseline"),

@@ -32,20 +32,17 @@ from types import TracebackType
 from typing import Any
 
 from whyalive.analysis import AnalysisOptions
-from whyalive.autograd_graph import sequence_mark
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
+from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
-from whyalive.pipeline import analyze, probe_uncollectable
+from whyalive.pipeline import analyze
 from whyalive.report import Report
 
 logger = logging.getLogger("whyalive")
-
-PROBE_EVERY = 100
-"""Default steps between two probes for uncollectable loops (see benchmarks/bench_monitor.py)."""
 
 _ACTIVE: weakref.WeakSet[GcMonitor] = weakref.WeakSet()
 
@@ -90,9 +87,7 @@ class GcMonitor(GcSampler):
         poll_interval: run :meth:`poll` in a helper thread this often (seconds).
         freeze: freeze the heap present at :meth:`start` (when nothing is frozen).
         probe_every: every N-th :meth:`step` (None: never) look for uncollectable
-            loops through the autograd graph among what the run made and keeps (a
-            saved full collection of what it made first, analysed like any other);
-            each signature is logged once. Needs the heap frozen at start.
+            loops through the autograd graph among what the run made (heap frozen).
 
     .. versionadded:: 0.1
     """
@@ -132,10 +127,7 @@ class GcMonitor(GcSampler):
                 raise UsageError(f"gather_every needs whyalive.distributed: {error}") from None
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
-        if probe_every is not None and (isinstance(probe_every, bool) or probe_every < 1):
-            raise UsageError(f"probe_every must be a positive int or None, not {probe_every!r}")
-        self.probe_every = probe_every
-        self._mark: int | None = None
+        self._probe = UncollectableProbe(probe_every)
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
         self.options = AnalysisOptions(
             min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
@@ -168,7 +160,7 @@ class GcMonitor(GcSampler):
             raise UsageError("this GcMonitor is already started")
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
-        self._mark = sequence_mark()
+        self._probe.start()
         self._froze = self.freeze and OWNER.hold_freeze()[0]
         if not self._froze:
             self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
@@ -247,8 +239,15 @@ class GcMonitor(GcSampler):
                 self._check_cuda()
             if self.gather_every is not None and self.stats.steps % self.gather_every == 0:
                 self._gather()
-            if self.probe_every is not None and self.stats.steps % self.probe_every == 0:
-                self._probe()
+            if self._froze and self._probe.due(self.stats.steps):
+                self._flush(2)  # a saved collection of all the run made, analysed as any
+                self._quiet = True
+                try:
+                    report = self._probe.run(self.options)
+                finally:
+                    self._quiet = False
+                self.stats.probes += 1
+                self._log.record(report, self.stats.steps, self.on_cycle)
         except Exception:
             logger.exception("whyalive monitor failed at step %d", self.stats.steps)
 
@@ -355,45 +354,12 @@ class GcMonitor(GcSampler):
             collected = self._release(final, scheduled=True)
             self.stats.unexamined_objects += max(collected - released, 0)
 
-    def _probe(self) -> None:
-        """Uncollectable loops through the autograd graph among what the run made.
-
-        A saved full collection first (only what the run made is traversed: the heap
-        of the start is frozen), analysed and freed like any other, so what is left
-        is alive; then one probe of it.
-        """
-        if not self._froze:
-            return
-        with self._lock:
-            self._forced = True
-            try:
-                gc.collect()
-            finally:
-                self._forced = False
-            objects, self._saved = self._saved, []
-            held_in, self._held_in = self._held_in, 0
-            self._due = False
-            if objects:
-                self._analyse(objects, held_in)
-        began = self._clock()
-        self._quiet = True
-        try:
-            report = probe_uncollectable(self._mark, self.options, collect=False)
-        finally:
-            self._quiet = False
-        self.stats.probes += 1
-        self.stats.seconds += self._clock() - began
-        self._log.record(report, self.stats.steps, self.on_cycle)
-
-    def _flush(self) -> None:
-        """At stop: save one last collection so the last steps' cycles are counted.
-
-        Generation 1 too when automatic GC is on (cycles promoted while alive end
-        there); with automatic GC off only the young one, which needs no full release.
-        """
+    def _flush(self, generation: int | None = None) -> None:
+        """Save one more collection and analyse it: at stop, the young generations (1 too
+        when automatic GC is on: cycles promoted while alive end there)."""
         self._forced = True
         try:
-            gc.collect(1 if gc.isenabled() else 0)
+            gc.collect((1 if gc.isenabled() else 0) if generation is None else generation)
         finally:
             self._forced = False
         self._process()
