@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install everything the tests need, then run the suite:
-# the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium) and the core tests on
-# every other CPython 3.10+ that pyenv offers.
+# the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium), the core tests on
+# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 through Pyodide.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -19,7 +19,7 @@ export PYTHONDEVMODE=1
 # Dogfooding: the suite runs under its own plugin, so a test that leaks tensors fails.
 .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
-CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py"
+CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py"
 for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   [ -x "$version_dir/bin/python" ] || continue
   version="$(basename "$version_dir")"
@@ -32,3 +32,8 @@ for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   echo "== core tests on Python $version"
   "$venv/bin/python" -m pytest -q $CORE_TESTS
 done
+
+# CPython 3.14, which pyenv cannot build here: Pyodide (3.14 compiled to WebAssembly) under
+# node, on the pure-Python core, under the plugin like the full suite. Installs into
+# .cache/pyodide first, then runs offline.
+bash scripts/test-pyodide.sh -q --whyalive $CORE_TESTS

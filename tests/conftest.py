@@ -10,7 +10,35 @@ from typing import Any
 
 import pytest
 
+from capabilities import WEBASSEMBLY, needs_c
 from whyalive.graph import core as graphcore
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "c_extension: tests the C graph core (skipped where it is not compiled)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of the C graph core skip where it is not compiled; on WebAssembly, where no C
+    extension can be built, they are deselected: nothing there to test."""
+    if graphcore.c_implementation() is not None:
+        return
+    needs = [item for item in items if item.get_closest_marker("c_extension")]
+    if WEBASSEMBLY:
+        config.hook.pytest_deselected(items=needs)
+        items[:] = [item for item in items if not item.get_closest_marker("c_extension")]
+        return
+    for item in needs:
+        item.add_marker(pytest.mark.skip(reason="C extension not compiled"))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"whyalive graph core: {graphcore.IMPLEMENTATION}"]
+    if WEBASSEMBLY and graphcore.c_implementation() is None:
+        lines.append("C extension tests deselected: no C extension is built on WebAssembly")
+    return lines
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -90,14 +118,13 @@ _FUNCTIONS = (
 )
 
 
-@pytest.fixture(params=["c", "python"])
+@pytest.fixture(params=[pytest.param("c", marks=needs_c), "python"])
 def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Route whyalive's graph core through the C extension or the Python twin."""
     chosen = (
         graphcore.c_implementation() if request.param == "c" else graphcore.python_implementation()
     )
-    if chosen is None:
-        pytest.skip("C extension not compiled")
+    assert chosen is not None  # the c_extension mark skipped it otherwise
     for name in _FUNCTIONS:
         monkeypatch.setattr(graphcore, name, getattr(chosen, name))
     return request.param

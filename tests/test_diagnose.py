@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from capabilities import NUMPY_MISSING, needs_subprocess
 from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
 from whyalive import check_leaks, find_leaks
 from whyalive.diagnose import diagnose
@@ -24,7 +25,7 @@ from whyalive.kinds import KindResolver
 from whyalive.paths import CycleView, view_cycle
 from whyalive.report import CycleReport
 
-numpy = pytest.importorskip("numpy")
+numpy = pytest.importorskip("numpy", reason=NUMPY_MISSING)
 
 
 def only_cycle(fn: Callable[..., object], *args: object, **kwargs: object) -> CycleReport:
@@ -591,6 +592,7 @@ def _signature_in_subprocess(size: int, tmp_path: object) -> str:
     return out.stdout.strip()
 
 
+@needs_subprocess
 def test_signature_equal_across_processes(tmp_path: object) -> None:
     """Two processes running the same scenario report the same signature."""
     assert _signature_in_subprocess(10, tmp_path) == _signature_in_subprocess(2000, tmp_path)

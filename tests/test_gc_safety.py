@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from capabilities import needs_threads
 from whyalive import check_leaks
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.gcstate import OWNER
@@ -142,6 +143,7 @@ def test_nested_checks_attribute_each_leak_to_its_own_block(core: str) -> None:
     assert inner_leak() is None
 
 
+@needs_threads
 def test_checks_in_two_threads_say_they_overlapped(core: str) -> None:
     """Checks running at once in two threads report the overlap and restore the flags."""
     before = gc.get_debug()

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
             {
                 "kinds",
                 "graph",
+                "collector",
                 "gcstate",
                 "capture",
                 "edges",

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import whyalive
+from capabilities import needs_fork, needs_subprocess
 from scenarios import stage_backward
 from whyalive import GcMonitor, Report
 from whyalive.errors import UsageError
@@ -343,7 +344,8 @@ sys.exit(0)  # never stopped: the callback must stay quiet through shutdown
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@needs_fork
+@needs_subprocess
 def test_forked_child_muted_and_shutdown_quiet() -> None:
     """A forked worker never saves garbage; an unstopped monitor exits the interpreter cleanly."""
     src = str(Path(whyalive.__file__).parent.parent)

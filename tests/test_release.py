@@ -8,12 +8,12 @@ from array import array
 
 import pytest
 
+from capabilities import needs_c
 from whyalive.capture import GarbageWatch
 from whyalive.graph import core as graphcore
 
 c_impl = graphcore.c_implementation()
 py_impl = graphcore.python_implementation()
-needs_c = pytest.mark.skipif(c_impl is None, reason="C extension not compiled")
 
 
 class Payload:
@@ -35,14 +35,15 @@ def test_marked_nodes_match_python_twin() -> None:
     assert c_impl.build_graph(nodes, (), types)[3] == expected
 
 
-@pytest.mark.parametrize("impl", [c_impl, py_impl], ids=["c", "python"])
+IMPLS = [pytest.param(c_impl, id="c", marks=needs_c), pytest.param(py_impl, id="python")]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("start", [0, 2, 5, 9, -3])
 def test_take_tail_moves_references_without_leaking(
-    impl: graphcore.GraphImplementation | None, start: int
+    impl: graphcore.GraphImplementation, start: int
 ) -> None:
     """The tail comes back in order, the head stays, every object is freed afterwards."""
-    if impl is None:
-        pytest.skip("C extension not compiled")
     items: list[object] = [Payload() for _ in range(5)]
     refs = [weakref.ref(item) for item in items]
     identity = id(items)
@@ -102,13 +103,11 @@ def test_take_tail_holds_off_collections_that_resize_the_list(start: int) -> Non
         gc.collect()
 
 
-@pytest.mark.parametrize("impl", [c_impl, py_impl], ids=["c", "python"])
+@pytest.mark.parametrize("impl", IMPLS)
 def test_cycle_candidates_keeps_cycles_that_reach_a_seed(
-    impl: graphcore.GraphImplementation | None,
+    impl: graphcore.GraphImplementation,
 ) -> None:
     """0 <-> 1 -> 2 -> 3 (self-edge) <- 4 <-> 5, and 6 alone: who is a candidate for which seeds."""
-    if impl is None:
-        pytest.skip("C extension not compiled")
     edges = {0: [1], 1: [0, 2], 2: [3], 3: [3], 4: [3, 5], 5: [4], 6: []}
     offsets = array("q", [0])
     targets = array("q")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from capabilities import JSONSCHEMA_MISSING
 from whyalive import find_leaks
 from whyalive.cli import main
 from whyalive.errors import EXIT_USAGE, ReportFormatError
@@ -67,13 +69,31 @@ def test_each_schema_break_is_one_line(report_data: dict[str, Any]) -> None:
         assert "\n" not in message, name
 
 
+def _jsonschema_validator(jsonschema: Any) -> Any:
+    """A validator of the report schema, on jsonschema 4.18+ and on 4.17.
+
+    4.17 (the last release without rpds-py, the one the CPython 3.14 leg can install)
+    resolves ``#/$defs/...`` against the schema's ``urn:`` id as the empty URL, so the
+    schema is also stored under that name there; 4.18+ resolves it unaided and
+    deprecates the resolver.
+    """
+    schema = report_schema()
+    validator_class = jsonschema.validators.validator_for(schema)
+    major, minor = (int(part) for part in metadata.version("jsonschema").split(".")[:2])
+    if (major, minor) >= (4, 18):
+        return validator_class(schema)
+    resolver = jsonschema.RefResolver.from_schema(schema, store={"": schema})
+    return validator_class(schema, resolver=resolver)
+
+
 def test_agrees_with_jsonschema(report_data: dict[str, Any]) -> None:
     """The stdlib check accepts and rejects exactly what jsonschema does on the schema."""
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(report_data, report_schema())
+    jsonschema = pytest.importorskip("jsonschema", reason=JSONSCHEMA_MISSING)
+    validator = _jsonschema_validator(jsonschema)
+    validator.validate(report_data)
     for name, broken in _mutations(report_data):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(broken, report_schema())
+            validator.validate(broken)
         with pytest.raises(ReportFormatError):
             validate_report(broken)
         assert name

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import whyalive
+from capabilities import NUMPY_MISSING, needs_subprocess
 from whyalive.analysis import AnalysisOptions
 from whyalive.capture import GarbageWatch
 from whyalive.diagnose import diagnose
@@ -32,7 +33,7 @@ from whyalive.pipeline import analyze
 from whyalive.report import CycleReport, Report
 from whyalive.structure import STRUCTURE_MIN_MEMBERS, find_structure
 
-np = pytest.importorskip("numpy")
+np = pytest.importorskip("numpy", reason=NUMPY_MISSING)
 
 
 class Node:
@@ -454,6 +455,7 @@ def test_every_renderer_shows_a_long_loop_with_its_gap() -> None:
     assert "Ring" in report.render("html")
 
 
+@needs_subprocess
 @pytest.mark.parametrize("frozen_before", [False, True], ids=["plain", "user-froze"])
 def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(
     pytester: pytest.Pytester, frozen_before: bool

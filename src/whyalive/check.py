@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
+from whyalive.collector import FREEZE_COUNT_HAS_IMMORTALS
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.pipeline import analyze, prepare_in_collector, probe_block
@@ -51,9 +52,8 @@ def _user_location() -> tuple[str, int, str]:
 _FROZEN_NOTE = (
     "Objects were already frozen (gc.freeze), so the baseline was collected instead of "
     "frozen; frozen objects are never examined."
-    if sys.version_info[:2] != (3, 12)
-    # 3.12 parks immortal objects in the permanent generation, so a non-zero freeze
-    # count does not tell whether the user froze anything.
+    if not FREEZE_COUNT_HAS_IMMORTALS
+    # A non-zero freeze count then does not tell whether the user froze anything.
     else "Python 3.12 keeps immortal objects in the permanent generation, so whyalive "
     "cannot tell whether objects were frozen (gc.freeze); it collected the baseline "
     "instead of freezing it; frozen objects are never examined."

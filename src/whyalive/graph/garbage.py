@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from whyalive.graph import core as graphcore
 from whyalive.kinds import KindResolver
 
-# Untracked containers worth following: the GC untracks tuples and dicts that hold
-# only untracked values (such as NumPy arrays), so they can hide heavy objects.
+# Untracked containers worth following: the GC untracks tuples (and, up to 3.13, dicts)
+# that hold only untracked values (such as NumPy arrays), so they can hide heavy objects.
 UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
 
 

@@ -32,10 +32,11 @@ from types import TracebackType
 from typing import Any
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
-from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler, older_generation
+from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
@@ -86,8 +87,7 @@ class GcMonitor(GcSampler):
             :func:`whyalive.distributed.gather_summary`; result in ``last_summary``.
         poll_interval: run :meth:`poll` in a helper thread this often (seconds).
         freeze: freeze the heap present at :meth:`start` (when nothing is frozen).
-        probe_every: every N-th :meth:`step` (None: never) look for uncollectable
-            loops through the autograd graph among what the run made (heap frozen).
+        probe_every: every N-th :meth:`step`, look for uncollectable loops (None: never).
 
     .. versionadded:: 0.1
     """
@@ -158,6 +158,21 @@ class GcMonitor(GcSampler):
         """Install the callback (once); returns ``self``."""
         if self.active:
             raise UsageError("this GcMonitor is already started")
+        if self.poll_interval is not None:
+            # First, so a platform without threads (WebAssembly) leaves gc state untouched;
+            # the thread polls nothing until the callback is installed (_off until then).
+            self._stop_thread.clear()
+            self._thread = threading.Thread(
+                target=self._poll_loop, name="whyalive-monitor", daemon=True
+            )
+            try:
+                self._thread.start()
+            except RuntimeError as error:
+                self._thread = None
+                raise UsageError(
+                    f"poll_interval needs a helper thread, which this platform cannot start "
+                    f"({error}); call step() or poll() instead"
+                ) from None
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
         self._probe.start()
@@ -168,12 +183,6 @@ class GcMonitor(GcSampler):
         self._off = False
         gc.callbacks.append(self._on_gc)
         _ACTIVE.add(self)
-        if self.poll_interval is not None:
-            self._stop_thread.clear()
-            self._thread = threading.Thread(
-                target=self._poll_loop, name="whyalive-monitor", daemon=True
-            )
-            self._thread.start()
         return self
 
     def stop(self) -> None:
@@ -240,14 +249,7 @@ class GcMonitor(GcSampler):
             if self.gather_every is not None and self.stats.steps % self.gather_every == 0:
                 self._gather()
             if self._froze and self._probe.due(self.stats.steps):
-                self._flush(2)  # a saved collection of all the run made, analysed as any
-                self._quiet = True
-                try:
-                    report = self._probe.run(self.options)
-                finally:
-                    self._quiet = False
-                self.stats.probes += 1
-                self._log.record(report, self.stats.steps, self.on_cycle)
+                self._probe.run(self)
         except Exception:
             logger.exception("whyalive monitor failed at step %d", self.stats.steps)
 
@@ -334,7 +336,9 @@ class GcMonitor(GcSampler):
     def _scheduled_collection(self) -> None:
         """Sweep the young generations saving, analyse, then run the scheduled collection."""
         scheduled = self.collect_generation
-        sweep = max(scheduled - 1, 0)
+        # The generations below the scheduled one; on 3.14.0-3.14.4 only the young one
+        # (its gc.collect(1) is an increment that may collect nothing).
+        sweep = min(max(scheduled - 1, 0), YOUNG)
         final = max(scheduled, older_generation(sweep))
         with self._lock:
             self._forced = True
@@ -354,12 +358,17 @@ class GcMonitor(GcSampler):
             collected = self._release(final, scheduled=True)
             self.stats.unexamined_objects += max(collected - released, 0)
 
-    def _flush(self, generation: int | None = None) -> None:
-        """Save one more collection and analyse it: at stop, the young generations (1 too
-        when automatic GC is on: cycles promoted while alive end there)."""
+    def _flush(self) -> None:
+        """At stop: save one last collection so the last steps' cycles are counted.
+
+        With automatic GC on, also the generation that young collections move what
+        is alive into (cycles promoted while alive end there: generation 1, or the
+        old space of 3.14.0-3.14.4, which only a full collection reaches); with
+        automatic GC off only the young one.
+        """
         self._forced = True
         try:
-            gc.collect((1 if gc.isenabled() else 0) if generation is None else generation)
+            gc.collect(older_generation(0) if gc.isenabled() else 0)
         finally:
             self._forced = False
         self._process()
@@ -385,13 +394,3 @@ class GcMonitor(GcSampler):
 
     def _steps_words(self) -> str:
         return f"GcMonitor over {self.stats.steps} step(s)"
-
-
-def monitor(**options: Any) -> GcMonitor:
-    """A :class:`GcMonitor` (not started): ``with whyalive.monitor() as mon: ... mon.step()``.
-
-    Takes the keyword arguments of :class:`GcMonitor`.
-
-    .. versionadded:: 0.1
-    """
-    return GcMonitor(**options)

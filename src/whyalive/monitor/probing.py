@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import time
+from typing import TYPE_CHECKING
 
-from whyalive.analysis import AnalysisOptions
 from whyalive.autograd_graph import sequence_mark
 from whyalive.errors import UsageError
 from whyalive.pipeline import probe_uncollectable
-from whyalive.report import Report
+
+if TYPE_CHECKING:
+    from whyalive.monitor.gc_monitor import GcMonitor
 
 PROBE_EVERY = 100
 """Default steps between two probes (see benchmarks/bench_monitor.py)."""
@@ -17,8 +20,7 @@ PROBE_EVERY = 100
 class UncollectableProbe:
     """Every ``every`` steps (None: never), what the run made and only such loops keep.
 
-    The run's baseline is the heap frozen at start; the caller collects (saving, and
-    analysing what it saves, as for any collection) just before :meth:`run`.
+    Needs the run's baseline: the heap frozen at start (the monitor's ``freeze=True``).
     """
 
     def __init__(self, every: int | None) -> None:
@@ -37,11 +39,21 @@ class UncollectableProbe:
         """Whether ``step`` is one to probe at."""
         return self.every is not None and step % self.every == 0
 
-    def run(self, options: AnalysisOptions) -> Report | None:
-        """The loops found now (the collection just ran, so nothing left is garbage)."""
-        began = time.perf_counter()
+    def run(self, monitor: GcMonitor) -> None:
+        """A saved collection of all the run made (its start's heap is frozen), analysed
+        as any, then the loops among what is left, logged as the monitor logs cycles."""
+        monitor._forced = True
         try:
-            return probe_uncollectable(self.mark, options, collect=False)
+            gc.collect()
         finally:
-            self.runs += 1
-            self.seconds += time.perf_counter() - began
+            monitor._forced = False
+        monitor._process()
+        began = time.perf_counter()
+        monitor._quiet = True  # collections the probe runs are not the monitor's to save
+        try:
+            report = probe_uncollectable(self.mark, monitor.options, collect=False)
+        finally:
+            monitor._quiet = False
+            monitor.stats.probes += 1
+            monitor.stats.seconds += time.perf_counter() - began
+        monitor._log.record(report, monitor.stats.steps, monitor.on_cycle)

@@ -14,6 +14,7 @@ import gc
 import sys
 import time
 
+from whyalive.collector import older_generation
 from whyalive.gcstate import OWNER
 from whyalive.monitor.stats import MonitorStats
 
@@ -22,16 +23,6 @@ _SAVEALL = gc.DEBUG_SAVEALL
 _OBJECT_SECONDS = 0.5e-6
 # A full release this cheap is allowed at once, whatever the budget says so far.
 _FULL_GRACE = 0.002
-
-_INCREMENTAL_GC = (3, 14, 0) <= sys.version_info[:3] < (3, 14, 5)
-_FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
-
-
-def older_generation(generation: int) -> int:
-    """The generation that objects saved by a ``generation`` collection were moved to."""
-    if _INCREMENTAL_GC or _FREE_THREADED:  # pragma: no cover - not on the CI interpreters
-        return 2  # one old space (incremental) or one heap (free-threaded): full collection
-    return min(generation + 1, 2)
 
 
 class GcSampler:

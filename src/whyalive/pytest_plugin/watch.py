@@ -51,11 +51,12 @@ class TestWatch:
         freed before they return, so ``gc.collect()`` in a test frees what it would
         free without whyalive.
         """
+        from whyalive.collector import YOUNG
         from whyalive.gcstate import OWNER
         from whyalive.pipeline import prepare_in_collector
 
         prepare_in_collector()
-        gc.collect(1)
+        gc.collect(YOUNG)
         self._lease = OWNER.open_lease(analyze_now=self._analyze)
 
     def _analyze(self, objects: list[object]) -> Leak | None:
@@ -92,6 +93,7 @@ class TestWatch:
         while it ran, and a young collection would miss it.
         """
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
+        from whyalive.collector import YOUNG
         from whyalive.gcstate import OWNER
         from whyalive.pipeline import analyze
 
@@ -103,7 +105,7 @@ class TestWatch:
             or self.label == "call"
             or (next_label == "call" and not OWNER.freeze_available())
         )
-        generation = 2 if full else 1
+        generation = 2 if full else YOUNG
         if next_label is None:
             self._lease = None
             objects = OWNER.close_lease(lease, generation)

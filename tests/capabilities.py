@@ -1,0 +1,79 @@
+"""What this platform can run, and the marks that skip a test where it cannot.
+
+CPython 3.14 is tested through Pyodide (CPython compiled to WebAssembly, run by
+node): it has no threads, no fork, no subprocesses, no wheel of NumPy or torch,
+and no C compiler. A test that needs one of those says so
+with a mark or reason from here, and skips there with that reason; nothing else
+may skip on that leg. Tests of the C extension are deselected there instead
+(``tests/conftest.py``): there is no C extension to test.
+
+    from capabilities import needs_threads, numpy
+
+    @needs_threads
+    def test_two_threads() -> None: ...
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+from types import ModuleType
+
+import pytest
+
+WEBASSEMBLY = sys.platform in {"emscripten", "wasi"}
+
+
+def _threads_start() -> bool:
+    # Emscripten builds without pthreads import threading, then refuse to start one.
+    thread = threading.Thread(target=lambda: None)
+    try:
+        thread.start()
+    except RuntimeError:
+        return False
+    thread.join()
+    return True
+
+
+def _optional(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+# Pyodide's os has fork() and the subprocess module, but both fail: ask the platform.
+CAN_START_THREADS = _threads_start()
+CAN_FORK = hasattr(os, "fork") and not WEBASSEMBLY
+CAN_RUN_SUBPROCESSES = not WEBASSEMBLY
+
+numpy = _optional("numpy")
+"""NumPy, or None where it is not installed (it has no wheel for Pyodide on PyPI or npm)."""
+
+
+def _missing(what: str) -> str:
+    if WEBASSEMBLY:
+        return f"{what}: this is CPython on WebAssembly (Pyodide), which has none"
+    return f"{what}: not available here"
+
+
+needs_threads = pytest.mark.skipif(not CAN_START_THREADS, reason=_missing("needs threads"))
+needs_fork = pytest.mark.skipif(not CAN_FORK, reason=_missing("needs os.fork"))
+needs_subprocess = pytest.mark.skipif(
+    not CAN_RUN_SUBPROCESSES, reason=_missing("needs subprocesses")
+)
+NUMPY_MISSING = (
+    "needs NumPy: no wheel for Pyodide's WebAssembly ABI on PyPI or npm"
+    if WEBASSEMBLY
+    else "needs NumPy: not installed"
+)
+"""Also the reason for ``pytest.importorskip("numpy", reason=NUMPY_MISSING)``, in modules
+whose every test needs NumPy."""
+needs_numpy = pytest.mark.skipif(numpy is None, reason=NUMPY_MISSING)
+JSONSCHEMA_MISSING = "needs jsonschema: not installed"
+"""The reason for ``pytest.importorskip("jsonschema", reason=JSONSCHEMA_MISSING)``."""
+
+needs_c = pytest.mark.c_extension
+"""Tests of the C graph core: skipped where it is not compiled, deselected on WebAssembly."""
