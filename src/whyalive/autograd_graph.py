@@ -74,6 +74,8 @@ class AutogradReader:
         node_type = getattr(graph, "Node", None)
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
         self.visited = 0
+        self.limit = MAX_NODES
+        """Nodes the walks of this reader visit at most."""
 
     def is_tensor(self, obj: object) -> bool:
         """A ``torch.Tensor`` (or subclass), by type only."""
@@ -253,7 +255,7 @@ class AutogradReader:
         but not walked past.
         """
         stack = [node for node in roots if node is not None]
-        while stack and self.visited < MAX_NODES:
+        while stack and self.visited < self.limit:
             node = stack.pop()
             if id(node) in seen:
                 continue

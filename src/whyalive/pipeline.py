@@ -63,7 +63,11 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
 
 
 def probe_uncollectable(
-    mark: int | None, options: AnalysisOptions, *, collect: bool = True
+    mark: int | None,
+    options: AnalysisOptions,
+    *,
+    collect: bool = True,
+    max_nodes: int | None = None,
 ) -> Report | None:
     """What the block left that only loops through the autograd graph hold, as a report.
 
@@ -72,7 +76,7 @@ def probe_uncollectable(
     sequence mark taken when the block began. The loops are in ``uncollectable``;
     None when there are none.
     """
-    graph = find_uncollectable(mark, collect=collect)
+    graph = find_uncollectable(mark, collect=collect, max_nodes=max_nodes)
     return uncollectable_report(graph, options) if graph is not None else None
 
 

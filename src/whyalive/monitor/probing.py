@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 PROBE_EVERY = 100
 """Default steps between two probes (see benchmarks/bench_monitor.py)."""
+MAX_NODES = 20_000
+"""Autograd nodes one probe walks at most: a leak repeated every step is logged at its
+first probe; later ones need not walk every copy (their counts may then fall short)."""
 
 
 class UncollectableProbe:
@@ -51,7 +54,9 @@ class UncollectableProbe:
         began = time.perf_counter()
         monitor._quiet = True  # collections the probe runs are not the monitor's to save
         try:
-            report = probe_uncollectable(self.mark, monitor.options, collect=False)
+            report = probe_uncollectable(
+                self.mark, monitor.options, collect=False, max_nodes=MAX_NODES
+            )
         finally:
             monitor._quiet = False
             monitor.stats.probes += 1

@@ -52,19 +52,24 @@ def block_left_tensors(objects: list[object], reader: AutogradReader) -> bool:
     )
 
 
-def find_uncollectable(mark: int | None, *, collect: bool = True) -> ObjectGraph | None:
+def find_uncollectable(
+    mark: int | None, *, collect: bool = True, max_nodes: int | None = None
+) -> ObjectGraph | None:
     """The block's objects that only loops through the autograd graph keep alive.
 
     Call with the block's baseline frozen (after its closing collection). ``mark``
     is :func:`whyalive.autograd_graph.sequence_mark` at the block's start: nodes
     made before it are held from outside. ``collect`` runs the second collection
-    first. None when nothing is held that way; else a graph that holds the objects
-    until its ``release()``.
+    first; ``max_nodes`` bounds the autograd walk (what lies further is not seen).
+    None when nothing is held that way; else a graph that holds the objects until
+    its ``release()``.
     """
     torch = loaded_torch()
     if torch is None or sys.is_finalizing():
         return None
     reader = AutogradReader(torch)
+    if max_nodes is not None:
+        reader.limit = max_nodes
     if not block_left_tensors(gc.get_objects(), reader):
         return None
     if collect:

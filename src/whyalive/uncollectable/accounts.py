@@ -85,7 +85,10 @@ def build_accounts(objects: list[object], own: dict[int, int]) -> Accounts:
 def add_autograd_holds(
     accounts: Accounts, reader: AutogradReader, left: list[int], mark: int | None
 ) -> None:
-    """Add the references autograd holds for the tensors (and nodes) in ``left``."""
+    """Add the references autograd holds for the tensors (and nodes) in ``left``.
+
+    ``mark`` None: every node is taken for the block's (no baseline, or ``explain``).
+    """
     nodes = accounts.nodes
     roots: list[object] = []
     reached_nodes: set[int] = set()
@@ -130,7 +133,9 @@ def add_autograd_holds(
             accounts.rooted_cpp.add(vertex)
             continue  # what an older node holds is held from outside: not walked further
         made.append((vertex, graph_node))
-        hooked.append(graph_node)
+        if vertex < accounts.young or mark is None:
+            # Hooks are registered through a node's Python object: in a block, one it made.
+            hooked.append(graph_node)
         for position, following in enumerate(reader.next_nodes(graph_node)):
             reached_nodes.add(hop(vertex, following, f".next_functions[{position}][0]"))
         variable = reader.variable(graph_node)
@@ -146,7 +151,7 @@ def add_autograd_holds(
     for vertex in reached_nodes:
         if vertex < accounts.young:
             accounts.explained[vertex] += 1  # a node holds its own Python object
-    _hook_dicts(accounts, reader, hooked)
+    _hook_dicts(accounts, reader, hooked, left)
 
 
 def _unexplained_implementations(
@@ -175,9 +180,12 @@ def _made_before(
     return before
 
 
-def _hook_dicts(accounts: Accounts, reader: AutogradReader, hooked: list[object]) -> None:
-    """Hook and metadata dicts of the nodes the block touched from Python, when unexplained."""
-    if not hooked or not _unexplained_dicts(accounts):
+def _hook_dicts(
+    accounts: Accounts, reader: AutogradReader, hooked: list[object], left: list[int]
+) -> None:
+    """The hook and metadata dicts of the walked nodes, read only while a dict of ``left``
+    has outside references not yet explained."""
+    if not hooked or not _unexplained_dicts(accounts, left):
         return
     for node, held in reader.hook_dicts(hooked).items():
         source = accounts.index[node]
@@ -185,7 +193,7 @@ def _hook_dicts(accounts: Accounts, reader: AutogradReader, hooked: list[object]
             if id(hooks) in accounts.index:
                 name = NODE_PREHOOKS if kind == PREHOOKS else NODE_HOOKS
                 accounts.explained[_add(accounts, source, hooks, name)] += 1
-    if not _unexplained_dicts(accounts):
+    if not _unexplained_dicts(accounts, left):
         return
     for hooked_node in hooked:
         # Read last: torch makes an empty metadata dict for a node that had none.
@@ -201,10 +209,6 @@ def _add(accounts: Accounts, source: int, target: object, name: str) -> int:
     return vertex
 
 
-def _unexplained_dicts(accounts: Accounts) -> bool:
+def _unexplained_dicts(accounts: Accounts, left: list[int]) -> bool:
     nodes, outside, explained = accounts.nodes, accounts.outside, accounts.explained
-    return any(
-        isinstance(obj, dict) and outside[node] > explained[node]
-        for node, obj in enumerate(nodes)
-        if outside[node] > 0
-    )
+    return any(outside[node] > explained[node] and isinstance(nodes[node], dict) for node in left)
