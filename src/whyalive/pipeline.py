@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, Progress, find_cycles
@@ -42,24 +44,36 @@ def prepare_in_collector() -> None:
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
-    progress = Progress(len(objects), options.progress_after)
+    with _collector_off():
+        resolver = KindResolver()
+        progress = Progress(len(objects), options.progress_after)
+        progress.stage("building the reference graph")
+        return _report_of(build_graph(objects, resolver), resolver, options, progress)
+
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
     # An automatic collection during the analysis would traverse all the garbage we
     # hold (it is reachable now) for nothing: keep the collector off until we return.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        resolver = KindResolver()
-        progress.stage("building the reference graph")
-        graph = build_graph(objects, resolver)
-        try:
-            findings = find_cycles(graph, resolver, options, progress)
-            progress.stage("writing the report")
-            return build_report(findings, options)
-        finally:
-            graph.release()
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def _report_of(
+    graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions, progress: Progress
+) -> Report:
+    """Cycles to report; the graph's strong references are dropped before returning."""
+    try:
+        findings = find_cycles(graph, resolver, options, progress)
+        progress.stage("writing the report")
+        return build_report(findings, options)
+    finally:
+        graph.release()
 
 
 def probe_uncollectable(
@@ -83,7 +97,9 @@ def probe_uncollectable(
 def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report | None:
     """The loops of a graph of :mod:`whyalive.uncollectable` as a report (``uncollectable``);
     the graph is released."""
-    report = _analyze_graph(graph, options)
+    with _collector_off():
+        progress = Progress(len(graph), options.progress_after)
+        report = _report_of(graph, KindResolver(), options, progress)
     if not report.cycles:
         return None
     return replace(
@@ -113,22 +129,6 @@ def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> Report | None:
     except Exception as error:  # the check's own findings stand; say what was not done
         note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
         return Report(notes=(note,))
-
-
-def _analyze_graph(graph: ObjectGraph, options: AnalysisOptions) -> Report:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        try:
-            findings = find_cycles(
-                graph, KindResolver(), options, Progress(len(graph), options.progress_after)
-            )
-            return build_report(findings, options)
-        finally:
-            graph.release()
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def with_uncollectable_loops(
