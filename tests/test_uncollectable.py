@@ -316,3 +316,88 @@ def test_probe_never_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "probe_uncollectable", broken)
     report = find_leaks(loops.tensor_hook)
     assert any("could not look for uncollectable leaks (RuntimeError)" in n for n in report.notes)
+
+
+def test_unittest_mixin_fails_on_a_loop_through_autograd() -> None:
+    import unittest
+
+    from whyalive.unittest import LeakCheckMixin
+
+    class Case(LeakCheckMixin, unittest.TestCase):
+        def test_leaky(self) -> None:
+            loops.tensor_hook()
+
+        def test_fixed(self) -> None:
+            loops.tensor_hook_fixed()
+
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(Case).run(result)
+    assert result.testsRun == 2
+    [(test, message)] = result.failures
+    assert test.id().endswith("test_leaky")
+    assert "[tensor-hook-loop]" in message
+
+
+def test_whyalive_run_reports_a_loop_and_exits_1(tmp_path: Any) -> None:
+    import subprocess
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "def step():\n"
+        "    x = torch.randn(1000, requires_grad=True)\n"
+        "    y = x.exp()\n"
+        "    y.register_hook(lambda g: g * y.sum())\n"
+        "    y.sum().backward()\n"
+        "step()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "whyalive", "run", str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Uncollectable loop 1: tensor hook that refers back to its tensor" in done.stderr
+    assert "train.py:5: `y.register_hook(lambda g: g * y.sum())" in done.stderr
+
+
+PLUGIN_SUITE = """
+import torch
+
+CACHE = {}
+
+
+def test_leaks_a_loop():
+    x = torch.randn(4096, requires_grad=True)
+    y = x.exp()
+    y.register_hook(lambda grad: grad * y.sum())
+    y.sum().backward()
+
+
+def test_removes_its_hook():
+    x = torch.randn(4096, requires_grad=True)
+    y = x.exp()
+    handle = y.register_hook(lambda grad: grad * y.sum())
+    y.sum().backward()
+    handle.remove()
+
+
+def test_keeps_the_loop_in_a_global():
+    x = torch.randn(4096, requires_grad=True)
+    y = x.exp()
+    y.register_hook(lambda grad: grad * y.sum())
+    CACHE["y"] = y
+"""
+
+
+def test_pytest_plugin_fails_only_the_test_that_leaks_a_loop(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_loops=PLUGIN_SUITE)
+    result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*tensor-hook-loop, loop through the autograd graph, never freed*",
+            "*FAILED test_loops.py::test_leaks_a_loop*",
+        ]
+    )

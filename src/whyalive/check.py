@@ -234,11 +234,8 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             if recorder is not None:
                 recorder.close()
             captured.release()
-            try:
-                # With the garbage freed and the baseline still frozen: what is left is alive.
-                probed = probe_block(watch, self._options())
-            finally:
-                watch.finish()
+            # With the garbage freed and the baseline still frozen: what is left is alive.
+            probed = probe_block(watch, self._options())
         if probed is not None and self.report is not None:
             self.report = merge_reports([self.report, probed])
         census, self._census = self._census, None

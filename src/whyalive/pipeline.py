@@ -116,19 +116,22 @@ def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report
 
 
 def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> Report | None:
-    """:func:`probe_uncollectable` for a watched block, after its garbage was released.
+    """:func:`probe_uncollectable` for a watched block whose garbage was released, then
+    :meth:`~whyalive.capture.GarbageWatch.finish` (the baseline is given back).
 
     Only with the block's baseline frozen (otherwise what the block made cannot be
     told from the rest of the heap: a report with that note). A failure of the probe
     never fails the check: it becomes a note.
     """
-    if not watch.used_freeze:
-        return Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
     try:
+        if not watch.used_freeze:
+            return Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
         return probe_uncollectable(watch.autograd_mark, options)
     except Exception as error:  # the check's own findings stand; say what was not done
         note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
         return Report(notes=(note,))
+    finally:
+        watch.finish()
 
 
 def with_uncollectable_loops(

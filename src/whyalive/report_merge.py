@@ -33,7 +33,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         nodes.extend(dataclasses.replace(n, node_id=n.node_id + shift) for n in report.nodes)
         for found, into in ((report.cycles, cycles), (report.uncollectable, uncollectable)):
             for cycle in found:
-                moved = _shift_cycle(cycle, shift)
+                moved = shift_cycle(cycle, shift)
                 same = into.get(cycle.signature)
                 into[cycle.signature] = moved if same is None else _absorb(same, moved)
         heavy.extend(
@@ -79,7 +79,8 @@ def _path(path: HolderPath, shift: int) -> HolderPath:
     )
 
 
-def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
+def shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
+    """The same cycle with its node ids renumbered by ``shift``."""
     cut = cycle.cut
     return dataclasses.replace(
         cycle,

@@ -160,10 +160,7 @@ def _on_exit(
             report = analyze(captured.objects, options)
         finally:
             captured.release()
-            try:
-                probed = probe_block(watch, options)
-            finally:
-                watch.finish()
+            probed = probe_block(watch, options)
     if probed is not None:
         report = merge_reports([report, probed])
     return [report], error, code

@@ -70,20 +70,21 @@ class LeakCheckMixin:
 
     def _whyalive_verdict(self, watch: Any) -> None:
         from whyalive.analysis import AnalysisOptions
-        from whyalive.pipeline import analyze
+        from whyalive.pipeline import analyze, probe_block
+        from whyalive.report_merge import merge_reports
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()
+        options = AnalysisOptions(
+            min_bytes=self.whyalive_min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
+        )
         try:
-            options = AnalysisOptions(
-                min_bytes=self.whyalive_min_bytes,
-                allow=tuple(self.whyalive_allow),
-                where=self.id(),
-            )
             report = analyze(captured.objects, options)
         finally:
             captured.release()
-            watch.finish()
+            probed = probe_block(watch, options)  # what the test left that loops in C++ hold
+        if probed is not None:
+            report = merge_reports([report, probed])
         if not report.found:
             return
         message = f"whyalive: leak in {self.id()}\n{report.render('text')}"
