@@ -403,3 +403,10 @@ def test_pytest_plugin_fails_only_the_test_that_leaks_a_loop(pytester: pytest.Py
             "*FAILED test_loops.py::test_leaks_a_loop*",
         ]
     )
+    # A baseline file knows it from then on, as it knows cycles.
+    written = pytester.runpytest_subprocess("--whyalive", "--whyalive-update-baseline")
+    written.assert_outcomes(passed=3)
+    known = pytester.runpytest_subprocess(
+        "--whyalive", "--whyalive-baseline=.whyalive-baseline.json"
+    )
+    known.assert_outcomes(passed=3)
