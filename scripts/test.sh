@@ -1,39 +1,82 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install everything the tests need, then run the suite:
 # the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium), the core tests on
-# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 through Pyodide.
-set -euo pipefail
+# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 through Pyodide. Every
+# leg runs even when an earlier one failed; the failed legs are listed at the end, and the
+# exit status is 1 if any failed. Each stage prints one line saying what it does; times
+# are in the README.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+STARTED=$SECONDS
+FAILED=()
+
+say() { echo "== test.sh [$((SECONDS - STARTED)) s] $*"; }
+
+# leg NAME COMMAND...: run one leg of the suite; a failure is remembered, not fatal.
+leg() {
+  local name="$1" status=0
+  shift
+  "$@" || status=$?
+  if [ "$status" -eq 0 ]; then
+    say "$name: passed"
+  else
+    say "$name: FAILED (exit $status)"
+    FAILED+=("$name (exit $status)")
+  fi
+}
+
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   need=""
   command -v dot >/dev/null 2>&1 || need="$need graphviz"
   command -v chromium >/dev/null 2>&1 || need="$need chromium"
   command -v chromedriver >/dev/null 2>&1 || need="$need chromium-driver"
   if [ -n "$need" ]; then
+    say "installing Debian packages:$need (about 1 minute)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
   fi
 fi
-bash scripts/setup-env.sh
+say "setting up .venv (scripts/setup-env.sh)"
+bash scripts/setup-env.sh || { say "setting up .venv FAILED: no test ran"; exit 1; }
+
 export PYTHONDEVMODE=1
+say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 5 minutes on 2 cores)"
 # Dogfooding: the suite runs under its own plugin, so a test that leaks tensors fails.
-.venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
+# test-artifacts/ keeps the browser tests' screenshots for CI to publish.
+leg "full suite on Python 3.11" \
+  .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
 CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py"
+
+# core_leg VERSION_DIR: a venv for that Python with whyalive built for it, then its core tests.
+core_leg() {
+  local python="$1/bin/python" venv=".venv-$(basename "$1")"
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv" || return 1
+  "$venv/bin/python" -m pip install -q --upgrade "pip>=25.1" || return 1
+  "$venv/bin/python" -m pip install -q pytest hypothesis numpy || return 1
+  "$venv/bin/python" -m pip install -q . --no-deps || return 1
+  # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
+  "$venv/bin/python" -m pytest -q $CORE_TESTS
+}
+
 for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   [ -x "$version_dir/bin/python" ] || continue
   version="$(basename "$version_dir")"
   case "$version" in 3.11.*) continue ;; esac
-  venv=".venv-$version"
-  [ -x "$venv/bin/python" ] || "$version_dir/bin/python" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade "pip>=25.1"
-  "$venv/bin/python" -m pip install -q pytest hypothesis numpy
-  "$venv/bin/python" -m pip install -q . --no-deps
-  echo "== core tests on Python $version"
-  "$venv/bin/python" -m pytest -q $CORE_TESTS
+  say "core tests on Python $version (venv, build, 1-2 minutes)"
+  leg "core tests on Python $version" core_leg "$version_dir"
 done
 
 # CPython 3.14, which pyenv cannot build here: Pyodide (3.14 compiled to WebAssembly) under
 # node, on the pure-Python core, under the plugin like the full suite. Installs into
 # .cache/pyodide first, then runs offline.
-bash scripts/test-pyodide.sh -q --whyalive $CORE_TESTS
+say "core tests on CPython 3.14 (Pyodide under node, pure-Python core; install, then offline)"
+# shellcheck disable=SC2086  # CORE_TESTS is a list of paths
+leg "core tests on CPython 3.14 (Pyodide)" bash scripts/test-pyodide.sh -q --whyalive $CORE_TESTS
+
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  say "${#FAILED[@]} leg(s) failed:"
+  printf '   %s\n' "${FAILED[@]}"
+  exit 1
+fi
+say "every leg passed"

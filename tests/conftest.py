@@ -58,6 +58,12 @@ def _hypothesis_started() -> None:
     start()
 
 
+@pytest.fixture(autouse=True)
+def _terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text wraps to the terminal: every test sees the same 100 columns, whatever runs it."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
 def _gc_state() -> tuple[object, ...]:
     return (
         gc.get_debug(),

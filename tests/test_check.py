@@ -11,7 +11,14 @@ import pytest
 
 import whyalive
 from capabilities import needs_numpy, needs_subprocess, numpy
-from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
+from scenarios import (
+    Trainer,
+    counts_said,
+    heavy,
+    shared_parameters,
+    stage_backward,
+    stage_backward_fixed,
+)
 from whyalive import LeakError, LeakWarning, check_leaks, find_leaks
 
 
@@ -38,6 +45,37 @@ def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
     assert [e.name for e in cycle.cut.edges] == ["cell_contents"]
     path_names = [e.name for e in cycle.holder_paths[0].edges]
     assert path_names[0].endswith("stage_output_tensors")
+
+
+@needs_numpy
+def test_heavy_objects_shared_by_cycles_are_counted_once() -> None:
+    """Three cycles that share 14 arrays keep 14 arrays alive, not 42; text, JSON, HTML agree."""
+    report = find_leaks(shared_parameters)
+    assert sorted(c.pattern for c in report.cycles) == [
+        "bound-method-on-self",
+        "recursive-closure",
+        "self-containing-container",
+    ]
+    assert all(c.heavy_count == 14 for c in report.cycles)
+    said = counts_said(report)
+    assert (said.cycles, said.heavy, said.size) == (3, 14, "56.0 KiB")
+
+
+@pytest.mark.parametrize("size", [4096, "4096", "4 KiB", "4KB", "0.004 MB", "4k"])
+def test_min_bytes_takes_sizes_with_units(size: object) -> None:
+    """min_bytes=4096, "4 KiB", "4KB" (1024-based, as pytest-memray reads them) are one size."""
+    check = check_leaks(min_bytes=size)  # type: ignore[arg-type]
+    assert check.min_bytes == (4096 if size != "0.004 MB" else round(0.004 * 2**20))
+
+
+@pytest.mark.parametrize("size", [-1, "-1", "1 XB", "many", True, 1.5])
+def test_a_bad_min_bytes_is_one_usage_line(size: object) -> None:
+    """A size that is not one is a UsageError of one line naming min_bytes and the forms."""
+    with pytest.raises(whyalive.errors.UsageError) as raised:
+        check_leaks(min_bytes=size)  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("min_bytes must be a size such as 1048576, 1MB or 1.5 MiB")
 
 
 class Marker:

@@ -225,7 +225,7 @@ def test_plugin_blames_setup_and_call_on_this_collector(pytester: pytest.Pyteste
     result = pytester.runpytest_inprocess("--whyalive", "-p", "no:randomly", "-q")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        ["*whyalive: leak in setup (fixture leaky_fixture) of test_suite.py::test_fixture_leak"]
+        ["Leak found in the setup (fixture leaky_fixture) of test_suite.py::test_fixture_leak:"]
     )
-    result.stdout.fnmatch_lines(["*whyalive: leak in call of test_suite.py::test_call_leak"])
-    assert "leak in call of test_suite.py::test_fixture_leak" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["Leak found in the call of test_suite.py::test_call_leak:"])
+    assert "in the call of test_suite.py::test_fixture_leak" not in result.stdout.str()

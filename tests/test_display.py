@@ -154,7 +154,7 @@ def test_print_monitor_fits_one_screen_after_50_steps(tmp_path: Path) -> None:
     assert len(lines) <= 15
     (seen,) = mon.signatures()
     assert lines[0].startswith("whyalive monitor (stopped): 50 steps, ")
-    assert lines[1] == "1 cycle signature, 200.0 KiB held in all:"
+    assert lines[1] == "1 cycle signature, 200.0 KiB found, summed over the run:"
     assert lines[3].split() == [
         seen.cycle.signature,
         "recursive-closure",

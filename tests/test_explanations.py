@@ -317,7 +317,7 @@ def test_cut_names_the_assignment_that_made_it(reports: dict[str, Report]) -> No
     assigned = line_of("self.callback = self.on_step", inspect.getsourcefile(Trainer) or "")
     assert cycle.cut.source_line == assigned + "  # WAL201"
     place = assigned.split("  ")[0]
-    text = reports["bound method on self"].render("text")
+    text = reports["bound method on self"].render("text", width=1000)
     assert f"made at {place}: `self.callback = self.on_step  # WAL201`" in text
     [closure] = reports["closure loop"].cycles
     assert closure.cut is not None

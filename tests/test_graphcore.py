@@ -8,7 +8,6 @@ import itertools
 import random
 import sys
 import threading
-import time
 import tracemalloc
 import weakref
 from array import array
@@ -418,7 +417,6 @@ def _size(impl: GraphImplementation) -> int:
 def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
     """A million-node ring is one cyclic SCC and a chain is n acyclic ones, without recursion."""
     n = _size(impl)
-    start = time.perf_counter()
     offsets = array("q", range(n + 1))
     ring = array("q", range(1, n + 1))
     ring[-1] = 0
@@ -439,8 +437,6 @@ def test_long_ring_and_chain_csr(impl: GraphImplementation) -> None:
     assert comp[n - 1] == 0
     mask = impl.nodes_reaching(chain_off, chain, [n // 2])
     assert mask.tobytes() == b"\x01" * (n // 2 + 1) + bytes(n - n // 2 - 1)
-    if impl.name == "c":
-        assert time.perf_counter() - start < 5
 
 
 @needs_c
@@ -477,7 +473,11 @@ def test_extras_found_behind_queued_references_match_the_twin() -> None:
 
 @pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
 def test_long_ring_of_objects(impl: GraphImplementation) -> None:
-    """build_graph plus SCCs on a million-list ring of real objects finish quickly."""
+    """build_graph plus SCCs on a million-list ring of real objects: one cyclic component.
+
+    How long it takes is measured by benchmarks/bench_shapes.py, side by side with a plain
+    collection, not asserted here: a loaded machine would fail a wall-clock bound.
+    """
     n = _size(impl)
     was_enabled = gc.isenabled()
     gc.disable()  # building the ring should not pay for collections
@@ -485,17 +485,13 @@ def test_long_ring_of_objects(impl: GraphImplementation) -> None:
         ring: list[list[object]] = [[] for _ in range(n)]
         for i in range(n):
             ring[i].append(ring[(i + 1) % n])
-        start = time.perf_counter()
         nodes, offsets, targets, _ = impl.build_graph(ring, (), ())
         _comp, count, cyclic = impl.find_components(offsets, targets)
-        elapsed = time.perf_counter() - start
         assert len(nodes) == n
         assert targets[n - 1] == 0
         assert targets[5] == 6
         assert count == 1
         assert cyclic[0] == 1
-        if impl.name == "c":
-            assert elapsed < 3
         del nodes
         for r in ring:
             r.clear()  # leave no million-object cycle for a later collection

@@ -159,6 +159,29 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     assert _run(str(path), "--diff")[0] == 0
 
 
+def test_diff_lists_what_it_cannot_fix_and_exits_1(tmp_path: Path) -> None:
+    """--diff on findings without an always-safe fix: no diff, each finding on stderr, exit 1."""
+    path = tmp_path / "trainer.py"
+    path.write_text(
+        "import torch\n"
+        "\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.activations = torch.zeros(10)\n"
+        "        self.callback = self.on_step\n"
+        "\n"
+        "    def on_step(self):\n"
+        "        return self.activations\n"
+    )
+    code, out, err = _run(str(path), "--diff")
+    assert code == 1
+    assert out == ""
+    assert "would fix 0 finding(s)" in err
+    assert "1 finding(s) with no always-safe fix:" in err
+    assert f"{path}:6:9: WAL201" in err
+    assert path.read_text().count("self.callback = self.on_step") == 1
+
+
 def test_fix_keeps_encoding_and_newlines(tmp_path: Path) -> None:
     """A latin-1 file with CRLF newlines is fixed in its own encoding and newlines."""
     path = tmp_path / "latin.py"

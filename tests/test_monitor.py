@@ -19,7 +19,7 @@ import pytest
 
 import whyalive
 from capabilities import needs_fork, needs_subprocess
-from scenarios import stage_backward
+from scenarios import counts_said, stage_backward
 from whyalive import GcMonitor, Report
 from whyalive.errors import UsageError
 
@@ -71,6 +71,24 @@ def test_every_leaking_step_counted_and_freed() -> None:
     assert cycle.total_bytes == 60 * 4096
     gc.collect()
     assert all(r() is None for r in refs), "the monitor kept an array alive"
+
+
+def test_counts_agree_between_text_json_and_html_over_the_run() -> None:
+    """mon.report(): the headline's cycles, arrays and bytes are the JSON's, summed over the run."""
+    with whyalive.monitor(log=False, collect_generation=1) as mon:
+        for step in range(30):
+            stage_backward([numpy.zeros(1024, dtype=numpy.float32)])
+            mon.step(collect=step % 5 == 4)
+    report = mon.report()
+    said = counts_said(report)
+    assert (said.cycles, said.signatures, said.heavy, said.size) == (30, 1, 30, "120.0 KiB")
+    headline = report.render("text", width=1000).splitlines()[0]
+    assert headline.startswith(
+        "whyalive: 30 reference cycles (1 signature) kept 30 arrays alive over 30 monitored steps: "
+        "120.0 KiB on cpu"
+    )
+    assert headline.endswith(", summed over the run.")
+    assert "summed over the run" in str(mon)
 
 
 def test_torch_tensors_counted_and_freed() -> None:

@@ -96,7 +96,9 @@ def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
     result.assert_outcomes(passed=7, failed=2, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*whyalive: leak in call of test_suite.py::test_recursive_closure",
+            "*whyalive: 16.0 KiB kept by recursive-closure, cut the closure variable "
+            "extract_tensors_with_grads at test_suite.py:*",
+            "*Leak found in the call of test_suite.py::test_recursive_closure:",
             "*recursive-closure*",
             "*Cut:*extract_tensors_with_grads*",
             "*Fix:*del extract_tensors_with_grads*",
@@ -105,12 +107,12 @@ def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
         ]
     )
     result.stdout.fnmatch_lines(
-        ["*whyalive: leak in setup (fixture leaky_fixture) of test_suite.py::test_fixture_leak"]
+        ["*Leak found in the setup (fixture leaky_fixture) of test_suite.py::test_fixture_leak:"]
     )
     result.stdout.fnmatch_lines(
         [
-            "*whyalive: leak in teardown (fixture leaky_teardown) of "
-            "test_suite.py::test_teardown_leak"
+            "*Leak found in the teardown (fixture leaky_teardown) of "
+            "test_suite.py::test_teardown_leak:"
         ]
     )
     result.stdout.fnmatch_lines(
@@ -122,11 +124,12 @@ def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
             "      test_suite.py::test_teardown_leak [teardown (fixture leaky_teardown)]: 15.6 KiB",
             "  * recursive-closure: 16.0 KiB in 1 test (failing)",
             "      test_suite.py::test_recursive_closure [call]: 16.0 KiB",
-            "Note: Not visible to the cyclic GC*",
+            "Note: whyalive sees what Python's cyclic GC sees*",
         ]
     )
     # The blind-spot note is said once for the session, not in each failing test's report.
-    assert result.stdout.str().count("Not visible to the cyclic GC") == 1
+    assert result.stdout.str().count("Note: whyalive sees what Python's cyclic GC sees") == 1
+    assert "Not visible to the cyclic GC" not in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
             "FAILED test_suite.py::test_recursive_closure*",
@@ -169,7 +172,9 @@ def test_inert_without_the_flag_and_marker_checks_one_test(pytester: pytest.Pyte
     pytester.makepyfile(test_inert=INERT)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*whyalive: leak in call of test_inert.py::test_marked_leak*"])
+    result.stdout.fnmatch_lines(
+        ["*Leak found in the call of test_inert.py::test_marked_leak_is_checked:"]
+    )
 
 
 def test_ini_twin_warn_mode_and_report_directory(pytester: pytest.Pytester) -> None:
@@ -187,7 +192,12 @@ def test_ini_twin_warn_mode_and_report_directory(pytester: pytest.Pytester) -> N
     result = pytester.runpytest_subprocess("--whyalive-on-leak=warn", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["whyalive: checking every test (min_bytes=0, on_leak=warn)"])
-    result.stdout.fnmatch_lines(["*LeakWarning: whyalive: leak in call*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*LeakWarning: whyalive: 512 B kept by self-containing-container, "
+            "cut dict[[]'self'[]] at *"
+        ]
+    )
     (written,) = (pytester.path / "leak-reports").glob("*.json")
     report = Report.load(written)
     assert report.total_bytes == 64 * 8
@@ -219,7 +229,7 @@ def test_help_lists_options_with_ini_twins(pytester: pytest.Pytester) -> None:
         [
             "*whyalive: reference cycles that hold tensors*",
             "*--whyalive *check every test for heavy objects*",
-            "*--whyalive-min-bytes=N*",
+            "*--whyalive-min-bytes=SIZE*",
             "*--whyalive-on-leak=*",
             "*--whyalive-report=DIR*",
         ]
@@ -275,3 +285,110 @@ def test_xdist_workers_check_themselves_and_torch_leaks_are_named(
             "      test_dist.py::test_torch_bound_method [call]: 1.0 KiB",
         ]
     )
+
+
+SIZES = """
+import numpy
+import pytest
+
+
+def leak(nbytes):
+    box = [numpy.zeros(nbytes // 8)]
+    box.append(box)
+
+
+def test_small():
+    leak(4096)
+
+
+def test_big():
+    leak(4 << 20)
+
+
+@pytest.mark.whyalive(min_bytes="1 KiB")
+def test_marked_small():
+    leak(4096)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "ini"),
+    [
+        (("--whyalive-min-bytes=1MB",), ""),
+        (("--whyalive-min-bytes", "1 MiB"), ""),
+        (("--whyalive-min-bytes=1048576",), ""),
+        ((), "whyalive_min_bytes = 1MiB"),
+    ],
+    ids=["1MB", "1 MiB", "bytes", "ini"],
+)
+def test_min_bytes_takes_sizes_with_units(
+    pytester: pytest.Pytester, args: tuple[str, ...], ini: str
+) -> None:
+    """`--whyalive-min-bytes=1MB`, `1 MiB`, `1048576` or the ini twin: only the 4 MiB leak
+    fails; a marker's `min_bytes="1 KiB"` is a size too."""
+    pytester.makepyfile(test_sizes=SIZES)
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["whyalive: checking every test (min_bytes=1048576, *"])
+    result.stdout.fnmatch_lines(["FAILED test_sizes.py::test_big - Failed: whyalive: 4.0 MiB*"])
+    result.stdout.fnmatch_lines(["FAILED test_sizes.py::test_marked_small - *"])
+
+
+@pytest.mark.parametrize("size", ["1 XB", "-1", "lots"])
+def test_a_bad_size_is_a_one_line_usage_error(pytester: pytest.Pytester, size: str) -> None:
+    """A size that is not one stops the run with one line naming the option and the forms."""
+    pytester.makepyfile(test_sizes=SIZES)
+    result = pytester.runpytest_subprocess(
+        "--whyalive", f"--whyalive-min-bytes={size}", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: whyalive_min_bytes must be a size such as 1048576, 1MB or 1.5 MiB*"]
+    )
+    assert "Traceback" not in result.stderr.str()
+
+
+IDIOMS = """
+import numpy
+import pytest
+
+
+@pytest.mark.parametrize("n", range(7))
+def test_raises(n):
+    payload = numpy.zeros(1000 + n)
+    with pytest.raises(ValueError) as excinfo:
+        raise ValueError(payload)
+
+
+@pytest.mark.parametrize("kind", [ValueError, TypeError])
+def test_other(kind):
+    payload = numpy.zeros(500)
+    with pytest.raises(kind) as excinfo:
+        raise kind(payload)
+"""
+
+
+def test_listed_findings_fold_parametrised_cases_and_are_written(
+    pytester: pytest.Pytester,
+) -> None:
+    """Nine parametrised cases of harmless idioms are two entries of the summary, their
+    cases folded; --whyalive-report writes a report for each all the same."""
+    pytester.makepyfile(test_idioms=IDIOMS)
+    result = pytester.runpytest_subprocess(
+        "--whyalive", "--whyalive-report=reports", "-p", "no:cacheprovider", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=9)
+    section = result.stdout.str().split("= whyalive =")[-1]
+    said = " ".join(section.split())
+    assert "in 7 tests (listed, not failing: pytest idiom, dies with the test)" in said
+    assert "test_idioms.py::test_raises[0, 1, 2, ... 4 more]" in said
+    assert "test_idioms.py::test_other[ValueError, TypeError]" in said
+    assert said.count("pytest-idiom") == 2
+    assert "9 reports written to reports (JSON and HTML)" in said
+    written = sorted((pytester.path / "reports").glob("*.json"))
+    assert len(written) == 9
+    report = Report.load(written[0])
+    assert [c.pattern for c in report.cycles] == ["pytest-idiom"]
+    assert (pytester.path / "reports" / written[0].with_suffix(".html").name).exists()

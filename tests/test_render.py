@@ -7,11 +7,11 @@ review the diff of the rewritten files.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -251,7 +251,7 @@ def test_dot_marks_cut_sizes_heavy_and_shows_alive() -> None:
     assert 'color="#dc2626"' in cut_line
     assert "style=dashed" in cut_line
     assert heavy_width(1 << 22) > heavy_width(4096) > heavy_width(10)
-    assert f"width={heavy_width(4096)}" in source
+    assert f"width={heavy_width(1 << 22)}" in source
     assert "cluster_alive_1" in source
     assert '"global CACHE"' in source
 
@@ -332,27 +332,28 @@ def test_html_embeds_the_report_data_safely() -> None:
 
 @needs_dot
 def test_html_uses_graphviz_coordinates_when_installed() -> None:
-    """With dot installed, each view carries Graphviz positions for every node and edge."""
+    """With dot installed, each drawing carries Graphviz positions for every box and arrow
+    but the one closing the loop, which the viewer draws beside it."""
     report = find_leaks(recursive_closure)
     views = _embedded(report.render("html"))["views"]
-    layout = views[0]["layout"]
-    assert layout is not None
-    assert {str(n["id"]) for n in views[0]["nodes"]} == set(layout["nodes"])
-    assert len(layout["edges"]) == len(views[0]["edges"])
-    assert all(edge is not None for edge in layout["edges"])
+    for drawing in (views[0]["crop"], views[0]["compact"]):
+        layout = drawing["layout"]
+        assert layout is not None
+        assert {n["key"] for n in drawing["nodes"]} == set(layout["nodes"])
+        assert len(layout["edges"]) == len(drawing["edges"])
+        pairs = zip(drawing["edges"], layout["edges"], strict=True)
+        placed = [e["closing"] for e, at in pairs if at is None]
+        assert placed == [True]
 
 
 @pytest.mark.parametrize("layout", ["dagre", pytest.param("graphviz", marks=needs_dot)])
-def test_html_for_a_50_node_cycle_is_small_and_fast(layout: str) -> None:
-    """A 50-node cycle's page is at most 2 MiB with the layout engine, and renders within 1 s."""
+def test_html_for_a_50_node_cycle_is_small(layout: str) -> None:
+    """A 50-node cycle's page, layout engine included, is at most 2 MiB."""
     report = find_leaks(ring)
     assert len(report.cycles[0].members) == 50
     renderer = HtmlRenderer(layout=layout)  # type: ignore[arg-type]
-    started = time.perf_counter()
     page = renderer.render(report)
-    elapsed = time.perf_counter() - started
     assert len(page.encode("utf-8")) <= 2 * 1024 * 1024
-    assert elapsed <= 1.0
 
 
 # ---- CLI and API ----
@@ -368,12 +369,33 @@ def test_html_for_a_50_node_cycle_is_small_and_fast(layout: str) -> None:
         pytest.param(".png", "PNG", marks=needs_dot),
     ],
 )
-def test_cli_render_writes_by_suffix(tmp_path: Path, suffix: str, marker: str) -> None:
-    """`whyalive render REPORT.json -o out.<suffix>` writes that format."""
+def test_cli_render_writes_by_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, marker: str
+) -> None:
+    """`whyalive render REPORT.json -o out.<suffix>` writes that format and says so."""
     saved = _rich_report().save(tmp_path / "r.json")
     out = tmp_path / f"out{suffix}"
     assert main(["render", str(saved), "-o", str(out)]) == 0
     assert marker.encode() in out.read_bytes()[:4096]
+    assert capsys.readouterr().out == f"Wrote {out}\n"
+
+
+def test_bare_whyalive_prints_usage_with_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """`whyalive` alone lists what it can do (exit 2), not one line about a missing argument."""
+    assert main([]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: whyalive")
+    for command in ("demo", "render", "lint", "run"):
+        assert re.search(rf"^    {command} +\w", err, re.M), err
+
+
+def test_cli_render_to_an_unwritable_place_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that cannot be written is a usage error in one line, not a traceback."""
+    saved = _rich_report().save(tmp_path / "r.json")
+    assert main(["render", str(saved), "-o", str(tmp_path / "no" / "such" / "x.dot")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_cli_render_to_stdout_with_format(
@@ -409,17 +431,57 @@ def test_cli_png_to_stdout_is_raw_bytes(
 # the answer first ------------------------------------------------------------------------
 
 
-def test_demo_puts_cut_and_fix_in_its_first_six_lines_and_fits_in_twenty(
+def test_demo_puts_cut_and_fix_in_its_first_eight_lines_and_fits_in_forty(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`whyalive demo` leads with the cut and the fix and its whole output fits in 20 lines."""
+    """`whyalive demo` at 100 columns leads with the cut and the fix and fits in 40 lines."""
     assert main(["demo"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) <= 20, "\n".join(lines)
-    head = lines[:6]
+    assert len(lines) <= 40, "\n".join(lines)
+    head = lines[:8]
     assert any(line.lstrip().startswith("Cut: ") for line in head), head
     assert any(line.lstrip().startswith("Fix: ") for line in head), head
-    assert sum("Not visible to the cyclic GC" in line for line in lines) == 1
+    assert sum("Note: whyalive sees what Python's cyclic GC sees" in line for line in lines) == 1
+
+
+# A line allowed past the width: a hop of a loop or holder path, the node a path starts
+# from, or one backtick span (code the user pastes) with its punctuation.
+_CODE_OR_PATH = re.compile(r"\s*(--.*-->.*|\W*`[^`]*`\W*)")
+
+
+def _over_width(text: str, width: int) -> list[str]:
+    """Lines of ``text`` longer than ``width`` that are neither code nor a path."""
+    lines = text.splitlines()
+    over = []
+    for index, line in enumerate(lines):
+        following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
+        # A path's first node is the line its first hop (`--name--> ...`) follows.
+        path_start = following.startswith("--")
+        if len(line) > width and not _CODE_OR_PATH.fullmatch(line) and not path_start:
+            over.append(line)
+    return over
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_demo_fits_the_terminal_but_for_code_and_paths(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """`whyalive demo` in a terminal of N columns: no line over N except code and paths."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert _over_width(out, columns) == [], out
+    assert max(len(line) for line in out.splitlines()) > columns - 20, "it uses the width"
+
+
+def test_text_width_is_a_render_option() -> None:
+    """`render("text", width=60)` wraps every sentence to 60 columns, whatever the terminal."""
+    report = scenario_report("recursive_closure")
+    text = report.render("text", width=60, detail="full")
+    assert _over_width(text, 60) == [], text
+    assert "  Fix: Break the self-reference:\n    `del extract_tensors_with_grads` in" in text
+    with pytest.raises(ValueError, match="width must be a positive int"):
+        report.render("text", width=0)
 
 
 def test_holds_fold_siblings_of_one_list() -> None:
@@ -437,7 +499,8 @@ def test_holds_fold_siblings_of_one_list() -> None:
 def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
     """`detail="full"` lists every holder path, the cut's references and the note."""
     report = scenario_report("recursive_closure")
-    short, full = report.render("text"), report.render("text", detail="full")
+    short = report.render("text", width=1000)
+    full = report.render("text", detail="full", width=1000)
     assert "Not visible to the cyclic GC" in full
     assert "Not visible to the cyclic GC" not in short
     assert full.count("--[") == len(report.cycles[0].holder_paths) == 2
@@ -450,7 +513,7 @@ def test_full_detail_keeps_every_path_and_the_blind_spot_note() -> None:
 def test_every_cycle_starts_with_pattern_size_place_then_cut_and_fix() -> None:
     """Each cycle's block is: pattern, size and place; then `Cut:` and `Fix:` next."""
     for scenario in ("recursive_closure", "bound_method"):
-        text = scenario_report(scenario).render("text")
+        text = scenario_report(scenario).render("text", width=1000)
         block = text.split("\n\n")[1].splitlines()
         assert re.match(r"Cycle 1: .+ \[[a-z-]+\]: \d+ objects, [\d.]+ KiB, at \S+:", block[0])
         assert block[1].startswith("  Cut: ")
@@ -466,3 +529,106 @@ def test_a_reference_with_no_name_reads_as_unnamed_not_as_an_empty_label() -> No
         "--(unnamed reference)--> dict of 1"
     )
     assert edge_words(report, Edge(0, 0, "key", "['k']")) == "--['k']--> dict of 1"
+
+
+# the picture adds up -------------------------------------------------------------------
+
+
+def _drawings(report: Report) -> list[tuple[str, dict[str, Any]]]:
+    """Every drawing the page carries: (view key and kind, the drawing)."""
+    views = _embedded(report.render("html", layout="dagre"))["views"]
+    return [
+        (f"{view['key']} {kind}", view[kind])
+        for view in views
+        for kind in ("crop", "compact", "full")
+        if view[kind] is not None
+    ]
+
+
+@pytest.mark.parametrize(
+    "scenario", ["pipeline", "ring-30", "shared", "recursive_closure", "bound_method"]
+)
+def test_every_drawing_adds_up_to_what_the_headline_counts(scenario: str) -> None:
+    """The heavy, autograd and "more" boxes of every drawing add up to the cycle's bytes,
+    and a one-cycle report's to the headline's bytes."""
+    from scenarios import pipeline_step, shared_parameters
+
+    made = {
+        "pipeline": lambda: find_leaks(pipeline_step),
+        "ring-30": lambda: find_leaks(ring, 30),
+        "shared": lambda: find_leaks(shared_parameters),
+    }
+    report = made[scenario]() if scenario in made else scenario_report(scenario)
+    for (key, drawing), cycle in zip(
+        _drawings(report), [c for c in report.cycles for _ in range(3)], strict=False
+    ):
+        number = int(key.split()[0].split("-")[1])
+        drawn = sum(node["bytes"] for node in drawing["nodes"])
+        assert drawn == report.cycles[number - 1].bytes_held, (key, drawn)
+        del cycle
+    if len(report.cycles) == 1 and report.cycles[0].occurrences == 1:
+        assert report.cycles[0].bytes_held == report.total_bytes
+
+
+def test_torch_autograd_bytes_are_drawn_in_their_own_box() -> None:
+    """The demo on torch: the outputs' autograd graph (C++) is a box of its own, and the
+    boxes add up to the headline's 672 KiB."""
+    pytest.importorskip("torch")
+    from whyalive.demo import run_demo
+
+    _, report = run_demo()
+    [cycle] = report.cycles
+    for key, drawing in _drawings(report):
+        kinds = [node["kind"] for node in drawing["nodes"]]
+        assert kinds.count("heavy") == 2, key
+        assert kinds.count("autograd") == 1, key
+        assert sum(node["bytes"] for node in drawing["nodes"]) == report.total_bytes, key
+    autograd = sum(h.autograd_bytes for h in cycle.holds)
+    assert autograd == report.total_bytes - 8 * 16 * 256 * 4  # all but the 8 tensors' own
+
+
+@needs_dot
+def test_svg_scales_and_carries_the_headline_totals_legend_and_fix() -> None:
+    """The SVG has a viewBox and no fixed size, and says the headline, what the boxes add up
+    to, the legend and each cycle's fix, as a picture pasted into an issue must."""
+    report = scenario_report("recursive_closure")
+    svg = report.render("svg")
+    root = re.search(r"<svg\b[^>]*>", svg)
+    assert root is not None
+    assert "viewBox=" in root.group(0)
+    assert 'width="100%"' in root.group(0)
+    assert "height=" not in root.group(0)
+    texts = html.unescape(" ".join(re.findall(r">([^<>]+)</text>", svg)))
+    for words in (
+        "1 reference cycle keeps 2 arrays alive",
+        "The heavy boxes add up to 32.0 KiB",
+        "suggested cut",
+        "heavy object",
+        "Fix: Break the self-reference: del extract_tensors_with_grads",
+    ):
+        assert words in texts, words
+
+
+def test_wrap_breaks_prose_but_never_code_sizes_or_cells() -> None:
+    """Prose breaks between words; `code`, `32.0 KiB` and `In [2], line 3` stay whole, an
+    unmatched backtick loses nothing, and only an unbreakable span runs past the width."""
+    from whyalive.render.wrap import wrap
+
+    text = (
+        "Fix: store `weakref.WeakMethod(self.on_step)` instead, 32.0 KiB held, made at "
+        "In [2], line 3, `a_very_long_identifier_that_cannot_break_anywhere_at_all()` done"
+    )
+    lines = wrap(text, 30, indent="  ")
+    assert lines[0].startswith("  Fix: store")
+    assert all(line.startswith("    ") for line in lines[1:])
+    joined = " ".join(line.strip() for line in lines)
+    assert joined == text
+    for whole in ("`weakref.WeakMethod(self.on_step)`", "32.0 KiB", "In [2], line 3,"):
+        assert any(whole in line for line in lines), whole
+    over = [line.strip() for line in lines if len(line) > 30]
+    assert over == [
+        "`weakref.WeakMethod(self.on_step)`",
+        "`a_very_long_identifier_that_cannot_break_anywhere_at_all()`",
+    ], lines
+    odd = "an `unmatched backtick and more words after it"
+    assert " ".join(line.strip() for line in wrap(odd, 12)) == odd

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from scenarios import counts_said
 from whyalive.cli import main
 from whyalive.report import Report
 
@@ -49,7 +50,36 @@ def test_leaking_script_exits_1_with_explanation_and_its_own_argv(
     assert f"argv [{script!r}, '--lr', '3'] __main__" in out
     assert "self-containing-container" in err
     assert "['activations']" in err
-    assert "at train.py" in err
+    # Plain dicts carry no line: the headline says so rather than ending on "train.py:".
+    assert "alive at train.py (line not known): 7.8 KiB on cpu." in " ".join(err.split())
+
+
+CLOSURE = """
+import numpy
+
+
+def train_step():
+    activations = [numpy.zeros(1000)]
+
+    def keep(value):
+        activations.append(value)
+        return keep
+
+    keep(1)
+
+
+train_step()
+"""
+
+
+def test_a_runs_headline_names_the_line_that_made_its_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`whyalive run train.py`: the headline ends on `at train.py:LINE`, the cut's line."""
+    script = write(tmp_path, "train.py", CLOSURE)
+    assert main(["run", script]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "keeps 1 array alive at train.py:8: 7.8 KiB on cpu." in err
 
 
 def test_clean_script_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,7 +173,7 @@ def test_module_runs_as_main_and_json_report_is_written(
     assert main(["run", "-o", str(out_file), "-m", "leakpkg.job", "--flag"]) == 1
     out, err = capsys.readouterr()
     assert "'--flag'] __main__" in out
-    assert f"report written to {out_file}" in err
+    assert f"whyalive: wrote {out_file}" in err
     report = Report.load(out_file)
     assert report.total_bytes == 8000
     assert report.cycles[0].pattern == "self-containing-container"
@@ -168,7 +198,28 @@ def test_every_step_finds_the_leak_while_the_program_runs(
     """--every-step uses the gc monitor: the leak is reported and exit code is 1."""
     script = write(tmp_path, "train.py", LEAKY)
     assert main(["run", "--every-step", script]) == 1
-    assert "self-containing-container" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "self-containing-container" in err
+    assert "kept 1 array alive over the run of train.py: 7.8 KiB on cpu, summed over the run." in (
+        " ".join(err.split())
+    )
+    assert "over 0 step" not in err
+
+
+@pytest.mark.whyalive_skip  # the gc monitor and the plugin's bracket would both claim the leak
+@pytest.mark.parametrize("mode", ["--on-exit", "--every-step"])
+def test_run_counts_agree_between_text_json_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    """`whyalive run -o report.json`: what the text says is what the JSON and HTML hold."""
+    script = write(
+        tmp_path, "train.py", LEAKY.replace("\ntrain_step()", "\n[train_step() for _ in 'abc']")
+    )
+    out = tmp_path / "report.json"
+    assert main(["run", mode, "-o", str(out), script]) == 1
+    capsys.readouterr()
+    said = counts_said(Report.load(out))
+    assert (said.cycles, said.heavy, said.size) == (3, 3, "23.4 KiB")
 
 
 def test_binary_output_format_is_written(tmp_path: Path) -> None:
@@ -195,3 +246,27 @@ def test_os_exit_ends_the_process_without_a_report(tmp_path: Path) -> None:
     )
     assert done.returncode == 5
     assert "whyalive:" not in done.stderr
+
+
+@pytest.mark.parametrize(("size", "code"), [("1MiB", 0), ("1 KB", 1), ("4096", 1)])
+def test_min_bytes_takes_a_size_with_a_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], size: str, code: int
+) -> None:
+    """`--min-bytes 1MiB` hides the 7.8 KiB leak; `1 KB` and `4096` report it."""
+    script = write(tmp_path, "train.py", LEAKY)
+    assert main(["run", "--min-bytes", size, script]) == code
+    capsys.readouterr()
+
+
+def test_a_bad_min_bytes_is_one_usage_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--min-bytes 1XB` is a usage error in one line, before the program runs."""
+    script = write(tmp_path, "train.py", LEAKY)
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--min-bytes", "1XB", script])
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "not a size: '1XB' (use 1048576, 1MB or 1.5 MiB" in err

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator
 from types import FrameType
 from typing import Any
 
+from whyalive.node_names import source_place
+
 # numpy/_core/include/numpy/ndarraytypes.h: NPY_TRACE_DOMAIN.
 NUMPY_TRACE_DOMAIN = 389047
 # Enough for NumPy's Python wrappers plus a helper or two; each frame costs on every allocation.
@@ -62,7 +64,7 @@ def _user_site(frames: Iterable[tuple[str, int]], skip: tuple[str, ...]) -> str 
     """``file:line`` of the first (innermost) frame outside torch, NumPy and whyalive."""
     for filename, line in frames:
         if not _is_internal(filename, skip):
-            return f"{os.path.basename(filename)}:{line}"
+            return source_place(filename, line)
     return None
 
 

@@ -43,7 +43,8 @@ class AnalysisOptions:
     # Asked only for the heavy objects a report shows (NumPy arrays are not in the
     # captured garbage, so the caller cannot key them by id beforehand).
     site_of: Callable[[object], str | None] | None = None
-    # Seconds after which a long analysis says on stderr what it is doing (None: never).
+    # Seconds after which a long analysis says on stderr what it is doing (None: never, as
+    # for the analyses that run inside a gc callback, where nothing may print or warn).
     progress_after: float | None = 2.0
     # Files under this directory are the user's code (unless installed in a virtual
     # environment there); a cycle whose code is all elsewhere was made inside a package.
@@ -60,8 +61,14 @@ class CycleGroup:
     diagnosis: Diagnosis | None = None
     structure: Structure | None = None
     occurrences: int = 0
-    heavy_count: int = 0
+    heavy_nodes: set[int] = field(default_factory=set)
+    """Every heavy object the occurrences hold, once however many of them reach it."""
     storages: dict[object, tuple[int, str]] = field(default_factory=dict)
+
+    @property
+    def heavy_count(self) -> int:
+        """Heavy objects held by the occurrences, each counted once."""
+        return len(self.heavy_nodes)
 
     @property
     def total_bytes(self) -> int:
@@ -71,7 +78,7 @@ class CycleGroup:
     def absorb(self, other: CycleGroup) -> None:
         """Count another group's occurrences as this one's."""
         self.occurrences += other.occurrences
-        self.heavy_count += other.heavy_count
+        self.heavy_nodes |= other.heavy_nodes
         self.storages.update(other.storages)
 
 
@@ -193,7 +200,7 @@ def find_cycles(
         if group is None:
             group = quick[key] = CycleGroup(members, retained)
         group.occurrences += 1
-        group.heavy_count += len(retained)
+        group.heavy_nodes.update(retained)
         for node in retained:
             for fact in facts[node].held():
                 group.storages[fact.storage] = (fact.nbytes, fact.device)

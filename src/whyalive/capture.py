@@ -111,6 +111,7 @@ class GarbageWatch:
         """
         if self._lease is not None:
             raise RuntimeError("GarbageWatch.begin() called twice")
+        graphcore.announce_implementation()
         self.autograd_mark = sequence_mark()
         self._holds_freeze, froze = OWNER.hold_freeze()
         if not froze:

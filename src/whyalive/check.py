@@ -20,10 +20,12 @@ from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
 from whyalive.collector import FREEZE_COUNT_HAS_IMMORTALS
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
+from whyalive.node_names import source_place
 from whyalive.pipeline import analyze, prepare_in_collector, probe_block
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
+from whyalive.words import size_from_words
 
 if TYPE_CHECKING:
     from whyalive.allocations import AllocationRecorder
@@ -80,7 +82,8 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     Args:
         on_leak: ``"raise"`` a :class:`~whyalive.LeakError`, ``"warn"`` with a
             :class:`~whyalive.LeakWarning` located at the user's line, or ``"ignore"``.
-        min_bytes: report only cycle signatures holding at least this many bytes.
+        min_bytes: report only cycle signatures holding at least this many bytes: an int,
+            or a size with a unit (``"1MB"``, ``"1.5 MiB"``; KB, MB, GB are 1024-based).
         allow: signatures or pattern names of known cycles not to report.
         all_cycles: also report cycles that hold no heavy object.
         report_to: write the report here (format from the suffix) when a leak is found.
@@ -103,7 +106,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self,
         *,
         on_leak: OnLeak = "raise",
-        min_bytes: int = 0,
+        min_bytes: int | str = 0,
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         report_to: str | os.PathLike[str] | None = None,
@@ -113,13 +116,10 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     ) -> None:
         if on_leak not in ("raise", "warn", "ignore"):
             raise UsageError(f"on_leak must be 'raise', 'warn' or 'ignore', not {on_leak!r}")
-        given: object = min_bytes  # checked at run time: callers need not be typed
-        if not isinstance(given, int) or isinstance(given, bool) or given < 0:
-            raise UsageError(f"min_bytes must be a non-negative int, not {min_bytes!r}")
         if isinstance(allow, str):
             allow = (allow,)
         self.on_leak: OnLeak = on_leak
-        self.min_bytes = min_bytes
+        self.min_bytes = size_from_words(min_bytes)
         self.allow = tuple(allow)
         self.all_cycles = all_cycles
         self.report_to = Path(report_to) if report_to is not None else None
@@ -132,6 +132,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
         self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
+        self._where: str | None = None  # set by integrations that name the place themselves
         self._gc_was_enabled = True
 
     def _copy(self) -> check_leaks:
@@ -174,7 +175,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             min_bytes=self.min_bytes,
             all_cycles=self.all_cycles,
             allow=self.allow,
-            where=f"{os.path.basename(filename)}:{line} in {function}",
+            where=self._where or f"{source_place(filename, line)} in {function}",
             **more,
         )
 
@@ -251,7 +252,9 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
     def _act(self, report: Report) -> None:
         if self.on_leak == "ignore":
             return
-        message = report.render("text")
+        from whyalive.render.text import leak_line
+
+        message = f"{leak_line(report)}\n{report.render('text')}"
         if self.report_to is not None:
             from whyalive.render import write_report
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from whyalive import __version__
-from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, WhyaliveError
+from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, UsageError, WhyaliveError
 
 if TYPE_CHECKING:
     from whyalive.report import Report
@@ -23,6 +23,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"whyalive: error: {message}\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: one unwrapped line, with the graph core that runs (C or pure Python)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:  # noqa: A002 - argparse's keyword
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from whyalive.graph.core import implementation_words
+
+        sys.stdout.write(f"whyalive {__version__} ({implementation_words()})\n")
+        parser.exit(EXIT_OK)
+
+
 def _write(document: str | bytes, output: str | None) -> None:
     if output in (None, "-"):
         if isinstance(document, bytes):
@@ -31,10 +44,17 @@ def _write(document: str | bytes, output: str | None) -> None:
             sys.stdout.buffer.flush()
         else:
             sys.stdout.write(document)
-    elif isinstance(document, bytes):
-        Path(output).write_bytes(document)
     else:
-        Path(output).write_text(document, encoding="utf-8")
+        target = Path(output)
+        try:
+            if isinstance(document, bytes):
+                target.write_bytes(document)
+            else:
+                target.write_text(document, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"cannot write {output}: {error.strerror}") from None
+        # As memray does: say what was written, so a script's log shows where to look.
+        sys.stdout.write(f"Wrote {output}\n")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -52,7 +72,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _render_to(report: Report, format_name: str | None, output: str | None) -> None:
     from whyalive.render import get_renderer, renderer_for_path
-    from whyalive.words import blind_spot_note
+    from whyalive.render.text import blind_spot_note
 
     if format_name:
         renderer = get_renderer(format_name)
@@ -86,7 +106,9 @@ def _cmd_render(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """All subcommands; each calls the library's public API."""
     parser = _Parser(prog="whyalive", description="Why is this tensor still alive?")
-    parser.add_argument("--version", action="version", version=f"whyalive {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version and which graph core runs"
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     demo = commands.add_parser("demo", help="find and explain the bundled stage_backward leak")
@@ -118,7 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code (see :mod:`whyalive.errors`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if not given:
+        # Bare `whyalive`: what it can do, not one line about a missing argument.
+        sys.stderr.write(parser.format_help())
+        return EXIT_USAGE
+    args = parser.parse_args(given)
     try:
         return int(args.handler(args))
     except WhyaliveError as error:

@@ -16,6 +16,7 @@ a C/C++ owner such as an autograd node, or a local of a running frame.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 import types
@@ -27,6 +28,7 @@ from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
+from whyalive.graph.core import announce_implementation
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
@@ -118,6 +120,7 @@ def explain_objects(
     ``own_refs`` is how many references to each target the caller holds outside
     the heap graph's view (its list, its locals); they are not blamed on anyone.
     """
+    announce_implementation()
     resolver = KindResolver()
     all_notes = [*notes, *_state_notes()]
     graph = snapshot_heap(targets, resolver, own=(targets,))
@@ -144,13 +147,47 @@ def _state_notes() -> list[str]:
             f"{frozen} objects are frozen (gc.freeze()); those reachable from the heap were "
             "followed and are marked on paths, the others are not visible."
         )
-    others = threading.active_count() - 1
+    others = _user_threads()
     if others > 0:
         notes.append(
-            f"{others} other thread(s) ran while the heap was read: the heap may have "
-            "changed under us, so a path can be stale."
+            f"{others} other thread(s) of your program were running while whyalive read "
+            "the heap; if they changed these objects, a path shown may be out of date."
         )
     return notes
+
+
+# Threads of a kernel or console that never touch the user's objects (Jupyter's
+# heartbeat, I/O and control threads, IPython's history saver, a debugger's).
+_MACHINERY = tuple(
+    f"{os.sep}{name}{os.sep}"
+    for name in ("ipykernel", "IPython", "jupyter_client", "zmq", "tornado", "debugpy", "whyalive")
+)
+
+
+def _user_threads() -> int:
+    """Other threads that run the program's own code (not an interpreter's or kernel's).
+
+    A thread is judged by the code its ``run`` started in: the outermost frame outside
+    ``threading``.
+    """
+    frames = sys._current_frames()
+    # This thread's frame refers to this function's locals: holding it here would keep
+    # the caller's frames (and the object being explained) alive in a cycle.
+    del frames[threading.get_ident()]
+    count = 0
+    try:
+        for top in frames.values():
+            start = None
+            walk: types.FrameType | None = top
+            while walk is not None:
+                if not walk.f_code.co_filename.endswith(f"{os.sep}threading.py"):
+                    start = walk.f_code.co_filename
+                walk = walk.f_back
+            if start is None or not any(part in start for part in _MACHINERY):
+                count += 1
+    finally:
+        frames.clear()
+    return count
 
 
 def _report(

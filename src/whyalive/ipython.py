@@ -6,6 +6,8 @@ the core keeps working without it. See ``docs/notebook.md``.
 
 from __future__ import annotations
 
+import sys
+from types import FrameType
 from typing import Any
 
 from IPython.core.error import UsageError as IPythonUsageError
@@ -31,7 +33,10 @@ class WhyaliveMagics(Magics):
 
     @magic_arguments()
     @argument(
-        "--min-bytes", type=int, default=0, metavar="N", help="report cycles holding >= N bytes"
+        "--min-bytes",
+        default="0",
+        metavar="SIZE",
+        help="report cycles holding at least SIZE (1048576, 1MB, 1.5 MiB)",
     )
     @argument(
         "--census",
@@ -65,10 +70,17 @@ class WhyaliveMagics(Magics):
         except WhyaliveError as error:
             raise IPythonUsageError(str(error)) from None
         shell = self._shell()
+        number = _cell_number(shell)
+        counted = shell.execution_count
         with check:
-            # Not the cell's number: IPython versions differ on when they count it.
-            check._location = ("<cell>", 1, "%%whyalive")
-            shell.run_cell(cell)
+            check._where = f"In [{number}]"
+            # IPython 8+ has counted this cell already, so the body would be filed (and named
+            # in tracebacks and reports) as the next cell: file it under this one.
+            shell.execution_count = number
+            try:
+                shell.run_cell(_numbered_as_shown(cell))
+            finally:
+                shell.execution_count = counted
         report = check.report
         if report is None or not report.found:
             return
@@ -103,6 +115,24 @@ class WhyaliveMagics(Magics):
             raise IPythonUsageError(
                 f"cannot evaluate {expression!r}: {type(error).__name__}: {error}"
             ) from None
+
+
+def _numbered_as_shown(body: str) -> str:
+    """The cell's body with a comment line standing for ``%%whyalive``, so the lines a
+    report names are the lines the notebook shows (IPython drops leading blank lines).
+    A body that starts with another cell magic must stay first, and keeps its numbers."""
+    return body if body.startswith("%%") else "# %%whyalive\n" + body
+
+
+def _cell_number(shell: InteractiveShell) -> int:
+    """The number IPython shows for the cell running now (``In [2]``), read off the stack."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        named = shell.compile.format_code_name(frame.f_code.co_filename)
+        if named and named[1].startswith("In["):
+            return int(named[1][3:].rstrip("]"))
+        frame = frame.f_back
+    return int(shell.execution_count)
 
 
 def load_ipython_extension(ipython: Any) -> None:

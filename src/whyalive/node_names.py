@@ -7,6 +7,7 @@ garbage or hostile, so names come through ``type(o)`` checks and C-level descrip
 from __future__ import annotations
 
 import os
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -45,9 +46,36 @@ def safe_repr(obj: object, limit: int = _MAX_REPR) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def source_place(filename: str, line: int) -> str:
+    """``file.py:LINE`` (file name only: stable across machines).
+
+    Code typed into IPython or a Jupyter notebook reads as the cell it came from,
+    ``In [2], line 3``, not as the kernel's hashed file (``281543413.py:3``).
+    """
+    cell = _cell_name(filename)
+    if cell is not None:
+        return f"{cell}, line {line}"
+    return f"{os.path.basename(filename)}:{line}"
+
+
+def _cell_name(filename: str) -> str | None:
+    """``In [2]`` when IPython compiled ``filename`` from a cell; read, never imported."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None or not (filename.endswith(".py") or filename.startswith("<")):
+        return None
+    try:
+        shell = ipython.get_ipython()
+        named = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # an IPython without the cell map, or a shell half torn down
+        return None
+    if not named or not isinstance(named[1], str) or not named[1].startswith("In["):
+        return None
+    return f"In [{named[1][3:].rstrip(']')}]"
+
+
 def code_location(code: types.CodeType) -> str:
-    """``file.py:LINE`` of a code object (file name only: stable across machines)."""
-    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+    """``file.py:LINE`` of a code object's first line (see :func:`source_place`)."""
+    return source_place(code.co_filename, code.co_firstlineno)
 
 
 def code_of(obj: Any) -> types.CodeType | None:
@@ -95,7 +123,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
     if code is not None:
         if cls is types.FrameType:
             line = obj.f_lineno
-            where = f"{os.path.basename(code.co_filename)}:{line}"
+            where = source_place(code.co_filename, line)
             return NodeName(tname, f"frame of {code_qualname(code)}", where)
         kind = "function" if cls is types.FunctionType else type_short_name(cls)
         return NodeName(tname, f"{kind} {code_qualname(code, obj)}", code_location(code))
@@ -109,7 +137,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
         return NodeName(tname, f"cell{suffix}", None)
     if cls is types.TracebackType:
         frame = obj.tb_frame
-        where = f"{os.path.basename(frame.f_code.co_filename)}:{obj.tb_lineno}"
+        where = source_place(frame.f_code.co_filename, obj.tb_lineno)
         return NodeName(tname, f"traceback in {code_qualname(frame.f_code)}", where)
     if issubclass(cls, type):
         return NodeName(tname, f"class {type_qualname(obj)}", None)

@@ -17,6 +17,7 @@ from whyalive.analysis import AnalysisOptions, Progress, find_cycles
 from whyalive.autograd_graph import loaded_torch
 from whyalive.capture import GarbageWatch
 from whyalive.graph import ObjectGraph, build_graph
+from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
 from whyalive.report_builder import build_report
@@ -38,12 +39,16 @@ def prepare_in_collector() -> None:
     """
     import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
 
+    announce_implementation()
+
     analyze([], AnalysisOptions(progress_after=None))
 
 
 def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
     """Analyse captured garbage; the returned report holds no live object."""
     options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
     with _collector_off():
         resolver = KindResolver()
         progress = Progress(len(objects), options.progress_after)
@@ -111,6 +116,7 @@ def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report
         garbage_objects=0,
         cycle_count=0,
         light_cycle_count=0,
+        heavy_count=0,
         notes=tuple(n for n in report.notes if n in options.notes),
     )
 

@@ -36,6 +36,8 @@ class RunInfo:
     time: str = ""
     where: str | None = None
     gc_note: str | None = None
+    graph_core: str | None = None
+    """``"c"`` or ``"python"``: which graph core ran the analysis (see ``whyalive --version``)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,12 @@ class Holding:
     description: str
     """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
     nbytes: int
+    heavy: tuple[int, ...] = ()
+    """Node ids of these heavy objects; a holder path in the cycle ends at the first."""
+    autograd_bytes: int = 0
+    """Of ``nbytes``, what only their autograd graph (C++) holds: saved tensors, leaves."""
+    autograd_count: int = 0
+    """How many tensors that autograd graph holds."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,9 @@ class Report:
     garbage_objects: int = 0
     cycle_count: int = 0
     light_cycle_count: int = 0
+    heavy_count: int = 0
+    """Heavy objects the reported cycles hold, each counted once however many cycles share
+    it (0 in reports from before it was recorded: then the cycles' counts are added)."""
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()

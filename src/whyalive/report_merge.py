@@ -26,6 +26,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     by_device: Counter[str] = Counter(first.bytes_by_device)
     notes = dict.fromkeys(first.notes)
     garbage, count, light = first.garbage_objects, first.cycle_count, first.light_cycle_count
+    heavy_total = first.heavy_count
     timeline = list(first.timeline)
     for report in reports[1:]:
         timeline.extend(report.timeline)
@@ -45,6 +46,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         garbage += report.garbage_objects
         count += report.cycle_count
         light += report.light_cycle_count
+        heavy_total += report.heavy_count  # different collections: different objects
     return dataclasses.replace(
         first,
         nodes=tuple(nodes),
@@ -57,6 +59,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         garbage_objects=garbage,
         cycle_count=count,
         light_cycle_count=light,
+        heavy_count=heavy_total,
         notes=tuple(notes),
         timeline=tuple(sorted(timeline, key=lambda p: (p.signature, p.step))),
     )
@@ -92,6 +95,9 @@ def shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
         if cut is None
         else dataclasses.replace(cut, edges=tuple(shift_edge(e, shift) for e in cut.edges)),
         loop=tuple(shift_edge(e, shift) for e in cycle.loop),
+        holds=tuple(
+            dataclasses.replace(h, heavy=tuple(n + shift for n in h.heavy)) for h in cycle.holds
+        ),
     )
 
 

@@ -62,6 +62,8 @@ def _dangling_node(report: dict[str, Any]) -> str | None:
         where = f"cycles[{index}]"
         named.extend((f"{where}.members", n) for n in cycle["members"])
         named.extend((f"{where}.heavy", n) for n in cycle["heavy"])
+        for number, holding in enumerate(cycle.get("holds", ())):
+            named.extend((f"{where}.holds[{number}].heavy", n) for n in holding.get("heavy", ()))
         edges = list(cycle["edges"]) + list((cycle.get("cut") or {}).get("edges", ()))
         named.extend(_edge_ids(f"{where}.edges", edges))
         named.extend(_path_ids(f"{where}.holder_paths", cycle["holder_paths"]))

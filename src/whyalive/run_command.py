@@ -26,7 +26,17 @@ from types import CodeType
 
 from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
 from whyalive.report import Report
-from whyalive.words import blind_spot_note
+from whyalive.words import size_from_words
+
+
+def size_argument(text: str) -> int:
+    """An argparse ``type``: a size with or without a unit; a bad one is a usage error."""
+    try:
+        return size_from_words(text)
+    except UsageError:
+        raise argparse.ArgumentTypeError(
+            f"not a size: {text!r} (use 1048576, 1MB or 1.5 MiB; KB, MB, GB are 1024-based)"
+        ) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--output", help="also write the report here (.json, .html, ...)")
     parser.add_argument(
-        "--min-bytes", type=int, default=0, help="report only cycles holding this many bytes"
+        "--min-bytes",
+        type=size_argument,
+        default=0,
+        metavar="SIZE",
+        help="report only cycles holding at least SIZE (1048576, 1MB, 1.5 MiB)",
     )
     parser.add_argument(
         "program", nargs=argparse.REMAINDER, help="script.py [args...] or -m module [args...]"
@@ -167,18 +181,42 @@ def _on_exit(
 
 
 def _every_step(
-    program: Callable[[], None], min_bytes: int
+    program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.monitor import GcMonitor
 
     # No training loop calls step(): a helper thread gives the monitor its safe points.
     monitor = GcMonitor(min_bytes=min_bytes, log=False, poll_interval=0.5)
+    monitor.label = f"the run of {where}"
     monitor.start()
     try:
         error, code = _call(program)
     finally:
         monitor.stop()
     return monitor.summary_reports(), error, code
+
+
+def _placed(report: Report, program: str) -> Report:
+    """The report with its place: the line that made the biggest cycle, in the program's terms.
+
+    A whole program has no one line a check ran at; the line a user goes to is where its
+    biggest cycle was made (``train.py:14``), said with the program when it is elsewhere.
+    """
+    from dataclasses import replace
+
+    from whyalive.render.text import cycle_place
+
+    if not report.cycles:
+        return report
+    top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
+    place = cycle_place(report, top)
+    if place is None:  # plain containers carry no line; say so rather than end on "train.py:"
+        where = f"{program} (line not known)"
+    elif place.startswith(f"{program}:"):
+        where = place
+    else:
+        where = f"{place} (in a run of {program})"
+    return replace(report, run=replace(report.run, where=where))
 
 
 def _write_outputs(reports: list[Report], output: str) -> list[Path]:
@@ -208,17 +246,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         program, where = _script_runner(target, argv), os.path.basename(target)
     if args.every_step:
-        reports, error, code = _every_step(program, args.min_bytes)
+        reports, error, code = _every_step(program, where, args.min_bytes)
     else:
         reports, error, code = _on_exit(program, where, args.min_bytes)
+        reports = [_placed(report, where) for report in reports]
     found = [report for report in reports if report.found]
     for report in found or reports[:1]:
         sys.stderr.write(report.render("text"))
     if found:
+        from whyalive.render.text import blind_spot_note
+
         sys.stderr.write(blind_spot_note())
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):
-            sys.stderr.write(f"whyalive: report written to {path}\n")
+            sys.stderr.write(f"whyalive: wrote {path}\n")
     if error is not None:
         # Printed as the interpreter would, without whyalive's own frames.
         tb = error.__traceback__

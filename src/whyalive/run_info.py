@@ -13,6 +13,7 @@ import os
 import platform
 import sys
 
+from whyalive.graph.core import IMPLEMENTATION
 from whyalive.report import RunInfo
 from whyalive.version import __version__
 
@@ -66,4 +67,5 @@ def run_info(where: str | None = None) -> RunInfo:
         world_size=world,
         time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         where=where,
+        graph_core=IMPLEMENTATION,
     )

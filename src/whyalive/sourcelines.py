@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import functools
 import linecache
-import os
 import types
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from whyalive import edge_kinds as ek
 from whyalive.diagnose.naming import cell_variable, is_python, variable_of
 from whyalive.guarded import type_namespace
+from whyalive.node_names import source_place
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import shorten
 
@@ -170,7 +170,7 @@ class SourceLines:
                     text = _code_of(parsed.lines[lineno - 1], statement)
                     flagged = parsed.lint_code(code.co_filename, lineno, statement)
                     rule = f"  # {flagged}" if flagged else ""
-                    where = f"{os.path.basename(code.co_filename)}:{lineno}"
+                    where = source_place(code.co_filename, lineno)
                     if not _stores_constant(statement):
                         return f"{where}  {text}{rule}", None
                     # `self.x = None` in __init__ only names the attribute: look further.
@@ -217,7 +217,7 @@ class SourceLines:
         text = _code_of(parsed.lines[lineno - 1], node)
         flagged = parsed.lint_code(filename, lineno, node)
         rule = f"  # {flagged}" if flagged else ""
-        return f"{os.path.basename(filename)}:{lineno}  {text}{rule}"
+        return f"{source_place(filename, lineno)}  {text}{rule}"
 
 
 def _stores_constant(statement: ast.AST) -> bool:

@@ -37,12 +37,13 @@ class LeakCheckMixin:
     """Mix into a ``unittest.TestCase`` (before it) to fail tests that leak heavy objects.
 
     Attributes:
-        whyalive_min_bytes: report only cycles holding at least this many bytes.
+        whyalive_min_bytes: report only cycles holding at least this many bytes (an int, or
+            a size with a unit: ``"1MB"``, ``"1.5 MiB"``).
         whyalive_allow: signatures or pattern names of known cycles not to report.
         whyalive_on_leak: ``"fail"`` the test (default) or ``"warn"`` with a LeakWarning.
     """
 
-    whyalive_min_bytes: ClassVar[int] = 0
+    whyalive_min_bytes: ClassVar[int | str] = 0
     whyalive_allow: ClassVar[tuple[str, ...]] = ()
     whyalive_on_leak: ClassVar[str] = "fail"
 
@@ -56,10 +57,13 @@ class LeakCheckMixin:
         if on_leak not in ("fail", "warn"):
             raise UsageError(f"whyalive_on_leak must be 'fail' or 'warn', not {on_leak!r}")
         from whyalive.capture import GarbageWatch
+        from whyalive.words import size_from_words
+
+        min_bytes = size_from_words(self.whyalive_min_bytes, "whyalive_min_bytes")
 
         watch = GarbageWatch()
         # Cleanups run last-in first-out: added first, this verdict runs after all others.
-        self.addCleanup(self._whyalive_verdict, watch)
+        self.addCleanup(self._whyalive_verdict, watch, min_bytes)
         watch.begin()
         try:
             return super().run(result)  # type: ignore[misc, no-any-return]
@@ -68,7 +72,7 @@ class LeakCheckMixin:
                 watch.end().release()
                 watch.finish()
 
-    def _whyalive_verdict(self, watch: Any) -> None:
+    def _whyalive_verdict(self, watch: Any, min_bytes: int) -> None:
         from whyalive.analysis import AnalysisOptions
         from whyalive.pipeline import analyze, probe_block
         from whyalive.report_merge import merge_reports
@@ -76,7 +80,7 @@ class LeakCheckMixin:
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()
         options = AnalysisOptions(
-            min_bytes=self.whyalive_min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
+            min_bytes=min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
         )
         try:
             report = analyze(captured.objects, options)
@@ -87,7 +91,9 @@ class LeakCheckMixin:
             report = merge_reports([report, probed])
         if not report.found:
             return
-        message = f"whyalive: leak in {self.id()}\n{report.render('text')}"
+        from whyalive.render.text import leak_line
+
+        message = f"{leak_line(report)}\nLeak found in {self.id()}:\n{report.render('text')}"
         if self.whyalive_on_leak == "warn":
             warnings.warn(LeakWarning(message), stacklevel=2)
         else:

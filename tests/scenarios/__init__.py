@@ -9,6 +9,7 @@ objects.
 
 from __future__ import annotations
 
+from scenarios.counts import counts_said
 from scenarios.leaks import (
     Ring,
     Trainer,
@@ -17,6 +18,7 @@ from scenarios.leaks import (
     pipeline_step,
     ring,
     self_loop,
+    shared_parameters,
     stage_backward,
     stage_backward_fixed,
     stage_backward_with_grads,
@@ -25,11 +27,13 @@ from scenarios.leaks import (
 __all__ = [
     "Ring",
     "Trainer",
+    "counts_said",
     "heavy",
     "nothing",
     "pipeline_step",
     "ring",
     "self_loop",
+    "shared_parameters",
     "stage_backward",
     "stage_backward_fixed",
     "stage_backward_with_grads",

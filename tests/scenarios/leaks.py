@@ -102,5 +102,25 @@ def ring(count: int = 50, size: int = 256) -> None:
     last.next = first
 
 
+class Model:
+    """A traced model's pieces: three different cycles that all reach the same parameters."""
+
+    def __init__(self, parameters: list[Any]) -> None:
+        self.parameters = parameters
+        self.forward_hook = self.forward  # a bound method on its own instance
+
+    def forward(self) -> None:
+        """Nothing: only the reference to it matters."""
+
+
+def shared_parameters(count: int = 14) -> None:
+    """Three cycles of three patterns share one list of ``count`` 4 KiB arrays."""
+    parameters = [heavy() for _ in range(count)]
+    Model(parameters)
+    state: dict[str, Any] = {"parameters": parameters}
+    state["self"] = state
+    stage_backward([parameters])
+
+
 def nothing() -> None:
     """No garbage at all."""

@@ -61,13 +61,18 @@ Results:
     ``removed`` and the edge positions in ``removed_edges`` (or None) are gone.
   - ``close()``: drops the node list and the scratch arrays.
 
-Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin.
+Set ``WHYALIVE_PURE_PYTHON=1`` to force the Python twin. When the C extension is
+missing (built without a C compiler), the twin runs and says so: once per process
+the first time an analysis starts (:func:`announce_implementation`), in
+``whyalive --version`` and in every report's ``run.graph_core``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -86,12 +91,15 @@ __all__ = [
     "IMPLEMENTATION",
     "ClassKey",
     "GraphImplementation",
+    "PurePythonCoreWarning",
     "Workspace",
+    "announce_implementation",
     "build_graph",
     "c_implementation",
     "clear_objects",
     "cycle_candidates",
     "find_components",
+    "implementation_words",
     "nodes_reaching",
     "python_implementation",
     "take_tail",
@@ -201,3 +209,44 @@ cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
 workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail
+
+
+class PurePythonCoreWarning(RuntimeWarning):
+    """The C graph core is not built, so analyses run on the slower pure-Python twin."""
+
+
+_FORCED = _C is not None and _ACTIVE is _PYTHON
+
+
+def implementation_words() -> str:
+    """``"C graph core"``, or the pure-Python core and why it runs."""
+    if _ACTIVE is _C:
+        return "C graph core"
+    if _FORCED:
+        return "pure-Python graph core, chosen by WHYALIVE_PURE_PYTHON=1"
+    return "pure-Python graph core: the C extension whyalive._fastgraph is not built"
+
+
+_PURE_PYTHON_MESSAGE = (
+    "whyalive: the C graph core (whyalive._fastgraph) is not built, so analyses run on the "
+    "pure-Python core: same results, several times slower on big garbage. Reinstall whyalive "
+    "where a C compiler is available to build it."
+)
+_announced = False
+
+
+def announce_implementation() -> None:
+    """Say once per process that the pure-Python core runs because the C one is missing.
+
+    Called where an analysis starts, in ordinary code (never inside a gc callback). A
+    suite that turns warnings into errors gets the sentence on stderr instead, so a
+    missing compiler never fails a check.
+    """
+    global _announced
+    if _announced or _ACTIVE is _C or _FORCED:
+        return
+    _announced = True
+    try:
+        warnings.warn(_PURE_PYTHON_MESSAGE, PurePythonCoreWarning, stacklevel=3)
+    except Warning:
+        sys.stderr.write(_PURE_PYTHON_MESSAGE + "\n")

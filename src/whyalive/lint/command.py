@@ -1,7 +1,8 @@
 """The ``whyalive lint`` subcommand: argument definitions and the function that runs it.
 
 Exit codes: 0 no findings, 1 findings (with ``--fix``: findings left; with ``--diff``:
-something to fix), 2 a usage error (an unknown code, a bad ``[tool.whyalive.lint]``) or
+something to fix, or findings it cannot fix, which it lists on stderr), 2 a usage error
+(an unknown code, a bad ``[tool.whyalive.lint]``) or
 input that could not be read or parsed (those are still reported as WAL0xx lines, and the
 other files are still checked).
 """
@@ -155,8 +156,15 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         before = len(findings)
         findings = _fix(findings, sources, write=args.fix, out=out, err=err)
         if args.diff:
+            # The diff owns stdout (it may be piped to `patch`): what it cannot fix goes to
+            # stderr, so no finding is hidden behind "would fix 0".
+            if findings:
+                err.write(f"whyalive lint: {len(findings)} finding(s) with no always-safe fix:\n")
+                err.write(_render(findings, "text") + "\n")
             bad = any(f.code in INPUT_PROBLEMS for f in findings)
-            return EXIT_BAD_INPUT if bad else (EXIT_FINDINGS if len(findings) < before else 0)
+            if bad:
+                return EXIT_BAD_INPUT
+            return EXIT_FINDINGS if before else EXIT_CLEAN
     text = _render(findings, args.output_format)
     if text or args.output_format != "text":
         out.write(text + "\n")

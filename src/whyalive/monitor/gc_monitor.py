@@ -42,6 +42,7 @@ from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
 from whyalive.report import Report
+from whyalive.words import size_from_words
 
 logger = logging.getLogger("whyalive")
 
@@ -66,14 +67,12 @@ class GcMonitor(GcSampler):
     loop collects on a schedule). See ``docs/monitor.md``.
 
     Args:
-        every: examine every N-th young collection while collections find nothing
-            (1: all); one that follows an unexamined collection that freed
-            cyclic garbage is always examined.
+        every: examine every N-th young collection while collections find nothing (1: all); one
+            that follows an unexamined collection that freed cyclic garbage is always examined.
         min_bytes, allow, all_cycles: as for :func:`~whyalive.check_leaks`.
         on_cycle: called as ``on_cycle(cycle, report)`` when a signature is first
             seen and at each rate-limited update, with the running counts.
-        log: log on the ``whyalive`` logger; ``log_interval`` seconds between
-            updates of one signature.
+        log: log on the ``whyalive`` logger; ``log_interval`` s between updates of a signature.
         report_dir: write a JSON (and, when registered, HTML) report per first
             sighting; rewritten at :meth:`stop` with the counts of the run.
         collect_generation: what ``step(collect=True)`` collects on schedule.
@@ -96,7 +95,7 @@ class GcMonitor(GcSampler):
         self,
         *,
         every: int = 1,
-        min_bytes: int = 0,
+        min_bytes: int | str = 0,
         allow: Iterable[str] = (),
         all_cycles: bool = False,
         on_cycle: OnCycle | None = None,
@@ -129,10 +128,12 @@ class GcMonitor(GcSampler):
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
         self._probe = UncollectableProbe(probe_every)
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
+        size = size_from_words(min_bytes)
         self.options = AnalysisOptions(
-            min_bytes=min_bytes, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
+            min_bytes=size, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
         )
         self.on_cycle = on_cycle
+        self.label: str | None = None  # where its reports say it ran; else stats.where()
         self.collect_generation = collect_generation
         self.cuda_growth = cuda_growth
         self.gather_every = gather_every
@@ -210,7 +211,7 @@ class GcMonitor(GcSampler):
                 self._froze = False
                 OWNER.drop_freeze()
         try:
-            self._log.finish(self.stats, self._steps_words())
+            self._log.finish(self.stats, self._where())
         except Exception:
             logger.exception("whyalive monitor failed to write its final report")
 
@@ -264,7 +265,7 @@ class GcMonitor(GcSampler):
 
     def summary_reports(self) -> list[Report]:
         """One report per first sighting so far, each cycle with its counts over the run."""
-        return self._log.summary_reports(self.stats, self._steps_words())
+        return self._log.summary_reports(self.stats, self._where())
 
     def signatures(self) -> list[SignatureSeen]:
         """Each cycle signature seen so far, with its counts and its first and last step."""
@@ -283,7 +284,7 @@ class GcMonitor(GcSampler):
         return self._combined()
 
     def _combined(self) -> Report:
-        return combine_reports(self.summary_reports(), where=self._steps_words())
+        return combine_reports(self.summary_reports(), where=self._where())
 
     def __str__(self) -> str:
         return monitor_text(self)
@@ -392,5 +393,5 @@ class GcMonitor(GcSampler):
         while not self._stop_thread.wait(self.poll_interval):
             self.poll()
 
-    def _steps_words(self) -> str:
-        return f"GcMonitor over {self.stats.steps} step(s)"
+    def _where(self) -> str:
+        return self.label or self.stats.where()

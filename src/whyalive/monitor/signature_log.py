@@ -34,13 +34,20 @@ class _Seen:
     first_step: int
     occurrences: int = 0
     total_bytes: int = 0
+    heavy_count: int = 0
     last_step: int = 0
     announced: int = 0
     announced_at: float = 0.0
     uncollectable: bool = False
 
     def cumulative(self) -> CycleReport:
-        return replace(self.cycle, occurrences=self.occurrences, total_bytes=self.total_bytes)
+        """The first report's cycle with the counts of the whole run so far."""
+        return replace(
+            self.cycle,
+            occurrences=self.occurrences,
+            total_bytes=self.total_bytes,
+            heavy_count=self.heavy_count,
+        )
 
 
 class SignatureLog:
@@ -54,10 +61,15 @@ class SignatureLog:
         self.reports: list[Report] = []
         self.files: list[Path] = []
         self.timeline = Timeline()
+        self.light_cycles = 0
+        """Cycles that held no heavy object, over the run (they have no signature to log)."""
 
     def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
         """Count the cycles of one analysis; announce new ones and due updates."""
-        if report is None or not report.found:
+        if report is None:
+            return
+        self.light_cycles += report.light_cycle_count
+        if not report.found:
             return
         new: list[_Seen] = []
         found = [(c, False) for c in report.cycles] + [(c, True) for c in report.uncollectable]
@@ -67,12 +79,14 @@ class SignatureLog:
                 seen = _Seen(cycle, len(self.reports), step, uncollectable=uncollectable)
                 self.seen[cycle.signature] = seen
                 new.append(seen)
-            if uncollectable:
+            if uncollectable:  # alive for good: the last probe saw them all
                 seen.occurrences = cycle.occurrences
                 seen.total_bytes = cycle.total_bytes
+                seen.heavy_count = cycle.heavy_count
             else:
                 seen.occurrences += cycle.occurrences
                 seen.total_bytes += cycle.total_bytes
+                seen.heavy_count += cycle.heavy_count
             seen.last_step = step
             self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
         if new:
@@ -101,7 +115,7 @@ class SignatureLog:
                 )
             else:
                 self.out.warning(
-                    "whyalive: %s %s (%s) seen %s by step %d, %s held in all",
+                    "whyalive: %s %s (%s) seen %s by step %d, %s in all over the run",
                     "uncollectable loop" if seen.uncollectable else "cycle",
                     cycle.signature,
                     cycle.pattern,
@@ -129,7 +143,12 @@ class SignatureLog:
             )
 
     def summary_reports(self, stats: MonitorStats, where: str) -> list[Report]:
-        """The first-sighting reports, each with the cycles first seen there, counted so far."""
+        """The first-sighting reports, each with the cycles first seen there, counted so far.
+
+        Every count is over the run so far: occurrences, heavy objects and bytes are summed
+        over the analyses (a cycle is garbage once, so nothing is counted twice), and the
+        cycles that held nothing heavy go with the first report, so that merged they add up.
+        """
         result = []
         for index, report in enumerate(self.reports):
             mine = [s for s in self.seen.values() if s.report_index == index]
@@ -149,6 +168,10 @@ class SignatureLog:
                     uncollectable=loops,
                     total_bytes=sum(c.total_bytes for c in cycles),
                     bytes_by_device=by_device,
+                    heavy_count=sum(c.heavy_count for c in cycles),
+                    light_cycle_count=self.light_cycles if index == 0 else 0,
+                    cycle_count=sum(c.occurrences for c in cycles)
+                    + (self.light_cycles if index == 0 else 0),
                     notes=(*report.notes, stats.words()),
                     timeline=self.timeline.points(c.signature for c in cycles),
                 )

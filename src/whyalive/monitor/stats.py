@@ -37,6 +37,12 @@ class MonitorStats:
     """Looks for uncollectable loops through the autograd graph (``probe_every``)."""
     seconds: float = 0.0
 
+    def where(self) -> str:
+        """Where a monitor's reports found their cycles: ``100 monitored steps``."""
+        if self.steps:
+            return plural(self.steps, "monitored step")
+        return f"a monitored run ({plural(self.examined, 'collection')} examined)"
+
     def words(self) -> str:
         """One sentence for report notes and the final log line."""
         text = (
@@ -48,7 +54,7 @@ class MonitorStats:
             text += f", {plural(self.probes, 'probe')} for uncollectable loops"
         if self.unexamined_objects:
             text += (
-                f"; {plural(self.unexamined_objects, 'object')} freed by collections "
-                "that were not examined"
+                f"; {plural(self.unexamined_objects, 'garbage object')} freed without a look "
+                "(the monitor skips some collections to stay cheap)"
             )
         return text + "."

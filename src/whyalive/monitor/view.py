@@ -120,7 +120,10 @@ def monitor_text(monitor: GcMonitor) -> str:
         f"{plural(stats.analyses, 'analysis', 'analyses')} ({stats.seconds * 1000:.1f} ms)"
     )
     if stats.unexamined_objects:
-        head += f", {plural(stats.unexamined_objects, 'object')} freed unexamined"
+        head += (
+            f", {plural(stats.unexamined_objects, 'garbage object')} freed without a look "
+            "(sampled to stay cheap)"
+        )
     seen = sorted(monitor.signatures(), key=lambda s: (-s.total_bytes, s.first_step))
     if not seen:
         return (
@@ -140,7 +143,11 @@ def monitor_text(monitor: GcMonitor) -> str:
         for item in seen[:MAX_ROWS]
     )
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = [head, f"{plural(len(seen), 'cycle signature')}, {size_to_words(held)} held in all:"]
+    lines = [
+        head,
+        f"{plural(len(seen), 'cycle signature')}, "
+        f"{size_to_words(held)} found, summed over the run:",
+    ]
     for number, row in enumerate(table):
         lines.append(
             "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

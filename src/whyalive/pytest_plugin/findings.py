@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from whyalive.pytest_plugin.settings import STATE
-from whyalive.pytest_plugin.watch import Leak
 
 if TYPE_CHECKING:
     from whyalive.pytest_plugin.settings import PluginState
     from whyalive.pytest_plugin.watch import TestWatch
+    from whyalive.report import CycleReport, Report
 
 _PROPERTY = "whyalive"
 
@@ -27,7 +27,9 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
 
     Only cycles worth fixing fail or warn (see :mod:`whyalive.verdict`); the
     others are recorded for the session summary with the reason they did not fail.
+    With ``--whyalive-report`` every finding is written, listed ones too.
     """
+    from whyalive.render.text import leak_line
     from whyalive.verdict import only, split_cycles
 
     texts = []
@@ -40,6 +42,8 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
         elif state.baseline:
             listed += [(c, "in the baseline") for c in failing if c.signature in state.baseline]
             failing = [c for c in failing if c.signature not in state.baseline]
+        shown = failing + [cycle for cycle, _ in listed]
+        written = _write_report(state, item, leak.phase, leak.report, shown)
         for cycle, reason in [(c, None) for c in failing] + listed:
             item.user_properties.append(
                 (
@@ -50,6 +54,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
                         "pattern": cycle.pattern,
                         "bytes": cycle.total_bytes,
                         "not_failing": reason,
+                        "report": str(written[0]) if written else None,
                         "uncollectable": any(c is cycle for c in leak.report.uncollectable),
                     },
                 )
@@ -57,8 +62,8 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
         if not failing:
             continue
         report = only(leak.report, failing)
-        text = f"whyalive: leak in {leak.phase} of {item.nodeid}\n{report.render('text')}"
-        written = _write_report(state, item, Leak(leak.phase, report))
+        text = f"{leak_line(report)}\nLeak found in the {leak.phase} of {item.nodeid}:\n"
+        text += report.render("text")
         if written:
             text += f"Report written to {', '.join(str(p) for p in written)}\n"
         texts.append(text)
@@ -80,13 +85,18 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
 _OUTPUTS = (".json", ".html")
 
 
-def _write_report(state: PluginState, item: pytest.Item, leak: Leak) -> list[Path]:
-    if state.report_dir is None:
+def _write_report(
+    state: PluginState, item: pytest.Item, phase: str, report: Report, cycles: list[CycleReport]
+) -> list[Path]:
+    """JSON and HTML of what one segment of a test left, failing and listed cycles alike."""
+    if state.report_dir is None or not (cycles or report.alive):
         return []
     from whyalive.render import write_report
+    from whyalive.verdict import only
 
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{leak.phase}").strip("_")
-    return [write_report(leak.report, state.report_dir / f"{stem}{suffix}") for suffix in _OUTPUTS]
+    shown = only(report, cycles)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{phase}").strip("_")
+    return [write_report(shown, state.report_dir / f"{stem}{suffix}") for suffix in _OUTPUTS]
 
 
 def _findings(terminalreporter: pytest.TerminalReporter) -> dict[str, list[dict[str, Any]]]:
@@ -108,11 +118,16 @@ def _findings(terminalreporter: pytest.TerminalReporter) -> dict[str, list[dict[
     return by_signature
 
 
+# A failing signature lists this many tests by name; the rest are counted.
+_TESTS_NAMED = 5
+
+
 def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Findings grouped by signature, with the tests that show each; failing ones first."""
+    """Failing signatures with their tests, then listed findings folded by test function."""
     by_signature = _findings(terminalreporter)
-    state = terminalreporter.config.stash[STATE]
-    worker = hasattr(terminalreporter.config, "workerinput")  # xdist: the controller writes
+    config = terminalreporter.config
+    state = config.stash[STATE]
+    worker = hasattr(config, "workerinput")  # xdist: the controller writes
     if state.update_baseline and state.baseline_path is not None and not worker:
         from whyalive.baseline import save_baseline
 
@@ -122,34 +137,83 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
     if not by_signature:
         return
-    from whyalive.words import BLIND_SPOTS, plural, size_to_words
+    from whyalive.render.text import blind_spot_note
+    from whyalive.render.wrap import wrap
+    from whyalive.words import plural, size_to_words
 
+    width = config.get_terminal_writer().fullwidth
     terminalreporter.section("whyalive")
-    groups = sorted(
-        by_signature.items(),
-        key=lambda kv: (kv[1][0].get("not_failing") is not None, -_bytes(kv[1]), kv[0]),
-    )
-    failing = [sig for sig, rows in groups if rows[0].get("not_failing") is None]
+    failing = {s: rows for s, rows in by_signature.items() if rows[0].get("not_failing") is None}
     if failing:
         terminalreporter.line(
             f"{plural(len(failing), 'cycle signature')} left heavy objects in cyclic garbage:",
             red=True,
         )
-    for signature, rows in groups:
-        first = rows[0]
-        reason = first.get("not_failing")
-        status = f"listed, not failing: {reason}" if reason else "failing"
-        pattern = first.get("pattern") or "unrecognised"
-        if first.get("uncollectable"):
+    for signature, rows in sorted(failing.items(), key=lambda kv: (-_bytes(kv[1]), kv[0])):
+        pattern = rows[0].get("pattern") or "unrecognised"
+        if rows[0].get("uncollectable"):
             pattern += ", loop through the autograd graph, never freed"
-        terminalreporter.line(
-            f"  {signature} {pattern}: {size_to_words(_bytes(rows))} in "
-            f"{plural(len({r['nodeid'] for r in rows}), 'test')} ({status})"
+        head = (
+            f"{signature} {pattern}: {size_to_words(_bytes(rows))} in "
+            f"{plural(len({r['nodeid'] for r in rows}), 'test')} (failing)"
         )
-        for row in sorted(rows, key=lambda r: (r["nodeid"], str(r.get("phase")))):
+        for line in wrap(head, width, indent="  "):
+            terminalreporter.line(line)
+        ordered = sorted(rows, key=lambda r: (r["nodeid"], str(r.get("phase"))))
+        for row in ordered[:_TESTS_NAMED]:
             size = size_to_words(int(row.get("bytes", 0)))
             terminalreporter.line(f"      {row['nodeid']} [{row.get('phase')}]: {size}")
-    terminalreporter.line(f"Note: {BLIND_SPOTS}")
+        if len(ordered) > _TESTS_NAMED:
+            terminalreporter.line(f"      ... and {plural(len(ordered) - _TESTS_NAMED, 'more')}")
+    for line in _listed_lines(by_signature, width):
+        terminalreporter.line(line)
+    reports = {r["report"] for rows in by_signature.values() for r in rows if r.get("report")}
+    if reports:
+        terminalreporter.line(
+            f"{plural(len(reports), 'report')} written to {state.report_dir} (JSON and HTML)"
+        )
+    for line in blind_spot_note(width).strip("\n").splitlines():
+        terminalreporter.line(line)
+
+
+def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> list[str]:
+    """Per pattern, reason and test function, one entry: its parametrised cases folded."""
+    from whyalive.render.wrap import wrap
+    from whyalive.words import plural, size_to_words
+
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for signature, rows in by_signature.items():
+        for row in rows:
+            reason = row.get("not_failing")
+            if reason is None:
+                continue
+            base, _, _ = row["nodeid"].partition("[")
+            key = (str(row.get("pattern") or "unrecognised"), str(reason), base)
+            groups.setdefault(key, []).append({**row, "signature": signature})
+    lines: list[str] = []
+    for (pattern, reason, base), rows in sorted(
+        groups.items(), key=lambda kv: (-_bytes(kv[1]), kv[0])
+    ):
+        signatures = sorted({r["signature"] for r in rows})
+        sigs = signatures[0] if len(signatures) == 1 else plural(len(signatures), "signature")
+        tests = list(dict.fromkeys(r["nodeid"] for r in rows))  # in the order they ran
+        cases = [t[len(base) :] for t in tests if t != base]
+        named = base if not cases else f"{base}{_folded(cases)}"
+        head = (
+            f"{sigs} {pattern}: {size_to_words(_bytes(rows))} in {plural(len(tests), 'test')} "
+            f"(listed, not failing: {reason})"
+        )
+        lines.extend(wrap(head, width, indent="  "))
+        lines.append(f"      {named}")
+    return lines
+
+
+def _folded(cases: list[str]) -> str:
+    """``[0]``, ``[1]``, ``[2]`` -> ``[0, 1, 2]``; many -> the first three and how many more."""
+    inner = [case[1:-1] if case.startswith("[") and case.endswith("]") else case for case in cases]
+    shown = ", ".join(inner[:3])
+    more = f", ... {len(inner) - 3} more" if len(inner) > 3 else ""
+    return f"[{shown}{more}]"
 
 
 def _bytes(rows: list[dict[str, Any]]) -> int:

@@ -16,9 +16,15 @@ if TYPE_CHECKING:
 _THIRD_PARTY_CHOICES = ("fail", "report", "ignore")
 
 HELP_ENABLE = "check every test for heavy objects left in cyclic garbage (whyalive)"
-HELP_MIN_BYTES = "report only cycles holding at least this many bytes (default 0)"
+HELP_MIN_BYTES = (
+    "report only cycles holding at least this size: 1048576, 1MB, '1.5 MiB' "
+    "(KB, MB, GB are 1024-based; default 0)"
+)
 HELP_ON_LEAK = "what a leaking test does: 'fail' (default) or 'warn'"
-HELP_REPORT = "write a JSON (and HTML, when available) report per leaking test to this directory"
+HELP_REPORT = (
+    "write a JSON and an HTML report to this directory for each test with findings, "
+    "failing or listed"
+)
 HELP_BASELINE = "fail only on cycle signatures not in this baseline file (JSON)"
 HELP_UPDATE_BASELINE = (
     "write every cycle signature found, with its tests and bytes, to the baseline file "
@@ -68,9 +74,7 @@ def add_options(parser: pytest.Parser) -> None:
     """Options ``--whyalive-<thing>`` with ini twins ``whyalive_<thing>`` (one help each)."""
     group = parser.getgroup("whyalive", "whyalive: reference cycles that hold tensors")
     group.addoption("--whyalive", action="store_true", default=None, help=HELP_ENABLE)
-    group.addoption(
-        "--whyalive-min-bytes", type=int, metavar="N", default=None, help=HELP_MIN_BYTES
-    )
+    group.addoption("--whyalive-min-bytes", metavar="SIZE", default=None, help=HELP_MIN_BYTES)
     group.addoption("--whyalive-on-leak", choices=("fail", "warn"), default=None, help=HELP_ON_LEAK)
     group.addoption("--whyalive-report", metavar="DIR", default=None, help=HELP_REPORT)
     group.addoption(
@@ -98,15 +102,23 @@ def _setting(config: pytest.Config, name: str) -> Any:
     return value if value is not None else config.getini(name)
 
 
+def _size(value: object, what: str) -> int:
+    """A size from the command line, ini or a marker; a bad one is a one-line usage error."""
+    from whyalive.errors import UsageError
+    from whyalive.words import size_from_words
+
+    try:
+        return size_from_words(value, what)
+    except UsageError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def read_settings(config: pytest.Config) -> PluginState:
     """The session's settings from the command line and ini; a clear UsageError when bad."""
     on_leak = str(_setting(config, "whyalive_on_leak"))
     if on_leak not in ("fail", "warn"):
         raise pytest.UsageError(f"whyalive_on_leak must be 'fail' or 'warn', not {on_leak!r}")
-    try:
-        min_bytes = int(_setting(config, "whyalive_min_bytes"))
-    except ValueError:
-        raise pytest.UsageError("whyalive_min_bytes must be an integer") from None
+    min_bytes = _size(_setting(config, "whyalive_min_bytes"), "whyalive_min_bytes")
     third_party = str(_setting(config, "whyalive_third_party"))
     if third_party not in _THIRD_PARTY_CHOICES:
         raise pytest.UsageError(
@@ -154,7 +166,10 @@ def options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
         raise pytest.UsageError(f"{item.nodeid}: whyalive on_leak must be 'fail' or 'warn'")
     return dataclasses.replace(
         state.defaults,
-        min_bytes=int(marker.kwargs.get("min_bytes", state.defaults.min_bytes)),
+        min_bytes=_size(
+            marker.kwargs.get("min_bytes", state.defaults.min_bytes),
+            f"{item.nodeid}: whyalive min_bytes",
+        ),
         allow=state.defaults.allow + ((allow,) if isinstance(allow, str) else tuple(allow)),
         on_leak=on_leak,
     )

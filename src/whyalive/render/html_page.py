@@ -16,11 +16,14 @@ import base64
 import hashlib
 import html
 import json
+import shlex
 from importlib import resources
 from typing import Any, ClassVar, Literal
 
 from whyalive.errors import WhyaliveError
-from whyalive.render.dot import GraphView, graph_views, heavy_lines, quote
+from whyalive.render.dot import quote
+from whyalive.render.picture import Picture
+from whyalive.render.pictures import pictures
 from whyalive.render.svg import find_dot, run_dot
 from whyalive.render.text import TextRenderer
 from whyalive.render.timeline import timeline_svg
@@ -38,11 +41,11 @@ from whyalive.words import (
 
 Layout = Literal["auto", "graphviz", "dagre"]
 
-# The viewer draws labels in an 11 px monospace font, so a box's size follows from its
-# text; Graphviz and dagre both get the same sizes and the two layouts look alike.
-_CHAR_W = 6.7
-_LINE_H = 14.0
-_PAD = 12.0
+# The viewer draws text in a 12 px monospace font, so a box's size follows from its
+# text; Graphviz and dagre get the same sizes and the two layouts look alike.
+_CHAR_W = 7.3
+_LINE_H = 16.0
+_PAD = 10.0
 _POINTS_PER_INCH = 72.0
 
 
@@ -67,22 +70,7 @@ def _sha256(source: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def node_lines(report: Report, node_id: int, folded: tuple[int, int] | None = None) -> list[str]:
-    """The lines drawn in a node's box (the viewer draws exactly these)."""
-    node = report.node(node_id)
-    if node.heavy:
-        return heavy_lines(node.label, node.size, folded, 48)
-    lines = [_shorten(node.label, 48)]
-    if node.location:
-        lines.append(_shorten(node.location, 48))
-    return lines
-
-
-def _box(lines: list[str]) -> tuple[float, float]:
+def _box(lines: tuple[str, ...]) -> tuple[float, float]:
     width = max(len(line) for line in lines) * _CHAR_W + 2 * _PAD
     return round(width, 1), round(len(lines) * _LINE_H + _PAD, 1)
 
@@ -111,47 +99,67 @@ def page_words(report: Report) -> dict[str, Any]:
     }
 
 
-def _view_data(report: Report, view: GraphView) -> dict[str, Any]:
-    nodes = [n for n in view.nodes if 0 <= n < len(report.nodes)]
-    boxes = {n: _box(node_lines(report, n, view.folded.get(n))) for n in nodes}
-    return {
-        "key": view.key,
-        "title": view.title,
-        "members": list(view.members),
-        "hidden_heavy": view.hidden_heavy,
-        "hidden_bytes": view.hidden_bytes,
-        "nodes": [
+def _graph(picture: Picture) -> dict[str, Any]:
+    """One drawing of a picture: boxes sized for their text, arrows, no layout yet."""
+    nodes = []
+    for node in picture.nodes:
+        width, height = _box(node.lines)
+        nodes.append(
             {
-                "id": n,
-                "lines": node_lines(report, n, view.folded.get(n)),
-                "w": boxes[n][0],
-                "h": boxes[n][1],
+                "key": node.key,
+                "kind": node.kind,
+                "lines": list(node.lines),
+                "node": node.node_id,
+                "bytes": node.nbytes,
+                "w": width,
+                "h": height,
             }
-            for n in nodes
-        ],
-        "edges": [
-            {"source": e.source, "target": e.target, "label": _shorten(e.name, 32), "cut": e.cut}
-            for e in view.edges
-            if e.source in boxes and e.target in boxes
-        ],
-        "layout": None,
+        )
+    edges = [
+        {
+            "source": e.source,
+            "target": e.target,
+            "label": e.label,
+            "cut": e.cut,
+            "closing": e.closing,
+            "minlen": e.minlen,
+        }
+        for e in picture.edges
+    ]
+    return {"nodes": nodes, "edges": edges, "layout": None}
+
+
+def _view_data(cropped: Picture, compact: Picture, whole: Picture) -> dict[str, Any]:
+    """A view: the cropped drawing it opens with, a compact one for a narrow pane when it
+    differs, and the whole one when something is folded."""
+    return {
+        "key": cropped.key,
+        "title": cropped.title,
+        "caption": cropped.caption,
+        "folded": cropped.folded,
+        "crop": _graph(cropped),
+        "compact": _graph(compact) if len(compact.nodes) < len(cropped.nodes) else None,
+        "full": _graph(whole) if cropped.folded else None,
     }
 
 
-def _graphviz_source(view: dict[str, Any]) -> str:
+def _graphviz_source(graph: dict[str, Any]) -> str:
+    """Top to bottom; the arrow closing a loop is drawn by the viewer, beside the loop."""
     lines = [
         "digraph g {",
-        "  graph [rankdir=LR, nodesep=0.3, ranksep=0.5];",
+        "  graph [rankdir=TB, nodesep=0.35, ranksep=0.4];",
         '  node [shape=box, fixedsize=true, label=""];',
-        "  edge [fontname=Courier, fontsize=11];",
+        "  edge [fontname=Courier, fontsize=12];",
     ]
-    for node in view["nodes"]:
+    for node in graph["nodes"]:
         width = node["w"] / _POINTS_PER_INCH
         height = node["h"] / _POINTS_PER_INCH
-        lines.append(f"  n{node['id']} [width={width:.3f}, height={height:.3f}];")
+        lines.append(f"  {quote(node['key'])} [width={width:.3f}, height={height:.3f}];")
     lines.extend(
-        f"  n{edge['source']} -> n{edge['target']} [label={quote(edge['label'])}];"
-        for edge in view["edges"]
+        f"  {quote(edge['source'])} -> {quote(edge['target'])} "
+        f"[label={quote(edge['label'])}, minlen={int(edge['minlen'])}];"
+        for edge in graph["edges"]
+        if not edge["closing"]
     )
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -162,7 +170,7 @@ def _parse_plain(text: str) -> dict[str, Any]:
     height = 0.0
     layout: dict[str, Any] = {"nodes": {}, "edges": [], "curved": True}
     for raw in text.splitlines():
-        parts = raw.split()
+        parts = shlex.split(raw)  # names and labels come quoted, and may hold spaces
         if not parts:
             continue
         if parts[0] == "graph":
@@ -171,7 +179,7 @@ def _parse_plain(text: str) -> dict[str, Any]:
             layout["height"] = height
         elif parts[0] == "node":
             x, y = float(parts[2]) * _POINTS_PER_INCH, float(parts[3]) * _POINTS_PER_INCH
-            layout["nodes"][parts[1].removeprefix("n")] = [round(x, 1), round(height - y, 1)]
+            layout["nodes"][parts[1]] = [round(x, 1), round(height - y, 1)]
         elif parts[0] == "edge":
             count = int(parts[3])
             flat = [float(p) * _POINTS_PER_INCH for p in parts[4 : 4 + 2 * count]]
@@ -179,18 +187,18 @@ def _parse_plain(text: str) -> dict[str, Any]:
                 [round(flat[i], 1), round(height - flat[i + 1], 1)] for i in range(0, len(flat), 2)
             ]
             label = None
-            # After the points come: ["label" xl yl] style color; labels may hold spaces.
+            # After the points come: [label xl yl] style color.
             if len(parts) > 4 + 2 * count + 2:
                 xl, yl = float(parts[-4]), float(parts[-3])
                 label = [round(xl * _POINTS_PER_INCH, 1), round(height - yl * _POINTS_PER_INCH, 1)]
-            tail, head = parts[1].removeprefix("n"), parts[2].removeprefix("n")
-            layout["edges"].append({"points": points, "label": label, "ends": [tail, head]})
+            ends = [parts[1], parts[2]]
+            layout["edges"].append({"points": points, "label": label, "ends": ends})
     return layout
 
 
-def _graphviz_layout(view: dict[str, Any]) -> dict[str, Any]:
+def _graphviz_layout(graph: dict[str, Any]) -> dict[str, Any]:
     layout = _parse_plain(
-        run_dot(_graphviz_source(view), "plain", purpose="html layout").decode("utf-8")
+        run_dot(_graphviz_source(graph), "plain", purpose="html layout").decode("utf-8")
     )
     # Graphviz lists edges by node, not in input order: match them back by their ends
     # (edges between the same two nodes keep their relative order).
@@ -199,8 +207,8 @@ def _graphviz_layout(view: dict[str, Any]) -> dict[str, Any]:
         tail, head = geometry.pop("ends")
         queues.setdefault((tail, head), []).append(geometry)
     ordered: list[dict[str, Any] | None] = []
-    for edge in view["edges"]:
-        queue = queues.get((str(edge["source"]), str(edge["target"])))
+    for edge in graph["edges"]:
+        queue = None if edge["closing"] else queues.get((edge["source"], edge["target"]))
         ordered.append(queue.pop(0) if queue else None)
     layout["edges"] = ordered
     return layout
@@ -220,19 +228,28 @@ class HtmlRenderer:
         self.title = title
 
     def views(self, report: Report) -> list[dict[str, Any]]:
-        """The graphs the page shows, with Graphviz coordinates when asked for and available."""
-        views = [_view_data(report, v) for v in graph_views(report)]
+        """The pictures the page shows, with Graphviz coordinates when asked for and available."""
+        views = [
+            _view_data(*drawings)
+            for drawings in zip(
+                pictures(report),
+                pictures(report, compact=True),
+                pictures(report, crop=False),
+                strict=True,
+            )
+        ]
         use_graphviz = self.layout == "graphviz" or (self.layout == "auto" and find_dot())
         if use_graphviz:
             for view in views:
-                if not view["nodes"]:
-                    continue
-                try:
-                    view["layout"] = _graphviz_layout(view)
-                except WhyaliveError:
-                    if self.layout == "graphviz":
-                        raise
-                    view["layout"] = None  # dagre in the page lays it out instead
+                for graph in (view["crop"], view["compact"], view["full"]):
+                    if graph is None or not graph["nodes"]:
+                        continue
+                    try:
+                        graph["layout"] = _graphviz_layout(graph)
+                    except WhyaliveError:
+                        if self.layout == "graphviz":
+                            raise
+                        graph["layout"] = None  # dagre in the page lays it out instead
         return views
 
     def render(self, report: Report) -> str:
@@ -268,12 +285,13 @@ class HtmlRenderer:
             f"<style>{style}</style>\n</head>\n<body>\n"
             '<header id="head"><h1 id="headline"></h1><p id="run"></p></header>\n'
             f"{timeline}"
-            '<main><nav id="cycles" aria-label="cycles"></nav>\n'
-            '<section id="graph-pane"><div id="toolbar"></div>'
+            '<nav id="cycles" aria-label="cycles"></nav>\n'
+            '<main><section id="graph-pane"><p id="caption"></p><div id="toolbar"></div>'
             '<svg id="graph" xmlns="http://www.w3.org/2000/svg" role="img"></svg>'
             '<div id="legend" aria-label="legend"><span><i class="key-cut"></i>suggested cut'
-            '</span><span><i class="key-heavy"></i>heavy object</span>'
-            '<span><i class="key-member"></i>in the cycle</span></div></section>\n'
+            '</span><span><i class="key-member"></i>in the cycle</span>'
+            '<span><i class="key-heavy"></i>heavy object</span>'
+            '<span><i class="key-fold"></i>folded</span></div></section>\n'
             '<aside id="side"><div id="cycle-details"></div><div id="details"></div></aside>'
             "</main>\n"
             f"<noscript><pre>{text}</pre></noscript>\n"

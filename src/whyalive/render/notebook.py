@@ -27,8 +27,9 @@ from whyalive.words import (
 if TYPE_CHECKING:
     from whyalive.summary import Summary
 
-# A cell is about 900 px wide; the graph, the cycle list and the details fit in this height.
-VIEWER_HEIGHT = 460
+# A cell is about 900 px wide; the picture, the cut and what the cycle holds fit in this
+# height (tests/test_html_browser.py checks it, as a person would look).
+VIEWER_HEIGHT = 560
 TIMELINE_HEIGHT = 190
 _TITLE_LIMIT = 90
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from typing import ClassVar
@@ -43,6 +44,20 @@ def run_dot(source: str, output_format: str, *, purpose: str) -> bytes:
     return done.stdout
 
 
+_ROOT = re.compile(r"<svg\b[^>]*>")
+_SIZE = re.compile(r'\s(?:width|height)="[^"]*"')
+
+
+def scalable(document: str) -> str:
+    """Graphviz's SVG without its fixed width and height: it fills the width of wherever it
+    is shown, keeping its proportions through the ``viewBox``."""
+    root = _ROOT.search(document)
+    if root is None or "viewBox" not in root.group(0):
+        return document
+    tag = _SIZE.sub("", root.group(0)).replace("<svg", '<svg width="100%"', 1)
+    return document[: root.start()] + tag + document[root.end() :]
+
+
 class SvgRenderer:
     """The DOT picture as SVG text (needs Graphviz)."""
 
@@ -50,12 +65,13 @@ class SvgRenderer:
     file_suffixes: ClassVar[tuple[str, ...]] = (".svg",)
     binary: ClassVar[bool] = False
 
-    def __init__(self, *, rankdir: str = "LR") -> None:
+    def __init__(self, *, rankdir: str = "TB") -> None:
         self.dot = DotRenderer(rankdir=rankdir)
 
     def render(self, report: Report) -> str:
-        """An SVG document."""
-        return run_dot(self.dot.render(report), "svg", purpose="svg output").decode("utf-8")
+        """An SVG document that scales to the width it is shown in (its ``viewBox`` kept)."""
+        document = run_dot(self.dot.render(report), "svg", purpose="svg output").decode("utf-8")
+        return scalable(document)
 
 
 class PngRenderer:
@@ -65,7 +81,7 @@ class PngRenderer:
     file_suffixes: ClassVar[tuple[str, ...]] = (".png",)
     binary: ClassVar[bool] = True
 
-    def __init__(self, *, rankdir: str = "LR", dpi: int = 96) -> None:
+    def __init__(self, *, rankdir: str = "TB", dpi: int = 96) -> None:
         self.dot = DotRenderer(rankdir=rankdir)
         self.dpi = dpi
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from whyalive.report import AliveObject, CycleReport, Edge, Report
+from whyalive import edge_kinds as ek
+from whyalive.render.wrap import DEFAULT_WIDTH, terminal_width, wrap
+from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
 from whyalive.words import (
     BLIND_SPOTS,
+    BLIND_SPOTS_SHORT,
     UNCOLLECTABLE_SECTION,
     UNCOLLECTABLE_TITLE,
     cut_sentence,
@@ -25,6 +28,64 @@ from whyalive.words import (
 def edge_words(report: Report, edge: Edge) -> str:
     """``--cell_contents--> list xs of 4``."""
     return f"--{edge_label(edge.kind, edge.name)}--> {report.node(edge.target).label}"
+
+
+def path_lines(report: Report, path: HolderPath, end: str = "") -> list[str]:
+    """A holder path hop by hop, as the loop is printed: the start, then ``--name--> node``."""
+    lines = [report.node(path.nodes[0]).label]
+    lines.extend(f"  {edge_words(report, e)}" for e in path.edges)
+    lines[-1] += end
+    return lines
+
+
+def _cut_brief(report: Report, cycle: CycleReport) -> str | None:
+    """``Cache.cb``, ``the closure variable fn``: the cut's reference as code names it."""
+    if cycle.cut is None or not cycle.cut.edges:
+        return None
+    edge = cycle.cut.edges[0]
+    holder = report.node(edge.source)
+    owner = holder.type_name.rsplit(".", 1)[-1]
+    if edge.kind == ek.ATTRIBUTE:
+        brief = f"{owner}.{edge.name.lstrip('.')}"
+    elif edge.kind == ek.CELL:
+        brief = f"the closure variable {holder.label.removeprefix('cell ')}"
+    elif edge.kind in (ek.KEY, ek.INDEX):
+        brief = f"{owner}{edge.name}"
+    else:
+        brief = cycle.cut.description.replace("`", "")
+    others = len(cycle.cut.edges) - 1
+    return f"{brief} (+{others} more)" if others else brief
+
+
+def leak_line(report: Report) -> str:
+    """The line a CI log shows for a failed check: bytes, pattern, the cut and where.
+
+    ``whyalive: 2.0 MiB kept by bound-method-on-self, cut Cache.cb at test_model.py:9``,
+    for the biggest cycle, then how many more there are.
+    """
+    if not report.cycles:
+        return f"whyalive: {report_headline(report)}"
+    top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
+    line = f"whyalive: {size_to_words(top.total_bytes)} kept by {top.pattern}"
+    cut = _cut_brief(report, top)
+    if cut is not None:
+        line += f", cut {cut}"
+    place = cycle_place(report, top) or report.run.where
+    if place:
+        line += f" at {place}"
+    others = [c for c in report.cycles if c is not top]
+    if others:
+        extra = sum(c.total_bytes for c in others)
+        line += f"; {plural(len(others), 'more cycle')}, {size_to_words(extra)}"
+    if report.alive:
+        line += f"; {plural(len(report.alive), 'heavy object')} still alive"
+    return line
+
+
+def blind_spot_note(width: int | None = None) -> str:
+    """The short blind-spot note as its own paragraph, for the end of a run's text output."""
+    lines = wrap(f"Note: {BLIND_SPOTS_SHORT}", width or terminal_width())
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
@@ -65,6 +126,12 @@ def cycle_where(report: Report, cycle: CycleReport) -> str | None:
     return None
 
 
+def cycle_place(report: Report, cycle: CycleReport) -> str | None:
+    """The line to go to: where the cut's reference was made, else where the loop starts."""
+    made = cycle.cut.source_line if cycle.cut is not None else None
+    return made.partition("  ")[0] if made else cycle_where(report, cycle)
+
+
 def cut_line(report: Report, cycle: CycleReport, *, with_edges: bool) -> str | None:
     """``Cut: the attribute `.cb` of a `Step` object, made at leaky.py:6  `self.cb = ...```."""
     cut = cycle.cut
@@ -91,28 +158,42 @@ class TextRenderer:
     file_suffixes: ClassVar[tuple[str, ...]] = (".txt",)
     binary: ClassVar[bool] = False
 
-    def __init__(self, *, color: bool = False, width: int = 100, detail: Detail = "short") -> None:
+    def __init__(
+        self, *, color: bool = False, width: int | None = None, detail: Detail = "short"
+    ) -> None:
         if detail not in ("short", "full"):
             raise ValueError(f"detail must be 'short' or 'full', not {detail!r}")
+        given: object = width  # checked at run time: callers need not be typed
+        if given is not None and (
+            not isinstance(given, int) or isinstance(given, bool) or given < 1
+        ):
+            raise ValueError(f"width must be a positive int, not {width!r}")
         self.color = color
         self.width = width
         self.detail = detail
+        self._width = width or DEFAULT_WIDTH  # the terminal's is read when rendering
 
     def _bold(self, text: str) -> str:
         return f"\033[1m{text}\033[0m" if self.color else text
 
+    def _wrapped(self, text: str, indent: str = "", *, bold: bool = False) -> list[str]:
+        """Prose wrapped to the width (code spans and paths kept whole), bold per line."""
+        lines = wrap(text, self._width, indent=indent)
+        return [self._bold(line) for line in lines] if bold else lines
+
     def render(self, report: Report) -> str:
         """Headline, then one block per cycle: the answer first, then what it holds and why."""
+        self._width = self.width or terminal_width()
         lines: list[str] = []
         rank = f" [rank {report.run.rank}]" if report.run.rank is not None else ""
         headline = f"whyalive{rank}: {report_headline(report)}."
-        lines.append(self._bold(headline) if report.found else headline)
+        lines.extend(self._wrapped(headline, bold=report.found))
         for number, cycle in enumerate(report.cycles, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle))
         if report.uncollectable:
             lines.append("")
-            lines.append(self._bold(f"{UNCOLLECTABLE_SECTION}:"))
+            lines.extend(self._wrapped(f"{UNCOLLECTABLE_SECTION}:", bold=True))
         for number, cycle in enumerate(report.uncollectable, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle, UNCOLLECTABLE_TITLE))
@@ -122,22 +203,22 @@ class TextRenderer:
         notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
         if report.found and notes:
             lines.append("")
-            lines.extend(f"Note: {note}" for note in notes)
+            for note in notes:
+                lines.extend(self._wrapped(f"Note: {note}"))
         return "\n".join(lines) + "\n"
 
     def _alive(self, report: Report, alive: AliveObject) -> list[str]:
         """A still-alive object: what it is, the root that holds it, the paths, the blind spot."""
-        lines = [self._bold(f"Still alive: {alive.description}, {size_to_words(alive.nbytes)}")]
+        head = f"Still alive: {alive.description}, {size_to_words(alive.nbytes)}"
+        lines = self._wrapped(head, bold=True)
         if alive.root:
-            lines.append(f"  Held by: {alive.root}")
+            lines.extend(self._wrapped(f"Held by: {alive.root}", "  "))
         if alive.paths:
             lines.append("  Holder paths:")
             for path in alive.paths:
-                parts = [report.node(path.nodes[0]).label]
-                parts.extend(edge_words(report, e) for e in path.edges)
-                lines.append(f"    {' '.join(parts)}")
+                lines.extend(f"    {line}" for line in path_lines(report, path))
         if alive.note:
-            lines.append(f"  Note: {alive.note}")
+            lines.extend(self._wrapped(f"Note: {alive.note}", "  "))
         if alive.allocation_site:
             lines.append(f"  Allocated: {alive.allocation_site}")
         return lines
@@ -151,50 +232,52 @@ class TextRenderer:
         members = cycle.member_count or len(cycle.members)
         place = cycle_where(report, cycle)
         at = f", at {place}" if place else ""
-        lines = [
-            self._bold(
-                f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "
-                f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}"
-            )
-        ]
+        lines = self._wrapped(
+            f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "
+            f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}",
+            bold=True,
+        )
         cut = cut_line(report, cycle, with_edges=full)
         if cut:
-            lines.append(f"  {cut}")
-        lines.append(f"  Fix: {cycle.fix}")
+            lines.extend(self._wrapped(cut, "  "))
+        lines.extend(self._wrapped(f"Fix: {cycle.fix}", "  "))
         if full:
-            lines.append(f"  What: {cycle.summary}")
-        lines.append(f"  Why: {cycle.explanation}")
+            lines.extend(self._wrapped(f"What: {cycle.summary}", "  "))
+        lines.extend(self._wrapped(f"Why: {cycle.explanation}", "  "))
         holds = cycle.holds if full else cycle.holds[:SHORT_HOLDS]
         if holds:
             lines.append("  Holds:")
-            lines.extend(f"    {holding_words(h)}" for h in holds)
+            for holding in holds:
+                lines.extend(self._wrapped(holding_words(holding), "    "))
             places = len(cycle.holds) - len(holds)
             if places > 0:
                 lines.append(f"    {more_words(places, 'more place')}")
         if cycle.bytes_shared:
-            lines.append(f"  Shared: {shared_words(cycle.bytes_shared)}")
+            lines.extend(self._wrapped(f"Shared: {shared_words(cycle.bytes_shared)}", "  "))
         allocated = [
             h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
         ]
-        lines.extend(f"  Allocated: {h.description} at {h.allocation_site}" for h in allocated[:3])
+        for heavy in allocated[:3]:
+            where = f"Allocated: {heavy.description} at {heavy.allocation_site}"
+            lines.extend(self._wrapped(where, "  "))
         lines.append("  Loop:")
         lines.extend(f"    {line}" for line in loop_lines(report, cycle))
         paths = cycle.holder_paths if full else cycle.holder_paths[:1]
         if paths:
             lines.append("  Holder paths:" if full else "  Holder path, for example:")
             for path in paths:
-                parts = [report.node(path.nodes[0]).label]
-                parts.extend(edge_words(report, e) for e in path.edges)
-                heavy = report.node(path.heavy_node)
-                lines.append(f"    {' '.join(parts)} ({size_to_words(heavy.size)})")
+                size = f" ({size_to_words(report.node(path.heavy_node).size)})"
+                lines.extend(f"    {line}" for line in path_lines(report, path, size))
             hidden = cycle.heavy_count - len(cycle.holder_paths)
             if full and hidden > 0:
                 lines.append(f"    {more_words(hidden, 'more heavy object')}")
-        allow = f"check_leaks(allow=[{cycle.signature!r}])"
+        allow = f"`check_leaks(allow=[{cycle.signature!r}])`"
         lint = (
             f"; `whyalive lint` rule {cycle.lint_rule} finds it in source"
             if cycle.lint_rule
             else ""
         )
-        lines.append(f"  Signature: {cycle.signature} (to allow it: {allow}){lint}")
+        lines.extend(
+            self._wrapped(f"Signature: {cycle.signature} (to allow it: {allow}){lint}", "  ")
+        )
         return lines

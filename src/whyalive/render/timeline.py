@@ -61,7 +61,7 @@ def timeline_svg(report: Report) -> str:
         'aria-label="bytes held by cyclic garbage found per step">',
         "<title>Bytes held by the cyclic garbage found, summed over the steps, "
         "per cycle signature</title>",
-        '<g font-family="system-ui, sans-serif" font-size="10" fill="#6b7280">',
+        '<g font-family="system-ui, sans-serif" font-size="11" fill="#6b7280">',
     ]
     for fraction in (0, 0.5, 1):
         level = int(top_bytes * fraction)
@@ -106,14 +106,14 @@ def timeline_svg(report: Report) -> str:
         parts.append(
             f'<rect x="{_WIDTH - _RIGHT + 12}" y="{legend_y - 8}" width="10" height="10" '
             f'fill="{color}"/><text x="{_WIDTH - _RIGHT + 28}" y="{legend_y + 1}" '
-            f'font-family="ui-monospace, monospace" font-size="10" fill="#111827">'
+            f'font-family="ui-monospace, monospace" font-size="11" fill="#111827">'
             f"{html.escape(name[:30])} {size_to_words(totals[signature])}</text>"
         )
     hidden = len(totals) - len(drawn)
     if hidden:
         parts.append(
             f'<text x="{_WIDTH - _RIGHT + 12}" y="{_TOP + 8 + len(drawn) * 15 + 1}" '
-            f'font-size="10" fill="#6b7280">+{plural(hidden, "signature")} not drawn</text>'
+            f'font-size="11" fill="#6b7280">+{plural(hidden, "signature")} not drawn</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -48,6 +48,7 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
         bytes_by_device=dict(by_device),
         garbage_objects=graph.garbage_count,
         cycle_count=findings.cycle_count,
+        heavy_count=len(set().union(*(group.heavy_nodes for group in kept))),
         light_cycle_count=max(light, 0),
         notes=(*findings.notes, BLIND_SPOTS),
     )

@@ -147,7 +147,18 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
     return steps_words([e.name.name for e in steps]), f" of {base}", index
 
 
-def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
+def _autograd(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> tuple[int, int]:
+    """Bytes and tensors that only the autograd graphs of ``heavy_nodes`` hold (each once)."""
+    own = {facts[n].storage for n in heavy_nodes}
+    seen: dict[object, int] = {}
+    for node in heavy_nodes:
+        for fact in facts[node].through_autograd:
+            if fact.storage not in own:
+                seen.setdefault(fact.storage, fact.nbytes)
+    return sum(seen.values()), len(seen)
+
+
+def _holds(view: CycleView, facts: dict[int, HeavyFacts], table: NodeTable) -> list[Holding]:
     """Every heavy object by the place that holds it, siblings of one list folded."""
     groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int]]] = {}
     for nodes, edges in view.holder_paths:
@@ -162,6 +173,7 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
     holds = []
     for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
         briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        autograd_bytes, autograd_count = _autograd(heavy_nodes, facts)
         holds.append(
             Holding(
                 where=holding_place(head, index_range_words(indices) if indexed else "", tail),
@@ -169,9 +181,30 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts]) -> list[Holding]:
                 kind=kind,
                 description=holding_description(briefs),
                 nbytes=_bytes(heavy_nodes, facts),
+                heavy=tuple(table.add(n) for n in heavy_nodes),
+                autograd_bytes=autograd_bytes,
+                autograd_count=autograd_count,
             )
         )
     return holds
+
+
+def _paths_to_show(
+    view: CycleView, holds: list[Holding], table: NodeTable, limit: int
+) -> list[tuple[list[int], list[NamedEdge]]]:
+    """The first ``limit`` holder paths, and one to the first object of every holding, so a
+    picture can draw each place that holds heavy objects (:attr:`Holding.heavy`)."""
+    chosen = list(view.holder_paths[:limit])
+    ending = {nodes[-1] for nodes, _ in chosen}
+    wanted = {h.heavy[0] for h in holds if h.heavy} - {table.ids[n] for n in ending}
+    if wanted:
+        for nodes, edges in view.holder_paths[limit:]:
+            if table.ids.get(nodes[-1]) in wanted:
+                chosen.append((nodes, edges))
+                wanted.discard(table.ids[nodes[-1]])
+                if not wanted:
+                    break
+    return chosen
 
 
 def _source_of(
@@ -201,11 +234,12 @@ def cycle_report(
             node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None
         )
     cycle_edges = [table.edge(e) for e in view.edges]
+    heavy_ids = tuple(table.add(n) for n in group.retained)
+    holds = _holds(view, facts, table)
     holder_paths = [
         holder_path_record(table, nodes, edges)
-        for nodes, edges in view.holder_paths[: options.max_paths]
+        for nodes, edges in _paths_to_show(view, holds, table, options.max_paths)
     ]
-    heavy_ids = tuple(table.add(n) for n in group.retained)
     holding = _holding_words(view, facts)
     summary = cycle_summary(match.summary, holding)
     cut = None
@@ -257,7 +291,7 @@ def cycle_report(
         member_count=member_count,
         member_types=member_types,
         structure=match.summary if structure is not None else None,
-        holds=tuple(_holds(view, facts)),
+        holds=tuple(holds),
         made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
     )
 

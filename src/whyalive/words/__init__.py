@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from whyalive.words.basics import (
     BLIND_SPOTS,
+    BLIND_SPOTS_SHORT,
     a_code,
     an,
-    blind_spot_note,
     code,
     edge_label,
     heavy_brief,
@@ -28,6 +28,7 @@ from whyalive.words.basics import (
     members_words,
     plural,
     shorten,
+    size_from_words,
     size_to_words,
     verb,
 )
@@ -78,6 +79,7 @@ from whyalive.words.references import (
 
 __all__ = [
     "BLIND_SPOTS",
+    "BLIND_SPOTS_SHORT",
     "MAX_CUT_PHRASES",
     "MAX_HOLDER_PHRASES",
     "UNCOLLECTABLE_SECTION",
@@ -85,7 +87,6 @@ __all__ = [
     "Reference",
     "a_code",
     "an",
-    "blind_spot_note",
     "chain_words",
     "code",
     "cut_sentence",
@@ -126,6 +127,7 @@ __all__ = [
     "says_holder",
     "shared_words",
     "shorten",
+    "size_from_words",
     "size_to_words",
     "steps_words",
     "summary_headline",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 BLIND_SPOTS = (
     "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
     "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
@@ -11,12 +13,14 @@ BLIND_SPOTS = (
     "is closed by the collector, which clears its frame, so such cycles are freed rather "
     "than captured."
 )
-"""Said once per run (the CLI's output, the pytest terminal summary), not in every report."""
+"""Kept in every report's notes and printed by ``detail="full"`` text."""
 
-
-def blind_spot_note() -> str:
-    """The blind-spot note as its own paragraph, for the end of a run's text output."""
-    return f"\nNote: {BLIND_SPOTS}\n"
+BLIND_SPOTS_SHORT = (
+    "whyalive sees what Python's cyclic GC sees; loops through C++ owners (autograd) "
+    "and objects without GC support are not reported here: `check_leaks(census=True)` "
+    "and `whyalive.explain(obj)` find what they keep alive."
+)
+"""What a run says once (the CLI's output, the pytest terminal summary), at the end."""
 
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -32,6 +36,46 @@ def size_to_words(nbytes: int) -> str:
         value /= 1024
         unit += 1
     return f"{value:.1f} {_UNITS[unit]}"
+
+
+# Units a size may be given in, as pytest-memray reads them: powers of 1024, any case.
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+}
+_SIZE = re.compile(r"\s*\+?(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def size_from_words(value: object, what: str = "min_bytes") -> int:
+    """``1048576``, ``"1MB"``, ``"1 MiB"``, ``"1.5 GB"`` -> bytes (KB, MB, ... are 1024-based).
+
+    Raises :class:`~whyalive.errors.UsageError` with one line naming ``what`` for
+    anything else (a negative number, an unknown unit, a bool).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value)
+        if match is not None and match.group(2).lower() in _SIZE_UNITS:
+            return round(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    from whyalive.errors import UsageError
+
+    raise UsageError(
+        f"{what} must be a size such as 1048576, 1MB or 1.5 MiB (KB, MB, GB are 1024-based), "
+        f"not {value!r}"
+    )
 
 
 def shorten(text: str, limit: int) -> str:

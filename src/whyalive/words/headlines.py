@@ -47,21 +47,32 @@ def cycles_headline(
     nbytes: int,
     by_device: dict[str, int],
     where: str | None = None,
+    *,
+    over_a_run: bool = False,
 ) -> str:
     """The one wording for what a run found, in the text, the viewer and the rank summary.
 
     ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
-    ``heavy`` is the counted noun (``"8 tensors"``).
+    ``heavy`` is the counted noun (``"8 tensors"``). ``over_a_run``: what a monitor found
+    over many steps, its bytes summed (``"... kept 100 arrays alive over 100 monitored
+    steps: 781.2 KiB on cpu, summed over the run"``).
     """
     devices = ""
     if len(by_device) > 1:
         devices = f" ({devices_words(by_device)})"
     elif by_device:
         devices = f" on {next(iter(by_device))}"
+    if over_a_run:
+        keeps, place, summed = "kept", f" over {where}" if where else "", ", summed over the run"
+    else:
+        keeps, place, summed = (
+            verb(occurrences, "keeps", "keep"),
+            f" at {where}" if where else "",
+            "",
+        )
     return (
-        f"{cycles_words(occurrences, signatures)} "
-        f"{verb(occurrences, 'keeps', 'keep')} {heavy} alive{f' at {where}' if where else ''}: "
-        f"{size_to_words(nbytes)}{devices}"
+        f"{cycles_words(occurrences, signatures)} {keeps} {heavy} alive{place}: "
+        f"{size_to_words(nbytes)}{devices}{summed}"
     )
 
 
@@ -133,12 +144,13 @@ def _cycles_headline(report: Report) -> str:
         sum(c.occurrences for c in report.cycles),
         len(report.cycles),
         heavy_count_words(
-            sum(c.heavy_count for c in report.cycles),
+            report.heavy_count or sum(c.heavy_count for c in report.cycles),
             {h.kind for h in report.heavy_objects if h.node_id in held},
         ),
         report.total_bytes,
         report.bytes_by_device,
         report.run.where,
+        over_a_run=bool(report.timeline),
     )
 
 
@@ -199,6 +211,7 @@ def run_words(run: RunInfo) -> str:
         f"Python {run.python}" if run.python else "",
         f"torch {run.torch}" if run.torch else "",
         f"rank {run.rank}" if run.rank is not None else "",
+        "pure-Python graph core" if run.graph_core == "python" else "",
         run.time,
     ]
     return " \u00b7 ".join(p for p in parts if p)

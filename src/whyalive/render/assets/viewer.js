@@ -1,10 +1,12 @@
 /* whyalive offline viewer. Every string from the report is inserted with textContent;
    attributes set here hold numbers or fixed words only. Layout: Graphviz coordinates
-   embedded by the writer, otherwise the vendored dagre library. */
+   embedded by the writer, otherwise the vendored dagre library, top to bottom along the
+   loop; the arrow that closes the loop is drawn here, back up beside it. */
 (function () {
   "use strict";
   var SVG = "http://www.w3.org/2000/svg";
-  var CHAR_W = 6.7, LINE_H = 14, PAD = 12;
+  /* Text is 12 px (16 px a line in a box): the sizes html_page.py gave the boxes. */
+  var LINE_H = 16, PAD = 10, EDGE_CHAR_W = 7.3;
   var data = JSON.parse(document.getElementById("whyalive-data").textContent);
   var report = data.report;
   var views = data.views;
@@ -57,36 +59,36 @@
   headline.textContent = said.charAt(0).toUpperCase() + said.slice(1);
   document.getElementById("run").textContent = words.run;
 
-  /* ---- cycle list ---- */
+  /* ---- the list of cycles: only when there is more than one thing to show ---- */
   var nav = document.getElementById("cycles");
   var buttons = [];
-  views.forEach(function (view, i) {
-    var b = el("button", "cycle-item");
-    b.type = "button";
-    b.appendChild(el("span", "cycle-title", view.title));
-    var cycle = cycles[i];
-    if (cycle) {
-      b.appendChild(el("span", "cycle-meta", words.cycles[i].meta));
-    }
-    b.addEventListener("click", function () { select(i); });
-    nav.appendChild(b);
-    buttons.push(b);
-  });
-  if (!views.length) { nav.appendChild(el("p", "empty", "Nothing to show.")); }
+  if (views.length > 1) {
+    views.forEach(function (view, i) {
+      var b = el("button", "cycle-item");
+      b.type = "button";
+      b.appendChild(el("span", "cycle-title", view.title));
+      if (cycles[i]) { b.appendChild(el("span", "cycle-meta", words.cycles[i].meta)); }
+      b.addEventListener("click", function () { select(i); });
+      nav.appendChild(b);
+      buttons.push(b);
+    });
+  } else {
+    nav.hidden = true;
+    document.body.classList.add("single");
+  }
+  if (!views.length) { document.getElementById("side").appendChild(el("p", "empty", "Nothing to show.")); }
 
+  /* ---- the side: the answer first (cut, holds, fix), then why and how ---- */
   function showCycle(i) {
     var box = document.getElementById("cycle-details");
     clear(box);
     var cycle = cycles[i];
     if (cycle) {
       var said = words.cycles[i];
-      box.appendChild(el("h2", null, cycle.title));
+      box.appendChild(el("h2", null, views[i].title));
+      box.appendChild(el("p", "meta", said.meta));
       if (said.cut) { box.appendChild(labelled("cut", "Cut", said.cut)); }
-      box.appendChild(labelled("fix", "Fix", cycle.fix));
-      box.appendChild(labelled("why", "Why", cycle.explanation));
-      box.appendChild(sentence(el("p", "summary"), cycle.summary));
       if (said.holds.length) {
-        box.appendChild(el("h3", null, "Holds"));
         var holds = el("ul", "holds");
         said.holds.forEach(function (h) {
           var li = el("li");
@@ -94,8 +96,13 @@
           li.appendChild(document.createTextNode(": " + h.what));
           holds.appendChild(li);
         });
+        var title = el("p", "holds-title"); title.appendChild(el("strong", null, "Holds:"));
+        box.appendChild(title);
         box.appendChild(holds);
       }
+      box.appendChild(labelled("fix", "Fix", cycle.fix));
+      box.appendChild(labelled("why", "Why", cycle.explanation));
+      box.appendChild(sentence(el("p", "summary"), cycle.summary));
       /* The same closed loop the text prints: each hop a reference, back to the start. */
       if ((cycle.loop || []).length) {
         box.appendChild(el("h3", null, "Loop"));
@@ -122,8 +129,8 @@
     if (alive) {
       box.appendChild(el("h2", null, views[i].title));
       field(box, "size", words.alive[i - cycles.length]);
+      if (alive.root) { box.appendChild(labelled("held", "Held by", alive.root)); }
       field(box, "device", alive.device);
-      field(box, "root", alive.root);
       field(box, "note", alive.note);
       field(box, "allocated at", alive.allocation_site);
     }
@@ -146,33 +153,29 @@
       field(box, "bytes", words.heavy_sizes[String(id)]);
       field(box, "allocated at", heavy.allocation_site || "not recorded");
     }
-    graphSvg.querySelectorAll(".node.selected").forEach(function (n) {
-      n.classList.remove("selected");
-    });
-    var drawn = graphSvg.querySelector('.node[data-node="' + Number(id) + '"]');
-    if (drawn) { drawn.classList.add("selected"); }
   }
 
   /* ---- layout ---- */
-  function dagreLayout(view) {
+  function dagreLayout(graph) {
     var g = new dagre.graphlib.Graph({ multigraph: true });
-    g.setGraph({ rankdir: "LR", nodesep: 22, ranksep: 40, marginx: 10, marginy: 10 });
+    g.setGraph({ rankdir: "TB", nodesep: 26, ranksep: 30, marginx: 8, marginy: 8 });
     g.setDefaultEdgeLabel(function () { return {}; });
-    view.nodes.forEach(function (n) { g.setNode(String(n.id), { width: n.w, height: n.h }); });
-    view.edges.forEach(function (e, k) {
-      g.setEdge(String(e.source), String(e.target),
-        { width: e.label.length * CHAR_W, height: LINE_H, labelpos: "c" }, "e" + k);
+    graph.nodes.forEach(function (n) { g.setNode(n.key, { width: n.w, height: n.h }); });
+    graph.edges.forEach(function (e, k) {
+      if (e.closing) { return; }
+      g.setEdge(e.source, e.target,
+        { width: e.label.length * EDGE_CHAR_W, height: e.label ? 14 : 0, labelpos: "c",
+          minlen: e.minlen || 1 },
+        "e" + k);
     });
     dagre.layout(g);
-    var out = { nodes: {}, edges: [], curved: false, width: g.graph().width || 0,
-      height: g.graph().height || 0 };
-    view.nodes.forEach(function (n) {
-      var p = g.node(String(n.id)); out.nodes[n.id] = [p.x, p.y];
-    });
-    view.edges.forEach(function (e, k) {
-      var p = g.edge(String(e.source), String(e.target), "e" + k);
+    var out = { nodes: {}, edges: [], curved: false };
+    graph.nodes.forEach(function (n) { var p = g.node(n.key); out.nodes[n.key] = [p.x, p.y]; });
+    graph.edges.forEach(function (e, k) {
+      if (e.closing) { out.edges.push(null); return; }
+      var p = g.edge(e.source, e.target, "e" + k);
       out.edges.push({ points: p.points.map(function (q) { return [q.x, q.y]; }),
-        label: [p.x, p.y] });
+        label: e.label ? [p.x, p.y] : null });
     });
     return out;
   }
@@ -189,10 +192,41 @@
     return d;
   }
 
+  /* The arrow that closes the loop: from the side of its source back up to its target's
+     side, outside every box between them, so the loop reads as one turn. */
+  function closingGeometry(graph, layout, e) {
+    var byKey = {};
+    graph.nodes.forEach(function (n) { byKey[n.key] = n; });
+    var s = byKey[e.source], t = byKey[e.target];
+    var ps = layout.nodes[e.source], pt = layout.nodes[e.target];
+    var top = Math.min(ps[1] - s.h / 2, pt[1] - t.h / 2);
+    var bottom = Math.max(ps[1] + s.h / 2, pt[1] + t.h / 2);
+    var left = Math.min(ps[0] - s.w / 2, pt[0] - t.w / 2);
+    graph.nodes.forEach(function (n) {
+      var p = layout.nodes[n.key];
+      if (p && p[1] + n.h / 2 > top && p[1] - n.h / 2 < bottom && p[0] < ps[0] + s.w / 2) {
+        left = Math.min(left, p[0] - n.w / 2);
+      }
+    });
+    var a = [ps[0] - s.w / 2, ps[1]], b = [pt[0] - t.w / 2, pt[1]];
+    if (e.source === e.target) {
+      a = [ps[0] - s.w / 2, ps[1] + s.h / 4]; b = [ps[0] - s.w / 2, ps[1] - s.h / 4];
+    }
+    /* A cubic with both controls at x reaches 0.25 a + 0.75 x at its middle: put that
+       middle 24 px left of every box it passes. */
+    var reach = left - 24, x = (reach - 0.25 * Math.min(a[0], b[0])) / 0.75;
+    return {
+      d: "M" + a[0] + "," + a[1] + " C" + x + "," + a[1] + " " + x + "," + b[1] + " " +
+        b[0] + "," + b[1],
+      label: [reach - 6, (a[1] + b[1]) / 2 + 4], anchor: "end"
+    };
+  }
+
   /* ---- drawing, pan and zoom ---- */
   var graphSvg = document.getElementById("graph");
   var state = { x: 0, y: 0, k: 1 };
   var world = null;
+  var current = { view: null, mode: "crop" };
   function applyTransform() {
     if (world) {
       world.setAttribute("transform", "translate(" + state.x + "," + state.y + ") scale(" +
@@ -200,7 +234,8 @@
     }
   }
 
-  function draw(view) {
+  function draw(view, mode) {
+    current = { view: view, mode: mode };
     clear(graphSvg);
     var defs = svgEl("defs");
     ["plain", "cut"].forEach(function (kind) {
@@ -212,19 +247,26 @@
     graphSvg.appendChild(defs);
     world = svgEl("g", { "class": "world" });
     graphSvg.appendChild(world);
-    if (!view.nodes.length) { return; }
-    var layout = view.layout || dagreLayout(view);
-    var members = {};
-    view.members.forEach(function (m) { members[m] = true; });
-    view.edges.forEach(function (e, k) {
-      var geo = layout.edges[k];
-      if (!geo || !geo.points.length) { return; }
-      var g = svgEl("g", { "class": e.cut ? "edge cut" : "edge" });
-      var path = svgEl("path", { d: pathData(geo.points, layout.curved),
-        "marker-end": e.cut ? "url(#arrow-cut)" : "url(#arrow-plain)" });
-      g.appendChild(path);
-      if (geo.label) {
-        var t = svgEl("text", { x: geo.label[0], y: geo.label[1], "text-anchor": "middle" });
+    var graph = (mode === "full" && view.full) || (mode === "compact" && view.compact) ||
+      view.crop;
+    document.getElementById("caption").textContent = view.caption;
+    var toggle = document.getElementById("toggle-fold");
+    toggle.hidden = !view.full;
+    toggle.textContent = mode === "full" ? "crop" : "show all";
+    if (!graph.nodes.length) { return; }
+    var layout = graph.layout || dagreLayout(graph);
+    graph.edges.forEach(function (e, k) {
+      var geo = e.closing ? closingGeometry(graph, layout, e) : layout.edges[k];
+      if (!geo) { return; }
+      var cls = "edge" + (e.cut ? " cut" : "") + (e.closing ? " closing" : "") +
+        (e.label ? "" : " quiet");
+      var g = svgEl("g", { "class": cls });
+      var d = geo.d || pathData(geo.points, layout.curved);
+      g.appendChild(svgEl("path", { d: d,
+        "marker-end": e.cut ? "url(#arrow-cut)" : "url(#arrow-plain)" }));
+      if (e.label && geo.label) {
+        var t = svgEl("text", { x: geo.label[0], y: geo.label[1],
+          "text-anchor": geo.anchor || "middle" });
         t.textContent = e.label;
         g.appendChild(t);
       }
@@ -232,54 +274,101 @@
       g.appendChild(tip);
       world.appendChild(g);
     });
-    view.nodes.forEach(function (n) {
-      var p = layout.nodes[n.id];
+    graph.nodes.forEach(function (n) {
+      var p = layout.nodes[n.key];
       if (!p) { return; }
-      var node = report.nodes[n.id] || {};
-      var kind = node.heavy ? " heavy" : (members[n.id] ? " member" : "");
-      var g = svgEl("g", { "class": "node" + kind, "data-node": Number(n.id),
-        transform: "translate(" + (p[0] - n.w / 2) + "," + (p[1] - n.h / 2) + ")" });
+      var opens = view.full && mode !== "full" && (n.kind === "fold" || n.kind === "more");
+      var g = svgEl("g", { "class": "node " + n.kind + (opens ? " opens" : ""),
+        "data-key": n.key, transform: "translate(" + (p[0] - n.w / 2) + "," + (p[1] - n.h / 2) + ")" });
+      if (n.node !== null && n.node !== undefined) { g.setAttribute("data-node", Number(n.node)); }
       g.appendChild(svgEl("rect", { width: n.w, height: n.h, rx: 5, ry: 5 }));
       n.lines.forEach(function (line, i) {
-        var t = svgEl("text", { x: PAD, y: PAD / 2 + LINE_H * (i + 1) - 3,
+        var t = svgEl("text", { x: PAD, y: PAD / 2 + LINE_H * (i + 1) - 4,
           "class": i ? "sub" : "main" });
         t.textContent = line;
         g.appendChild(t);
       });
-      var tip = svgEl("title"); tip.textContent = node.type_name || "";
+      var tip = svgEl("title");
+      tip.textContent = opens ? "click to show what is folded" :
+        ((report.nodes[n.node] || {}).type_name || n.lines.join(" "));
       g.appendChild(tip);
-      g.addEventListener("click", function (ev) { ev.stopPropagation(); showNode(n.id); });
+      g.addEventListener("click", function (ev) {
+        ev.stopPropagation();
+        if (opens) { draw(view, "full"); return; }
+        if (n.node !== null && n.node !== undefined) { showNode(n.node); }
+        graphSvg.querySelectorAll(".node.selected").forEach(function (x) {
+          x.classList.remove("selected");
+        });
+        g.classList.add("selected");
+      });
       world.appendChild(g);
     });
-    fit(layout.width, layout.height, true);
+    return fit(true);
   }
 
-  var extent = { w: 1, h: 1 };
-  /* Edge labels are 11 px at scale 1: a graph opens no smaller than that, and a small one
-     grows to fill its pane (up to 2.5 times). */
-  var MIN_READABLE = 1, MAX_FIT = 2.5;
-  /* readable: a long cycle shown whole would be unreadably small, so start at a legible
-     scale at its left end and let the user pan; the "fit" button shows it whole. */
-  var unsized = false;
-  function fit(w, h, readable) {
-    extent = { w: w || 1, h: h || 1 };
-    var box = graphSvg.getBoundingClientRect();
-    unsized = box.width < 1 || box.height < 1;
-    if (unsized) { return; }
-    var k = Math.min((box.width - 24) / extent.w, (box.height - 24) / extent.h, MAX_FIT);
-    state.k = k > 0 ? k : 1;
-    state.x = (box.width - extent.w * state.k) / 2;
-    if (readable && state.k < MIN_READABLE) { state.k = MIN_READABLE; state.x = 12; }
-    state.y = (box.height - extent.h * state.k) / 2;
-    applyTransform();
+  /* The cropped picture, or the compact one (each holder path one arrow) when the pane is
+     too narrow or short to show the cropped one whole at a readable size. */
+  function open(view) {
+    if (!draw(view, "crop") && !unsized && view.compact) { draw(view, "compact"); }
   }
-  /* A page drawn before it has a size (a notebook output in a frame not laid out yet)
-     fits its graph when the size arrives. */
+
+  /* Text is 12 px at scale 1: a picture opens no smaller than 11 px text and no larger
+     than 1.3 times. One that will not fit whole at that size opens on what answers the
+     question: the cut and the heavy boxes. */
+  var MIN_READABLE = 11 / 12, MAX_FIT = 1.3, MARGIN = 16;
+  var unsized = false;
+  function boxOf(elements) {
+    var box = null;
+    elements.forEach(function (e) {
+      var b = e.getBBox();
+      var m = e.transform && e.transform.baseVal.numberOfItems ?
+        e.transform.baseVal.getItem(0).matrix : { e: 0, f: 0 };
+      var x0 = b.x + m.e, y0 = b.y + m.f, x1 = x0 + b.width, y1 = y0 + b.height;
+      box = box ? { x0: Math.min(box.x0, x0), y0: Math.min(box.y0, y0),
+        x1: Math.max(box.x1, x1), y1: Math.max(box.y1, y1) } : { x0: x0, y0: y0, x1: x1, y1: y1 };
+    });
+    return box;
+  }
+  /* Returns whether the whole picture fits at a readable size. */
+  function fit(readable) {
+    if (!world) { return true; }
+    var pane = graphSvg.getBoundingClientRect();
+    unsized = pane.width < 1 || pane.height < 1;
+    if (unsized) { return false; }
+    var all = boxOf(Array.prototype.slice.call(world.children));
+    if (!all) { return true; }
+    var top = document.getElementById("caption").offsetHeight + 8;
+    var bottom = document.getElementById("legend").offsetHeight + 8;
+    var w = pane.width - 2 * MARGIN, h = pane.height - 2 * MARGIN - top - bottom;
+    var k = Math.min(w / (all.x1 - all.x0), h / (all.y1 - all.y0), MAX_FIT);
+    var focus = all, whole = k >= MIN_READABLE;
+    if (readable && !whole) {
+      k = MIN_READABLE;
+      var key = Array.prototype.slice.call(
+        world.querySelectorAll(".edge.cut, .node.heavy, .node.autograd"));
+      focus = boxOf(key) || all;
+    }
+    /* Centre the whole picture along each axis it fits in; otherwise what answers. */
+    var across = (all.x1 - all.x0) * k <= w ? all : focus;
+    var down = (all.y1 - all.y0) * k <= h ? all : focus;
+    state.k = k;
+    state.x = MARGIN + (w - (across.x1 - across.x0) * k) / 2 - across.x0 * k;
+    state.y = MARGIN + top + (h - (down.y1 - down.y0) * k) / 2 - down.y0 * k;
+    applyTransform();
+    return whole;
+  }
+  /* A page drawn before it has a size (a notebook output in a frame not laid out yet), or
+     resized before the user moved the picture, fits its picture to the new size. */
+  var touched = false;
   if (window.ResizeObserver) {
-    new ResizeObserver(function () { if (unsized) { fit(extent.w, extent.h, true); } })
-      .observe(graphSvg);
+    new ResizeObserver(function () {
+      if ((unsized || !touched) && current.view) {
+        if (current.mode === "full") { fit(true); } else { open(current.view); }
+      }
+    }).observe(graphSvg);
   }
   function zoom(factor, cx, cy) {
+    touched = true;
     var k = Math.max(0.05, Math.min(8, state.k * factor));
     state.x = cx - (cx - state.x) * (k / state.k);
     state.y = cy - (cy - state.y) * (k / state.k);
@@ -295,6 +384,7 @@
   graphSvg.addEventListener("pointerdown", function (ev) {
     if (ev.target.closest && ev.target.closest(".node")) { return; }
     drag = { x: ev.clientX - state.x, y: ev.clientY - state.y };
+    touched = true;
     graphSvg.classList.add("dragging");
   });
   window.addEventListener("pointermove", function (ev) {
@@ -306,20 +396,27 @@
   });
 
   var toolbar = document.getElementById("toolbar");
-  [["+", function () { var b = graphSvg.getBoundingClientRect(); zoom(1.25, b.width / 2, b.height / 2); }],
-   ["\u2212", function () { var b = graphSvg.getBoundingClientRect(); zoom(0.8, b.width / 2, b.height / 2); }],
-   ["fit", function () { fit(extent.w, extent.h); }]].forEach(function (spec) {
-    var b = el("button", "tool", spec[0]); b.type = "button";
-    b.addEventListener("click", spec[1]); toolbar.appendChild(b);
-  });
+  function tool(text, action, id) {
+    var b = el("button", "tool", text); b.type = "button";
+    if (id) { b.id = id; }
+    b.addEventListener("click", action); toolbar.appendChild(b);
+    return b;
+  }
+  tool("+", function () { var b = graphSvg.getBoundingClientRect(); zoom(1.25, b.width / 2, b.height / 2); });
+  tool("\u2212", function () { var b = graphSvg.getBoundingClientRect(); zoom(0.8, b.width / 2, b.height / 2); });
+  tool("fit", function () { fit(false); });
+  tool("show all", function () {
+    if (!current.view) { return; }
+    if (current.mode === "full") { open(current.view); } else { draw(current.view, "full"); }
+  }, "toggle-fold");
 
   function select(i) {
     buttons.forEach(function (b, j) { b.classList.toggle("active", i === j); });
     showCycle(i);
     clear(document.getElementById("details"));
     document.getElementById("details").appendChild(
-      el("p", "hint", "Click an object in the graph for its details."));
-    draw(views[i]);
+      el("p", "hint", "Click a box in the picture for its details."));
+    open(views[i]);
   }
   if (views.length) { select(0); }
   document.body.setAttribute("data-ready", "1");
