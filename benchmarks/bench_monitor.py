@@ -2,10 +2,12 @@
 
 Each step: forward, backward and SGD on a small MLP, then realistic Python churn
 (a metrics dict, a list of per-sample records, formatted strings). The leaking
-variant also calls the seed's recursive closure once per step, holding the
-step's detached outputs. Configurations are interleaved and repeated; the
-fastest and the median run of each are reported; ratios use the fastest run
-(the machine is shared, so the median carries other processes' noise).
+variants also call the seed's recursive closure once per step, holding the step's
+detached outputs ("leak") or the outputs and the loss themselves, with the autograd
+graph that backward() already consumed ("leak with graph"). Configurations are
+interleaved and repeated; the fastest and the median run of each are reported; ratios
+are of the medians, with the range of the rounds' own ratios (each round runs every
+configuration once, one after the other, so a shared machine's load hits them alike).
 Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
 off with a scheduled collection each step, and the probe for uncollectable loops
 every 100 steps (the default), every 10, and never (``probe_every``).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -53,7 +56,7 @@ def stage_backward(outputs: list[Any]) -> None:
     extract_tensors_with_grads(outputs)
 
 
-def train_step(i: int, leak: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def train_step(i: int, leak: bool | str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     OPT.zero_grad()
     out = MODEL(X)
     loss = LOSS(out, Y)
@@ -62,12 +65,14 @@ def train_step(i: int, leak: bool) -> tuple[dict[str, Any], list[dict[str, Any]]
     value = float(loss.detach())
     metrics = {"step": i, "loss": value, "lr": 0.01, "tag": f"step-{i}-{value:.4f}"}
     records = [{"i": j, "pair": (j, j + 1), "name": f"s{j}"} for j in range(32)]
-    if leak:
+    if leak == "graph":
+        stage_backward([out, [loss]])
+    elif leak:
         stage_backward([out.detach(), [loss.detach()]])
     return metrics, records
 
 
-def run(steps: int, leak: bool, after_step: Callable[[], None]) -> float:
+def run(steps: int, leak: bool | str, after_step: Callable[[], None]) -> float:
     """Mean step time in seconds over ``steps`` steps."""
     began = time.perf_counter()
     for i in range(steps):
@@ -80,11 +85,11 @@ def nothing() -> None:
     pass
 
 
-def baseline(steps: int, leak: bool) -> dict[str, Any]:
+def baseline(steps: int, leak: bool | str) -> dict[str, Any]:
     return {"step": run(steps, leak, nothing)}
 
 
-def monitored(steps: int, leak: bool, **options: Any) -> dict[str, Any]:
+def monitored(steps: int, leak: bool | str, **options: Any) -> dict[str, Any]:
     mon = whyalive.monitor(log=False, **options)
     with mon:
         seconds = run(steps, leak, mon.step)
@@ -140,6 +145,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--only", nargs="+", metavar="PREFIX", help="only the configurations named so"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     for i in range(50):  # warm up the allocator, autograd and the model
@@ -152,6 +160,8 @@ def main() -> None:
         "no leak, monitor probe_every=10": lambda: monitored(args.steps, False, probe_every=10),
         "leak, baseline": lambda: baseline(args.steps, True),
         "leak, monitor": lambda: monitored(args.steps, True),
+        "leak with graph, baseline": lambda: baseline(args.steps, "graph"),
+        "leak with graph, monitor": lambda: monitored(args.steps, "graph"),
         "leak, monitor freeze=False": lambda: monitored(args.steps, True, freeze=False),
         "leak, observe_garbage": lambda: observed(args.steps, True),
         "gc off, leak, gc.collect(1) per step": lambda: scheduled(args.steps, True, False, 1),
@@ -159,6 +169,8 @@ def main() -> None:
             args.steps, True, True, 1
         ),
     }
+    if args.only:
+        configs = {k: v for k, v in configs.items() if k.startswith(tuple(args.only))}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
     for _ in range(args.repeats):
         for name, config in configs.items():
@@ -186,13 +198,24 @@ def main() -> None:
         ("no leak, monitor", "no leak, monitor probe_every=None"),
         ("no leak, monitor probe_every=10", "no leak, monitor probe_every=None"),
         ("leak, monitor", "leak, baseline"),
+        ("leak with graph, monitor", "leak with graph, baseline"),
         ("leak, monitor freeze=False", "leak, baseline"),
         ("leak, observe_garbage", "leak, baseline"),
         ("gc off, leak, monitor.step(collect=True) gen 1", "gc off, leak, gc.collect(1) per step"),
     ]
+    print(
+        f"ratios of the medians [range over rounds] (fastest runs), load {os.getloadavg()[0]:.1f}"
+    )
     for with_, without in pairs:
         if with_ in best and without in best:
-            print(f"ratio {with_} / {without}: {best[with_] / best[without]:.3f}")
+            ours = [r["step"] for r in results[with_]]
+            base = [r["step"] for r in results[without]]
+            rounds = [o / b for o, b in zip(ours, base, strict=True)]
+            median = statistics.median(ours) / statistics.median(base)
+            print(
+                f"{with_} / {without}: {median:.3f} [{min(rounds):.3f}-{max(rounds):.3f}] "
+                f"({best[with_] / best[without]:.3f})"
+            )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,25 @@
-"""Every garbage shape, side by side with a plain ``gc.collect()`` of the same garbage.
+"""Every garbage shape: ``check_leaks()`` against a collection of the same garbage alone.
 
 Shapes: a ring, a tree with parent pointers (fan-out 3), a doubly linked list, a dense
-random graph (10 references per object) and the many-small-cycles heap of
-``bench_analysis.py``. The first four are each one strongly connected component holding
-one heavy object; the last is many small cycles. For every shape and size the garbage is
-made afresh for each measurement: once freed by a plain collection, once captured,
-analysed and freed as ``check_leaks()`` does. Ratios are medians over ``--repeats``.
+random graph (10 references per object), the many-small-cycles heap of
+``bench_analysis.py``, and one small cycle holding a list of small NumPy arrays (one
+array per ten objects of the size: 10^5 arrays at 10^6). The first four are each one
+strongly connected component holding one heavy object.
+
+For every shape and size the garbage is made afresh for each measurement, and each round
+measures, one after the other (rounds interleave the contenders, so load on a shared
+machine hits all of them alike):
+
+* the main figure: the whole ``check_leaks()`` around making the garbage (``begin``,
+  capture, analysis, report, release), against ``gc.collect()`` of the same garbage with
+  the rest of the heap frozen, i.e. what collecting that garbage alone costs;
+* the earlier figure: capture, analysis and release without ``begin`` (as ``GarbageWatch``
+  does it), against a plain ``gc.collect()`` of the whole heap; at small sizes that
+  baseline mostly collects the heap, not the garbage, and flatters the ratio.
+
+Ratios are medians over ``--repeats`` rounds, with the range over the rounds. B/object is
+the analysis's peak extra memory (tracemalloc, which also sees the C core's big arrays)
+per captured object (per array too, for the arrays, which are no garbage themselves).
 
 Then ``check_leaks()`` itself on ring, tree and list garbage of 20,000 objects holding one
 tensor, on a torch-sized heap, against one plain collection of the same garbage there.
@@ -17,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import statistics
 import sys
@@ -24,6 +39,9 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
+
+# Before NumPy loads: idle OpenBLAS threads spin on the second of two cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import bench_analysis
 from bench_analysis import load_payload_modules, make_garbage, timed
@@ -100,18 +118,51 @@ def many_small(objects: int) -> None:
     make_garbage(objects, 100)
 
 
+class Holder:
+    """Owner of a list of arrays, in a cycle with itself."""
+
+
+def small_arrays(objects: int) -> None:
+    holder = Holder()
+    holder.me = holder  # type: ignore[attr-defined]
+    numpy = bench_analysis.numpy
+    make = numpy.zeros if numpy is not None else bytearray
+    holder.arrays = [make(4) for _ in range(max(objects // 10, 1))]  # type: ignore[attr-defined]
+
+
 SHAPES: dict[str, Callable[[int], None]] = {
     "ring": ring,
     "tree (parents)": tree,
     "doubly linked": doubly_linked,
     "dense random": dense_random,
     "many small": many_small,
+    "small arrays": small_arrays,
 }
 
 
 def plain_collect(make: Callable[[int], None], size: int) -> float:
     make(size)
     return timed(gc.collect)
+
+
+def collect_alone(make: Callable[[int], None], size: int) -> float:
+    """A collection of the garbage alone: the rest of the heap frozen."""
+    gc.freeze()
+    try:
+        make(size)
+        return timed(gc.collect)
+    finally:
+        gc.unfreeze()
+
+
+def whole_check(make: Callable[[int], None], size: int) -> float:
+    """``check_leaks()`` around making the garbage: everything but making it."""
+    start = time.perf_counter()
+    with check_leaks(on_leak="ignore"):
+        stop = time.perf_counter()
+        make(size)
+        resume = time.perf_counter()
+    return (stop - start) + (time.perf_counter() - resume)
 
 
 def whyalive_analysis(make: Callable[[int], None], size: int) -> tuple[float, int, str]:
@@ -170,6 +221,17 @@ def check_leaks_on_heap(
     return spent / statistics.median(plain), spent / statistics.median(alone)
 
 
+def _ms(times: list[float]) -> str:
+    return f"{statistics.median(times) * 1e3:7.1f}ms"
+
+
+def _ratio(ours: list[float], base: list[float]) -> str:
+    """Median ratio of the medians, and the range of the rounds' own ratios."""
+    rounds = [o / b for o, b in zip(ours, base, strict=True)]
+    median = statistics.median(ours) / statistics.median(base)
+    return f"{median:5.2f}x [{min(rounds):4.2f}-{max(rounds):4.2f}]"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -181,11 +243,16 @@ def main(argv: list[str] | None = None) -> None:
     load_payload_modules(args.payload)
     print(
         f"python {sys.version.split()[0]}, graph core: {graphcore.IMPLEMENTATION}, "
-        f"payload: {type(_payload()).__name__}, median of {args.repeats}"
+        f"payload: {type(_payload()).__name__}, median of {args.repeats} [range], "
+        f"load {os.getloadavg()[0]:.1f}"
     )
     print(
-        f"{'shape':<15} {'objects':>9} {'gc.collect':>11} {'whyalive':>10} {'ratio':>6} "
-        f"{'B/object':>9}  reported as"
+        f"{'':<15} {'':>9} {'check_leaks() / garbage alone':^36} "
+        f"{'earlier: analysis / full gc.collect':^36}"
+    )
+    print(
+        f"{'shape':<15} {'objects':>9} {'alone':>9} {'check':>9} {'ratio':>16} "
+        f"{'collect':>9} {'whyalive':>9} {'ratio':>16} {'B/object':>9}  reported as"
     )
     gc.collect()
     gc.disable()
@@ -193,16 +260,22 @@ def main(argv: list[str] | None = None) -> None:
         for name in args.shapes:
             make = SHAPES[name]
             for size in args.sizes:
-                plain, ours = [], []
+                alone, check, plain, ours = [], [], [], []
                 for _ in range(args.repeats):
+                    alone.append(collect_alone(make, size))
+                    check.append(whole_check(make, size))
                     plain.append(plain_collect(make, size))
                     elapsed, count, what = whyalive_analysis(make, size)
                     ours.append(elapsed)
-                p, w = statistics.median(plain), statistics.median(ours)
                 per_object = peak_bytes_per_object(make, size)
+                if make is small_arrays:  # the arrays are objects of the graph too
+                    per_object, count = (
+                        per_object * count / (count + size // 10),
+                        count + size // 10,
+                    )
                 print(
-                    f"{name:<15} {count:>9} {p * 1e3:9.1f}ms {w * 1e3:8.1f}ms {w / p:5.2f}x "
-                    f"{per_object:9.0f}  {what}",
+                    f"{name:<15} {count:>9} {_ms(alone)} {_ms(check)} {_ratio(check, alone)} "
+                    f"{_ms(plain)} {_ms(ours)} {_ratio(ours, plain)} {per_object:9.0f}  {what}",
                     flush=True,
                 )
     finally:

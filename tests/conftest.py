@@ -119,6 +119,7 @@ _FUNCTIONS = (
     "nodes_reaching",
     "cycle_candidates",
     "clear_objects",
+    "reverse_edges",
     "take_tail",
     "workspace",
 )

@@ -202,7 +202,25 @@ def test_random_object_graphs_match_oracle(graph: tuple[int, Edges], data: st.Da
         reach = closure(adj)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(len(adj))]
         outputs.append((offsets.tobytes(), targets.tobytes(), comp, count, cyclic, mask))
+        # In place: the given list becomes the node list, with the same graph.
+        given = list(objects)
+        same, in_offsets, in_targets, in_marked = impl.build_graph(given, follow, mark, True)
+        assert same is given
+        assert all(a is b for a, b in zip(given, exp_nodes, strict=True))
+        assert (in_offsets.tobytes(), in_targets.tobytes(), in_marked) == (
+            offsets.tobytes(),
+            targets.tobytes(),
+            marked,
+        )
     assert all(out == outputs[0] for out in outputs)
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+def test_in_place_needs_a_list(impl: GraphImplementation) -> None:
+    """Only a list can become the node list; anything else is a TypeError, untouched."""
+    items = (object(),)
+    with pytest.raises(TypeError, match="in_place"):
+        impl.build_graph(items, (), (), True)  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)
@@ -229,6 +247,11 @@ def test_random_csr_graphs_match_oracle(graph: tuple[int, Edges, list[int]]) -> 
         check_components(adj, comp, count, cyclic)
         assert list(mask) == [int(bool(reach[v] & set(seeds))) for v in range(n)]
     assert all(r == results[0] for r in results)
+    into = [[e for e, w in enumerate(targets) if w == v] for v in range(n)]
+    for impl in IMPLS:
+        rev_offsets, rev_edges = impl.reverse_edges(offsets, targets)
+        assert (rev_offsets.format, rev_edges.format) == ("q", "q")
+        assert [list(rev_edges[rev_offsets[v] : rev_offsets[v + 1]]) for v in range(n)] == into
 
 
 # --------------------------------------------------------- build_graph cases
@@ -750,6 +773,12 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         left = [flat[e] for e in inside if key_of[e] not in removed and e not in extra]
         acyclic = work.acyclic_without(members, removed, extra)
         assert acyclic == (not _has_loop(set(members), left))
+        # Members as a read-only buffer (as cycle_candidates gives them): the C core keeps
+        # their marks and the edges' classes between the two calls, with the same answers.
+        frozen = memoryview(array("q", members)).toreadonly()
+        assert work.edge_classes(frozen, 2) == (keys, counts, samples)
+        assert work.acyclic_without(frozen, removed, extra) == acyclic
+        assert work.acyclic_without(frozen, keys, None)  # every edge removed
         results.append((plain, filtered, paths, ends, keys, counts, samples, acyclic))
         work.close()
         with pytest.raises(ValueError, match="closed"):

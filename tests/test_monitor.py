@@ -62,6 +62,27 @@ def gc_off() -> Iterator[None]:
             gc.enable()
 
 
+def test_a_leak_seen_before_is_only_counted(gc_off: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a signature's first sighting its report is not written again (until an
+    update is due), yet every occurrence and byte is counted."""
+    from whyalive import pipeline
+
+    written: list[int] = []
+    build_report = pipeline.build_report
+
+    def counted(*args: object, **kwargs: object) -> Report:
+        written.append(1)
+        return build_report(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "build_report", counted)
+    with whyalive.monitor(log=False, log_interval=3600) as mon:
+        leak_steps(mon, 12, collect=True)
+    assert mon.stats.analyses >= 12
+    assert len(written) == 1
+    assert occurrences(mon) == {"recursive-closure": 12}
+    assert mon.summary_reports()[0].cycles[0].total_bytes == 12 * 4096
+
+
 def test_every_leaking_step_counted_and_freed() -> None:
     """With automatic GC on, each of 60 leaking steps is one occurrence; every array is freed."""
     with whyalive.monitor(log=False) as mon:

@@ -156,4 +156,5 @@ def test_clear_objects_survives_objects_without_tp_clear() -> None:
     objects: list[object] = [holder, "text", 7]
     c_impl.clear_objects(objects)
     assert holder == []
+    assert objects == [None, None, None]  # each dropped once cleared
     gc.collect()

@@ -112,6 +112,77 @@ def test_graph_freed_by_backward_counts_only_what_is_left() -> None:
     assert report.total_bytes == 3 * 4000  # out, the leaf a (AccumulateGrad) and a.grad
 
 
+def test_consumed_graph_is_walked_without_an_exception_per_node() -> None:
+    """A model's graph after backward(): no saved tensor is read (each read would raise)."""
+    import sys
+
+    from whyalive.kinds.torch import AutogradWalk
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    out = model(torch.randn(2, 8))
+    loss = out.sum()
+    loss.backward()
+    raised: list[object] = []
+
+    def watch(frame: object, event: str, arg: object) -> None:
+        if event == "c_exception":
+            raised.append(arg)
+
+    walk = AutogradWalk()
+    sys.setprofile(watch)
+    try:
+        walk.visit(0, loss)
+    finally:
+        sys.setprofile(None)
+    visited = len(walk._visited)
+    walk._by_root.clear()  # found: the leaves and their gradients; dropped unweighed
+    walk.finish({}, [])
+    assert visited >= 8  # sum, two addmm, relu, two t, four AccumulateGrad
+    assert raised == []
+
+
+def test_sampled_autograd_walk_counts_alike_leaks_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Walking one occurrence per group (the monitor) credits the others what it found:
+    ten alike leaks with their forward graphs count what walking all ten counts."""
+    from whyalive.analysis import AnalysisOptions
+    from whyalive.capture import GarbageWatch
+    from whyalive.kinds.torch import AutogradWalk
+    from whyalive.pipeline import analyze
+
+    def leaks() -> None:
+        for _ in range(10):
+            holder = Holder()
+            a = torch.randn(1000, requires_grad=True)
+            holder.out = a.sin()  # type: ignore[attr-defined]
+
+    visits: list[int] = []
+    visit = AutogradWalk.visit
+
+    def counted(self: AutogradWalk, node: int, tensor: object) -> None:
+        visits.append(node)
+        visit(self, node, tensor)
+
+    monkeypatch.setattr(AutogradWalk, "visit", counted)
+    totals = []
+    for walks in (None, 1):
+        visits.clear()
+        watch = GarbageWatch()
+        watch.begin()
+        leaks()
+        captured = watch.end()
+        try:
+            report = analyze(captured.objects, AnalysisOptions(autograd_walks=walks))
+        finally:
+            captured.release()
+            watch.finish()
+        assert report.cycles[0].occurrences == 10
+        totals.append((report.total_bytes, len(visits)))
+    assert totals[0][0] == totals[1][0] == 10 * 2 * 4000  # out and the leaf a, each time
+    assert totals[1][1] == 1 < totals[0][1]
+
+
 def test_tensor_and_its_numpy_view_count_once() -> None:
     """A tensor and its .numpy() view in one cycle hold 4,000 B of storage, not 8,000."""
     pytest.importorskip("numpy")

@@ -640,8 +640,11 @@ check_types(PyObject *types, const char *name)
     return -1;
 }
 
+/* in_place: objects is a list that becomes the node list, the extras appended
+ * to it, so its 10^6 items are neither increfed into a new list nor decrefed
+ * out of it (each a write to an object's header, a cache miss). */
 static PyObject *
-build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types)
+build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types, int in_place)
 {
     builder b;
     PyObject *seq = NULL, *nodes_list = NULL, *offsets_mv = NULL, *targets_mv = NULL;
@@ -756,8 +759,24 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             } else {
                 PyErr_Clear();
             }
-            nodes_list = PyList_New(b.nnodes);
-            if (nodes_list != NULL) {
+            if (in_place) {
+                /* No Python code ran since PySequence_Fast: the list still holds
+                 * exactly the input. Our references to the extras are dropped by
+                 * builder_release; the list takes its own. */
+                nodes_list = seq;
+                Py_INCREF(nodes_list);
+                for (i = b.n_input; i < b.nnodes; i++) {
+                    if (PyList_Append(nodes_list, b.nodes[i]) < 0) {
+                        (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list),
+                                              NULL);
+                        Py_CLEAR(nodes_list);
+                        break;
+                    }
+                }
+            } else {
+                nodes_list = PyList_New(b.nnodes);
+            }
+            if (nodes_list != NULL && !in_place) {
                 for (i = 0; i < b.n_input; i++) {
                     Py_INCREF(b.nodes[i]);
                     PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
@@ -767,6 +786,8 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                     PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
                 }
                 b.n_input = b.nnodes;
+            }
+            if (nodes_list != NULL) {
                 offsets_mv = view_of((void **)&b.offsets,
                                      (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
                 if (offsets_mv != NULL) {
@@ -787,6 +808,10 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 if (marked_list != NULL) {
                     result = PyTuple_Pack(4, nodes_list, offsets_mv, targets_mv, marked_list);
                 }
+                if (result == NULL && in_place) {
+                    /* The caller's list goes back to what it was. */
+                    (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list), NULL);
+                }
             }
         }
     }
@@ -805,16 +830,28 @@ static PyObject *
 fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3) {
+    if (nargs != 3 && nargs != 4) {
         PyErr_SetString(PyExc_TypeError,
-                        "build_graph(objects, follow_types, mark_types) takes 3 arguments");
+                        "build_graph(objects, follow_types, mark_types, in_place=False) takes 3 "
+                        "or 4 arguments");
         return NULL;
+    }
+    int in_place = 0;
+    if (nargs == 4) {
+        in_place = PyObject_IsTrue(args[3]);
+        if (in_place < 0) {
+            return NULL;
+        }
+        if (in_place && !PyList_CheckExact(args[0])) {
+            PyErr_SetString(PyExc_TypeError, "in_place needs objects to be a list");
+            return NULL;
+        }
     }
     /* Off for the whole call: PySequence_Fast, the result list and the byte
      * buffers allocate, and a collection could run finalizers, grow gc.garbage
      * or free objects while we hold raw pointers to them. */
     int was_enabled = PyGC_Disable();
-    PyObject *result = build_graph_impl(args[0], args[1], args[2]);
+    PyObject *result = build_graph_impl(args[0], args[1], args[2], in_place);
     if (was_enabled) {
         PyGC_Enable();
     }
@@ -1243,6 +1280,68 @@ done:
 /* ------------------------------------------------------------------ */
 /* Reverse reachability                                                */
 
+/* The edges of g grouped by target, in edge order within each target: a
+ * counting sort. *roff gets n + 2 entries (the first n + 1 are the offsets),
+ * *rdata m + 1: each edge's source node (sources != 0) or its position. */
+static int
+reverse_csr(const csr_t *g, int sources, int64_t **roff_out, int64_t **rdata_out)
+{
+    Py_ssize_t n = g->n, m = g->m;
+    int64_t *roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
+    int64_t *rdata = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
+    if (roff == NULL || rdata == NULL) {
+        big_free(roff);
+        big_free(rdata);
+        return -1;
+    }
+    /* roff[w + 1] ends as the start of w + 1. */
+    for (Py_ssize_t e = 0; e < m; e++) {
+        roff[g->tgt[e] + 2]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        roff[v + 2] += roff[v + 1];
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        for (int64_t e = g->off[v]; e < g->off[v + 1]; e++) {
+            rdata[roff[g->tgt[e] + 1]++] = sources ? (int64_t)v : e;
+        }
+    }
+    *roff_out = roff;
+    *rdata_out = rdata;
+    return 0;
+}
+
+/* reverse_edges(offsets, targets) -> (offsets, edges): for each node, the
+ * positions in targets of the edges into it, ascending. */
+static PyObject *
+fg_reverse_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    int64_t *roff = NULL, *redge = NULL;
+    PyObject *offsets = NULL, *edges = NULL, *result = NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "reverse_edges(offsets, targets) takes 2 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (reverse_csr(&g, 0, &roff, &redge) == 0) {
+        offsets = view_of((void **)&roff, (g.n + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+        edges = view_of((void **)&redge, g.m * (Py_ssize_t)sizeof(int64_t), "q");
+        if (offsets != NULL && edges != NULL) {
+            result = PyTuple_Pack(2, offsets, edges);
+        }
+    }
+    Py_XDECREF(offsets);
+    Py_XDECREF(edges);
+    big_free(roff);
+    big_free(redge);
+    csr_release(&g);
+    return result;
+}
+
 static PyObject *
 fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1250,7 +1349,7 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     csr_t g;
     PyObject *result = NULL;
     int64_t *roff = NULL, *rtgt = NULL, *queue = NULL;
-    Py_ssize_t n, m, v, head = 0, tail = 0;
+    Py_ssize_t n, head = 0, tail = 0;
     uint8_t *mask = NULL;
 
     if (nargs != 3) {
@@ -1262,7 +1361,6 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     n = g.n;
-    m = g.m;
     mask = (uint8_t *)big_alloc((size_t)n, 1);
     queue = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     if (mask == NULL || queue == NULL) {
@@ -1274,22 +1372,8 @@ fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
 
-    roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
-    rtgt = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
-    if (roff == NULL || rtgt == NULL) {
+    if (reverse_csr(&g, 1, &roff, &rtgt) < 0) {
         goto done;
-    }
-    /* Counting sort of edges by target; roff[w + 1] ends as the start of w+1. */
-    for (Py_ssize_t e = 0; e < m; e++) {
-        roff[g.tgt[e] + 2]++;
-    }
-    for (v = 0; v < n; v++) {
-        roff[v + 2] += roff[v + 1];
-    }
-    for (v = 0; v < n; v++) {
-        for (int64_t e = g.off[v]; e < g.off[v + 1]; e++) {
-            rtgt[roff[g.tgt[e] + 1]++] = v;
-        }
     }
     while (head < tail) {
         int64_t w = queue[head++];
@@ -1317,8 +1401,10 @@ done:
 
 /* Break the captured cycles the way the collector's delete_garbage() does: the
  * objects are already finalized and their weakrefs cleared by the collection
- * that saved them, so tp_clear is the only step left. Reference counting then
- * frees them, without a second traversal of the whole generation. */
+ * that saved them, so tp_clear is the only step left. Each object's slot in the
+ * list becomes None right after its tp_clear, so reference counting frees it
+ * (and what only it held) while it is still in cache, as the collector does,
+ * instead of in a second pass over the list; the caller empties the list. */
 static PyObject *
 fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1328,10 +1414,14 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *objects = args[0];
+    /* The size is read again each time: a deallocator may run code. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
         PyObject *op = PyList_GET_ITEM(objects, i);
         inquiry clear = Py_TYPE(op)->tp_clear;
-        if (clear != NULL) {
+        /* Saved garbage is tracked. An untracked object is no garbage of a
+         * cycle (a graph's extra left behind, a dict untracked since): clearing
+         * it could empty a container that live code still uses. */
+        if (clear != NULL && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
             Py_INCREF(op);
             (void)clear(op);
             if (PyErr_Occurred()) {
@@ -1339,6 +1429,9 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(op);
         }
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(objects, i, Py_None);
+        Py_DECREF(op);
     }
     Py_RETURN_NONE;
 }
@@ -1593,7 +1686,25 @@ typedef struct {
     int32_t *scratch_t;
     size_t scratch_cap;
     uint32_t epoch;
+    /* Type indices of member[], kept across calls (only its types part is used). */
+    classes_t types;
+    /* The members last marked (a read-only buffer, held so its identity stays),
+     * valid while epoch == marked_epoch: find_structure's calls on one giant
+     * component then read 10^6 object headers once, not once per call. */
+    PyObject *marked_by;
+    uint32_t marked_epoch;
+    Py_ssize_t marked_count;
+    /* The class id of each edge from a member, as edge_classes numbered them
+     * (EDGE_OUTSIDE: the edge leaves the members), with the key of each id;
+     * valid while epoch == edge_class_epoch (0: never). acyclic_without then
+     * peels from these bytes, without member[] or a class table per edge. */
+    uint8_t *edge_class;
+    uint64_t *class_keys;
+    size_t nclass_keys;
+    uint32_t edge_class_epoch;
 } Workspace;
+
+#define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
 
 static void
 ws_close_impl(Workspace *w)
@@ -1604,6 +1715,13 @@ ws_close_impl(Workspace *w)
         w->open = 0;
     }
     Py_CLEAR(w->nodes);
+    Py_CLEAR(w->marked_by);
+    classes_free(&w->types);
+    big_free(w->edge_class);
+    w->edge_class = NULL;
+    PyMem_RawFree(w->class_keys);
+    w->class_keys = NULL;
+    w->edge_class_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
     big_free(w->parent);
@@ -2056,15 +2174,32 @@ visit_member(void *ctx, Py_ssize_t s)
     return 0;
 }
 
-/* Marks the members (in the order given, repeats dropped) and their types. */
+/* Marks the members (in the order given, repeats dropped) and their types, in
+ * queue and member[]; the same read-only buffer again, with nothing run on the
+ * workspace in between, is already marked. */
 static Py_ssize_t
-ws_members(Workspace *w, PyObject *members, classes_t *c)
+ws_members(Workspace *w, PyObject *members)
 {
+    if (members == w->marked_by && w->epoch == w->marked_epoch) {
+        return w->marked_count;
+    }
+    Py_CLEAR(w->marked_by);
     ws_next_epoch(w);
-    member_ctx ctx = {w, c, 0, NULL, 0};
+    member_ctx ctx = {w, &w->types, 0, NULL, 0};
     if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
         return -1;
     }
+    Py_buffer view;
+    if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
+        if (view.readonly) {
+            Py_INCREF(members);
+            w->marked_by = members;
+            w->marked_epoch = w->epoch;
+            w->marked_count = ctx.count;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
     return ctx.count;
 }
 
@@ -2154,7 +2289,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "samples must be at least 1");
         return NULL;
     }
-    nmembers = ws_members(w, args[0], &c);
+    nmembers = ws_members(w, args[0]);
     samples = PyList_New(0);
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
@@ -2166,10 +2301,31 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
+    w->edge_class_epoch = 0;
+    if (w->edge_class == NULL && w->g.m > 0) {
+        w->edge_class = (uint8_t *)big_alloc((size_t)w->g.m, 0);
+        if (w->edge_class == NULL) {
+            PyErr_Clear(); /* the peeling then classifies each edge itself */
+        }
+    }
+    uint8_t *edge_class = w->edge_class;
+    if (edge_class != NULL) {
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
+        }
+    }
     FOR_MEMBER_EDGES(w, nmembers, {
         int64_t id = class_id(&c, key, 1);
         if (id < 0) {
             goto done;
+        }
+        if (edge_class != NULL) {
+            if (id < EDGE_OUTSIDE) {
+                edge_class[e] = (uint8_t)id;
+            } else {
+                edge_class = NULL; /* too many classes for a byte: not kept */
+            }
         }
         if ((size_t)id >= ccap) {
             size_t ncap = ccap * 2;
@@ -2227,8 +2383,8 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     for (size_t id = 0; id < c.nclasses; id++) {
         uint64_t key = order[id];
-        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)c.types[key >> 34],
-                                        (PyObject *)c.types[(key >> 10) & 0xFFFFFF],
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)w->types.types[key >> 34],
+                                        (PyObject *)w->types.types[(key >> 10) & 0xFFFFFF],
                                         (int)((key >> 5) & 31), (int)(key & 31));
         PyObject *n = PyLong_FromLongLong((long long)count[id]);
         if (entry == NULL || n == NULL) {
@@ -2246,6 +2402,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     result = PyTuple_Pack(3, keys, counts, samples);
+    if (result != NULL && edge_class != NULL) {
+        uint64_t *class_keys = (uint64_t *)PyMem_RawRealloc(w->class_keys,
+                                                            (c.nclasses + 1) * sizeof(uint64_t));
+        if (class_keys != NULL) {
+            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
+            w->class_keys = class_keys;
+            w->nclass_keys = c.nclasses;
+            w->edge_class_epoch = w->epoch;
+        }
+    }
 done:
     Py_XDECREF(keys);
     Py_XDECREF(counts);
@@ -2270,6 +2436,9 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t nextra = 0, nmembers, head = 0, tail = 0;
     PyObject *result = NULL, *seq = NULL, *edges = NULL;
     uint32_t *peel = NULL;
+    uint64_t *kept = NULL;
+    uint8_t removed_id[EDGE_OUTSIDE];
+    memset(removed_id, 0, sizeof(removed_id));
 
     memset(&c, 0, sizeof(c));
     if (nargs != 3) {
@@ -2280,7 +2449,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (ws_check(w) < 0) {
         return NULL;
     }
-    nmembers = ws_members(w, args[0], &c);
+    nmembers = ws_members(w, args[0]);
     if (nmembers < 0) {
         goto done;
     }
@@ -2303,9 +2472,17 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_ValueError, "a class key is (type, type, position, degree)");
             goto done;
         }
-        int64_t s = type_index(&c, (PyTypeObject *)src), d = type_index(&c, (PyTypeObject *)dst);
-        if (s < 0 || d < 0 || class_id(&c, class_key((int32_t)s, (int32_t)d, pos, deg), 1) < 0) {
+        /* A type no member has gets an index too: its key then matches no edge. */
+        int64_t s = type_index(&w->types, (PyTypeObject *)src);
+        int64_t d = type_index(&w->types, (PyTypeObject *)dst);
+        uint64_t key = class_key((int32_t)s, (int32_t)d, pos, deg);
+        if (s < 0 || d < 0 || class_id(&c, key, 1) < 0) {
             goto done;
+        }
+        for (size_t id = 0; id < w->nclass_keys; id++) {
+            if (w->class_keys[id] == key) {
+                removed_id[id] = 1;
+            }
         }
     }
     if (args[2] != Py_None) {
@@ -2338,37 +2515,64 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
+    /* The edges kept, one bit per edge position: decided once, with their class
+     * keys, so the peeling reads neither member[] nor the class table. */
+    kept = (uint64_t *)PyMem_RawCalloc((size_t)w->g.m / 64 + 1, sizeof(uint64_t));
+    if (kept == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     uint32_t *indegree = w->parent;
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         indegree[w->queue[i]] = 0;
     }
-#define KEPT                                                                            \
-    (class_id(&c, key, 0) < 0 &&                                                      \
-     (nextra == 0 || bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL))
-    FOR_MEMBER_EDGES(w, nmembers, {
-        if (KEPT) {
-            indegree[v]++;
+    if (w->edge_class_epoch == w->epoch) {
+        /* The members edge_classes numbered: each edge's class is one byte. */
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+                uint8_t id = w->edge_class[e];
+                if (id != EDGE_OUTSIDE && !removed_id[id] &&
+                    (nextra == 0 ||
+                     bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                    indegree[w->g.tgt[e]]++;
+                    kept[e >> 6] |= (uint64_t)1 << (e & 63);
+                }
+            }
         }
-    }, goto done)
+    } else {
+        FOR_MEMBER_EDGES(w, nmembers, {
+            if (class_id(&c, key, 0) < 0 &&
+                (nextra == 0 ||
+                 bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                indegree[v]++;
+                kept[e >> 6] |= (uint64_t)1 << (e & 63);
+            }
+        }, goto done)
+    }
     for (Py_ssize_t i = 0; i < nmembers; i++) {
         if (indegree[w->queue[i]] == 0) {
             peel[tail++] = w->queue[i];
         }
     }
     while (head < tail) {
-        FOR_NODE_EDGES(w, peel[head++], {
-            if (KEPT && --indegree[v] == 0) {
-                peel[tail++] = (uint32_t)v;
+        uint32_t u = peel[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            if ((kept[e >> 6] >> (e & 63)) & 1) {
+                int64_t v = w->g.tgt[e];
+                if (--indegree[v] == 0) {
+                    peel[tail++] = (uint32_t)v;
+                }
             }
-        }, goto done);
+        }
     }
-#undef KEPT
     result = PyBool_FromLong(tail == nmembers);
 done:
     Py_XDECREF(seq);
     Py_XDECREF(edges);
     PyMem_RawFree(extra);
     PyMem_RawFree(peel);
+    PyMem_RawFree(kept);
     classes_free(&c);
     return result;
 }
@@ -2418,8 +2622,11 @@ static PyMethodDef fg_methods[] = {
      "nodes_reaching(offsets, targets, seeds) -> mask"},
     {"cycle_candidates", (PyCFunction)(void (*)(void))fg_cycle_candidates, METH_FASTCALL,
      "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members: int64 memoryview)"},
+    {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
+     "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
-     "clear_objects(objects) -> None: tp_clear each object, as the collector does"},
+     "clear_objects(objects) -> None: tp_clear each object and drop it from the list "
+     "(None in its place), as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
     {NULL, NULL, 0, NULL},

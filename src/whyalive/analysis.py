@@ -49,6 +49,10 @@ class AnalysisOptions:
     # Files under this directory are the user's code (unless installed in a virtual
     # environment there); a cycle whose code is all elsewhere was made inside a package.
     user_root: str | None = None
+    # Occurrences of each group of alike cycles whose tensors' autograd graphs are walked
+    # (None: all). The others are credited what the walked ones held, on average: the
+    # monitor sees one leak every step, and a walk costs Python work per graph node.
+    autograd_walks: int | None = None
 
 
 @dataclass
@@ -155,15 +159,15 @@ def find_cycles(
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
     walk = AutogradWalk() if "torch" in sys.modules else None
+    sampled = walk is not None and options.autograd_walks is not None
     for index in graph.heavy_candidates:
         described = resolver.describe(nodes[index])
         if described is not None:
-            if walk is not None and described.kind == "torch.Tensor":
+            if walk is not None and not sampled and described.kind == "torch.Tensor":
                 walk.visit(index, nodes[index])
             facts[index] = described
-    if walk is not None:
+    if walk is not None and not sampled:
         facts = walk.finish(facts, nodes[: graph.garbage_count])
-    facts = merge_shared_memory(facts)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
@@ -172,10 +176,6 @@ def find_cycles(
     members_of = _members_by_component(component_of, candidates, cycle_count)
     graph.open_workspace(component_of)
 
-    storage_users: dict[object, int] = defaultdict(int)
-    for fact in facts.values():
-        for held in fact.held():
-            storage_users[held.storage] += 1
     heavy_mask = bytearray(len(graph))
     for index in facts:
         heavy_mask[index] = 1
@@ -186,7 +186,7 @@ def find_cycles(
         blocked[component] = 1
 
     progress.stage(f"grouping {len(members_of):,} cycles")
-    quick: dict[object, CycleGroup] = {}
+    found: list[tuple[object, Sequence[int], list[int]]] = []
     for component, members in members_of.items():
         retained = graph.reachable_from(members, heavy_mask, blocked)
         if not retained and not options.all_cycles:
@@ -196,6 +196,18 @@ def find_cycles(
             key: object = ("structure", component)
         else:
             key = _quick_key(nodes, members, component)
+        found.append((key, members, retained))
+    estimated: dict[object, list[tuple[int, str]]] = {}
+    if walk is not None and sampled:
+        facts, estimated = _sampled_walk(walk, found, facts, nodes, graph.garbage_count, options)
+    facts = merge_shared_memory(facts)
+
+    storage_users: dict[object, int] = defaultdict(int)
+    for fact in facts.values():
+        for held in fact.held():
+            storage_users[held.storage] += 1
+    quick: dict[object, CycleGroup] = {}
+    for key, members, retained in found:
         group = quick.get(key)
         if group is None:
             group = quick[key] = CycleGroup(members, retained)
@@ -204,6 +216,10 @@ def find_cycles(
         for node in retained:
             for fact in facts[node].held():
                 group.storages[fact.storage] = (fact.nbytes, fact.device)
+        if key in estimated and group.occurrences > (options.autograd_walks or 0):
+            # Not walked: what a walked occurrence's autograd graphs held, on average.
+            for number, share in enumerate(estimated[key]):
+                group.storages[("estimated", id(group), group.occurrences, number)] = share
     heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
 
     # The costly per-cycle work (views, structures, patterns) only for what is reported.
@@ -240,6 +256,38 @@ def find_cycles(
         kept = kept[: options.max_cycles]
 
     return Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
+
+
+def _sampled_walk(
+    walk: AutogradWalk,
+    found: list[tuple[object, Sequence[int], list[int]]],
+    facts: dict[int, HeavyFacts],
+    nodes: list[object],
+    garbage_count: int,
+    options: AnalysisOptions,
+) -> tuple[dict[int, HeavyFacts], dict[object, list[tuple[int, str]]]]:
+    """Walk the autograd graphs of the first ``options.autograd_walks`` occurrences of
+    each group; returns the facts and, per group, what one walked occurrence held."""
+    limit = options.autograd_walks or 0
+    walked_of: dict[object, list[list[int]]] = defaultdict(list)
+    for key, _, retained in found:
+        if len(walked_of[key]) < limit:
+            walked_of[key].append(retained)
+            for node in retained:
+                if facts[node].kind == "torch.Tensor":
+                    walk.visit(node, nodes[node])
+    facts = walk.finish(facts, nodes[:garbage_count])
+    estimated: dict[object, list[tuple[int, str]]] = {}
+    for key, occurrences in walked_of.items():
+        # One occurrence's share of what the walked graphs held, per device.
+        by_device: dict[str, int] = defaultdict(int)
+        for retained in occurrences:
+            for node in retained:
+                for extra in facts[node].through_autograd:
+                    by_device[extra.device] += extra.nbytes
+        if by_device:
+            estimated[key] = [(t // len(occurrences), d) for d, t in by_device.items()]
+    return facts, estimated
 
 
 def _members_by_component(

@@ -135,8 +135,13 @@ class GarbageWatch:
             records=lease.records,
         )
 
-    def finish(self) -> None:
-        """Give back the frozen baseline; call after the captured garbage is released."""
-        if self._holds_freeze:
-            self._holds_freeze = False
-            OWNER.drop_freeze()
+    def finish(self) -> bool:
+        """Give back the frozen baseline; call after the captured garbage is released.
+
+        Returns whether the block froze or unfroze the heap under whyalive's freeze
+        (:attr:`CapturedGarbage.freeze_changed` tells it otherwise).
+        """
+        if not self._holds_freeze:
+            return False
+        self._holds_freeze = False
+        return OWNER.drop_freeze()

@@ -220,6 +220,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 notes.append("Automatic garbage collection was disabled during the check.")
             if not watch.used_freeze:
                 notes.append(_FROZEN_NOTE)
+            freeze_note_at = len(notes)
             if captured.freeze_changed:
                 notes.append(FREEZE_NOTE)
             if captured.overlapped:
@@ -236,9 +237,13 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
                 recorder.close()
             captured.release()
             # With the garbage freed and the baseline still frozen: what is left is alive.
-            probed = probe_block(watch, self._options())
-        if probed is not None and self.report is not None:
+            probed, froze = probe_block(watch, self._options())
+        if probed is not None:
             self.report = merge_reports([self.report, probed])
+        if froze and FREEZE_NOTE not in self.report.notes:
+            notes = list(self.report.notes)
+            notes.insert(freeze_note_at, FREEZE_NOTE)
+            self.report = dataclasses.replace(self.report, notes=tuple(notes))
         census, self._census = self._census, None
         if census is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.

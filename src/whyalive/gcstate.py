@@ -203,9 +203,9 @@ class GcOwner:
                     lease.records.append(record)
                 else:
                     self._records.append((number, record))
-            if self._probes is not None:
-                lease.freeze_changed = lease.freeze_changed or self._freeze_changed()
-            elif gc.get_freeze_count() > lease.freeze_count:
+            # Under whyalive's freeze the probes tell, once, in drop_freeze(): scanning
+            # what is not frozen is cheap only after the captured garbage is freed.
+            if self._probes is None and gc.get_freeze_count() > lease.freeze_count:
                 # Frozen objects that die shrink the count; only gc.freeze() grows it
                 # (a freeze of fewer objects than died meanwhile goes unseen).
                 lease.freeze_changed = True
@@ -308,22 +308,26 @@ class GcOwner:
         found = gc.get_referrers(frozen_probe[0], live_probe[0])
         return not (len(found) == 1 and found[0] is live_probe)
 
-    def drop_freeze(self) -> None:
+    def drop_freeze(self) -> bool:
         """Give back one freeze hold; the last one unfreezes, unless the user froze since.
 
         ``gc.freeze()`` by the user moved everything then alive, whyalive's baseline
         included, into the permanent generation: unfreezing would undo their freeze.
+        Returns whether someone else froze or unfroze the heap since whyalive froze it
+        (one probe; call it after the captured garbage is freed, when that is cheap).
         """
         with self._lock:
+            changed = self._freeze_changed()
             self._freeze_holds -= 1
             if self._freeze_holds == 0:
-                if not self._freeze_changed():
+                if not changed:
                     gc.unfreeze()
                 self._probes = None
                 if self._leases:
                     count = gc.get_freeze_count()
                     for lease in self._leases:
                         lease.freeze_count = count
+            return changed
 
 
 def _current_task() -> object | None:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from whyalive.analysis import AnalysisOptions, Progress, find_cycles
+from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.autograd_graph import loaded_torch
 from whyalive.capture import GarbageWatch
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.graph.core import announce_implementation
 from whyalive.kinds import KindResolver
 from whyalive.report import Report
-from whyalive.report_builder import build_report
+from whyalive.report_builder import build_report, counts_report
 from whyalive.report_merge import merge_reports
 from whyalive.uncollectable import find_loops_among, find_uncollectable
 
@@ -44,8 +44,18 @@ def prepare_in_collector() -> None:
     analyze([], AnalysisOptions(progress_after=None))
 
 
-def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Report:
-    """Analyse captured garbage; the returned report holds no live object."""
+def analyze(
+    objects: list[object],
+    options: AnalysisOptions | None = None,
+    *,
+    words_for: Callable[[list[str]], bool] | None = None,
+) -> Report:
+    """Analyse captured garbage; the returned report holds no live object.
+
+    ``words_for`` is asked with the signatures found whether the report should be
+    written in full; when it says no, the report only counts (see
+    :func:`~whyalive.report_builder.counts_report`).
+    """
     options = options or AnalysisOptions()
     if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
         announce_implementation()
@@ -53,7 +63,8 @@ def analyze(objects: list[object], options: AnalysisOptions | None = None) -> Re
         resolver = KindResolver()
         progress = Progress(len(objects), options.progress_after)
         progress.stage("building the reference graph")
-        return _report_of(build_graph(objects, resolver), resolver, options, progress)
+        graph = build_graph(objects, resolver)
+        return _report_of(graph, resolver, options, progress, words_for)
 
 
 @contextmanager
@@ -70,15 +81,25 @@ def _collector_off() -> Iterator[None]:
 
 
 def _report_of(
-    graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions, progress: Progress
+    graph: ObjectGraph,
+    resolver: KindResolver,
+    options: AnalysisOptions,
+    progress: Progress,
+    words_for: Callable[[list[str]], bool] | None = None,
 ) -> Report:
     """Cycles to report; the graph's strong references are dropped before returning."""
     try:
         findings = find_cycles(graph, resolver, options, progress)
+        if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
+            return counts_report(findings, options)
         progress.stage("writing the report")
         return build_report(findings, options)
     finally:
         graph.release()
+
+
+def _signature(group: CycleGroup) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""
 
 
 def probe_uncollectable(
@@ -121,9 +142,10 @@ def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report
     )
 
 
-def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> Report | None:
+def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> tuple[Report | None, bool]:
     """:func:`probe_uncollectable` for a watched block whose garbage was released, then
-    :meth:`~whyalive.capture.GarbageWatch.finish` (the baseline is given back).
+    :meth:`~whyalive.capture.GarbageWatch.finish`: (the loops' report, what ``finish``
+    returned).
 
     Only with the block's baseline frozen (otherwise what the block made cannot be
     told from the rest of the heap: a report with that note). A failure of the probe
@@ -131,13 +153,15 @@ def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> Report | None:
     """
     try:
         if not watch.used_freeze:
-            return Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
-        return probe_uncollectable(watch.autograd_mark, options)
+            probed = Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
+        else:
+            probed = probe_uncollectable(watch.autograd_mark, options)
     except Exception as error:  # the check's own findings stand; say what was not done
         note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
-        return Report(notes=(note,))
+        probed = Report(notes=(note,))
     finally:
-        watch.finish()
+        froze = watch.finish()
+    return probed, froze
 
 
 def with_uncollectable_loops(

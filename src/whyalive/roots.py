@@ -16,10 +16,11 @@ from whyalive.graph.heap import CLASS, FRAME, MODULE, HeapGraph
 
 # How many levels past the first root we keep looking for other holders.
 _EXTRA_LEVELS = 1
-# Past this many edge-list scans the reverse search gives way to one forward search
-# (a deep and wide ancestry); a scan is one bytes.find over the raw edge list.
+# The reverse search gives way to one forward search (a deep and wide ancestry) past
+# this budget. Each level costs min(frontier, _SCAN_PER_NODE): the budget of the edge-list
+# scans it once measured, kept so that the paths shown stay the same now that a level is
+# a few lookups in the graph's reverse index.
 _MAX_SCANS = 60
-# Up to this frontier size, one bytes.find scan per node beats one byte-mask gather.
 _SCAN_PER_NODE = 6
 _ROOT_ORDER = {MODULE: 0, CLASS: 1, FRAME: 2}
 
@@ -85,9 +86,8 @@ def forward_search(graph: HeapGraph, mask: bytes, max_paths: int) -> dict[int, l
 def reverse_search(graph: HeapGraph, target: int, max_paths: int) -> list[list[int]] | None:
     """Level-by-level search from ``target`` back to the nearest roots.
 
-    Each level finds the holders of the whole frontier in one C-speed scan of the
-    edge list (``bytes.find`` for a small frontier, a byte-mask gather for a big
-    one). Roots are not expanded. Returns None past ``_MAX_SCANS`` scans.
+    Each level finds the holders of the whole frontier in the graph's reverse index.
+    Roots are not expanded. Returns None past the ``_MAX_SCANS`` budget.
     """
     towards: dict[int, int] = {target: -1}  # node -> the node it refers to, one step nearer
     if graph.root_kind[target]:
@@ -173,21 +173,15 @@ def _paths_from(
 def _holders_of(graph: HeapGraph, frontier: list[int]) -> list[tuple[int, int]]:
     """(source, target) for every edge into ``frontier``, in edge order."""
     offsets, targets = graph.offsets, graph.targets
-    if len(frontier) <= _SCAN_PER_NODE:
-        edges: list[int] = []
-        for node in frontier:
-            edges.extend(graph.edges_into(node))
-        edges.sort()
-    else:
-        marked = bytearray(len(offsets))
-        for node in frontier:
-            marked[node] = 1
-        edges = list(compress(range(len(targets)), map(marked.__getitem__, targets)))
+    edges: list[int] = []
+    for node in dict.fromkeys(frontier):
+        edges.extend(graph.edges_into(node))
+    edges.sort()
     return [(bisect_right(offsets, e) - 1, targets[e]) for e in edges]
 
 
 def _direct_holders(graph: HeapGraph, target: int, mask: bytes, limit: int) -> list[int]:
-    """Up to ``limit`` + 1 nodes with a reference to ``target`` (C-speed scans of the edges)."""
+    """Up to ``limit`` + 1 nodes with a reference to ``target`` (from the reverse index)."""
     found: list[int] = []
     for position in graph.edges_into(target):
         if len(found) > limit:

@@ -174,7 +174,7 @@ def _on_exit(
             report = analyze(captured.objects, options)
         finally:
             captured.release()
-            probed = probe_block(watch, options)
+            probed, _ = probe_block(watch, options)
     if probed is not None:
         report = merge_reports([report, probed])
     return [report], error, code

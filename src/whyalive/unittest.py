@@ -86,7 +86,7 @@ class LeakCheckMixin:
             report = analyze(captured.objects, options)
         finally:
             captured.release()
-            probed = probe_block(watch, options)  # what the test left that loops in C++ hold
+            probed, _ = probe_block(watch, options)  # what the test left that loops in C++ hold
         if probed is not None:
             report = merge_reports([report, probed])
         if not report.found:

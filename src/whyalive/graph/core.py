@@ -7,10 +7,13 @@ also what the equivalence tests compare against.
 
 Results:
 
-* ``build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)``:
-  ``nodes`` is a new list starting with ``objects`` in order, followed by the
-  *extra* nodes in BFS discovery order; ``offsets`` (``len(nodes) + 1``) and
-  ``targets`` are read-only int64 memoryviews (format ``'q'``) in CSR form.
+* ``build_graph(objects, follow_types, mark_types, in_place=False) -> (nodes, offsets,
+  targets, marked)``: ``nodes`` is a new list starting with ``objects`` in order,
+  followed by the *extra* nodes in BFS discovery order (with ``in_place``, ``objects``
+  must be a list and is itself that list: the extras are appended to it, which spares
+  a reference count change on every object; the caller removes them afterwards);
+  ``offsets`` (``len(nodes) + 1``) and ``targets`` are read-only int64 memoryviews
+  (format ``'q'``) in CSR form.
   If an object occurs more than once in ``objects``, edges point at its first
   index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
   of ``mark_types``.
@@ -24,6 +27,9 @@ Results:
 * ``nodes_reaching(offsets, targets, seeds) -> mask``: read-only uint8
   memoryview (``'B'``), 1 for every node from which some seed is reachable
   following edges forward (seeds included).
+* ``reverse_edges(offsets, targets) -> (offsets, edges)``: the edges grouped by target,
+  as read-only int64 memoryviews: the positions in ``targets`` of the edges into node
+  ``v`` are ``edges[offsets[v]:offsets[v + 1]]``, ascending (one counting sort).
 * ``cycle_candidates(offsets, targets, seeds) -> (component_of_node, cycle_count, members)``:
   ``component_of_node`` as from ``find_components``; ``cycle_count`` the number
   of cyclic components (more than one node, or a self-edge); ``members`` (a
@@ -83,6 +89,7 @@ from whyalive.graph.twin import (
     py_cycle_candidates,
     py_find_components,
     py_nodes_reaching,
+    py_reverse_edges,
     py_take_tail,
 )
 from whyalive.graph.twin_workspace import PyWorkspace
@@ -102,17 +109,19 @@ __all__ = [
     "implementation_words",
     "nodes_reaching",
     "python_implementation",
+    "reverse_edges",
     "take_tail",
     "workspace",
 ]
 
 BuildGraph = Callable[
-    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]"],
+    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]", bool],
     "tuple[list[object], memoryview, memoryview, list[int]]",
 ]
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
+ReverseEdges = Callable[[Any, Any], "tuple[memoryview, memoryview]"]
 
 
 class Workspace(Protocol):
@@ -138,6 +147,7 @@ class Workspace(Protocol):
 
 
 MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
+# tp_clear each object and put None in its place (C only: Python cannot call tp_clear).
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 
@@ -151,6 +161,7 @@ class GraphImplementation:
     find_components: FindComponents
     nodes_reaching: NodesReaching
     cycle_candidates: CycleCandidates
+    reverse_edges: ReverseEdges
     workspace: MakeWorkspace
     clear_objects: ClearObjects | None
     take_tail: TakeTail
@@ -162,6 +173,7 @@ _PYTHON = GraphImplementation(
     find_components=py_find_components,
     nodes_reaching=py_nodes_reaching,
     cycle_candidates=py_cycle_candidates,
+    reverse_edges=py_reverse_edges,
     workspace=PyWorkspace,
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
@@ -180,6 +192,7 @@ def _load_c() -> GraphImplementation | None:
         find_components=cast(FindComponents, mod.find_components),
         nodes_reaching=cast(NodesReaching, mod.nodes_reaching),
         cycle_candidates=cast(CycleCandidates, mod.cycle_candidates),
+        reverse_edges=cast(ReverseEdges, mod.reverse_edges),
         workspace=cast(MakeWorkspace, mod.Workspace),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
@@ -206,6 +219,7 @@ build_graph: BuildGraph = _ACTIVE.build_graph
 find_components: FindComponents = _ACTIVE.find_components
 nodes_reaching: NodesReaching = _ACTIVE.nodes_reaching
 cycle_candidates: CycleCandidates = _ACTIVE.cycle_candidates
+reverse_edges: ReverseEdges = _ACTIVE.reverse_edges
 workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail

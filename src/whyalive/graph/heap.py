@@ -32,7 +32,7 @@ _type_subclasscheck = type.__subclasscheck__
 
 
 class _RootKinds(dict[type, int]):
-    """type -> MODULE / CLASS / 0, filled at C speed by ``map`` after the first miss."""
+    """type -> MODULE / CLASS / 0, each type looked at once."""
 
     def __missing__(self, cls: type) -> int:
         kind = 0
@@ -42,6 +42,37 @@ class _RootKinds(dict[type, int]):
             kind = CLASS
         self[cls] = kind
         return kind
+
+
+class RootKinds:
+    """Node -> MODULE / CLASS / FRAME / 0, read from the node's type when first asked.
+
+    A search visits a small part of the heap: deciding the kind of every node up front
+    cost a Python call per object of the snapshot.
+    """
+
+    def __init__(self, nodes: list[object]) -> None:
+        self._nodes = nodes
+        self._by_type = _RootKinds()
+        self._set: dict[int, int] = {}
+
+    def __getitem__(self, node: int) -> int:
+        kind = self._set.get(node)
+        if kind is None:
+            kind = self._by_type[type(self._nodes[node])]
+        return kind
+
+    def __setitem__(self, node: int, kind: int) -> None:
+        self._set[node] = kind
+
+    def every_root(self) -> list[int]:
+        """Every node that is a root, in one pass over the types (at C speed after the
+        first of each type)."""
+        kinds = map(self._by_type.__getitem__, map(type, self._nodes))
+        found = {node for node, kind in enumerate(kinds) if kind}
+        found.update(node for node, kind in self._set.items() if kind)
+        found.difference_update(node for node, kind in self._set.items() if not kind)
+        return sorted(found)
 
 
 @dataclass
@@ -58,26 +89,25 @@ class HeapGraph:
     targets: Sequence[int]
     target_nodes: list[int]
     buffers: tuple[memoryview, memoryview] | None = None
-    target_bytes: bytes = b""
-    root_kind: bytearray = field(default_factory=bytearray)
+    reverse: tuple[memoryview, memoryview] | None = None
+    """Edge positions grouped by target (see :meth:`edges_into`), made on first use."""
+    root_kind: RootKinds = field(default_factory=lambda: RootKinds([]))
     root_words: dict[int, str] = field(default_factory=dict)
     excluded: set[int] = field(default_factory=set)
     excluded_ids: set[int] = field(default_factory=set)
     frozen_range: range = range(0)
 
     def edges_into(self, node: int) -> list[int]:
-        """Positions in ``targets`` of every edge into ``node`` (one C scan of the raw bytes)."""
-        raw = self.target_bytes
-        needle = node.to_bytes(8, sys.byteorder, signed=True)
-        found: list[int] = []
-        position = raw.find(needle)
-        while position >= 0:
-            if position % 8 == 0:
-                found.append(position // 8)
-                position = raw.find(needle, position + 8)
-            else:  # straddles two entries: not an edge
-                position = raw.find(needle, position + 1)
-        return found
+        """Positions in ``targets`` of every edge into ``node``, ascending.
+
+        From a reverse index of every edge, built once (one counting sort in C, about
+        what a collection costs) the first time any node's holders are asked for.
+        """
+        if self.reverse is None:
+            assert self.buffers is not None, "the graph was released"
+            self.reverse = graphcore.reverse_edges(*self.buffers)
+        offsets, edges = self.reverse
+        return edges[offsets[node] : offsets[node + 1]].tolist()
 
     def is_excluded(self, node: int) -> bool:
         """Our own containers and frames: never on a path, never blamed."""
@@ -91,13 +121,14 @@ class HeapGraph:
         self.nodes = []
         self.offsets = ()
         self.targets = ()
-        self.target_bytes = b""
+        self.reverse = None
         self.buffers = None
+        self.root_kind = RootKinds([])
 
     def unrooted(self) -> dict[int, object]:
         """Every object no root reaches (id -> object), ours excluded: what only C/C++
         owners or cyclic garbage hold, where a loop through the autograd graph would be."""
-        roots = [n for n, kind in enumerate(self.root_kind) if kind and not self.is_excluded(n)]
+        roots = [n for n in self.root_kind.every_root() if not self.is_excluded(n)]
         component_of, _, _ = graphcore.find_components(self.offsets, self.targets)
         work = graphcore.workspace(self.nodes, self.offsets, self.targets, component_of)
         try:
@@ -181,7 +212,8 @@ def snapshot_heap(
         objects.extend(_frozen_objects(objects))
     frozen_range = range(frozen_start, len(objects))
     follow = resolver.covered_types + UNTRACKED_CONTAINERS
-    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, ())
+    # In place: the snapshot list becomes the node list, without a copy of the heap.
+    nodes, offsets, edge_targets, _ = graphcore.build_graph(objects, follow, (), True)
     head_id = id(head)  # the snapshot lists `head` itself: one of our containers
     del objects, head
     count = len(targets)
@@ -193,13 +225,11 @@ def snapshot_heap(
         buffers=(offsets, edge_targets),
         frozen_range=frozen_range,
     )
-    # Raw int64 edge targets: bytes.find locates a node's holders at memory speed.
-    graph.target_bytes = edge_targets.tobytes()
     first_frame = count + len(own) + 1
     graph.excluded = set(range(count, first_frame))
     # The snapshot holds second copies of our containers: exclude those by identity.
     graph.excluded_ids = {head_id, id(frames), *map(id, own)}
-    graph.root_kind = bytearray(map(_RootKinds().__getitem__, map(type, nodes)))
+    graph.root_kind = RootKinds(nodes)
     for node, frame in enumerate(frames, first_frame):
         graph.root_kind[node] = FRAME
         graph.root_words[node] = thread_of[id(frame)]

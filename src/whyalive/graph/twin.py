@@ -36,7 +36,10 @@ def _check_types(given: object, name: str) -> None:
 
 
 def py_build_graph(
-    objects: Sequence[object], follow_types: tuple[type, ...], mark_types: tuple[type, ...]
+    objects: Sequence[object],
+    follow_types: tuple[type, ...],
+    mark_types: tuple[type, ...],
+    in_place: bool = False,
 ) -> tuple[list[object], memoryview, memoryview, list[int]]:
     """Pure-Python twin of ``_fastgraph.build_graph``."""
     was_enabled = gc.isenabled()
@@ -44,9 +47,11 @@ def py_build_graph(
     # could run finalizers and grow gc.garbage while it is being analysed.
     gc.disable()
     try:
+        if in_place and type(objects) is not list:
+            raise TypeError("in_place needs objects to be a list")
         _check_types(follow_types, "follow_types")
         _check_types(mark_types, "mark_types")
-        nodes: list[object] = list(objects)
+        nodes: list[object] = objects if in_place else list(objects)  # type: ignore[assignment]
         # Keyed by id(): user __hash__/__eq__ must never run. Ids stay valid
         # because ``nodes`` holds a strong reference to every keyed object.
         index: dict[int, int] = {}
@@ -202,19 +207,7 @@ def py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memor
         if not mask[s]:
             mask[s] = 1
             queue.append(s)
-    # Reverse CSR by counting sort, as in C, so memory stays two flat lists.
-    roff = [0] * (n + 1)
-    for w in tgt:
-        roff[w + 1] += 1
-    for v in range(n):
-        roff[v + 1] += roff[v]
-    fill = roff[:-1]
-    rtgt = [0] * len(tgt)
-    for v in range(n):
-        for e in range(off[v], off[v + 1]):
-            w = tgt[e]
-            rtgt[fill[w]] = v
-            fill[w] += 1
+    roff, rtgt = _reverse_csr(off, tgt, n, sources=True)
     head = 0
     while head < len(queue):
         w = queue[head]
@@ -225,6 +218,33 @@ def py_nodes_reaching(offsets: Any, targets: Any, seeds: Iterable[int]) -> memor
                 mask[u] = 1
                 queue.append(u)
     return memoryview(bytes(mask))
+
+
+def _reverse_csr(
+    off: Sequence[int], tgt: Sequence[int], n: int, *, sources: bool
+) -> tuple[list[int], list[int]]:
+    """The edges grouped by target (a counting sort, as in C, so memory stays two flat
+    lists): offsets, and each edge's source node (``sources``) or position."""
+    roff = [0] * (n + 1)
+    for w in tgt:
+        roff[w + 1] += 1
+    for v in range(n):
+        roff[v + 1] += roff[v]
+    fill = roff[:-1]
+    data = [0] * len(tgt)
+    for v in range(n):
+        for e in range(off[v], off[v + 1]):
+            w = tgt[e]
+            data[fill[w]] = v if sources else e
+            fill[w] += 1
+    return roff, data
+
+
+def py_reverse_edges(offsets: Any, targets: Any) -> tuple[memoryview, memoryview]:
+    """Pure-Python twin of ``_fastgraph.reverse_edges``: edge positions grouped by target."""
+    off, tgt, n = open_csr(offsets, targets)
+    roff, edges = _reverse_csr(off, tgt, n, sources=False)
+    return _readonly_int64(roff), _readonly_int64(edges)
 
 
 def py_take_tail(items: list[object], start: int) -> list[object]:

@@ -31,13 +31,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from whyalive.analysis import AnalysisOptions
 from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
-from whyalive.monitor.signature_log import OnCycle, SignatureLog
+from whyalive.monitor.signature_log import OnCycle, SignatureLog, analysis_options
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
 from whyalive.pipeline import analyze
@@ -128,10 +127,7 @@ class GcMonitor(GcSampler):
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
         self._probe = UncollectableProbe(probe_every)
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
-        size = size_from_words(min_bytes)
-        self.options = AnalysisOptions(
-            min_bytes=size, all_cycles=all_cycles, allow=tuple(allow), where="GcMonitor"
-        )
+        self.options = analysis_options(size_from_words(min_bytes), all_cycles, tuple(allow))
         self.on_cycle = on_cycle
         self.label: str | None = None  # where its reports say it ran; else stats.where()
         self.collect_generation = collect_generation
@@ -318,7 +314,7 @@ class GcMonitor(GcSampler):
         self._quiet = True  # collections run by the analysis itself are not ours to save
         try:
             self.stats.saved_objects += len(objects)
-            report = analyze(objects, self.options)
+            report = analyze(objects, self.options, words_for=self._log.wants_words)
         finally:
             self._quiet = False
             heavy = report is None or report.cycle_count > report.light_cycle_count

@@ -16,6 +16,7 @@ import time
 
 from whyalive.collector import older_generation
 from whyalive.gcstate import OWNER
+from whyalive.graph import core as graphcore
 from whyalive.monitor.stats import MonitorStats
 
 _SAVEALL = gc.DEBUG_SAVEALL
@@ -131,10 +132,12 @@ class GcSampler:
     def _free(self, objects: list[object], held_in: int) -> None:
         """Drop ``objects`` and collect where they are, seeing what else that collection frees.
 
-        While the heap is frozen a full collection is cheap, so the freeing
-        collection is itself saved: other garbage it finds (cycles promoted while
-        they were alive) is kept for the next safe point instead of going unseen;
-        ours is picked out by id (every saved object is alive until collected).
+        While the heap is frozen a full collection is cheap, so one saving
+        collection runs: other garbage it finds (cycles promoted while they were
+        alive) is kept for the next safe point instead of going unseen. Ours is freed
+        before it by the C core's tp_clear; without the C core the collection saves
+        ours as well, picked out by id (every saved object is alive until
+        collected) and freed by a second, releasing collection.
         """
         count = len(objects)
         if not self._froze:
@@ -142,13 +145,23 @@ class GcSampler:
             collected = self._release(held_in)
             self.stats.unexamined_objects += max(collected - count, 0)
             return
-        mine = set(map(id, objects))
+        clear = graphcore.clear_objects
+        mine: set[int] = set()
+        if clear is not None:
+            # Ours go now: tp_clear breaks their cycles (as the collector would) and
+            # reference counting frees them, so the one saving collection below only
+            # looks for others.
+            clear(objects)
+        else:
+            mine.update(map(id, objects))
         objects.clear()
         self._forced = True
         try:
             gc.collect(held_in)
         finally:
             self._forced = False
+        if clear is not None:
+            return
         saved, self._saved = self._saved, []
         self._saved = [o for o in saved if id(o) not in mine]
         saved.clear()

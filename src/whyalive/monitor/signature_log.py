@@ -13,12 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from whyalive.analysis import AnalysisOptions
 from whyalive.monitor.stats import MonitorStats
 from whyalive.monitor.view import Timeline
 from whyalive.report import CycleReport, Report
 from whyalive.words import plural, size_to_words
 
 OnCycle = Callable[[CycleReport, Report], object]
+
+
+def analysis_options(min_bytes: int, all_cycles: bool, allow: tuple[str, ...]) -> AnalysisOptions:
+    """What the monitor analyses with. A leak repeats every step: each group of alike
+    cycles has the autograd graphs of one occurrence walked, the others are credited
+    the same; and a signature seen before is only counted (:meth:`SignatureLog.wants_words`).
+    """
+    return AnalysisOptions(
+        min_bytes=min_bytes,
+        all_cycles=all_cycles,
+        allow=allow,
+        where="GcMonitor",
+        autograd_walks=1,
+    )
 
 
 @dataclass
@@ -63,6 +78,16 @@ class SignatureLog:
         self.timeline = Timeline()
         self.light_cycles = 0
         """Cycles that held no heavy object, over the run (they have no signature to log)."""
+
+    def wants_words(self, signatures: list[str]) -> bool:
+        """Whether an analysis that found ``signatures`` needs its report in full: one is
+        new, or due for an update (otherwise :meth:`record` only adds counts)."""
+        now = time.monotonic()
+        for signature in signatures:
+            seen = self.seen.get(signature)
+            if seen is None or now - seen.announced_at >= self.interval:
+                return True
+        return False
 
     def record(self, report: Report | None, step: int, on_cycle: OnCycle | None) -> None:
         """Count the cycles of one analysis; announce new ones and due updates."""

@@ -11,9 +11,10 @@ with the same table and path records (:mod:`~whyalive.report_builder.nodes`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from whyalive.analysis import AnalysisOptions, Findings
-from whyalive.report import Report
+from whyalive.report import CycleReport, HeavyObject, Node, Report
 from whyalive.report_builder.cycles import cycle_report
 from whyalive.report_builder.heavy import heavy_table
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
@@ -21,7 +22,40 @@ from whyalive.run_info import run_info
 from whyalive.sourcelines import SourceLines
 from whyalive.words import BLIND_SPOTS
 
-__all__ = ["NodeTable", "build_report", "holder_path_record"]
+__all__ = ["NodeTable", "build_report", "counts_report", "holder_path_record"]
+
+
+def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
+    """What :func:`build_report` counts, without its words: no nodes, loops, cuts, paths.
+
+    For a caller that already holds the full report of every signature found (the
+    monitor, after a leak's first sighting): each cycle keeps its signature, pattern,
+    occurrences and bytes over all occurrences; every sentence, and what describes the
+    one occurrence shown (its members, paths, bytes held), is empty.
+    """
+    cycles = []
+    for group in findings.kept:
+        assert group.diagnosis is not None
+        cycles.append(
+            CycleReport(
+                signature=group.diagnosis.signature,
+                pattern=group.diagnosis.match.pattern,
+                title="",
+                summary="",
+                explanation="",
+                fix="",
+                members=(),
+                edges=(),
+                heavy=(),
+                holder_paths=(),
+                cut=None,
+                bytes_held=0,
+                occurrences=group.occurrences,
+                total_bytes=group.total_bytes,
+                heavy_count=group.heavy_count,
+            )
+        )
+    return _report(findings, options, (), cycles, ())
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -32,6 +66,17 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     storage_users = findings.storage_users
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
+    return _report(findings, options, table.nodes, cycles, heavy_objects)
+
+
+def _report(
+    findings: Findings,
+    options: AnalysisOptions,
+    nodes: Sequence[Node],
+    cycles: Sequence[CycleReport],
+    heavy_objects: Sequence[HeavyObject],
+) -> Report:
+    kept = findings.kept
     storages: dict[object, tuple[int, str]] = {}
     for group in kept:
         storages.update(group.storages)
@@ -41,12 +86,12 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     light = findings.cycle_count - findings.heavy_cycles
     return Report(
         run=run_info(options.where),
-        nodes=tuple(table.nodes),
+        nodes=tuple(nodes),
         cycles=tuple(cycles),
         heavy_objects=tuple(heavy_objects),
         total_bytes=sum(by_device.values()),
         bytes_by_device=dict(by_device),
-        garbage_objects=graph.garbage_count,
+        garbage_objects=findings.graph.garbage_count,
         cycle_count=findings.cycle_count,
         heavy_count=len(set().union(*(group.heavy_nodes for group in kept))),
         light_cycle_count=max(light, 0),

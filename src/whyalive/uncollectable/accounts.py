@@ -68,7 +68,7 @@ class Accounts:
 def build_accounts(objects: list[object], own: dict[int, int]) -> Accounts:
     resolver = KindResolver()
     follow = resolver.covered_types + UNTRACKED_CONTAINERS
-    nodes, offsets, targets, _ = graphcore.build_graph(objects, follow, ())
+    nodes, offsets, targets, _ = graphcore.build_graph(objects, follow, (), False)
     objects.clear()
     # Measured, not assumed: a reference count read through map() of an object only
     # one list holds (interpreters differ in the temporaries they keep).
