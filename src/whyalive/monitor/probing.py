@@ -13,7 +13,7 @@ from whyalive.pipeline import probe_uncollectable
 if TYPE_CHECKING:
     from whyalive.monitor.gc_monitor import GcMonitor
 
-PROBE_EVERY = 100
+PROBE_EVERY = 500
 """Default steps between two probes (see benchmarks/bench_monitor.py)."""
 MAX_NODES = 20_000
 """Autograd nodes one probe walks at most: a leak repeated every step is logged at its
