@@ -36,7 +36,7 @@ def test_seed_pattern_found_with_bytes_names_and_cut() -> None:
     assert report.total_bytes == 4 * 16 * 256 * 4
     assert "extract_tensors_with_grads" in cycle.summary
     assert "stage_output_tensors" in cycle.summary
-    assert "4 arrays, float32[16, 256], 64.0 KiB in all" in cycle.summary
+    assert "4 arrays float32[16, 256], 64.0 KiB" in cycle.summary
     assert cycle.cut is not None
     assert (
         cycle.cut.description

@@ -233,11 +233,14 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             if recorder is not None:
                 self.report = _note_unrecorded(self.report)
         finally:
-            if recorder is not None:
-                recorder.close()
             captured.release()
             # With the garbage freed and the baseline still frozen: what is left is alive.
-            probed, froze = probe_block(watch, self._options())
+            site_of = recorder.site_of if recorder is not None else None
+            try:
+                probed, froze = probe_block(watch, self._options(site_of=site_of))
+            finally:
+                if recorder is not None:
+                    recorder.close()
         if probed is not None:
             self.report = merge_reports([self.report, probed])
         if froze and FREEZE_NOTE not in self.report.notes:

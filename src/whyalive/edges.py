@@ -12,7 +12,6 @@ where it is a read-only view).
 
 from __future__ import annotations
 
-import collections
 import gc
 import sys
 import threading
@@ -42,8 +41,6 @@ from whyalive.edge_kinds import (
 )
 from whyalive.node_names import code_of, safe_repr, safe_type_name
 
-# Dicts whose entries are read with dict.items (an OrderedDict holds torch's hooks).
-_PLAIN_DICTS = (dict, collections.OrderedDict)
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 _FRAME_LIKE = (types.FrameType, *_GENERATORS)
 
@@ -97,6 +94,23 @@ def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
     return found
 
 
+def names_of(source: object, target: object) -> list[EdgeName]:
+    """Every name under which ``source`` refers to ``target`` (``name_edge`` gives the first):
+    ``self.parent`` and ``self._root`` both the root are two references a cut must name."""
+    try:
+        if type(source) in (list, tuple):
+            items: Any = source
+            found = [EdgeName(INDEX, f"[{i}]") for i, x in enumerate(items) if x is target]
+        else:
+            attrs = (_instance_dict(source) if type(source) is not dict else None) or {}
+            found = [EdgeName(ATTRIBUTE, f".{k}") for k, v in attrs.items() if v is target]
+            items = dict.items(source) if isinstance(source, dict) else ()
+            found += [EdgeName(KEY, f"[{safe_repr(k)}]") for k, v in items if v is target]
+    except Exception:
+        found = []
+    return found or [name_edge(source, target)]
+
+
 def _container_names(source: Any) -> dict[int, EdgeName] | None:
     """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
     cls = type(source)
@@ -105,8 +119,8 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
         for index, item in enumerate(source):
             names.setdefault(id(item), EdgeName(INDEX, f"[{index}]"))
         return names
-    if cls in _PLAIN_DICTS:
-        for key, value in dict.items(source):
+    if cls is dict:
+        for key, value in source.items():
             names.setdefault(id(value), EdgeName(KEY, f"[{safe_repr(key)}]"))
             names.setdefault(id(key), EdgeName(KEY, "key"))
         return names
@@ -140,7 +154,7 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
             if item is target:
                 return EdgeName(INDEX, f"[{index}]")
         return None
-    if cls in _PLAIN_DICTS:
+    if cls is dict:
         return _name_dict_edge(source, target)
     if cls is types.TracebackType:
         for attr in ("tb_frame", "tb_next"):
@@ -195,7 +209,7 @@ def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | No
 
 def _name_dict_edge(mapping: dict[object, object], target: object) -> EdgeName | None:
     # Identity scans only: a key's __eq__/__hash__ is never called.
-    for key, value in dict.items(mapping):
+    for key, value in mapping.items():
         if value is target:
             return EdgeName(KEY, f"[{safe_repr(key)}]")
         if key is target:
@@ -230,14 +244,15 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
                 except AttributeError:
                     continue
     torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    reader = AutogradReader(torch)
-    if reader.is_tensor(obj):
-        return _name_tensor_edge(reader, obj, target)
-    if reader.is_node(obj):
-        name = name_node_edge(reader, obj, target)
-        return EdgeName(AUTOGRAD, name) if name is not None else None
+    if torch is not None:
+        reader = AutogradReader(torch)
+        if reader.is_tensor(obj):
+            return _name_tensor_edge(reader, obj, target)
+        name = name_node_edge(reader, obj, target) if reader.is_node(obj) else None
+        if name is not None:
+            return EdgeName(AUTOGRAD, name)
+    if isinstance(obj, dict):  # a dict subclass: its items, read through dict's own methods
+        return _name_dict_edge(dict(dict.items(obj)), target)
     return None
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges
+from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges, names_of
 from whyalive.graph import ObjectGraph
 
 # How much a reference looks like something the user wrote and can remove.
@@ -68,6 +68,9 @@ class CycleView:
     _in: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     edge_set: frozenset[NamedEdge] = field(default_factory=frozenset, repr=False)
     _cell_names: dict[int, str] | None = field(default=None, repr=False)
+    raw_out: dict[int, list[int]] | None = field(default=None, repr=False)
+    """The captured references between members (owned parts included), built once for the
+    proofs of the cut candidates (``whyalive.cuts``)."""
 
     def __post_init__(self) -> None:
         out: dict[int, list[NamedEdge]] = defaultdict(list)
@@ -119,29 +122,41 @@ def view_cycle(graph: ObjectGraph, members: Sequence[int]) -> CycleView:
         (node for node in members if node not in owner_of),
         key=lambda node: _SHOW_FIRST.get(type(graph.nodes[node]), 1),
     )
-    found: dict[tuple[int, int], NamedEdge] = {}
+    found: dict[tuple[int, int], list[NamedEdge]] = {}
     for node in shown:
         ends: list[int] = []
+        counts: dict[int, int] = defaultdict(int)
         for succ in graph.successors(node):
             if succ not in member_set:
                 continue
             owned = owner_of.get(succ) == node
             for end in graph.successors(succ) if owned else (succ,):
-                if end in member_set and end not in owner_of and (node, end) not in found:
-                    found[node, end] = NamedEdge(node, end, EdgeName(ek.UNKNOWN, ""))
-                    ends.append(end)
+                if end in member_set and end not in owner_of:
+                    counts[end] += 1
+                    if (node, end) not in found:
+                        found[node, end] = []
+                        ends.append(end)
         # One pass over the source names all its references (a list of 10^5 items too).
-        names = name_edges(graph.nodes[node], [graph.nodes[end] for end in ends])
+        source = graph.nodes[node]
+        names = name_edges(source, [graph.nodes[end] for end in ends])
         for end, name in zip(ends, names, strict=True):
-            found[node, end] = NamedEdge(node, end, _held_in_cpp(graph, node, end) or name)
+            cpp = _held_in_cpp(graph, node, end)
+            if cpp is not None:
+                found[node, end] = [NamedEdge(node, end, cpp)]
+                continue
+            # A holder with two references to one object (`.parent` and `._root` both the
+            # root) has two names: a cut must remove both.
+            every = names_of(source, graph.nodes[end]) if counts[end] > 1 else [name]
+            found[node, end] = [NamedEdge(node, end, n) for n in dict.fromkeys(every)]
     return CycleView(graph, members, shown, _walk_order(shown, found), owner_of=owner_of)
 
 
-def _walk_order(shown: list[int], found: dict[tuple[int, int], NamedEdge]) -> list[NamedEdge]:
+def _walk_order(shown: list[int], found: dict[tuple[int, int], list[NamedEdge]]) -> list[NamedEdge]:
     """Edges in the order a walk from the first shown node meets them (a ring reads as one)."""
     out: dict[int, list[NamedEdge]] = defaultdict(list)
-    for edge in found.values():
-        out[edge.source].append(edge)
+    for edges in found.values():
+        for edge in edges:
+            out[edge.source].append(edge)
     ordered: list[NamedEdge] = []
     seen_nodes: set[int] = set()
     for start in shown:
@@ -178,98 +193,6 @@ def _held_in_cpp(graph: ObjectGraph, source: int, target: int) -> EdgeName | Non
     """The name of a reference the autograd graph holds in C++, if this is one."""
     name = graph.cpp_edges.get((source, target)) if graph.cpp_edges else None
     return EdgeName(ek.AUTOGRAD, name) if name is not None else None
-
-
-def _left_alive(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> set[int]:
-    """Nodes still on a loop, or reachable from one, once ``removed`` is gone (Kahn peeling)."""
-    indegree = dict.fromkeys(nodes, 0)
-    out: dict[int, list[int]] = defaultdict(list)
-    for edge in edges:
-        if edge in removed or edge.source not in indegree or edge.target not in indegree:
-            continue
-        out[edge.source].append(edge.target)
-        indegree[edge.target] += 1
-    queue = deque(node for node, degree in indegree.items() if degree == 0)
-    freed: set[int] = set()
-    while queue:
-        node = queue.popleft()
-        freed.add(node)
-        for succ in out[node]:
-            indegree[succ] -= 1
-            if indegree[succ] == 0:
-                queue.append(succ)
-    return set(nodes) - freed
-
-
-def _is_acyclic(nodes: list[int], edges: list[NamedEdge], removed: set[NamedEdge]) -> bool:
-    return not _left_alive(nodes, edges, removed)
-
-
-def bytes_freed(view: CycleView, removed: set[NamedEdge]) -> int:
-    """Bytes of heavy objects reference counting frees once ``removed`` is gone.
-
-    A heavy object stays when its holder path starts at a node that is still on
-    (or below) a loop; each heavy object is counted once.
-    """
-    alive = _left_alive(view.shown, view.edges, removed)
-    shown = set(view.shown)
-    kept: dict[int, bool] = {}
-    for nodes, _ in view.holder_paths:
-        start = nodes[0]
-        stays = start in alive or start not in shown
-        kept[nodes[-1]] = kept.get(nodes[-1], False) or stays
-    return sum(view.heavy_bytes.get(heavy, 0) for heavy, stays in kept.items() if not stays)
-
-
-def _prune(view: CycleView, chosen: list[NamedEdge]) -> list[NamedEdge]:
-    """Drop references the cut does not need, worst-ranked first, so the cut is minimal."""
-    kept = list(chosen)
-    for edge in reversed(chosen):
-        trial = [e for e in kept if e is not edge]
-        if trial and _is_acyclic(view.shown, view.edges, set(trial)):
-            kept = trial
-    return kept
-
-
-def choose_cut(view: CycleView, preferred: list[NamedEdge] | None = None) -> list[NamedEdge]:
-    """The reference(s) to remove so reference counting frees the cycle.
-
-    A pattern's preferred references come first (all of them, when together they
-    free the cycle: a tree's every ``.parent``). Otherwise one reference is chosen
-    when one breaks every loop, ranked so that user-written references (closure
-    variables, attributes, locals, dict entries) beat interpreter internals and,
-    among equals, the one freeing more bytes wins. Failing that, the best
-    references are removed greedily and the result pruned to a minimal set.
-    """
-    first = [edge for edge in preferred or [] if edge in view.edge_set]
-    if not view.edges:
-        return first
-    if len(view.edges) > MAX_VERIFIED_EDGES:
-        first_edge = first[0] if first else max(view.edges, key=lambda edge: edge.score)
-        return [first_edge]
-    if first and _is_acyclic(view.shown, view.edges, set(first)):
-        return _prune(view, first)
-    if first:
-        # A loop the user cannot remove (a class and its own dict) may remain, as
-        # long as every heavy object is freed: the cut is what matters to memory.
-        total = bytes_freed(view, set(view.edges))
-        if total and bytes_freed(view, set(first)) == total:
-            return first
-    chosen_first = set(first)
-    others = [edge for edge in view.edges if edge not in chosen_first]
-    freed = {edge: bytes_freed(view, {edge}) for edge in others}
-    ranked = first + sorted(others, key=lambda edge: (-edge.score, -freed[edge]))
-    for edge in ranked:
-        if _is_acyclic(view.shown, view.edges, {edge}):
-            return [edge]
-    removed: set[NamedEdge] = set()
-    chosen: list[NamedEdge] = []
-    for edge in ranked:
-        removed.add(edge)
-        chosen.append(edge)
-        if _is_acyclic(view.shown, view.edges, removed):
-            break
-    return _prune(view, chosen)
 
 
 def closed_loop(view: CycleView, through: NamedEdge | None = None) -> list[NamedEdge]:

@@ -121,9 +121,39 @@ class Cut:
     description: str
     in_user_code: bool
     source_line: str | None = None
-    """The line that made the reference: ``leaky.py:6  self.on_step = self.step``."""
+    """The line that made the reference, exactly as the file has it:
+    ``leaky.py:6  self.on_step = self.step`` (the first of ``source_lines``)."""
     source_note: str | None = None
-    """Why no line is named, when one was looked for."""
+    """Why no line is named, and what to look for, when one was looked for."""
+    source_lines: tuple[str, ...] = ()
+    """The line that made each label of the cut (a tree's ``.parent`` and ``._root``)."""
+    source_rule: str | None = None
+    """The lint rule that flags ``source_line`` (never written into the quote)."""
+    proven: bool = False
+    """Removing exactly these references from the captured graph frees every heavy object
+    the cycle held (checked before the report was written)."""
+    stays: tuple[int, ...] = ()
+    """Heavy objects (node ids) still held once the cut is gone; empty when proven."""
+    leaves_loop: bool = False
+    """A loop the cut does not touch remains (holding nothing heavy): a class and its own
+    namespace, an exception and the frame that raised it."""
+
+
+@dataclass(frozen=True)
+class FixEdit:
+    """The fix as an edit a tool can apply without judgment.
+
+    Replace the lines ``line`` .. ``line + old.count("\\n")`` of ``file`` (which read
+    exactly ``old``) with ``new`` (one or more lines). ``file`` is relative to the
+    directory the report was made in when it lies under it, else absolute. Applied to
+    the code the report was made from, it removes every reference of the cut while the
+    program keeps working (the test suite applies it to runnable scenarios and runs them).
+    """
+
+    file: str
+    line: int
+    old: str
+    new: str
 
 
 @dataclass(frozen=True)
@@ -167,6 +197,8 @@ class CycleReport:
     made_inside: str | None = None
     """``torch/fx/graph.py:1371`` when every function and frame of the cycle is code of an
     installed package or the standard library (not the user's): the user cannot fix it."""
+    fix_edit: FixEdit | None = None
+    """``fix`` as a mechanical edit, when one is safe; None when the fix is words only."""
 
 
 @dataclass(frozen=True)
@@ -352,6 +384,7 @@ _NESTED.update(
         (CycleReport, "holder_paths"): HolderPath,
         (CycleReport, "loop"): Edge,
         (CycleReport, "cut"): Cut,
+        (CycleReport, "fix_edit"): FixEdit,
         (CycleReport, "holds"): Holding,
         (HolderPath, "edges"): Edge,
         (Cut, "edges"): Edge,

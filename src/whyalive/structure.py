@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.edges import EdgeName, is_owned_part, name_edge
+from whyalive.cuts import is_back_reference
+from whyalive.edges import EdgeName, is_owned_part, name_edge, names_of
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module, type_qualname
@@ -30,18 +31,11 @@ STRUCTURE_MIN_MEMBERS = 200
 """Components with at least this many objects are explained as structures."""
 
 _SAMPLES = 8  # references named per class
+_NAMED_DEGREE = 256  # a holder with more references names a repeated target by its first
 _MAX_TRIES = 8  # reference names tried as cuts, each one linear peeling
 _LOOP_HEAD = 4  # raw hops of a long loop shown before the gap...
 _LOOP_TAIL = 2  # ...and after it
 _LOOP_FULL = 8  # a loop this short (in raw hops) is shown whole
-
-# Attribute names that usually point back up a structure: cut these first.
-BACK_NAMES = frozenset(
-    (
-        *("parent", "_parent", "owner", "_owner", "up", "root", "module", "model"),
-        *("prev", "_prev", "previous", "back"),
-    )
-)
 
 
 @dataclass
@@ -132,7 +126,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     named: list[list[EdgeName]] = []
     owned: list[bool] = []
     for picked in samples:
-        named.append([name_edge(nodes[u], nodes[v]) for u, v, _ in picked])
+        named.append([_name_at(graph, u, v, e) for u, v, e in picked])
         owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
     owned_dicts = any(owned)
     owners: Counter[str] = Counter()
@@ -184,6 +178,20 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     return structure
 
 
+def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
+    """The name of the reference at CSR ``position`` from ``u`` to ``v``: when ``u`` refers to
+    ``v`` more than once (``._parent`` and ``._root`` both the root), the one at that place
+    in ``u``'s traversal, not always the first."""
+    start, end = graph.offsets[u], graph.offsets[u + 1]
+    # A big container (a list of 10^5 items) is named by the first place: counting its items
+    # per sample would cost a pass over it each time.
+    if end - start > _NAMED_DEGREE or sum(1 for t in graph.targets[start:end] if t == v) < 2:
+        return name_edge(graph.nodes[u], graph.nodes[v])
+    before = sum(1 for t in graph.targets[graph.offsets[u] : position] if t == v)
+    names = names_of(graph.nodes[u], graph.nodes[v])
+    return names[before] if before < len(names) else names[0]
+
+
 def _link_for(
     links: dict[EdgeName, Link], name: EdgeName, source: str, target: str, count: int
 ) -> Link:
@@ -196,8 +204,7 @@ def _link_for(
 
 
 def _cut_rank(link: Link) -> tuple[int, int, int]:
-    back = link.name.kind == ek.ATTRIBUTE and link.name.name.lstrip(".").lower() in BACK_NAMES
-    return (0 if back else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
+    return (0 if is_back_reference(link.name) else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
 
 
 def _find_cut(

@@ -4,14 +4,20 @@ Each leaky function, called, leaves a payload alive that a loop through autograd
 the collector never frees it (``tensor_hook``, ``hook_on_owner``, ``grad_cam``,
 ``prehook_holding_output``, ``node_metadata``) or frees it only at its next run,
 because nothing but the loop held the node (``prehook_on_node``, ``ctx_attribute``).
-Its ``_fixed`` twin applies the fix the report prints and leaves nothing behind.
-Payloads are ``PAYLOAD_BYTES`` of float32; the scenarios import torch when called.
+Its ``_fixed`` twin applies the fix the report prints (its ``fix_edit`` where it has
+one, which the fix-proof suite also applies to this file) and leaves nothing behind.
+Payloads are ``PAYLOAD_BYTES`` of float32, tracked by :mod:`scenarios.payload`; the
+scenarios import torch when called. The shapes come from the issue that asked for
+them (whyalive #25) and from PyTorch's zero-bubble pipeline schedule
+(``torch/distributed/pipelining/_backward.py``, ``stage_backward_input``).
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
+
+from scenarios.payload import track
 
 PAYLOAD = 64 * 1024
 """float32 elements of one payload tensor."""
@@ -27,20 +33,19 @@ def _torch() -> Any:
 def tensor_hook() -> None:
     """``y.register_hook`` with a hook that refers to ``y``; ``exp`` saves its result."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    y = x.exp()
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    y = track(x.exp())
     y.register_hook(lambda grad: grad * y.sum())
     y.sum().backward()
 
 
 def tensor_hook_fixed() -> None:
-    """:func:`tensor_hook` with the fix: the hook removed with its handle once it ran."""
+    """:func:`tensor_hook` with its report's edit: the hook holds ``y`` weakly."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    y = x.exp()
-    handle = y.register_hook(lambda grad: grad * y.sum())
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    y = track(x.exp())
+    y.register_hook(lambda grad, *, y=weakref.proxy(y): grad * y.sum())  # noqa: B008
     y.sum().backward()
-    handle.remove()
 
 
 class Recorder:
@@ -59,18 +64,19 @@ class Recorder:
 def hook_on_owner() -> None:
     """A hook that captures the object (``self``) which holds the tensor."""
     torch = _torch()
-    recorder = Recorder(torch.randn(PAYLOAD, requires_grad=True))
+    recorder = Recorder(track(torch.randn(PAYLOAD, requires_grad=True)))
     recorder.out.sum().backward()
 
 
 class WeakRecorder:
-    """:class:`Recorder` with the fix: the hook reaches the recorder through a weak reference."""
+    """:class:`Recorder` with its report's edit: the hook holds the recorder weakly."""
 
     def __init__(self, x: Any) -> None:
         self.out = x.tanh()
         self.norms: list[float] = []
-        me = weakref.ref(self)
-        self.out.register_hook(lambda grad: me().record(grad))  # type: ignore[union-attr]
+        self.out.register_hook(
+            lambda grad, *, self=weakref.proxy(self): self.record(grad)  # noqa: B008
+        )
 
     def record(self, grad: Any) -> None:
         """Remembers the gradient's norm."""
@@ -80,7 +86,7 @@ class WeakRecorder:
 def hook_on_owner_fixed() -> None:
     """:func:`hook_on_owner` with :class:`WeakRecorder`."""
     torch = _torch()
-    recorder = WeakRecorder(torch.randn(PAYLOAD, requires_grad=True))
+    recorder = WeakRecorder(track(torch.randn(PAYLOAD, requires_grad=True)))
     recorder.out.sum().backward()
 
 
@@ -117,7 +123,7 @@ def grad_cam() -> None:
     torch = _torch()
     model = _model()
     cam = GradCam(model, model[2])
-    cam(torch.randn(PAYLOAD // 256, 256))
+    cam(track(torch.randn(PAYLOAD // 256, 256)))
 
 
 class GradCamFixed:
@@ -155,7 +161,7 @@ def grad_cam_fixed() -> None:
     torch = _torch()
     model = _model()
     cam = GradCamFixed(model, model[2])
-    cam(torch.randn(PAYLOAD // 256, 256))
+    cam(track(torch.randn(PAYLOAD // 256, 256)))
     cam.close()
 
 
@@ -172,8 +178,8 @@ def prehook_on_node() -> None:
     """The zero-bubble schedule's shape: a prehook on an intermediate node captures the
     param group that lists that node in ``param_group["intermediates"]``."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    weight = torch.randn(PAYLOAD, requires_grad=True)
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    weight = track(torch.randn(PAYLOAD, requires_grad=True))
     out = (x * weight).relu()
     intermediate = out.grad_fn.next_functions[0][0]
     param_group = {"params": [weight], "intermediates": [intermediate]}
@@ -184,8 +190,8 @@ def prehook_on_node() -> None:
 def prehook_on_node_fixed() -> None:
     """:func:`prehook_on_node` with the shipped fix: the intermediates dropped after use."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    weight = torch.randn(PAYLOAD, requires_grad=True)
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    weight = track(torch.randn(PAYLOAD, requires_grad=True))
     out = (x * weight).relu()
     intermediate = out.grad_fn.next_functions[0][0]
     param_group = {"params": [weight], "intermediates": [intermediate]}
@@ -197,8 +203,8 @@ def prehook_on_node_fixed() -> None:
 def prehook_holding_output() -> None:
     """A prehook on the output's node captures a stage dict that keeps the output."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    out = x.relu()
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    out = track(x.relu())
     stage = {"outputs": [out]}
     out.grad_fn.register_prehook(lambda grads: stage.setdefault("seen", True) and None)
     out.sum().backward()
@@ -207,8 +213,8 @@ def prehook_holding_output() -> None:
 def prehook_holding_output_fixed() -> None:
     """:func:`prehook_holding_output` with the fix: the hook removed once backward ran."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    out = x.relu()
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    out = track(x.relu())
     stage = {"outputs": [out]}
     handle = out.grad_fn.register_prehook(lambda grads: stage.setdefault("seen", True) and None)
     out.sum().backward()
@@ -257,7 +263,7 @@ def _scale_saved() -> Any:
 def ctx_attribute() -> None:
     """A custom Function that keeps its output in ``ctx.y``."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
     y = _scale_keep().apply(x)
     y.sum().backward()
 
@@ -265,7 +271,7 @@ def ctx_attribute() -> None:
 def ctx_attribute_fixed() -> None:
     """:func:`ctx_attribute` with ``ctx.save_for_backward(y)``."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
     y = _scale_saved().apply(x)
     y.sum().backward()
 
@@ -273,17 +279,17 @@ def ctx_attribute_fixed() -> None:
 def node_metadata() -> None:
     """The output kept in its own node's ``metadata``."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    y = x.exp()
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    y = track(x.exp())
     y.grad_fn.metadata["output"] = y
 
 
 def node_metadata_fixed() -> None:
-    """:func:`node_metadata` with a weak reference in the metadata."""
+    """:func:`node_metadata` with its report's edit: the metadata holds ``y`` weakly."""
     torch = _torch()
-    x = torch.randn(PAYLOAD, requires_grad=True)
-    y = x.exp()
-    y.grad_fn.metadata["output"] = weakref.ref(y)
+    x = track(torch.randn(PAYLOAD, requires_grad=True))
+    y = track(x.exp())
+    y.grad_fn.metadata["output"] = weakref.proxy(y)
 
 
 LEAKY = {

@@ -6,10 +6,13 @@ from typing import Any
 
 
 def heavy(*shape: int) -> Any:
-    """A float32 NumPy array, 4 KiB unless ``shape`` says otherwise: the heavy payload."""
+    """A float32 NumPy array, 4 KiB unless ``shape`` says otherwise: the heavy payload
+    (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed)."""
     import numpy
 
-    return numpy.zeros(shape or (1024,), dtype=numpy.float32)
+    from scenarios.payload import track
+
+    return track(numpy.zeros(shape or (1024,), dtype=numpy.float32))
 
 
 def stage_backward(outputs: list[Any]) -> None:

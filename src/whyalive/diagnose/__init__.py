@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
+from whyalive.cuts import CutProof, choose_cut
 from whyalive.diagnose.patterns import (
     PATTERNS,
     UNRECOGNISED,
@@ -21,7 +22,7 @@ from whyalive.diagnose.patterns import (
     PatternMatch,
 )
 from whyalive.node_names import name_node
-from whyalive.paths import CycleView, NamedEdge, choose_cut
+from whyalive.paths import CycleView, NamedEdge
 from whyalive.structure import Structure
 
 
@@ -32,6 +33,8 @@ class Diagnosis:
     match: PatternMatch
     cut: list[NamedEdge]
     signature: str
+    proof: CutProof = field(default_factory=CutProof)
+    """What removing the cut does on the captured graph (:func:`whyalive.paths.prove_cut`)."""
 
 
 def diagnose(
@@ -55,15 +58,15 @@ def diagnose(
     if match is None:
         match = UNRECOGNISED.match(view)
     try:
-        cut = choose_cut(view, match.cut)
+        cut, proof = choose_cut(view, match.cut)
     except Exception:
-        cut = []
+        cut, proof = [], CutProof()
     try:
         signature = cycle_signature(view)
     except Exception:  # names come from hostile objects; the shape alone still groups
         shape = str(len(view.shown)).encode()
         signature = hashlib.sha1(shape, usedforsecurity=False).hexdigest()[:16]
-    return Diagnosis(match, cut, signature)
+    return Diagnosis(match, cut, signature, proof)
 
 
 def _diagnose_structure(view: CycleView, structure: Structure) -> Diagnosis:
@@ -73,7 +76,11 @@ def _diagnose_structure(view: CycleView, structure: Structure) -> Diagnosis:
         match = UNRECOGNISED.match(view)
     parts = "\n".join(structure.signature_parts())
     digest = hashlib.sha1(parts.encode("utf-8", "replace"), usedforsecurity=False)
-    return Diagnosis(match, list(match.cut), digest.hexdigest()[:16])
+    # The structure's cut was checked by peeling the component without its references.
+    verified = structure.verified
+    stays = () if verified else tuple(sorted(view.heavy_bytes))
+    proof = CutProof(checked=bool(structure.cut), frees_cycle=verified, stays=stays)
+    return Diagnosis(match, list(match.cut), digest.hexdigest()[:16], proof)
 
 
 def _token(view: CycleView, node: int) -> str:

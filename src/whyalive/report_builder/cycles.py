@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 from whyalive import edge_kinds as ek
 from whyalive.analysis import AnalysisOptions, CycleGroup
+from whyalive.diagnose import Diagnosis
 from whyalive.diagnose.naming import (
     cell_variable,
     enclosing_function,
@@ -23,6 +24,7 @@ from whyalive.kinds import HeavyFacts
 from whyalive.origin import CODE_TYPES, made_inside
 from whyalive.paths import CycleView, NamedEdge, closed_loop
 from whyalive.report import Cut, CycleReport, Holding
+from whyalive.report_builder.advice import Advice, advise
 from whyalive.report_builder.nodes import NodeTable, holder_path_record
 from whyalive.sourcelines import SourceLines
 from whyalive.structure import Structure, type_words
@@ -33,8 +35,8 @@ from whyalive.words import (
     cycle_summary,
     exit_words,
     heavy_brief,
-    heavy_group_words,
     holding_description,
+    holding_phrase,
     holding_place,
     holdings_words,
     holds_words,
@@ -93,27 +95,32 @@ def _reference(
 
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
-    groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+    # One phrase per place that reads the same (`its attribute `.data``), however many
+    # members hold one there: a ring of 50 is one phrase, not 50.
+    groups: dict[tuple[str, str, str | None], tuple[set[int], list[int]]] = {}
     labels: dict[int, str] = {}
     for nodes, edges in view.holder_paths:
         if not edges:
             continue
         heavy = nodes[-1]
-        holder = nodes[-2] if len(nodes) > 1 else nodes[0]
+        holder = nodes[-2] if len(edges) > 1 else heavy
         place = exit_words(_reference(view, edges[0], labels, as_exit=True))
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
-        groups[place + through_words(middle), holder if len(edges) > 1 else heavy].append(heavy)
-    phrases: list[str] = []
-    for (place, holder), heavy_nodes in list(groups.items())[:MAX_HOLDER_PHRASES]:
-        descriptions = [facts[n].description for n in heavy_nodes]
-        held = heavy_group_words(
-            facts[heavy_nodes[0]].kind, descriptions, _bytes(heavy_nodes, facts)
-        )
         holder_cls = type(view.obj(holder))
         container = None
         if holder not in facts and holder_cls in (list, tuple, dict, set):
             container = type_short_name(holder_cls)
-        phrases.append(holds_words(place, held, container))
+        key = (place + through_words(middle), facts[heavy].kind, container)
+        starts, heavy_nodes = groups.setdefault(key, (set(), []))
+        starts.add(nodes[0])
+        heavy_nodes.append(heavy)
+    phrases: list[str] = []
+    for (place, kind, container), (starts, heavy_nodes) in list(groups.items())[
+        :MAX_HOLDER_PHRASES
+    ]:
+        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
+        phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
 
 
@@ -207,16 +214,6 @@ def _paths_to_show(
     return chosen
 
 
-def _source_of(
-    sources: SourceLines, view: CycleView, edge: NamedEdge
-) -> tuple[str | None, str | None]:
-    """The line that made the cut's reference; a source that raises is said, not raised."""
-    try:
-        return sources.line_for(view, edge)
-    except Exception:  # user source or hostile objects; the rest of the report stands
-        return None, "the source that made this reference could not be read"
-
-
 def cycle_report(
     table: NodeTable,
     group: CycleGroup,
@@ -243,14 +240,27 @@ def cycle_report(
     holding = _holding_words(view, facts)
     summary = cycle_summary(match.summary, holding)
     cut = None
+    advice = Advice(fix=match.fix)
+    edges = diagnosis.cut
     if diagnosis.cut:
-        source_line, source_note = _source_of(sources, view, diagnosis.cut[0])
+        sites = _sites(group, options)
+        user_root = options.user_root or os.getcwd()
+        advice = advise(view, diagnosis, group.structure, sources, sites, user_root)
+        proof = advice.proof or diagnosis.proof
+        edges = list(advice.cut) if advice.cut else diagnosis.cut
         cut = Cut(
-            tuple(table.edge(e) for e in diagnosis.cut),
-            match.cut_words or _cut_words(view, diagnosis.cut),
-            all(e.name.kind in ek.USER_KINDS for e in diagnosis.cut),
-            source_line,
-            source_note,
+            tuple(table.edge(e) for e in edges),
+            _cut_words(view, edges)
+            if advice.cut
+            else _cut_description(view, diagnosis, group.structure is not None),
+            all(e.name.kind in ek.USER_KINDS for e in edges),
+            advice.source_lines[0] if advice.source_lines else None,
+            advice.source_note,
+            advice.source_lines,
+            advice.source_rule,
+            proof.proven,
+            tuple(table.add(n) for n in proof.stays),
+            proof.checked and not proof.frees_cycle and proof.proven,
         )
     by_device, shared = storage_bytes(group.retained, facts, storage_users)
     held = sum(by_device.values())
@@ -260,9 +270,7 @@ def cycle_report(
         hidden, hidden_after = structure.loop_hidden, structure.loop_hidden_after
         member_count, member_types = structure.member_count, structure.member_types
     else:
-        loop = [
-            table.edge(e) for e in closed_loop(view, diagnosis.cut[0] if diagnosis.cut else None)
-        ]
+        loop = [table.edge(e) for e in closed_loop(view, edges[0] if edges else None)]
         hidden = hidden_after = 0
         member_count = len(view.shown)
         member_types = dict(Counter(type_words(view.obj(n)) for n in view.shown).most_common())
@@ -272,7 +280,7 @@ def cycle_report(
         title=match.title,
         summary=summary,
         explanation=match.explanation,
-        fix=match.fix,
+        fix=advice.fix,
         members=tuple(table.ids[n] for n in view.shown),
         edges=tuple(cycle_edges),
         heavy=heavy_ids,
@@ -293,7 +301,24 @@ def cycle_report(
         structure=match.summary if structure is not None else None,
         holds=tuple(holds),
         made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
+        fix_edit=advice.fix_edit,
     )
+
+
+def _sites(group: CycleGroup, options: AnalysisOptions) -> list[str]:
+    """Where the cycle's heavy objects were allocated, when that was recorded."""
+    if options.site_of is None:
+        return []
+    nodes = group.view.graph.nodes if group.view is not None else []
+    sites = []
+    for node in group.retained[:16]:
+        try:
+            site = options.site_of(nodes[node])
+        except Exception:  # a site that cannot be read is left out
+            site = None
+        if site:
+            sites.append(site)
+    return list(dict.fromkeys(sites))
 
 
 def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
@@ -303,6 +328,14 @@ def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
         return []
     nodes = view.graph.nodes
     return [nodes[n] for n in view.members if type(nodes[n]) in CODE_TYPES]
+
+
+def _cut_description(view: CycleView, diagnosis: Diagnosis, is_structure: bool) -> str:
+    """The pattern's words for its cut, when the proven cut is the pattern's; else the
+    cut's references, named."""
+    match = diagnosis.match
+    same = is_structure or not match.cut or set(match.cut) == set(diagnosis.cut)
+    return match.cut_words if match.cut_words and same else _cut_words(view, diagnosis.cut)
 
 
 def _cut_words(view: CycleView, cut: list[NamedEdge]) -> str:

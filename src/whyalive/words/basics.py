@@ -97,7 +97,7 @@ def code(text: str) -> str:
 _KIND_NOUNS = {
     "torch.Tensor": ("tensor", "tensors"),
     "numpy.ndarray": ("array", "arrays"),
-    "bytes": ("bytes object", "bytes objects"),
+    "bytes": ("`bytes` object", "`bytes` objects"),
     "bytearray": ("bytearray", "bytearrays"),
     "memoryview": ("memoryview", "memoryviews"),
 }
@@ -109,27 +109,61 @@ def heavy_noun(kind: str, count: int) -> str:
     return f"{count:,} {singular if count == 1 else many}"
 
 
+def _is_size(text: str) -> bool:
+    """``"1.0 MiB"``, ``"512 B"``: a size said by :func:`size_to_words`."""
+    number, _, unit = text.strip().partition(" ")
+    return unit in _UNITS and number.replace(".", "", 1).isdigit()
+
+
 def heavy_brief(description: str) -> str:
-    """``"Tensor(float32[16, 256], cpu)"`` -> ``"float32[16, 256] cpu"``."""
-    _, sep, inner = description.partition("(")
+    """What a heavy object is, without its kind's name or its size (the holding says those).
+
+    ``"Tensor(float32[16, 256], cpu)"`` -> ``"float32[16, 256] cpu"``; ``"bytearray(1.0 MiB)"``
+    -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensor(s), 3.0 MiB"`` ->
+    ``"float32[8] cpu (+ autograd graph: 4 tensors)"``: parentheses balanced, no size twice.
+    """
+    _, sep, tail = description.partition("(")
     if not sep:
-        return description
-    inner = inner.removesuffix(")")
+        return "" if _is_size(description) else description
+    depth, end = 1, len(tail)
+    for index, char in enumerate(tail):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            end = index
+            break
+    inner, rest = tail[:end], tail[end + 1 :].strip()
     if "[" in inner and "]," in inner:
         head, _, device = inner.rpartition("],")
-        return f"{head}] {device.strip()}"
-    return inner
+        inner = f"{head}] {device.strip()}"
+    if _is_size(inner):
+        inner = ""
+    parts = [part.strip() for part in rest.split(",")] if rest else []
+    extra = ", ".join(p for p in parts if p and not _is_size(p)).replace("(s)", "s")
+    return f"{inner} ({extra})".strip() if extra else inner
 
 
-def heavy_group_words(kind: str, descriptions: list[str], nbytes: int) -> str:
-    """``"4 tensors, float32[16, 256] cpu, 64.0 KiB in all"``."""
-    briefs = sorted({heavy_brief(d) for d in descriptions})
-    count = len(descriptions)
-    noun = heavy_noun(kind, count)
-    shown = ", ".join(briefs[:3]) + (", ..." if len(briefs) > 3 else "")
-    detail = f", {shown}" if shown and not shown.endswith(("B", "KiB", "MiB", "GiB")) else ""
-    total = f"{size_to_words(nbytes)} in all" if count > 1 else size_to_words(nbytes)
-    return f"{noun}{detail}, {total}"
+def holding_phrase(kind: str, count: int, briefs: set[str], nbytes: int) -> str:
+    """``"4 tensors float32[16, 256] cpu, 64.0 KiB"``: heavy objects held together, once.
+
+    The one wording of what a cycle holds, for its summary, its holdings and every
+    renderer: the count with its noun, the shape they share (``of several shapes`` when
+    they differ, nothing when the kind says no more than a size), then the bytes.
+    """
+    return f"{heavy_noun(kind, count)}{shared_brief(briefs)}, {size_to_words(nbytes)}"
+
+
+def shared_brief(briefs: set[str]) -> str:
+    """`` float32[16, 256] cpu``, with what some of them add (``(+ autograd graph: ...)``)
+    said once; `` of several shapes`` when the shapes differ; nothing when none is said."""
+    said = {b for b in briefs if b}
+    if not said:
+        return ""
+    if len(said) == 1:
+        return f" {next(iter(said))}"
+    shapes = {b.partition(" (")[0] for b in said}
+    if len(shapes) == 1:
+        return f" {next(iter(shapes))} (some with what autograd keeps for them)"
+    return " of several shapes"
 
 
 def kind_count_words(count: int, kind: str) -> str:

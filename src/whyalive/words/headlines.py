@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from whyalive.words.basics import heavy_noun, members_words, plural, size_to_words, verb
+from whyalive.words.basics import (
+    heavy_noun,
+    holding_phrase,
+    members_words,
+    plural,
+    size_to_words,
+    verb,
+)
 
 if TYPE_CHECKING:
     from whyalive.report import Cut, CycleReport, Holding, Report, RunInfo
@@ -156,9 +163,7 @@ def _cycles_headline(report: Report) -> str:
 
 def holding_what(holding: Holding) -> str:
     """``"4 tensors float32[16, 256] cpu, 64.0 KiB"``: what one place holds."""
-    what = heavy_noun(holding.kind, holding.count)
-    detail = f" {holding.description}" if holding.description else ""
-    return f"{what}{detail}, {size_to_words(holding.nbytes)}"
+    return holding_phrase(holding.kind, holding.count, {holding.description}, holding.nbytes)
 
 
 def holding_words(holding: Holding) -> str:
@@ -172,11 +177,20 @@ def cut_sentence(cut: Cut, references: str = "") -> str:
     ``references``, when given, follows the description in parentheses.
     """
     line = f"{cut.description} ({references})" if references else cut.description
-    if cut.source_line:
-        place, _, source = cut.source_line.partition("  ")
-        line += f", made at {place}: `{source.strip()}`" if source else f", made at {place}"
+    made = cut.source_lines or ((cut.source_line,) if cut.source_line else ())
+    if made:
+        quotes = []
+        for quote in made:
+            place, _, source = quote.partition("  ")
+            quotes.append(f"{place}: `{source.strip()}`" if source else place)
+        line += f", made at {' and at '.join(quotes)}"
+        if cut.source_rule:
+            line += f" (lint rule {cut.source_rule} flags it)"
     elif cut.source_note:
         line += f" ({cut.source_note})"
+    if cut.stays:
+        stays = plural(len(cut.stays), "heavy object")
+        line += f"; not proven: {stays} would stay held by what the cut does not touch"
     return line
 
 
@@ -193,8 +207,9 @@ def more_words(count: int, noun: str) -> str:
 def shared_words(nbytes: int) -> str:
     """What the storage a cycle shares with live objects means for the memory."""
     return (
-        f"{size_to_words(nbytes)} of it is storage also used by live objects, "
-        "so it stays allocated after the cycle goes."
+        f"{size_to_words(nbytes)} of it is storage that more objects use than the cycle "
+        "holds (live objects, or owners in C++ such as autograd's saved tensors), so it may "
+        "stay allocated after the cycle goes."
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whyalive import edge_kinds as ek
-from whyalive.words.basics import a_code
+from whyalive.words.basics import a_code, shared_brief
 
 if TYPE_CHECKING:
     from whyalive.report import HolderPath, Report
@@ -140,14 +140,17 @@ def through_words(names: list[str]) -> str:
     return f" (through `{chain_words(names)}`)" if names else ""
 
 
-def holds_words(place: str, heavy: str, container: str | None = None) -> str:
-    """``its attribute `xs` holds a list of 4 tensors ...``: one holder and what it holds."""
-    return f"{place} holds a {container} of {heavy}" if container else f"{place} holds {heavy}"
+def holds_words(place: str, heavy: str, container: str | None = None, holders: int = 1) -> str:
+    """``its attribute `xs` holds a list of 4 tensors ...``: one holder and what it holds;
+    ``(on each of 50 objects)`` when the same place on many members holds them."""
+    where = f"{place} (on each of {holders:,} objects)" if holders > 1 else place
+    return f"{where} holds a {container} of {heavy}" if container else f"{where} holds {heavy}"
 
 
 def holdings_words(phrases: list[str], more: int = 0) -> str:
     """The holders of a cycle in one clause: those named, then how many more there are."""
-    return "; ".join([*phrases, f"and {more} more holders"] if more else phrases)
+    rest = f"and {more:,} more {'holder' if more == 1 else 'holders'}"
+    return "; ".join([*phrases, rest] if more else phrases)
 
 
 def cycle_summary(pattern_summary: str, holdings: str) -> str:
@@ -166,5 +169,5 @@ def holding_place(head: str, indices: str, tail: str) -> str:
 
 
 def holding_description(briefs: set[str]) -> str:
-    """The shape shared by a holding's heavy objects, or that they differ."""
-    return next(iter(briefs)) if len(briefs) == 1 else "of several shapes"
+    """The shape shared by a holding's heavy objects, that they differ, or nothing to say."""
+    return shared_brief(briefs).strip()

@@ -9,9 +9,13 @@ add one.
 
 from __future__ import annotations
 
-from whyalive.diagnose.patterns import autograd
+from whyalive.diagnose.patterns import autograd, autograd_state
 from whyalive.diagnose.patterns.base import Pattern, PatternMatch
-from whyalive.diagnose.patterns.closures import RecursiveClosurePattern
+from whyalive.diagnose.patterns.classes import ClassPerCallPattern
+from whyalive.diagnose.patterns.closures import (
+    ClosureInCapturedContainerPattern,
+    RecursiveClosurePattern,
+)
 from whyalive.diagnose.patterns.containers import (
     ParentChildPattern,
     SelfContainingContainerPattern,
@@ -23,11 +27,13 @@ from whyalive.diagnose.patterns.fallbacks import (
     UnrecognisedPattern,
 )
 from whyalive.diagnose.patterns.frames import (
+    ExceptionInFuturePattern,
     ExceptionTracebackPattern,
     FrameKeptPattern,
     GeneratorFramePattern,
 )
 from whyalive.diagnose.patterns.frameworks import AutogradNodePattern, PytestIdiomPattern
+from whyalive.diagnose.patterns.hooks import HookRegistryPattern
 from whyalive.diagnose.patterns.methods import (
     BoundMethodOnSelfPattern,
     MethodCachePattern,
@@ -51,12 +57,20 @@ PATTERNS: tuple[Pattern, ...] = (
     # First: pytest's own objects make the test's cycles look like user patterns.
     PytestIdiomPattern(),
     # Before the closures and methods they are made of: what is attached to autograd.
-    *autograd.PATTERNS,
+    *autograd.HOOK_PATTERNS,
+    *autograd_state.PATTERNS,
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),
+    # After the class-level cache: a class made per call is any cycle with a local class.
+    ClassPerCallPattern(),
+    # Before bound methods: a hook or a closure's container also holds a callable.
+    HookRegistryPattern(),
+    ClosureInCapturedContainerPattern(),
     WrappedMethodOnSelfPattern(),
     BoundMethodOnSelfPattern(),
+    # Before tracebacks: a future's exception is a traceback cycle through a hidden slot.
+    ExceptionInFuturePattern(),
     ExceptionTracebackPattern(),
     # Before kept frames: on 3.10 a suspended generator's frame is a member of its cycle.
     GeneratorFramePattern(),

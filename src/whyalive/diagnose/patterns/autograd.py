@@ -20,10 +20,10 @@ from whyalive.diagnose.naming import (
     label,
     qualname_of,
     reference_code,
-    short_name,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
-from whyalive.guarded import type_namespace, type_qualname, type_short_name
+from whyalive.fix_edits import WORDS_ONLY
+from whyalive.guarded import type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import a_code
 
@@ -49,11 +49,11 @@ def _through_cpp(view: CycleView) -> bool:
     return bool(view.graph.cpp_edges)
 
 
-def _named(view: CycleView, name: str) -> list[NamedEdge]:
+def edges_named(view: CycleView, name: str) -> list[NamedEdge]:
     return [edge for edge in view.edges if edge.name.name == name]
 
 
-def _tensor_code(view: CycleView, tensor: int) -> str | None:
+def tensor_code(view: CycleView, tensor: int) -> str | None:
     """How the user's code names a tensor (``y``, ``self.acts``), if it does."""
     for edge in view.edges_into(tensor):
         if edge.name.kind in _USER_STEPS:
@@ -67,7 +67,7 @@ def _node_words(view: CycleView, node: int) -> str:
     return type_short_name(type(view.obj(node)))
 
 
-def _grad_fn_of(view: CycleView, node: int) -> int | None:
+def grad_fn_of(view: CycleView, node: int) -> int | None:
     """The tensor in the cycle whose ``grad_fn`` is ``node``."""
     for edge in view.edges_into(node):
         if edge.name.name == ".grad_fn" and _is_tensor(view, edge.source):
@@ -75,7 +75,7 @@ def _grad_fn_of(view: CycleView, node: int) -> int | None:
     return None
 
 
-def _never_freed(view: CycleView, holder: str) -> str:
+def never_freed(view: CycleView, holder: str) -> str:
     if _through_cpp(view):
         return (
             f"{holder} holds it in C++, where the cyclic GC cannot see it: the collector "
@@ -94,7 +94,7 @@ def _captures(view: CycleView, start: int, goal: int) -> tuple[str, list[NamedEd
     cells = [e for e in steps if e.name.kind == ek.CELL]
     first = steps[1] if len(steps) > 1 and steps[0].name.kind == ek.CLOSURE else None
     if first is not None and first.name.kind == ek.CELL and first.target == goal:
-        named = _tensor_code(view, goal)
+        named = tensor_code(view, goal)
         return (f"`{named}` itself" if named else "the tensor itself"), steps
     if cells:
         variable = reference_code(view, cells[0])
@@ -113,10 +113,8 @@ class TensorHookPattern:
 
     def match(self, view: CycleView) -> PatternMatch | None:
         """A tensor's hook dict in the loop, one of whose hooks leads back to the tensor."""
-        for edge in _named(view, TENSOR_HOOKS) + _named(view, BACKWARD_HOOKS):
-            tensor = (
-                edge.source if _is_tensor(view, edge.source) else _grad_fn_of(view, edge.source)
-            )
+        for edge in edges_named(view, TENSOR_HOOKS) + edges_named(view, BACKWARD_HOOKS):
+            tensor = edge.source if _is_tensor(view, edge.source) else grad_fn_of(view, edge.source)
             if tensor is None:
                 continue
             for entry in view.edges_from(edge.target):
@@ -125,7 +123,7 @@ class TensorHookPattern:
         return None
 
     def _words(self, view: CycleView, tensor: int, entry: NamedEdge) -> PatternMatch:
-        name = _tensor_code(view, tensor)
+        name = tensor_code(view, tensor)
         code = f"`{name}`" if name else "the tensor"
         grad_fn = next(
             (e.target for e in view.edges_from(tensor) if e.name.name == ".grad_fn"), None
@@ -143,22 +141,21 @@ class TensorHookPattern:
         explanation = (
             f"`register_hook` stores the hook in a dict that the tensor's autograd node "
             f"({node}) keeps, and the hook refers back to {code}, which owns that node: "
-            f"tensor -> grad_fn -> hooks -> hook -> tensor. {_never_freed(view, 'The node')}."
+            f"tensor -> grad_fn -> hooks -> hook -> tensor. {never_freed(view, 'The node')}."
         )
         if name:
             fix = (
-                f"Keep the handle and remove the hook once it has run (`handle = "
-                f"{name}.register_hook(...)`, later `handle.remove()`); inside the hook use the "
-                f"gradient it is given, or `weakref.ref({name})`, rather than `{name}` itself; "
-                f"and where only the values are needed keep `{name}.detach()`, not the tensor "
-                "with its graph."
+                f"Let the hook hold `{name}` weakly (`weakref.proxy({name})` as a keyword-only "
+                f"default), or keep the handle `{name}.register_hook(...)` returns and call its "
+                f"remove method once the hook has run; where only the values are needed keep "
+                f"`{name}.detach()`, not the tensor with its graph."
             )
         else:
             fix = (
-                "Keep the handle `register_hook` returns and remove the hook once it has run "
-                "(`handle.remove()`); inside the hook use the gradient it is given, or a "
-                "`weakref.ref` of the tensor, rather than the tensor itself; and where only the "
-                "values are needed keep its `detach()`ed copy, not the tensor with its graph."
+                "Let the hook hold the tensor weakly (a `weakref.proxy` as a keyword-only "
+                "default), or keep the handle its registration returns and call its remove "
+                "method once the hook has run; where only the values are needed keep a "
+                "detached copy, not the tensor with its graph."
             )
         owner = f"{name}'s" if name else "the tensor's"
         cut_words = f"the hook in {owner} hook dict (at `{entry.name.name}`)"
@@ -188,7 +185,7 @@ class ModuleHookPattern:
             kept = [
                 e
                 for e in view.edges_from(owner)
-                if e.name.kind in _USER_STEPS and _kept_tensor(view, e)
+                if e.name.kind in _USER_STEPS and kept_tensor(view, e)
             ]
             if registrars and kept and _through_cpp(view):
                 return self._words(view, method, owner, registrars[0], kept)
@@ -209,19 +206,22 @@ class ModuleHookPattern:
             f"held by the autograd graph of the output (its `grad_fn`, in C++). The `{cls}` "
             f"object's bound method holds the object, which holds the output "
             f"(`{stored[0]}`), whose graph holds the hook again. "
-            f"{_never_freed(view, 'The graph')}, and the module with its weights with it."
+            f"{never_freed(view, 'The graph')}, and the module with its weights with it."
         )
         fix = (
-            f"Store the output without its graph (`{stored[0]} = output.detach()`, and the "
-            f"same for gradients), and remove the hooks when done: keep the handle `{registrar}` "
-            "and the other registrations return and call `handle.remove()` on each (in a "
-            "`close()` method, or where a with-block ends), so the module no longer holds "
-            "the object."
+            f"Store a detached copy in `{stored[0]}` (the output's detach method: the values "
+            f"without the graph; the same for gradients), and remove the hooks when done: keep "
+            f"the handles {registrar} and the other registrations return and call their remove "
+            "method (in a close method, or where a with-block ends), so that the module no "
+            "longer holds the object."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, kept, None)
+        # Held weakly, the output would die with the forward pass: it must be detached.
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, kept, None, remedy=WORDS_ONLY
+        )
 
 
-def _kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
+def kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
     """Whether ``edge`` leads, through containers, to a tensor of the loop."""
     if _is_tensor(view, edge.target):
         return True
@@ -236,9 +236,9 @@ class NodeHookPattern:
 
     def match(self, view: CycleView) -> PatternMatch | None:
         """A node's hook dict in the loop whose hook leads back to the node (or its tensor)."""
-        for edge in _named(view, NODE_PREHOOKS) + _named(view, NODE_HOOKS):
+        for edge in edges_named(view, NODE_PREHOOKS) + edges_named(view, NODE_HOOKS):
             node = edge.source
-            goals = [node] + [t for t in [_grad_fn_of(view, node)] if t is not None]
+            goals = [node] + [t for t in [grad_fn_of(view, node)] if t is not None]
             for entry in view.edges_from(edge.target):
                 if entry.name.kind != ek.KEY:
                     continue
@@ -260,12 +260,15 @@ class NodeHookPattern:
         kind = type_short_name(type(view.obj(node)))
         registrar = dict_edge.name.name.removesuffix("() hooks")
         user = [e for e in steps if e.name.kind in _USER_STEPS and e.name.kind != ek.CELL]
-        back = user[-1] if user else None
+        # The entry of the structure that holds the node's list (`['intermediates']`), not
+        # the list's item: what the code writes and can drop after the step.
+        keys = [e for e in user if e.name.kind in (ek.KEY, ek.ATTRIBUTE)]
+        back = keys[-1] if keys else (user[-1] if user else None)
         cells = [e for e in steps if e.name.kind == ek.CELL]
         variable = reference_code(view, cells[0]) if cells else None
         after = steps[steps.index(cells[0]) + 1 :] if cells else []
         held_at = expression(variable, after) if variable else None
-        named = _tensor_code(view, goal) if goal != node else None
+        named = tensor_code(view, goal) if goal != node else None
         what = f"`{named}`" if named else ("the node" if goal == node else "its output tensor")
         where = f" at `{held_at}`" if held_at else ""
         captured = f"`{variable}`" if variable else "a structure"
@@ -276,7 +279,7 @@ class NodeHookPattern:
         explanation = (
             f"`{registrar}` stores the hook in a dict that the node keeps in C++; the hook "
             f"reaches {what} again through {captured}: node -> hooks -> hook -> "
-            f"{captured} -> node. {_never_freed(view, 'The node')}."
+            f"{captured} -> node. {never_freed(view, 'The node')}."
         )
         if variable and not after:  # the hook captures the node's tensor itself
             instead = (
@@ -294,8 +297,8 @@ class NodeHookPattern:
         else:
             instead = "drop the structure's reference to the node (or its tensor) after backward"
         fix = (
-            f"Remove the hook once backward has run (`handle = node.{registrar}(...)`, then "
-            f"`handle.remove()`), or {instead}."
+            f"Remove the hook once backward has run (keep the handle {registrar} returns and "
+            f"call its remove method), or {instead}."
         )
         cut = [back] if back is not None else [entry]
         cut_words = (
@@ -303,98 +306,19 @@ class NodeHookPattern:
             if back is not None
             else (f"the hook in the `{registrar}` dict of `{kind}` (at `{entry.name.name}`)")
         )
+        # Autograd nodes cannot be weakly referenced: the fix is to drop or unhook.
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, cut, "WAL401", cut_words
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            cut,
+            "WAL401",
+            cut_words,
+            remedy=WORDS_ONLY,
         )
 
 
-class CtxAttributePattern:
-    """``ctx.y = y`` in a custom ``autograd.Function``: the output's node keeps the output."""
-
-    name = "ctx-attribute"
-    title = "tensor stored as a ctx attribute of a custom autograd.Function"
-
-    def match(self, view: CycleView) -> PatternMatch | None:
-        """A custom Function's ``ctx`` whose attribute holds a tensor of the loop."""
-        for node in view.shown:
-            function = _function_class(view.obj(node))
-            if function is None:
-                continue
-            for edge in view.edges_from(node):
-                if edge.name.kind == ek.ATTRIBUTE and _kept_tensor(view, edge):
-                    return self._words(view, function, edge)
-        return None
-
-    def _words(self, view: CycleView, function: type, edge: NamedEdge) -> PatternMatch:
-        cls = short_name(type_qualname(function))
-        attr = edge.name.name
-        value = attr[1:]
-        summary = (
-            f"the custom Function `{cls}` stores a tensor in `ctx{attr}`, and that tensor's "
-            f"`grad_fn` is the same `ctx`"
-        )
-        explanation = (
-            f"For a custom `autograd.Function` the output's `grad_fn` is the `ctx` object "
-            f"itself. `ctx{attr} = ...` in `{cls}.forward` makes `ctx` hold the output (or a "
-            f"tensor that leads to it): output -> grad_fn (ctx) -> `{attr}` -> output. "
-            f"{_never_freed(view, 'The autograd graph')}."
-        )
-        fix = (
-            f"In `{cls}.forward` save it with `ctx.save_for_backward({value})` instead of "
-            f"`ctx{attr} = {value}`, and read it back in `backward` with "
-            f"`{value}, = ctx.saved_tensors`; saved tensors do not keep the output's graph."
-        )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, [edge], None)
-
-
-def _function_class(obj: object) -> type | None:
-    """The ``autograd.Function`` subclass whose ``ctx`` this is, if it is one."""
-    found = type_namespace(type(obj)).get("_forward_cls")
-    return found if isinstance(found, type) else None
-
-
-class NodeMetadataPattern:
-    """``y.grad_fn.metadata["out"] = y``: the node's metadata keeps its own tensor."""
-
-    name = "node-metadata"
-    title = "object kept in its own autograd node's metadata"
-
-    def match(self, view: CycleView) -> PatternMatch | None:
-        """A node's ``metadata`` dict in the loop, one of whose values leads back."""
-        for edge in _named(view, METADATA):
-            node = edge.source
-            goals = [node] + [t for t in [_grad_fn_of(view, node)] if t is not None]
-            for entry in view.edges_from(edge.target):
-                if entry.name.kind == ek.KEY and any(chain(view, entry.target, g) for g in goals):
-                    return self._words(view, node, entry)
-        return None
-
-    def _words(self, view: CycleView, node: int, entry: NamedEdge) -> PatternMatch:
-        kind = type_short_name(type(view.obj(node)))
-        tensor = _grad_fn_of(view, node)
-        name = _tensor_code(view, tensor) if tensor is not None else None
-        place = f"{name}.grad_fn.metadata{entry.name.name}" if name else None
-        said = f"`{place}`" if place else f"the `metadata{entry.name.name}` of `{kind}`"
-        summary = f"{said} holds {label(view, entry.target)}, which leads back to the node"
-        explanation = (
-            f"A node's `metadata` dict lives as long as the node, and the node as long as its "
-            f"tensor. Keeping the tensor (or an object that holds it) there closes a loop: "
-            f"tensor -> grad_fn -> metadata -> tensor. {_never_freed(view, 'The node')}."
-        )
-        remove = f"`del {place}`" if place else "delete the entry"
-        fix = (
-            f"Keep only plain values or a `weakref.ref` of the tensor in {said}, keep "
-            f"per-tensor data in a side table (a `weakref.WeakKeyDictionary` keyed by the "
-            f"tensor), or {remove} when done."
-        )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, [entry], "WAL402")
-
-
-PATTERNS = (
-    ModuleHookPattern(),
-    TensorHookPattern(),
-    NodeHookPattern(),
-    NodeMetadataPattern(),
-    CtxAttributePattern(),
-)
+HOOK_PATTERNS = (ModuleHookPattern(), TensorHookPattern(), NodeHookPattern())
 """In the order they are tried: the most specific attachment first."""

@@ -21,6 +21,13 @@ class PatternMatch:
     lint_rule: str | None = None
     cut_words: str | None = None
     """How the cut reads, when the pattern names it better than its references can."""
+    remedy: str | None = None
+    """What kind of edit undoes the cut (``whyalive.fix_edits``: ``"weaken"``,
+    ``"delete"``, ``"drop-traceback"``); None: read from the cut's kind."""
+    also: str = ""
+    """Other ways to fix it, said after the edit when one is built (``fix`` is the words
+    used when no edit can be). Code in backticks names the holder ``self``; the report
+    spells it as the statement that made the cut does."""
 
 
 class Pattern(Protocol):

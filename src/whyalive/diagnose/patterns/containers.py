@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from whyalive import edge_kinds as ek
+from whyalive.cuts import is_back_reference
 from whyalive.diagnose.naming import (
     expression,
     holder_code,
     is_instance_node,
+    is_python,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
+from whyalive.fix_edits import WEAKEN
 from whyalive.guarded import type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge
-from whyalive.structure import BACK_NAMES
 from whyalive.words import a_code
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
@@ -28,7 +30,7 @@ class SelfInOwnContainerPattern:
         for edge in view.edges:
             if edge.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(edge.source)):
                 continue
-            if not issubclass(type(view.obj(edge.target)), _CONTAINERS):
+            if type(view.obj(edge.target)) not in _CONTAINERS:
                 continue
             back = [e for e in view.edges_from(edge.target) if e.target == edge.source]
             if back:
@@ -60,9 +62,12 @@ class SelfInOwnContainerPattern:
         weak = "`weakref.WeakValueDictionary`" if dict_like else "`weakref.WeakSet`"
         fix = (
             f"Keep the object out of its own {kind}: keep the registry outside the object, "
-            f"store `weakref.ref(self)` or use a {weak}, or {remove} when done."
+            f"store `weakref.proxy(self)` or use a {weak}, or {remove} when done."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, [back], None)
+        also = f"Or keep the registry outside the object, use a {weak}, or {remove} when done."
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [back], None, None, WEAKEN, also
+        )
 
 
 class ParentChildPattern:
@@ -79,8 +84,10 @@ class ParentChildPattern:
         attr_edges = [e for e in view.edges if e.name.kind == ek.ATTRIBUTE]
         if not attr_edges:
             return None
+        if len({e.name.name for e in view.edges}) == 1:
+            return None  # one link repeated (a ring of `.next`): not owner and member
         back = next(
-            (e for e in attr_edges if e.name.name.lstrip(".").lower() in BACK_NAMES),
+            (e for e in attr_edges if is_back_reference(e.name)),
             None,
         )
         if back is None:
@@ -104,16 +111,23 @@ class ParentChildPattern:
             f"cyclic collector runs."
         )
         fix = (
-            f"Hold the back reference weakly: `self.{attr} = weakref.ref({attr})` (or "
-            f"`weakref.proxy`), or clear it (`self.{attr} = None`) when the `{child}` is "
-            "detached."
+            f"Hold the back reference `self.{attr}` weakly: store a `weakref.proxy` of the "
+            f"`{parent}` there (it reads like the object), or clear it (`self.{attr} = None`) "
+            f"when the `{child}` is detached."
             if attr.isidentifier()
-            else "Hold the back reference weakly (`weakref.ref`), or clear it when the child "
-            "is detached."
+            else "Hold the back reference weakly (a `weakref.proxy`), or clear it when the "
+            "child is detached."
+        )
+        also = (
+            f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
+            if attr.isidentifier()
+            else ""
         )
         # Every child's back reference of that name: together they free the tree.
         backs = [e for e in attr_edges if e.name.name == back.name.name]
-        return PatternMatch(self.name, self.title, summary, explanation, fix, backs, "WAL901")
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, backs, "WAL901", None, WEAKEN, also
+        )
 
 
 class SelfContainingContainerPattern:
@@ -151,13 +165,16 @@ class SelfContainingContainerPattern:
             "cycle: reference counting cannot free it, so everything inside waits for the "
             "collector."
         )
-        entry = (
-            expression(holder_code(view, cut[0].source) or "container", cut[:1]) if cut else None
-        )
+        holder = holder_code(view, cut[0].source) if cut else None
+        entry = expression(holder, cut[:1]) if holder else None
+        name = cut[0].name.name if cut else None
         fix = (
             f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."
             if entry
             else "Do not store the container inside itself (keep the items elsewhere), or "
-            "empty it after use (`container.clear()`)."
+            f"remove the entry `{name}` that refers back to it after use."
+            if name and is_python(name)
+            else "Do not store the container inside itself (keep the items elsewhere), or "
+            "remove the entry that refers back to it after use."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)

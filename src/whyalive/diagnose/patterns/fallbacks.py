@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from whyalive import edge_kinds as ek
+from whyalive.cuts import choose_cut
 from whyalive.diagnose.naming import (
     enclosing_function,
     label,
@@ -11,7 +12,7 @@ from whyalive.diagnose.naming import (
     short_name,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
-from whyalive.paths import CycleView, NamedEdge, choose_cut
+from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import plural
 
 
@@ -64,7 +65,7 @@ class ReferenceLoopPattern:
 
     def match(self, view: CycleView) -> PatternMatch:
         """Always matches: the family of the best cut names the loop and shapes the fix."""
-        cut = choose_cut(view)
+        cut, _ = choose_cut(view)
         edge = cut[0] if cut else None
         family = _FAMILIES.get(edge.name.kind, "internal") if edge else "internal"
         name, title = FAMILY_WORDS[family]
@@ -85,10 +86,9 @@ class ReferenceLoopPattern:
 
 def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str | None) -> str:
     if family == "attributes" and code and edge is not None and edge.name.kind == ek.ATTRIBUTE:
-        attr = edge.name.name[1:]
         return (
-            f"Clear the attribute when done (`{code} = None`), or hold it weakly "
-            f"(`{code} = weakref.ref({attr})`, read as `{code}()`)."
+            f"Hold `{code}` weakly (store a `weakref.proxy` of the value there: it reads like "
+            f"the object), or clear it when done (`{code} = None`)."
         )
     if family == "container" and code:
         return (

@@ -13,8 +13,10 @@ from whyalive.diagnose.naming import (
     variable_of,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
-from whyalive.guarded import type_qualname, type_short_name
+from whyalive.fix_edits import DELETE, DROP_TRACEBACK
+from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
 from whyalive.paths import CycleView
+from whyalive.words import a_code
 
 
 class ExceptionTracebackPattern:
@@ -38,9 +40,12 @@ class ExceptionTracebackPattern:
         ]
         frame_words = ", ".join(label(view, f) for f in frames[:3])
         exc_name = type_qualname(type(view.obj(exc)))
-        if holders:
-            holder = holders[0]
+        named = [h for h in holders if h.name.kind != ek.UNKNOWN]
+        if named:
+            holder = named[0]
             held_by = f"{label(view, holder.source)} holds it again in `{holder.name.name}`"
+        elif holders:
+            held_by = f"{label(view, holders[0].source)} holds it again"
         else:
             held_by = "the frames hold it again"
         summary = f"`{exc_name}` exception keeps its traceback (frames: {frame_words}); {held_by}"
@@ -65,13 +70,111 @@ class ExceptionTracebackPattern:
             f"frames refers to it makes a cycle.{held}"
         )
         kept = reference_code(view, holders[0]) if holders else None
-        drop = f"`del {kept}`" if kept else "delete it"
-        fix = (
-            f"Do not keep the exception object: {drop} in a finally block, keep only what you "
-            "need (`str(err)`, `traceback.format_exception(err)`), or drop the frames first with "
-            "`err.with_traceback(None)` or `traceback.clear_frames(err.__traceback__)`."
+        if kept:
+            fix = (
+                f"Keep the exception without its frames (`{kept}.with_traceback(None)` once "
+                f"it is stored), keep only what you need (`str({kept})`, "
+                f"`traceback.format_exception({kept})`), or `del {kept}` in a finally block."
+            )
+            also = (
+                f"Or keep only what you need (`str({kept})`, `traceback.format_exception("
+                f"{kept})`), clear its frames' locals once they have returned "
+                f"(`traceback.clear_frames({kept}.__traceback__)`), or `del {kept}` in a "
+                "finally block when done."
+            )
+        else:
+            fix = (
+                "Do not keep the exception object beyond its except block: keep only what you "
+                "need (its message, its formatted traceback), or drop its frames with its "
+                "with_traceback method (given None) before storing it."
+            )
+            also = ""
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            holders[:1],
+            "WAL301",
+            None,
+            DROP_TRACEBACK,
+            also,
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, holders[:1], "WAL301")
+
+
+def _is_future(obj: object) -> bool:
+    """An asyncio or concurrent.futures future or task (read from the type, never the object)."""
+    for cls in type_mro(type(obj)):
+        module = type_module(cls) or ""
+        if type_short_name(cls) in ("Future", "Task") and module.split(".")[0] in (
+            "asyncio",
+            "_asyncio",
+            "concurrent",
+        ):
+            return True
+    return False
+
+
+class ExceptionInFuturePattern:
+    """An exception handed to an asyncio future (or task) whose traceback reaches the future."""
+
+    name = "exception-in-future"
+    title = "exception kept by a future"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A future and an exception in the cycle; the exception's frames reach the future."""
+        futures = [n for n in view.shown if _is_future(view.obj(n))]
+        exceptions = [n for n in view.shown if issubclass(type(view.obj(n)), BaseException)]
+        if not futures or not exceptions:
+            return None
+        exc = exceptions[0]
+        future = futures[0]
+        frames = [n for n in view.shown if type(view.obj(n)) is types.FrameType]
+        exc_name = type_qualname(type(view.obj(exc)))
+        what = type_short_name(type(view.obj(future)))
+        frame_words = ", ".join(label(view, f) for f in frames[:2]) or "its frames"
+        summary = (
+            f"`{exc_name}` exception is kept by {a_code(what)} object, and its traceback "
+            f"({frame_words}) reaches the {what.lower()} again"
+        )
+        explanation = (
+            f"`set_exception()` (or a task that failed) stores the exception in the "
+            f"{what.lower()}. The exception's `__traceback__` holds the frame that caught or "
+            f"raised it, the frame holds its locals, and a local (`self`, the "
+            f"{what.lower()} itself) holds the {what.lower()}: a loop that only the collector "
+            "frees."
+        )
+        fix = (
+            f"Hand the {what.lower()} the exception without the frames of its traceback (call "
+            "its with_traceback method with None as you pass it), or do not keep the "
+            f"{what.lower()} where the frames that handle the exception can reach it."
+        )
+        also = (
+            f"Or do not keep the {what.lower()} where the frames that handle the exception can "
+            "reach it."
+        )
+        cut = [e for e in view.edges_from(exc) if e.name.name == "__traceback__"]
+        held = [e for e in view.edges_into(exc) if e.source == future]
+        hidden = not held or all(e.name.kind in (ek.UNKNOWN, ek.INTERNAL) for e in held)
+        cut_words = f"the traceback the `{exc_name}` keeps (`__traceback__`)" + (
+            f": the {what.lower()}'s own reference to the exception is a slot no code of "
+            "yours names"
+            if hidden
+            else ""
+        )
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            cut,
+            "WAL301",
+            cut_words,
+            DROP_TRACEBACK,
+            also,
+        )
 
 
 class FrameKeptPattern:
@@ -114,13 +217,26 @@ class FrameKeptPattern:
             "it had stay alive until the cyclic collector runs. The `inspect` documentation "
             "warns about exactly this."
         )
-        drop = f"`del {code}`" if code else "delete the reference"
+        drop = f"`del {code}`" if code else "Delete the reference"
+        name = code if code and code.isidentifier() else None
+        keep = (
+            f" (`{name}.f_code.co_name`, `{name}.f_lineno`)"
+            if name and held == "frame"
+            else f" (`traceback.format_tb({name})`)"
+            if name
+            else ""
+        )
         fix = (
             f"{drop} as soon as you are done with it (in a finally block, as the `inspect` "
-            "documentation advises), or keep only what you need (`frame.f_code.co_name`, "
-            "`frame.f_lineno`, `traceback.format_tb(tb)`) instead of the frame."
+            f"documentation advises), or keep only what you need{keep} instead of the {held}."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL303")
+        also = f"Or keep only what you need{keep} instead of the {held}" + (
+            f", or {drop} when done." if code else "."
+        )
+        remedy = DELETE if cut and cut[0].name.kind in (ek.LOCAL, ek.ATTRIBUTE) else None
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, "WAL303", None, remedy, also
+        )
 
 
 _GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)

@@ -7,7 +7,9 @@ import sys
 import types
 
 from whyalive import edge_kinds as ek
+from whyalive.diagnose.naming import variable_of
 from whyalive.diagnose.patterns.base import PatternMatch
+from whyalive.fix_edits import DELETE
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.paths import CycleView
 
@@ -43,11 +45,18 @@ class PytestIdiomPattern:
             f"do the same). pytest's `{what}` closes the loop. The cycle is freed with the "
             f"test's frame at the next collection, so it does not fail the test by default."
         )
-        fix = (
-            "Nothing to fix unless it holds much memory: then `del excinfo` (or the heavy "
-            "local) at the end of the test."
+        local = variable_of(holders[0]) if holders and holders[0].name.kind == ek.LOCAL else None
+        drop = (
+            f"`del {local}`" if local and local.isidentifier() else "delete the local that keeps it"
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, holders[:1])
+        fix = (
+            f"Nothing to fix unless it holds much memory: then {drop} after its last use in "
+            "the test."
+        )
+        also = "It is freed with the test's frame at the next collection anyway."
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, holders[:1], None, None, DELETE, also
+        )
 
 
 def _autograd_node_type() -> type | None:

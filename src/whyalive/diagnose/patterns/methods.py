@@ -16,6 +16,7 @@ from whyalive.diagnose.naming import (
     short_name,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
+from whyalive.fix_edits import WEAKEN
 from whyalive.guarded import type_mro, type_namespace, type_qualname
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.words import a_code
@@ -59,21 +60,26 @@ class BoundMethodOnSelfPattern:
         assert type(partial) is functools.partial
         func = partial.func  # a C-level slot of an exact partial: no user code runs
         name = short_name(qualname_of(func))
-        code = expression("obj", [stored])
+        code = expression("self", [stored])
+        where = f"`{stored.name.name}`"
         summary = (
-            f"{a_code(cls)} object stores in `{code}` a `functools.partial` of `{name}` "
+            f"{a_code(cls)} object stores in {where} a `functools.partial` of `{name}` "
             "that is given the object itself"
         )
         explanation = (
-            f"`functools.partial({name}, obj)` keeps its arguments, here the `{cls}` object "
-            f"that holds the partial in `{code}`: object -> partial -> object, a method patched "
+            f"A `functools.partial` of `{name}` keeps its arguments, here the `{cls}` object "
+            f"that holds the partial in {where}: object -> partial -> object, a method patched "
             "onto its own object. Reference counting cannot free the loop."
         )
+        undo = f" (`del {code}`, and the class's own method shows through again)" if code else ""
         fix = (
-            f"Take the patch back when done (`del {code}`, and the class's own method shows "
-            "through again), or give the partial `weakref.proxy(obj)` instead of the object."
+            f"Give the partial `weakref.proxy(self)` instead of the object (it is used the "
+            f"same way), or take the patch back when done{undo}."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, [stored], "WAL204")
+        also = f"Or take the patch back when done{undo}."
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [stored], "WAL204", None, WEAKEN, also
+        )
 
     def _bound(
         self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
@@ -89,13 +95,22 @@ class BoundMethodOnSelfPattern:
             f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
             f"method hold the object, so neither is freed by reference counting."
         )
-        call_as = f" (call it as `{code}()(...)`)" if code else ""
-        remove = f"`del {code}`" if code else "delete the reference"
-        fix = (
-            f"Store `weakref.WeakMethod(self.{method_name})` instead{call_as}, store the plain "
-            f"function and pass `self` when calling, or remove it ({remove}, `handle.remove()`) "
-            "when done."
+        function = view.obj(method)
+        own = type(function) is types.MethodType and any(
+            function.__func__ in type_namespace(c).values() for c in type_mro(type(view.obj(owner)))
         )
+        bound = (
+            f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
+            if own
+            else f"types.MethodType({short_name(func)}, weakref.proxy(self))"
+        )
+        remove = f" (`del {code}`)" if code else ""
+        fix = (
+            f"Store the method bound to a weak proxy of the object, `{bound}`: it is called "
+            f"the same way (with the same arguments) but does not keep the object alive; or "
+            f"remove it when done{remove}."
+        )
+        also = f"Or remove it when done{remove}." if remove else ""
         patched = _patched_from_outside(view.obj(method), view.obj(owner), steps) or any(
             _shadows_method(view.obj(owner), e.name.name)
             for e in view.edges_from(owner)
@@ -103,7 +118,16 @@ class BoundMethodOnSelfPattern:
         )
         lint = "WAL204" if patched else "WAL201"
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, _written_step(steps), lint
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            _written_step(steps),
+            lint,
+            None,
+            WEAKEN,
+            also,
         )
 
     def _closure(
@@ -128,11 +152,14 @@ class BoundMethodOnSelfPattern:
             f"Reference counting cannot free the loop."
         )
         code = expression(variable, steps)
-        remove = f"`del {code}` or unregister the hook" if code else "unregister the hook"
+        remove = f" (`del {code}`)" if code else ""
         fix = (
-            f"Capture a weak reference (`ref = weakref.ref({variable})` and use `ref()` inside "
-            f"the function), make it a regular method, or remove it ({remove}) when done."
+            f"Do not capture `{variable}`: let the function take it as a keyword-only default "
+            f"holding a weak proxy (`{variable}=weakref.proxy({variable})` in its parameters), "
+            f"which it reads the same way; or remove the function when done{remove}."
         )
+        also = f"Or remove the function when done{remove}." if remove else ""
+        captured = [e for e in view.edges_from(closure.target) if e.target == owner]
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
         made_in = enclosing_function(qualname_of(view.obj(fn)))
@@ -145,8 +172,11 @@ class BoundMethodOnSelfPattern:
             summary,
             explanation,
             fix,
-            _written_step(steps),
+            captured[:1] or _written_step(steps),
             "WAL202" if own else "WAL204",
+            None,
+            WEAKEN,
+            also,
         )
 
 
@@ -250,13 +280,25 @@ class WrappedMethodOnSelfPattern:
             "cannot free them."
         )
         remove = f"; or remove it when done (`del {code}`)" if code else ""
+        bound = f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
         fix = (
-            f"Wrap the function once, in the class body (`{method_name} = decorator("
-            f"{method_name})`), so the wrapper never holds an instance; if it must be per "
-            f"instance, have the wrapper call `weakref.WeakMethod(self.{method_name})()` "
-            f"instead of the bound method (and `del wrapper.__wrapped__`){remove}."
+            f"Wrap the function once, in the class body, so the wrapper never holds an "
+            f"instance; if it must be per instance, wrap `{bound}` (the method bound to a weak "
+            f"proxy of the object) instead of `self.{method_name}`{remove}."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, steps[:1], "WAL204")
+        also = f"Or wrap the function once, in the class body, instead of per instance{remove}."
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            steps[:1],
+            "WAL204",
+            None,
+            WEAKEN,
+            also,
+        )
 
 
 class MethodCachePattern:
@@ -302,4 +344,11 @@ class MethodCachePattern:
             "`functools.cached_property`, a dict on the instance, or cache a module-level "
             f"function of the fields you need.{stored}"
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, "WAL501")
+        also = (
+            "Or use `functools.cached_property`, a dict on the instance, or a cached "
+            f"module-level function of the fields you need.{stored}"
+        )
+        remedy = None if any(issubclass(type(view.obj(n)), type) for n in view.shown) else WEAKEN
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, "WAL501", None, remedy, also
+        )

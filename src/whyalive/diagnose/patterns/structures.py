@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from whyalive import edge_kinds as ek
+from whyalive.cuts import is_back_reference
 from whyalive.diagnose.patterns.base import PatternMatch
 from whyalive.diagnose.patterns.containers import ParentChildPattern
+from whyalive.fix_edits import WEAKEN
 from whyalive.paths import CycleView
-from whyalive.structure import BACK_NAMES, Link, Structure
+from whyalive.structure import Link, Structure
 from whyalive.words import joined, kind_count_words, members_words
 
 
@@ -38,11 +40,7 @@ class LinkedStructurePattern:
         summary = f"{made_of} form one cycle" + (f", linked by {linked}" if linked else "")
         cut = structure.cut
         main = cut[0] if cut else None
-        back = (
-            main is not None
-            and main.name.kind == ek.ATTRIBUTE
-            and main.name.name.lstrip(".").lower() in BACK_NAMES
-        )
+        back = main is not None and is_back_reference(main.name)
         size = f"{structure.member_count:,} objects"
         if back and main is not None:
             owner = joined([kind_count_words(n, k) for k, n in main.source_types.most_common(2)])
@@ -73,12 +71,22 @@ class LinkedStructurePattern:
                     "no single reference name frees the whole structure; the most common link "
                     f"is {cut_words}"
                 )
-        fix = _structure_fix(main)
+        fix = _structure_fix(cut if structure.verified else cut[:1])
         pattern = ParentChildPattern if back else LinkedStructurePattern
         lint = "WAL901" if back else None
         loop_cut = view.edges[:1]
+        also = _structure_also(cut if structure.verified else [])
         return PatternMatch(
-            pattern.name, pattern.title, summary, explanation, fix, loop_cut, lint, cut_words
+            pattern.name,
+            pattern.title,
+            summary,
+            explanation,
+            fix,
+            loop_cut,
+            lint,
+            cut_words,
+            WEAKEN,
+            also,
         )
 
 
@@ -99,27 +107,46 @@ def _cut_link_words(link: Link) -> str:
     return f"{what} ({link.count:,} {'reference' if link.count == 1 else 'references'})"
 
 
-def _structure_fix(link: Link | None) -> str:
-    if link is None:
-        return "Hold the links that point back into the structure with `weakref.ref`."
-    name = link.name
-    if name.kind == ek.ATTRIBUTE:
-        attr = name.name.lstrip(".")
-        if attr.isidentifier():
-            return (
-                f"Hold `self.{attr}` weakly: assign `self.{attr} = weakref.ref({attr})` and read "
-                f"it as `self.{attr}()` (or use `weakref.proxy({attr})`); then reference "
-                "counting frees the structure as soon as nothing outside refers to it. Or set "
-                f"`node.{attr} = None` on every node when you are done with it."
-            )
+def _attribute_codes(links: list[Link]) -> list[str]:
+    """``self.parent`` for every attribute link that is a Python name."""
+    names = [link.name.name.lstrip(".") for link in links if link.name.kind == ek.ATTRIBUTE]
+    return [f"self.{name}" for name in names if name.isidentifier()]
+
+
+def _structure_also(links: list[Link]) -> str:
+    codes = _attribute_codes(links)
+    if not codes:
+        return ""
+    cleared = ", ".join(f"`{code} = None`" for code in codes)
+    return (
+        f"Or clear the references on every object when you are done with the structure ({cleared})."
+    )
+
+
+def _structure_fix(links: list[Link]) -> str:
+    if not links:
+        return "Hold the links that point back into the structure weakly (a `weakref.proxy`)."
+    codes = _attribute_codes(links)
+    if codes and len(codes) == len(links):
+        held = joined([f"`{code}`" for code in codes])
+        return (
+            f"Hold {held} weakly: store a `weakref.proxy` of the value (it reads like the "
+            "object), so reference counting frees the structure as soon as nothing outside "
+            f"refers to it; or clear {'it' if len(codes) == 1 else 'them'} on every object "
+            "when you are done with the structure."
+        )
+    name = links[0].name
     if name.kind == ek.INDEX:
         return (
             "Do not let the items refer back to the container that holds them (hold that "
-            "reference with `weakref.ref`), or empty the container when done (`items.clear()`)."
+            "reference weakly), or empty the container when done."
         )
     if name.kind == ek.KEY:
         return (
             f"Remove the `{name.name}` entries when done, or keep those values in a "
             "`weakref.WeakValueDictionary`."
         )
-    return "Hold these references with `weakref.ref`, or clear them when the structure is done."
+    return (
+        "Hold these references weakly (a `weakref.proxy`), or clear them when the structure "
+        "is done."
+    )

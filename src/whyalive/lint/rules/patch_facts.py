@@ -318,8 +318,9 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
             if isinstance(block, list):
                 for first, second in itertools.pairwise(block):
                     if isinstance(first, ast.Assign) and isinstance(second, ast.Assign):
-                        targets = [ast.dump(t) for t in first.targets]
-                        if targets == [ast.dump(t) for t in second.targets]:
+                        # unparse, not ast.dump: dump's recursive helper is a cycle per call
+                        targets = [ast.unparse(t) for t in first.targets]
+                        if targets == [ast.unparse(t) for t in second.targets]:
                             overwritten.add(id(first))
     bound = _paired_loop_values(loops, paired)
     others: dict[str, tuple[str, str]] = {}

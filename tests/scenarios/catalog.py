@@ -1,0 +1,110 @@
+"""The runnable scenarios of ``tests/scenarios/``: each leaves one known cycle behind.
+
+A scenario is a function of a module here, called with no arguments (or with
+arguments made fresh for each call). ``case_*.py`` modules each re-create a leak
+from a public bug report (the module's docstring cites it) and name it ``run``; the
+older ``leaks.py`` functions and the loops through the autograd graph of
+``autograd_loops.py`` are listed by hand. The fix-proof tests apply each
+report's ``fix_edit`` to the module's source and run the fixed function.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One runnable leak: where it lives, what it should be named, how to call it."""
+
+    name: str
+    module: str
+    function: str
+    pattern: str
+    arguments: Callable[[], tuple[Any, ...]] = field(default=tuple)
+    record_allocations: bool = False
+    needs: tuple[str, ...] = ()
+    """Modules the scenario imports (the test skips it when one is missing)."""
+
+    def load(self) -> Callable[..., Any]:
+        """The scenario's function from its module as imported."""
+        return getattr(importlib.import_module(self.module), self.function)  # type: ignore[no-any-return]
+
+    @property
+    def path(self) -> Path:
+        return HERE / (self.module.rsplit(".", 1)[1] + ".py")
+
+
+def _outputs() -> tuple[Any, ...]:
+    from scenarios.leaks import heavy
+
+    return ([heavy(16, 64) for _ in range(3)],)
+
+
+LEAKS = (
+    Scenario("leaks.pipeline_step", "scenarios.leaks", "pipeline_step", "recursive-closure"),
+    Scenario(
+        "leaks.stage_backward",
+        "scenarios.leaks",
+        "stage_backward",
+        "recursive-closure",
+        _outputs,
+    ),
+    Scenario("leaks.Trainer", "scenarios.leaks", "Trainer", "bound-method-on-self"),
+    Scenario(
+        "leaks.self_loop",
+        "scenarios.leaks",
+        "self_loop",
+        "self-containing-container",
+        lambda: (256,),
+        record_allocations=True,  # no code in the cycle: the payload's site finds the line
+    ),
+    Scenario("leaks.ring", "scenarios.leaks", "ring", "attribute-loop"),
+)
+
+
+def _autograd(function: str, pattern: str, *, record: bool = False) -> Scenario:
+    """A loop through the autograd graph (``autograd_loops.py``); ``record``: the line that
+    made the cut is in no function of the loop, so the payload's allocation site finds it."""
+    module = "scenarios.autograd_loops"
+    return Scenario(
+        f"autograd_loops.{function}", module, function, pattern, needs=("torch",),
+        record_allocations=record,
+    )  # fmt: skip
+
+
+AUTOGRAD = (
+    _autograd("tensor_hook", "tensor-hook-loop"),
+    _autograd("hook_on_owner", "tensor-hook-loop"),
+    _autograd("grad_cam", "module-hook-loop"),
+    _autograd("prehook_on_node", "node-hook-loop", record=True),
+    _autograd("prehook_holding_output", "node-hook-loop"),
+    _autograd("ctx_attribute", "ctx-attribute"),
+    _autograd("node_metadata", "node-metadata", record=True),
+)
+
+
+def _case(path: Path) -> Scenario:
+    name = f"scenarios.{path.stem}"
+    source = path.read_text(encoding="utf-8")
+    needs = tuple(m for m in ("torch",) if f"import {m}" in source)
+    pattern = _constant(source, "PATTERN") or ""
+    record = _constant(source, "RECORD_ALLOCATIONS") == "True"
+    return Scenario(path.stem, name, "run", pattern, record_allocations=record, needs=needs)
+
+
+def _constant(source: str, name: str) -> str | None:
+    for line in source.splitlines():
+        if line.startswith(f"{name} = "):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return None
+
+
+CASES = tuple(_case(path) for path in sorted(HERE.glob("case_*.py")))
+SCENARIOS = LEAKS + AUTOGRAD + CASES
