@@ -93,6 +93,11 @@ def test_pyproject_ignore_and_explicit_config(tmp_path: Path) -> None:
         ('[tool.whyalive.lint.per-file-ignores]\n"a.py" = ["X1"]', "'X1' in per-file-ignores"),
         ('selct = ["WAL1"]', "unknown key 'selct'"),
         ("select = 3", "select must be a list of strings"),
+        ('ignore = "WAL5"', "ignore must be a list of strings (got str 'WAL5')"),
+        ('select = ["WAL1", 5]', "select must be a list of strings"),
+        ('extend-exclude = "build"', "extend-exclude must be a list of strings"),
+        ('[tool.whyalive.lint.per-file-ignores]\n"a.py" = "WAL1"', "must be a list of strings"),
+        ("per-file-ignores = 3", "per-file-ignores must be a table"),
         ("select = [", "not valid TOML"),
     ],
 )
@@ -103,6 +108,14 @@ def test_bad_pyproject_is_a_usage_error(tmp_path: Path, table: str, message: str
     assert (code, out) == (2, "")
     assert message in err
     assert len(err.splitlines()) == 1
+
+
+def test_lint_table_of_the_wrong_type(tmp_path: Path) -> None:
+    """`[tool.whyalive]` with `lint = 3` is a usage error, not a traceback."""
+    root = _project(tmp_path, "[tool.whyalive]\nlint = 3\n")
+    code, out, err = run_lint(str(root))
+    assert (code, out) == (2, "")
+    assert "[tool.whyalive.lint] must be a table" in err
 
 
 @pytest.mark.parametrize("option", ["--select", "--ignore"])

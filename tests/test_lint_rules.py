@@ -190,3 +190,46 @@ def test_light_instances_are_opt_in() -> None:
     assert found[0].message.startswith("WAL904 (WAL201) `self.act = self.python`")
     heavier = source.replace("self.approximate = approximate", "self.weight = make(approximate)")
     assert [f.code for f in lint_source(heavier)] == ["WAL201", "WAL501"]
+
+
+def test_cache_messages_say_what_a_bounded_cache_keeps() -> None:
+    """An unbounded cache keeps every instance; `maxsize=N` the last N calls; `maxsize=1`
+    the instance used last. No message offers `cached_property` (callers call the method)."""
+    source = (
+        "import functools\n"
+        "class C(Base):\n"
+        "    @functools.cache\n"
+        "    def a(self, x): return x\n"
+        "    @functools.lru_cache(maxsize=4)\n"
+        "    def b(self, x): return x\n"
+        "    @functools.lru_cache(1)\n"
+        "    def c(self, x): return x\n"
+    )
+    messages = [f.message for f in lint_source(source)]
+    assert "keeps every `self` it is called with" in messages[0]
+    assert "instances are never freed" in messages[0]
+    assert "the `self`, arguments and result of its last 4 calls" in messages[1]
+    assert "keeps the last `self` it was called with" in messages[2]
+    assert all("cached_property" not in m for m in messages)
+
+
+def test_linting_leaves_no_cyclic_garbage() -> None:
+    """The lint runs inside whyalive's own analysis (to name the rule that flags a cut), so
+    it must make no cyclic garbage: scope tables hold their parents weakly, no `ast.dump`."""
+    import gc
+
+    files = [*CASES, *sorted((CASES[0].parent / "advice").glob("*.py"))]
+    texts = [(p, p.read_text(encoding="utf-8")) for p in files if p.suffix == ".py"]
+    gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    try:
+        start = len(gc.garbage)
+        for path, text in texts:
+            lint_source(text, str(path), select="WAL,WAL9")
+        gc.collect()
+        made = gc.garbage[start:]
+        del gc.garbage[start:]
+    finally:
+        gc.set_debug(flags)
+    assert not made, sorted({type(o).__qualname__ for o in made})

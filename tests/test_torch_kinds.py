@@ -61,6 +61,41 @@ def test_seed_on_real_tensors_names_tensors() -> None:
     assert not run_demo(fixed=True)[1].found
 
 
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here"),
+        ),
+    ],
+)
+def test_demo_on_a_device_reports_that_device(device: str) -> None:
+    """``whyalive demo --device D`` runs the step on D; the report's bytes are on D."""
+    from whyalive.demo import run_demo
+
+    name, report = run_demo(device=device)
+    placed = str(torch.empty(0, device=device).device)  # "cuda" is "cuda:0" on a tensor
+    assert name == f"torch on {device}"
+    (cycle,) = report.cycles
+    assert f"4 tensors float32[16, 256] {placed}" in cycle.summary
+    assert set(report.bytes_by_device) == {placed}
+    assert not run_demo(fixed=True, device=device)[1].found
+
+
+def test_demo_on_a_device_torch_cannot_use_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from whyalive.cli import main
+
+    assert main(["demo", "--device", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("whyalive: error: --device bogus: torch cannot use it here (")
+    assert "\n" not in err
+    assert "Traceback" not in err
+
+
 class Holder:
     """An object in a self-cycle that holds what a test gives it."""
 

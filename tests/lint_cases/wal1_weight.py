@@ -148,3 +148,111 @@ def built_from_each_other(x):
         return walk(i - 1) if i else (b, a)
 
     return walk(2)
+
+
+# Annotations on locals count whatever the uses (returned, handed on, string annotations).
+def annotated_locals(root, collect):
+    files: list[tuple[str, str]] = []
+    names: "OrderedDict[str, str]" = {}
+    sizes: list[int]
+    sizes = []
+
+    def walk(node):  # WAL903: 160, 4 fix
+        files.append((f"{node.name}", node.url))
+        names[node.name] = node.kind
+        sizes.append(node.size)
+        for child in node.children:
+            walk(child)
+
+    walk(root)
+    collect(sizes)
+    return files, names
+
+
+# Filled from attributes named as numbers, and the items read only as numbers and strings:
+# counted, halved, compared, formatted.
+def sliceable(model, slice_size):
+    dims = []
+
+    def collect(module):  # WAL903: 177, 4 fix
+        if hasattr(module, "set_attention_slice"):
+            dims.append(module.sliceable_head_dim)
+        for child in module.children():
+            collect(child)
+
+    collect(model)
+    halves = [d // 2 for d in dims]
+    for i in range(len(dims)):
+        dim = dims[i]
+        if slice_size > dim:
+            raise ValueError(f"size {slice_size} is larger than {dim}")
+    return halves
+
+
+# Names said scalar, but an item is read as a tensor (`.sum()`), or items never read at all.
+def sizes_read_as_tensors(model):
+    sizes = []
+
+    def collect(module):  # WAL101: 196, 4 "sizes" fix
+        sizes.append(module.hidden_size)
+        for child in module.children():
+            collect(child)
+
+    collect(model)
+    return [s.sum() for s in sizes]
+
+
+def only_counted(model):
+    dims = []
+
+    def collect(module):  # WAL101: 208, 4 "dims" fix
+        dims.append(module.head_dim)
+        for child in module.children():
+            collect(child)
+
+    collect(model)
+    return len(dims)
+
+
+# Items taken out by index into a name that is then handed on: not read as a number.
+def taken_and_handed(model, sink):
+    dims = []
+
+    def collect(module):  # WAL101: 221, 4 "dims" fix
+        dims.append(module.head_dim)
+        for child in module.children():
+            collect(child)
+
+    collect(model)
+    first = dims[0]
+    sink(first)
+
+
+# A call of a function of this file annotated to return something light is light.
+def depth_of(node) -> int:
+    return 1 + max((depth_of(c) for c in node.children), default=0)
+
+
+def deepest(root):
+    best = depth_of(root)
+
+    def walk(node):  # WAL903: 239, 4 fix
+        if depth_of(node) > best:
+            return node.name
+        for child in node.children:
+            walk(child)
+
+    return walk(root)
+
+
+# The same name, rebound to a local that may be anything, is not that function.
+def shadowed(root, depth_of):
+    best = depth_of(root)
+
+    def walk(node):  # WAL101: 252, 4 "best" fix
+        if node.size > best:
+            return node.name
+        for child in node.children:
+            walk(child)
+
+    return walk(root)

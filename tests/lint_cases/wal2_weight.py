@@ -127,3 +127,20 @@ class NotShared:
 
     def close(self):
         pass
+
+
+# Attributes declared with a light type are light whatever they are given later.
+class Environment:
+    def __init__(self):
+        self._rank: Optional[int] = None
+        self.hosts: list[str] = []
+
+    def setup(self, comm):
+        self._rank = comm.Get_rank()
+        self.hosts = comm.allgather(self.name())
+
+    def name(self):
+        return "host"
+
+    def install(self):
+        self.report = self.name  # WAL904: 146, 8

@@ -20,6 +20,7 @@ from whyalive.errors import UsageError
 from whyalive.lint.config import LintConfig
 from whyalive.lint.engine import lint_tree
 from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.parallel import map_in_workers, worker_count
 from whyalive.lint.rules import INPUT_PROBLEMS, RULE_FOR_PATTERN, RULES, explain_rule
 
 __all__ = [
@@ -201,6 +202,24 @@ def read_source(path: str) -> str | LintFinding:
         return _input_problem(path, "WAL002", f"not valid {exc.encoding}: {exc.reason}", line)
 
 
+def _lint_file(job: tuple[str, tuple[str, ...], bool]) -> tuple[list[LintFinding], str | None]:
+    """Lint one file with the rules of the given codes: its findings, and its text when asked
+    (run in a worker process: rules travel by code)."""
+    path, codes, keep_source = job
+    source = read_source(path)
+    if isinstance(source, LintFinding):
+        return [source], None
+    rules = tuple(rule for rule in RULES if rule.code in codes)
+    return _lint_with(source, path, rules), source if keep_source else None
+
+
+def _file_size(job: tuple[str, tuple[str, ...], bool]) -> float:
+    try:
+        return float(os.stat(job[0]).st_size)
+    except OSError:
+        return 0.0
+
+
 def lint_paths(
     paths: Iterable[str | os.PathLike[str]],
     *,
@@ -208,12 +227,14 @@ def lint_paths(
     ignore: Iterable[str] | str | None = None,
     config: LintConfig | None = None,
     sources: dict[str, str] | None = None,
+    jobs: int | None = None,
 ) -> list[LintFinding]:
     """Lint files and directories; unreadable or unparsable files become 0xx findings.
 
     ``select`` replaces ``config.select`` and ``ignore`` adds to ``config.ignore``; the
     config's ``per-file-ignores`` and ``extend-exclude`` apply too. When ``sources`` is given,
-    the text of each file read is stored in it (``--fix`` edits that text).
+    the text of each file read is stored in it (``--fix`` edits that text). ``jobs`` processes
+    share a big tree (``None``: one per available core; 1: this process only).
 
     Raises:
         UsageError: for an unknown code in ``select``, ``ignore`` or the config.
@@ -225,16 +246,18 @@ def lint_paths(
     dropped = [*check_codes(config.ignore, f"ignore{where}"), *check_codes(ignore, "ignore")]
     for _, codes in config.per_file_ignores:
         check_codes(codes, f"per-file-ignores{where}")
-    rules = select_rules(chosen, dropped)
+    codes = tuple(rule.code for rule in select_rules(chosen, dropped))
+    files = list(iter_python_files(paths, config.excluded if config.extend_exclude else None))
+    jobs_done = map_in_workers(
+        _lint_file,
+        [(path, codes, sources is not None) for path in files],
+        worker_count(jobs, len(files)),
+        cost=_file_size,
+    )
     findings: list[LintFinding] = []
-    for path in iter_python_files(paths, config.excluded if config.extend_exclude else None):
-        source = read_source(path)
-        if isinstance(source, LintFinding):
-            found = [source]
-        else:
-            found = _lint_with(source, path, rules)
-            if sources is not None:
-                sources[path] = source
+    for path, (found, source) in zip(files, jobs_done, strict=True):
+        if sources is not None and source is not None:
+            sources[path] = source
         per_file = config.ignored_in(path) if config.per_file_ignores else ()
         findings.extend(
             f

@@ -53,11 +53,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     changes.add_argument(
         "--diff", action="store_true", help="print the always-safe fixes as a diff; write nothing"
     )
+    parser.add_argument(
+        "--jobs",
+        "-j",
+        type=_job_count,
+        default=None,
+        metavar="N",
+        help="processes to lint with (default or 0: one per core; 1: this process only)",
+    )
     config = parser.add_mutually_exclusive_group()
     config.add_argument(
         "--config", default=None, metavar="PYPROJECT", help="read [tool.whyalive.lint] from here"
     )
     config.add_argument("--isolated", action="store_true", help="ignore every pyproject.toml")
+
+
+def _job_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of processes (0 or more), got {text!r}"
+        )
+    return value
 
 
 def _record(finding: LintFinding) -> dict[str, Any]:
@@ -148,6 +168,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             ignore=args.ignore,
             config=_config(args),
             sources=sources if changing else None,
+            jobs=args.jobs,
         )
     except UsageError as error:
         err.write(f"whyalive lint: {error}\n")

@@ -109,19 +109,22 @@ def _parse_toml(path: Path) -> dict[str, Any]:
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{where} must be a list of strings")
+        got = f" (got {type(value).__name__} {value!r:.40})" if isinstance(value, str) else ""
+        raise UsageError(f"{where} must be a list of strings{got}")
     return tuple(v.strip().upper() if "exclude" not in where else v for v in value)
 
 
 def load_config(path: Path) -> LintConfig:
     """Read ``[tool.whyalive.lint]`` from ``path``; a malformed table is a usage error."""
-    table = _parse_toml(path).get("tool", {}).get("whyalive", {}).get("lint", {})
+    table: object = _parse_toml(path)
+    for key in ("tool", "whyalive", "lint"):
+        if not isinstance(table, dict):
+            break
+        table = table.get(key, {})
     where = f"{path}: [tool.whyalive.lint]"
     if not isinstance(table, dict):
-        raise UsageError(f"{where} must be a table")
+        raise UsageError(f"{where} must be a table (or [tool.whyalive] is not one)")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")

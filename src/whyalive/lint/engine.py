@@ -7,11 +7,13 @@ from collections.abc import Iterable
 
 from whyalive.lint.findings import LintFinding, Rule
 from whyalive.lint.scopes import SCOPE_NODES, Context, Frame, frame_for, outer_and_inner
+from whyalive.lint.symbols import child_fields
 
 __all__ = ["lint_tree"]
 
 
 _POP = ast.Pass()
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 
 class _Push(ast.AST):
@@ -28,27 +30,15 @@ def _dispatch_table(rules: Iterable[Rule]) -> dict[type[ast.AST], list[Rule]]:
     return table
 
 
-# Field names that never hold a node a rule could want (contexts, operators, names).
-_NO_NODE_FIELDS = frozenset({"ctx", "op", "id", "arg", "attr", "name", "names", "level"})
-_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
-
-
-def _node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        # Reversed, so children pushed on the stack come off it in source order.
-        fields = tuple(f for f in reversed(cls._fields) if f not in _NO_NODE_FIELDS)
-        _FIELDS[cls] = fields
-    return fields
-
-
 def lint_tree(
     tree: ast.Module, source: str, filename: str, rules: Iterable[Rule]
 ) -> list[LintFinding]:
     """Run ``rules`` over an already parsed module and return their findings in order."""
     dispatch = _dispatch_table(rules)
-    # Leaves no rule asked for are never pushed: they are most of the tree.
+    # Leaves no rule asked for are never pushed: they are most of the tree. So are
+    # attributes of a name (`self.x`, `torch.nn`), whose only child is that name.
     skip = {ast.Name, ast.Constant}.difference(dispatch)
+    attribute = ast.Attribute if ast.Attribute not in dispatch and ast.Name in skip else None
     ctx = Context(source, filename, [Frame(tree, "module", None)])
     findings: list[LintFinding] = []
     stack: list[ast.AST] = list(reversed(tree.body))
@@ -79,22 +69,29 @@ def lint_tree(
                             f"WAL000 internal error in {rule.code}: {type(exc).__name__}: {exc}",
                         )
                     )
-        if isinstance(node, SCOPE_NODES):
+        if cls in _SCOPE_TYPES:
             outer, inner = outer_and_inner(node)
             push(_POP)
             stack.extend(reversed(inner))
             push(_Push(frame_for(node, ctx.frame)))
             stack.extend(reversed(outer))
             continue
-        for name in _node_fields(cls):
+        for name in child_fields(cls):
             value = getattr(node, name, None)
             if value is None:
                 continue
             if type(value) is list:
                 for item in reversed(value):
-                    if isinstance(item, ast.AST) and type(item) not in skip:
+                    kind = type(item)
+                    if kind in skip or (kind is attribute and type(item.value) is ast.Name):
+                        continue
+                    if isinstance(item, ast.AST):
                         push(item)
-            elif isinstance(value, ast.AST) and type(value) not in skip:
-                push(value)
+            else:
+                kind = type(value)
+                if kind in skip or (kind is attribute and type(value.value) is ast.Name):
+                    continue
+                if isinstance(value, ast.AST):
+                    push(value)
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from whyalive.lint.scopes import Context
 
-__all__ = ["HEAVY_CAPTURE_KINDS", "Capture", "LintFinding", "Rule", "TextEdit", "snippet"]
+__all__ = [
+    "HEAVY_CAPTURE_KINDS",
+    "Advice",
+    "Capture",
+    "LintFinding",
+    "Rule",
+    "TextEdit",
+    "advice_sentence",
+    "snippet",
+]
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,24 @@ class Capture:
 HEAVY_CAPTURE_KINDS = frozenset({"self", "parameter", "local", "default", "cache"})
 
 
+@dataclass(frozen=True)
+class Advice:
+    """One fix a finding's message offers: ``key`` names it (the same for every finding of a
+    rule and shape; tests run each offered fix on a runnable case), ``text`` says it."""
+
+    key: str
+    text: str
+
+
+def advice_sentence(advice: tuple[Advice, ...]) -> str:
+    """The fixes as one sentence: ``A, B, or C.``"""
+    parts = [a.text for a in advice]
+    if not parts:
+        return ""
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", or " + parts[-1]
+    return joined[0].upper() + joined[1:] + "."
+
+
 @dataclass(frozen=True, order=True)
 class TextEdit:
     """Insert ``text`` before the character at ``line`` (1-based), ``col`` (0-based, in chars)."""
@@ -48,7 +75,8 @@ class LintFinding:
     """One problem found in one file: where it is, its rule code and the full message.
 
     ``captures`` lists, heavy first, every name the cycle keeps alive (closure rules);
-    ``edits`` is the always-safe fix (empty when there is none), applied by ``--fix``.
+    ``edits`` is the always-safe fix (empty when there is none), applied by ``--fix``;
+    ``advice`` names the fixes the message offers (:class:`Advice` keys).
     """
 
     path: str
@@ -58,6 +86,7 @@ class LintFinding:
     message: str
     captures: tuple[Capture, ...] = field(default=(), compare=False)
     edits: tuple[TextEdit, ...] = field(default=(), compare=False)
+    advice: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def text(self) -> str:
@@ -73,7 +102,7 @@ class Rule:
     name: str
     message: str
     node_types: tuple[type[ast.AST], ...]
-    check: Callable[[ast.AST, Context], Iterator[LintFinding]]
+    check: Callable[[ast.AST, Context], Iterable[LintFinding]]
     default_enabled: bool = True
     explanation: str = ""
 

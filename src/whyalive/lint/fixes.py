@@ -31,13 +31,17 @@ _LAYOUT = frozenset(
 
 
 class SourceTokens:
-    """The significant tokens of a module, found by position."""
+    """The significant tokens of a module (or of its lines ``first`` to ``last``, a whole
+    statement), found by position."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, first: int = 1, last: int | None = None) -> None:
         self.lines = source.split("\n")
+        text = "\n".join(self.lines[first - 1 : last]) + "\n"
         self.tokens = [
-            t
-            for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            t._replace(
+                start=(t.start[0] + first - 1, t.start[1]), end=(t.end[0] + first - 1, t.end[1])
+            )
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
             if t.type not in _LAYOUT
         ]
         self._starts = [t.start for t in self.tokens]

@@ -1,18 +1,27 @@
-"""Scopes of a module being walked, and the symbol tables that answer scope questions.
+"""Scopes of a module being walked, and the scope tables that answer scope questions.
 
 Scope questions (is this name a closure variable? which function owns it?) are answered by
-the standard library's :mod:`symtable`, built lazily: most files never need it, and building
-it costs about half as much as parsing.
+:mod:`whyalive.lint.symbols` from the tree the engine already walks, built lazily: most files
+never need it.
 """
 
 from __future__ import annotations
 
 import ast
-import symtable
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
+from whyalive.lint.findings import Advice, Capture, LintFinding, Rule, TextEdit, advice_sentence
+from whyalive.lint.symbols import (
+    COMPREHENSION_NODES,
+    FUNCTION_NODES,
+    SCOPE_NODES,
+    Scope,
+    build_scopes,
+    child_fields,
+    outer_and_inner,
+    walk_nodes,
+)
 
 __all__ = [
     "COMPREHENSION_NODES",
@@ -22,26 +31,12 @@ __all__ = [
     "Context",
     "Frame",
     "frame_for",
-    "mangle",
     "outer_and_inner",
     "own_scope_nodes",
-    "unmangle",
+    "walk_nodes",
 ]
 
-FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
-COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCTION_OR_LAMBDA = (*FUNCTION_NODES, ast.Lambda)
-SCOPE_NODES = (*FUNCTION_NODES, ast.Lambda, ast.ClassDef, *COMPREHENSION_NODES)
-
-_TABLE_NAMES: dict[type[ast.AST], str] = {
-    ast.Lambda: "lambda",
-    ast.ListComp: "listcomp",
-    ast.SetComp: "setcomp",
-    ast.DictComp: "dictcomp",
-    ast.GeneratorExp: "genexpr",
-}
-_PLAIN_TABLE_TYPES = frozenset({"function", "class", "module"})
-_UNRESOLVED = object()
 
 
 @dataclass(eq=False)
@@ -52,7 +47,6 @@ class Frame:
     kind: str
     parent: Frame | None
     self_name: str | None = None
-    table: object = _UNRESOLVED
 
 
 def _is_decorated_with(node: ast.FunctionDef | ast.AsyncFunctionDef, names: set[str]) -> bool:
@@ -83,56 +77,39 @@ def frame_for(node: ast.AST, parent: Frame) -> Frame:
     return Frame(node, "comprehension", parent)
 
 
-def outer_and_inner(node: ast.AST) -> tuple[list[ast.AST], list[ast.AST]]:
-    """Split a scope node's children into those evaluated outside it and those inside it."""
-    if isinstance(node, (*FUNCTION_NODES, ast.Lambda)):
-        args = node.args
-        outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-        if isinstance(node, FUNCTION_NODES):
-            outer[:0] = node.decorator_list
-            every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-            outer.extend(a.annotation for a in every if a is not None and a.annotation is not None)
-            if node.returns is not None:
-                outer.append(node.returns)
-            return outer, list(node.body)
-        return outer, [node.body]
-    if isinstance(node, ast.ClassDef):
-        return [*node.decorator_list, *node.bases, *node.keywords], list(node.body)
-    assert isinstance(node, COMPREHENSION_NODES)
-    first, *rest = node.generators
-    inner: list[ast.AST] = [first.target, *first.ifs]
-    for gen in rest:
-        inner.extend((gen.target, gen.iter, *gen.ifs))
-    if isinstance(node, ast.DictComp):
-        inner.extend((node.key, node.value))
-    else:
-        inner.append(node.elt)
-    return [first.iter], inner
-
-
-def _children(node: ast.AST) -> Iterator[ast.AST]:
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            yield value
-        elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, ast.AST):
-                    yield item
+def _in_class(frame: Frame) -> bool:
+    outer: Frame | None = frame
+    while outer is not None:
+        if outer.kind == "class":
+            return True
+        outer = outer.parent
+    return False
 
 
 def own_scope_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
     """Yield ``nodes`` and their descendants, without entering nested scopes' bodies."""
     stack = list(nodes)
     stack.reverse()
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        if isinstance(node, SCOPE_NODES):
+        cls = type(node)
+        if cls in _SCOPE_TYPES:
             outer, _ = outer_and_inner(node)
             stack.extend(reversed(outer))
-        else:
-            stack.extend(reversed(list(_children(node))))
+            continue
+        for name in child_fields(cls):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in reversed(value):
+                    if isinstance(item, ast.AST):
+                        push(item)
+            elif isinstance(value, ast.AST):
+                push(value)
+
+
+_SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 
 @dataclass(eq=False)
@@ -144,11 +121,7 @@ class Context:
     frames: list[Frame]
     rule: Rule | None = None
     memo: dict[tuple[str, int], object] = field(default_factory=dict)
-    _module_table: object = _UNRESOLVED
-    _child_index: dict[int, dict[tuple[str, int], list[symtable.SymbolTable]]] = field(
-        default_factory=dict
-    )
-    _node_tables: dict[int, symtable.SymbolTable | None] = field(default_factory=dict)
+    _scopes: dict[int, Scope] | None = None
 
     @property
     def frame(self) -> Frame:
@@ -163,12 +136,15 @@ class Context:
         *,
         captures: tuple[Capture, ...] = (),
         edits: tuple[TextEdit, ...] = (),
+        advice: tuple[Advice, ...] = (),
         **fields: str,
     ) -> LintFinding:
         """Build a finding at ``node`` from the current rule's message template, filled from
-        ``found`` and ``fields``."""
+        ``found``, ``fields`` and the ``advice`` sentence (its ``{advice}`` field)."""
         assert self.rule is not None
         fields = {**(found or {}), **fields}
+        if advice:
+            fields["advice"] = advice_sentence(advice)
         return LintFinding(
             self.filename,
             getattr(node, "lineno", 1),
@@ -177,113 +153,52 @@ class Context:
             self.rule.message.format(**fields),
             captures,
             edits,
+            tuple(a.key for a in advice),
         )
 
-    def frame_table(self, frame: Frame) -> symtable.SymbolTable | None:
-        """The symbol table of ``frame`` (``None`` when it cannot be built or matched)."""
-        if frame.table is _UNRESOLVED:
-            if frame.parent is None:
-                frame.table = self._build_module_table()
-            else:
-                frame.table = self._resolve(frame.node, self.frame_table(frame.parent))
-        table = frame.table
-        return table if isinstance(table, symtable.SymbolTable) else None
+    def frame_table(self, frame: Frame) -> Scope | None:
+        """The scope table of ``frame``, built on first use for the outermost function around
+        it (with every scope inside), or for a module or class body alone."""
+        if self._scopes is None:
+            self._scopes = {}
+        known = self._scopes.get(id(frame.node))
+        if known is not None:
+            return known
+        top, in_class = frame, False
+        outer = frame.parent
+        while outer is not None:
+            if outer.kind == "class":
+                in_class = True
+            elif outer.kind != "module":
+                top, in_class = outer, False
+            outer = outer.parent
+        shallow = top.kind in ("module", "class")
+        self._scopes.update(build_scopes(top.node, in_class=in_class, shallow=shallow))
+        return self._scopes.get(id(frame.node))
 
-    def table_of(self, node: ast.AST) -> symtable.SymbolTable | None:
-        """The symbol table of a scope node that sits directly in the current frame."""
+    def table_of(self, node: ast.AST) -> Scope | None:
+        """The scope table of a scope node that sits directly in the current frame."""
         return self.child_table(self.frame, node)
 
-    def child_table(self, frame: Frame, node: ast.AST) -> symtable.SymbolTable | None:
-        """The symbol table of a scope node that sits directly in ``frame``."""
-        return self._resolve(node, self.frame_table(frame))
+    def child_table(self, frame: Frame, node: ast.AST) -> Scope | None:
+        """The scope table of a scope node that sits in ``frame``."""
+        if self.frame_table(frame) is None:
+            return None
+        assert self._scopes is not None
+        known = self._scopes.get(id(node))
+        if known is None and frame.kind in ("module", "class"):
+            # A function directly in a module or class is the top of its own tables.
+            in_class = frame.kind == "class" or _in_class(frame)
+            self._scopes.update(build_scopes(node, in_class=in_class))
+            known = self._scopes.get(id(node))
+        return known
 
     def frees_of(self, node: ast.AST) -> frozenset[str]:
         """Closure variables of a scope node in the current frame (empty when unknown)."""
         table = self.table_of(node)
-        if table is None:
-            return frozenset()
-        return frozenset(s.get_name() for s in table.get_symbols() if s.is_free())
+        return table.free if table is not None else frozenset()
 
-    def local_def_tables(self, name: str) -> list[symtable.SymbolTable]:
+    def local_def_tables(self, name: str) -> list[Scope]:
         """Tables of functions named ``name`` defined directly in the current frame."""
         table = self.frame_table(self.frame)
-        if table is None:
-            return []
-        return [
-            child
-            for child in table.get_children()
-            if child.get_name() == name and child.get_type() == "function"
-        ]
-
-    def _build_module_table(self) -> symtable.SymbolTable | None:
-        if self._module_table is _UNRESOLVED:
-            try:
-                self._module_table = symtable.symtable(self.source, self.filename, "exec")
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._module_table = None
-        table = self._module_table
-        return table if isinstance(table, symtable.SymbolTable) else None
-
-    def _resolve(
-        self, node: ast.AST, parent: symtable.SymbolTable | None
-    ) -> symtable.SymbolTable | None:
-        key = id(node)
-        if key in self._node_tables:
-            return self._node_tables[key]
-        found = None
-        if parent is not None:
-            if isinstance(node, (*COMPREHENSION_NODES, ast.Lambda)):
-                name = _TABLE_NAMES[type(node)]
-            else:
-                name = getattr(node, "name", "")
-            candidates = self._index(parent).get((name, getattr(node, "lineno", 0)))
-            if candidates:
-                # Same name on one line (two lambdas): hand them out in walk order.
-                found = candidates.pop(0)
-            elif isinstance(node, COMPREHENSION_NODES):
-                # Inlined comprehensions (PEP 709, 3.12+) live in their parent's table.
-                found = parent
-        self._node_tables[key] = found
-        return found
-
-    def _index(
-        self, table: symtable.SymbolTable
-    ) -> dict[tuple[str, int], list[symtable.SymbolTable]]:
-        index = self._child_index.get(id(table))
-        if index is None:
-            index = {}
-            pending = list(table.get_children())
-            while pending:
-                child = pending.pop(0)
-                if str(child.get_type()) not in _PLAIN_TABLE_TYPES:
-                    # Type-parameter and annotation scopes (3.12+) sit between a
-                    # scope and its functions; look through them.
-                    pending.extend(child.get_children())
-                    continue
-                index.setdefault((child.get_name(), child.get_lineno()), []).append(child)
-            self._child_index[id(table)] = index
-        return index
-
-
-def _private_prefix(frame: Frame) -> str:
-    """``_Owner`` for frames inside class ``Owner`` (private names get it), else ``""``."""
-    scope: Frame | None = frame
-    while scope is not None and scope.kind != "class":
-        scope = scope.parent
-    owner = getattr(scope.node, "name", "").lstrip("_") if scope is not None else ""
-    return f"_{owner}" if owner else ""
-
-
-def mangle(name: str, frame: Frame) -> str:
-    """``name`` as the symbol table spells it inside ``frame`` (private names of a class)."""
-    if not name.startswith("__") or name.endswith("__"):
-        return name
-    return _private_prefix(frame) + name
-
-
-def unmangle(key: str, frame: Frame) -> str:
-    """A symbol table name as the source spells it: the inverse of :func:`mangle`."""
-    prefix = _private_prefix(frame)
-    if prefix and key.startswith(prefix + "__") and not key.endswith("__"):
-        return key[len(prefix) :]
-    return key
+        return table.functions_named(name) if table is not None else []

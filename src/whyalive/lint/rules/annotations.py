@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["last_name", "light_annotation", "words"]
+__all__ = ["declares_light", "last_name", "light_annotation", "words"]
 
 
 def words(text: str) -> frozenset[str]:
@@ -68,3 +68,11 @@ def light_annotation(annotation: ast.AST | None) -> bool:
             return light_annotation(parts[0])
         return name in _LIGHT_GENERICS and all(light_annotation(p) for p in parts)
     return last_name(annotation) in _LIGHT_TYPES
+
+
+def declares_light(stmt: ast.AST) -> bool:
+    """A binding that declares a light type for its name: ``names: list[str] = []``, a bare
+    ``dims: list[int]``, or a parameter ``flag: bool``."""
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return light_annotation(stmt.annotation)
+    return isinstance(stmt, ast.arg) and light_annotation(stmt.annotation)

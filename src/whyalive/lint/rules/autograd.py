@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
 from whyalive.lint.rules.shapes import closure_frees, enclosing_function, held_values, root_name
 from whyalive.lint.scopes import Context, Frame, own_scope_nodes
 
@@ -70,7 +70,14 @@ def _check_hook(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         function = enclosing_function(ctx)
         if function is not None and id(node) in _removed_handles(ctx, function):
             return
-        yield ctx.report(node, call=snippet(node), what=what, owner=owner)
+        advice = [
+            Advice("weak-owner", f"capture `weakref.ref({owner})` instead of `{owner}`"),
+        ]
+        if func.attr.lstrip("_") != "register_hook":
+            # Module hooks get the module; a tensor's `register_hook` only the gradient.
+            advice.append(Advice("use-arguments", "use what the hook receives as arguments"))
+        advice.append(Advice("remove-handle", "`.remove()` the handle it returns when done"))
+        yield ctx.report(node, call=snippet(node), what=what, owner=owner, advice=tuple(advice))
         return
 
 
@@ -80,8 +87,7 @@ HOOK_CAPTURES_OWNER = Rule(
     message=(
         "WAL401 `{call}` registers {what}, the object the hook is registered on; `{owner}` "
         "holds the hook, which holds `{owner}`: a cycle (for tensors, through autograd's C++ "
-        "side, which the cyclic GC cannot see). Capture `weakref.ref({owner})`, use what the "
-        "hook receives as arguments, or `.remove()` the handle when done."
+        "side, which the cyclic GC cannot see). {advice}"
     ),
     node_types=(ast.Call,),
     check=_check_hook,
@@ -92,8 +98,9 @@ module hooks (`model.register_forward_hook(lambda m, i, o: model...)`). For tens
 passes through C++ objects that have no GC traversal, so even the cyclic GC never frees it:
 the tensor and its graph live until the process ends.
 
-Fix: let the hook use its arguments (`grad`, `module`), capture `weakref.ref(t)`, or keep the
-handle and call `handle.remove()` once the hook has run.""",
+Fix: let a module hook use its arguments (it gets the module; a tensor's `register_hook` gets
+only the gradient), capture `weakref.ref(t)`, or keep the handle and call `handle.remove()`
+once the hook has run.""",
 )
 
 
@@ -120,7 +127,15 @@ def _check_node_attr(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         for held in held_values(node.value):
             what = _captures(held, owner, ctx)
             if what is not None:
-                yield ctx.report(node, stmt=snippet(node), what=what, owner=owner)
+                advice = (
+                    Advice("weak-owner", f"attach `weakref.ref({owner})` instead"),
+                    Advice(
+                        "keep-outside",
+                        "keep the data outside the graph (a dict of your own, keyed by "
+                        "something that is not the tensor)",
+                    ),
+                )
+                yield ctx.report(node, stmt=snippet(node), what=what, owner=owner, advice=advice)
                 return
 
 
@@ -130,7 +145,7 @@ CLOSURE_ON_AUTOGRAD_NODE = Rule(
     message=(
         "WAL402 `{stmt}` attaches {what} to an autograd node of `{owner}`; the node holds it "
         "and `{owner}` holds the node: a cycle through C++ that the cyclic GC cannot free. "
-        "Attach `weakref.ref({owner})` or keep the data outside the graph."
+        "{advice}"
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_node_attr,

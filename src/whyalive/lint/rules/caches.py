@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule
+from whyalive.lint.findings import Advice, LintFinding, Rule
 from whyalive.lint.rules.annotations import light_annotation
-from whyalive.lint.rules.instances import light_instance
-from whyalive.lint.rules.weight import weigher
-from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes
+from whyalive.lint.rules.instances import is_module_class, light_instance
+from whyalive.lint.rules.weight import Weigher, weigher
+from whyalive.lint.scopes import FUNCTION_NODES, Context, own_scope_nodes, walk_nodes
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})
@@ -29,6 +29,66 @@ def _decorator_name(deco: ast.AST) -> tuple[str, str] | None:
     return None
 
 
+def _maxsize(deco: ast.AST, name: str) -> int | None:
+    """How many entries the cache keeps: ``None`` for ``@cache``/``maxsize=None`` (no
+    bound), 128 for a bare ``@lru_cache`` (its default), else the literal given."""
+    if name == "cache":
+        return None
+    if not isinstance(deco, ast.Call):
+        return 128
+    given = [*deco.args[:1], *(k.value for k in deco.keywords if k.arg == "maxsize")]
+    if not given:
+        return 128
+    value = given[0].value if isinstance(given[0], ast.Constant) else -1
+    if value is None:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else -1
+
+
+def _kept(bound: int | None, me: str) -> dict[str, str]:
+    """What the message says the cache keeps, and for how long."""
+    if bound is None or bound < 0:
+        return {"kept": f"every `{me}` it is called with", "freed": "instances are never freed"}
+    if bound == 1:
+        return {
+            "kept": f"the last `{me}` it was called with",
+            "freed": "it stays alive until the method is called on another instance",
+        }
+    return {
+        "kept": f"the `{me}`, arguments and result of its last {bound} calls",
+        "freed": f"they stay alive until {bound} newer calls push them out",
+    }
+
+
+def _advice(method: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> tuple[Advice, ...]:
+    """Fixes that keep every call ``obj.method(...)`` as it is."""
+    args = method.args
+    only_self = len(args.posonlyargs) + len(args.args) == 1 and not (
+        args.vararg or args.kwarg or args.kwonlyargs
+    )
+    memo = (
+        f"an attribute of `{me}` set on the first call and returned after"
+        if only_self
+        else f"a dict on `{me}` keyed by the arguments, filled on the first call"
+    )
+    instance = Advice("instance-memo", f"keep the results on the instance instead: {memo}")
+    reads_self = any(
+        isinstance(n, ast.Name) and n.id == me and isinstance(n.ctx, ast.Load)
+        for stmt in method.body
+        for n in walk_nodes(stmt)
+    )
+    if reads_self:
+        return (instance,)
+    return (
+        instance,
+        Advice(
+            "module-function",
+            f"cache a module-level function of the arguments instead (the method does not "
+            f"read `{me}`) and call it from the method",
+        ),
+    )
+
+
 def _check_method_cache(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     assert isinstance(node, FUNCTION_NODES)
     if ctx.frame.kind != "class" or not node.decorator_list:
@@ -43,30 +103,57 @@ def _check_method_cache(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         if name is not None and name[0] in _CACHES:
             cls = ctx.frame.node
             assert isinstance(cls, ast.ClassDef)
+            bound = _maxsize(deco, name[0])
             fields = {"deco": name[1], "cls": cls.name, "name": node.name, "self": args[0].arg}
+            fields.update(_kept(bound, args[0].arg))
             assert ctx.rule is not None
-            if _caches_only_light(ctx, cls, node) == (ctx.rule is LIGHT_METHOD_CACHE):
-                yield ctx.report(deco, fields)
+            why = _why_light(ctx, cls, node, bound)
+            if (why is not None) == (ctx.rule is LIGHT_METHOD_CACHE):
+                advice = () if why is not None else _advice(node, args[0].arg)
+                yield ctx.report(deco, fields, why=why or "", advice=advice)
             return
 
 
-def _caches_only_light(
-    ctx: Context, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef
-) -> bool:
-    """Whether all the cache keeps is light: instances (:mod:`.instances`), the other
-    arguments (light annotations or literal defaults) and the results (a light return
-    annotation, or every ``return`` value light)."""
+def _why_light(
+    ctx: Context,
+    cls: ast.ClassDef,
+    method: ast.FunctionDef | ast.AsyncFunctionDef,
+    bound: int | None,
+) -> str | None:
+    """Why all the cache keeps is light (``None`` when it may not be): instances
+    (:mod:`.instances`), the other arguments (light annotations or literal defaults) and the
+    results (a light return annotation, or every ``return`` value light). A cache of one
+    entry on a method that takes nothing but ``self`` keeps one instance, the one used last:
+    light unless the class is an ``nn.Module``."""
     found = weigher(ctx)
+    if not _light_result(found, method):
+        return None
+    only_self = len(method.args.args) + len(method.args.posonlyargs) == 1 and not (
+        method.args.vararg or method.args.kwarg or method.args.kwonlyargs
+    )
+    if bound == 1 and only_self and not is_module_class(found, cls):
+        return (
+            f"the method takes nothing but `{method.args.args[0].arg}`, `{cls.name}` is not a "
+            "module with parameters, and the result is light"
+        )
     if not light_instance(found, cls):
-        return False
+        return None
     me = frozenset({method.args.args[0].arg})
     scope = found.scope(method)
     params = [a.arg for a in (*method.args.posonlyargs, *method.args.args[1:])]
     params += [a.arg for a in (*method.args.kwonlyargs, method.args.vararg, method.args.kwarg) if a]
     if not all(found.light_name(method, p, me) for p in params if p in scope.bound):
-        return False
+        return None
+    return (
+        f"`{cls.name}` stores only strings, numbers, flags and code on its instances, and "
+        "the arguments and results are light too"
+    )
+
+
+def _light_result(found: Weigher, method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if light_annotation(method.returns):
         return True
+    me = frozenset({method.args.args[0].arg}) if method.args.args else frozenset()
     returns = [n for n in own_scope_nodes(method.body) if isinstance(n, ast.Return)]
     return all(r.value is None or found.light(r.value, method, me) for r in returns)
 
@@ -75,10 +162,8 @@ METHOD_CACHE = Rule(
     code="WAL501",
     name="method-cache",
     message=(
-        "WAL501 `@{deco}` on method `{cls}.{name}` keeps every `{self}` it is called with in "
-        "a cache owned by the class, so instances are never freed (flake8-bugbear B019). "
-        "Cache a module-level function of the values it needs, or use "
-        "`functools.cached_property`."
+        "WAL501 `@{deco}` on method `{cls}.{name}` keeps {kept} in a cache owned by the "
+        "class, so {freed} (flake8-bugbear B019). {advice}"
     ),
     node_types=FUNCTION_NODES,
     check=_check_method_cache,
@@ -90,19 +175,20 @@ alive. This is not a cycle but the effect is the one whyalive reports as the
 `method-cache` pattern. It is the same check as flake8-bugbear's B019: if you run both,
 ignore one of them (`--extend-ignore B019` or `WAL501`).
 
-Fix: move the cached computation to a module-level function of the values it needs,
-use `functools.cached_property` for per-instance values, or build a per-instance cache in
-`__init__` from a plain function (not from a bound method, which would be WAL201).""",
+`lru_cache(maxsize=N)` keeps the last N instances rather than all of them; the message says
+which.
+
+Fix, keeping every call `obj.method(...)` as it is: keep the results on the instance (an
+attribute set on the first call, or a dict on `self` keyed by the arguments), or, when the
+result depends only on the arguments, cache a module-level function of them and call it
+from the method. (`functools.cached_property` is no fix for a method: callers would have
+to read `obj.method` instead of calling it.)""",
 )
 
 LIGHT_METHOD_CACHE = Rule(
     code="WAL905",
     name="method-cache-holding-nothing-heavy",
-    message=(
-        "WAL905 `@{deco}` on method `{cls}.{name}` keeps every `{self}` it is called with, "
-        "but `{cls}` stores only strings, numbers, flags and code on its instances, and the "
-        "arguments and results are light too."
-    ),
+    message=("WAL905 `@{deco}` on method `{cls}.{name}` keeps {kept}, but nothing heavy: {why}."),
     node_types=FUNCTION_NODES,
     check=_check_method_cache,
     default_enabled=False,
@@ -111,7 +197,9 @@ A WAL501 method cache where everything the cache keeps is light: the instances (
 stores only strings, numbers, flags, `None`, code and loggers on `self`, see WAL904), the
 other arguments (annotated `str`, `int`, `bool`, `list[str]`... or defaulting to a literal)
 and the results (a light return annotation, or every `return` value built from light
-parts). The instances still live as long as the class. Off by default; select it with
+parts); or a cache of one entry (`maxsize=1`) on a method that takes nothing but `self` and
+returns something light, on a class that is not an `nn.Module`. The
+instances still live as long as the class. Off by default; select it with
 `--select WAL905` (or `WAL9`). The fixes are WAL501's.""",
 )
 

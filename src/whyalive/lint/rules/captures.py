@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-import symtable
 
 from whyalive.lint.findings import Capture, snippet
 from whyalive.lint.rules.instances import light_instance
@@ -20,10 +19,9 @@ from whyalive.lint.scopes import (
     FUNCTION_OR_LAMBDA,
     Context,
     Frame,
-    mangle,
     own_scope_nodes,
-    unmangle,
 )
+from whyalive.lint.symbols import Scope, Symbol
 
 __all__ = ["group_captures", "is_scalar", "lookup"]
 
@@ -180,13 +178,8 @@ def _scalar_parameter(scope: Frame, name: str) -> bool:
     return False
 
 
-def lookup(table: symtable.SymbolTable | None, name: str) -> symtable.Symbol | None:
-    if table is None:
-        return None
-    try:
-        return table.lookup(name)
-    except KeyError:
-        return None
+def lookup(table: Scope | None, name: str) -> Symbol | None:
+    return table.lookup(name) if table is not None else None
 
 
 def _light(ctx: Context, scope: Frame, name: str) -> bool:
@@ -200,14 +193,14 @@ def _light(ctx: Context, scope: Frame, name: str) -> bool:
     )
 
 
-def _classify(ctx: Context, frame: Frame, key: str, name: str) -> Capture:
-    """What the closure variable ``key`` (``name`` as written) of a function in ``frame`` is."""
-    if key == "__class__":
+def _classify(ctx: Context, frame: Frame, name: str) -> Capture:
+    """What the closure variable ``name`` of a function in ``frame`` is."""
+    if name == "__class__":
         return Capture(name, "class")
     scope: Frame | None = frame
     while scope is not None and scope.kind != "module":
         if scope.kind != "class":
-            symbol = lookup(ctx.frame_table(scope), key)
+            symbol = lookup(ctx.frame_table(scope), name)
             if symbol is not None and not symbol.is_free():
                 if scope.self_name == name:
                     owner = scope.parent.node if scope.parent is not None else None
@@ -239,10 +232,10 @@ def _held_by_functions(ctx: Context, frame: Frame, nodes: list[ast.AST]) -> list
             if default is None or isinstance(default, ast.Constant):
                 continue
             if isinstance(default, ast.Name):
-                symbol = lookup(table, mangle(default.id, frame))
+                symbol = lookup(table, default.id)
                 if symbol is None or symbol.is_global() or not symbol.is_local():
                     continue  # a global: alive anyway
-                held.append(_classify(ctx, frame, mangle(default.id, frame), default.id))
+                held.append(_classify(ctx, frame, default.id))
             else:
                 held.append(Capture(snippet(default, 30), "default"))
         for deco in getattr(scope, "decorator_list", []):
@@ -265,7 +258,7 @@ def _rank(capture: Capture) -> tuple[int, int, int, str]:
 def group_captures(
     ctx: Context, frame: Frame, cells: set[str], nodes: list[ast.AST]
 ) -> tuple[Capture, ...]:
-    """Everything a group's cycle keeps: its closure ``cells`` (symbol table names) and what
+    """Everything a group's cycle keeps: its closure variables ``cells`` and what
     its functions (``nodes``) hold themselves, heavy captures first."""
-    captured = {_classify(ctx, frame, key, unmangle(key, frame)) for key in cells}
+    captured = {_classify(ctx, frame, name) for name in cells}
     return tuple(sorted({*captured, *_held_by_functions(ctx, frame, nodes)}, key=_rank))

@@ -11,7 +11,7 @@ import ast
 import tokenize
 from collections.abc import Iterator
 
-from whyalive.lint.findings import Capture, LintFinding, Rule, TextEdit
+from whyalive.lint.findings import Advice, Capture, LintFinding, Rule, TextEdit
 from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
 from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
 from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame
@@ -36,28 +36,60 @@ def _kept(captures: tuple[Capture, ...]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def _advice(group: RecursionGroup, outer: str, fixable: bool) -> str:
+def _advice(group: RecursionGroup, outer: str, fixable: bool) -> tuple[Advice, ...]:
+    """The fixes offered, by shape: deleting the name is offered only when no function of
+    the group outlives ``outer`` (its next call would raise ``NameError``), and passing it
+    to itself, for an escaping function, only through a helper (its callers keep their
+    calls)."""
     first = group.names[0]
-    if group.escape is not None:
-        them = "it" if len(group.names) == 1 else "them"
-        return (
-            f"`{first}` escapes `{outer}` ({group.escape}), so deleting the name would break "
-            f"{them}: pass {them} as arguments, or move {them} to module level."
-        )
+    module_level = Advice(
+        "module-level",
+        f"move {'it' if len(group.names) == 1 else 'them'} to module level, handing over "
+        f"what {'it uses' if len(group.names) == 1 else 'they use'} from `{outer}` as "
+        "arguments",
+    )
     if len(group.names) > 1:
+        if group.escape is not None:
+            return (module_level,)
         return (
-            f"`del {first}` in a `finally` before `{outer}` returns, pass the functions as "
-            "arguments, or move them to module level."
+            Advice("del-in-finally", f"`del {first}` in a `finally` before `{outer}` returns"),
+            Advice(
+                "pass-as-arguments",
+                "pass them to each other as arguments (a parameter of each for the others)",
+            ),
+            module_level,
+        )
+    if group.escape is not None:
+        return (
+            Advice(
+                "helper-takes-itself",
+                f"split it into a helper that takes itself as an argument "
+                f"(`def _{first}(..., _{first})`, recursing with `_{first}(..., _{first})`) "
+                f"and a `{first}` that calls `_{first}(..., _{first})`, so callers of "
+                f"`{first}` keep their calls",
+            ),
+            module_level,
         )
     passing = (
-        f"Pass it to itself as an argument (`{first}(..., {first}={first})`; "
+        f"pass it to itself as an argument (`{first}(..., {first}={first})`; "
         "`whyalive lint --fix` does this)"
         if fixable
-        else "Pass it to itself as an argument"
+        else f"pass it to itself as an argument (`{first}(..., {first}={first})`)"
     )
     return (
-        f"{passing}, `del {first}` in a `finally` before `{outer}` returns, or move it to "
-        "module level."
+        Advice("pass-itself", passing),
+        Advice("del-in-finally", f"`del {first}` in a `finally` before `{outer}` returns"),
+        module_level,
+    )
+
+
+def _escape_note(group: RecursionGroup, outer: str) -> str:
+    if group.escape is None:
+        return ""
+    them = "it" if len(group.names) == 1 else "them"
+    return (
+        f" `{group.names[0]}` escapes `{outer}` ({group.escape}), so deleting the name "
+        f"would break {them}."
     )
 
 
@@ -81,11 +113,13 @@ def _fix(ctx: Context, frame: Frame, group: RecursionGroup) -> tuple[TextEdit, .
     if len(group.nodes) != 1 or group.escape is not None or private or not is_fixable_def(node):
         return ()
     assert isinstance(node, FUNCTION_NODES)
-    tokens = ctx.memo.get(("tokens", 0))
+    # Every edit lies in the enclosing function: tokenize its lines only.
+    outer = frame.node
     try:
-        if not isinstance(tokens, SourceTokens):
-            tokens = ctx.memo[("tokens", 0)] = SourceTokens(ctx.source)
-        return self_argument_edits(tokens, frame.node, node)
+        tokens = SourceTokens(
+            ctx.source, getattr(outer, "lineno", 1), getattr(outer, "end_lineno", None)
+        )
+        return self_argument_edits(tokens, outer, node)
     except (LookupError, SyntaxError, tokenize.TokenError):
         return ()
 
@@ -110,6 +144,7 @@ def _check_recursion(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         outer=outer,
         kept=_kept(tuple(c for c in group.captures if c.heavy)),
         held=_kept(group.captures),
+        escape=_escape_note(group, outer),
         advice=_advice(group, outer, bool(edits)),
         captures=group.captures,
         edits=edits,
@@ -123,7 +158,7 @@ RECURSIVE_CLOSURE = Rule(
     name="recursive-closure",
     message=(
         "WAL101 {what}, so its closure cell in `{outer}` holds it: a cycle that keeps {kept} "
-        "alive until the cyclic GC runs. {advice}"
+        "alive until the cyclic GC runs.{escape} {advice}"
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
@@ -147,7 +182,9 @@ Fixes, in the user's terms: pass the function to itself as a parameter
 `whyalive lint --fix` makes this edit), `del walk` in a `finally` before the enclosing
 function returns, or move the helper to module level. When the function escapes (it is
 returned, stored, passed on or registered), deleting its name would make its next recursive
-call fail with `NameError`, so only the first and last fixes are offered.
+call fail with `NameError`, and a new parameter would change its callers' calls: then split
+it into a helper that takes itself as an argument and a function that calls the helper with
+itself (callers keep their calls), or move it to module level.
 Recursion of module-level functions and methods (`self.walk(...)`) makes no cycle.""",
 )
 
@@ -156,7 +193,7 @@ MUTUAL_CLOSURES = Rule(
     name="mutually-recursive-closures",
     message=(
         "WAL102 {what} through closure cells of `{outer}`: a cycle that keeps {kept} alive "
-        "until the cyclic GC runs. {advice}"
+        "until the cyclic GC runs.{escape} {advice}"
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
@@ -176,7 +213,7 @@ LIGHT_RECURSION = Rule(
     name="recursive-closure-holding-nothing-heavy",
     message=(
         "WAL903 {what} through closure cells of `{outer}`: a cycle, but it holds nothing "
-        "that can be a heavy object ({held}). {advice}"
+        "that can be a heavy object ({held}).{escape} {advice}"
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,

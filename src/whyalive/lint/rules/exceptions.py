@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
 from whyalive.lint.rules.shapes import bindings, enclosing_function, held_values, store_sites
-from whyalive.lint.scopes import Context, own_scope_nodes
+from whyalive.lint.scopes import Context, Frame, own_scope_nodes, walk_nodes
 
 _KEEPING_CALLS = frozenset({"set_exception"})
 _HANDLER_TYPES: tuple[type[ast.AST], ...] = (ast.ExceptHandler,)
@@ -31,6 +31,66 @@ def _handler_stores(handler: ast.ExceptHandler) -> Iterator[tuple[ast.AST, ast.A
             yield node, node.func.value, node.args[0]
 
 
+def _raised(ctx: Context, function: Frame, where: ast.AST) -> bool:
+    """Whether what ``where`` names is raised later (``raise last``, ``raise X from last``):
+    a local in its function, anything else (``self._error``) anywhere in the file."""
+    text = snippet(where, 200)
+    key = ("raised-names", id(function.node) if isinstance(where, ast.Name) else 0)
+    raised = ctx.memo.get(key)
+    if not isinstance(raised, frozenset):
+        scope = function.node if isinstance(where, ast.Name) else ctx.frames[0].node
+        raised = ctx.memo[key] = frozenset(
+            snippet(sub, 200)
+            for n in walk_nodes(scope)
+            if isinstance(n, ast.Raise)
+            for part in (n.exc, n.cause)
+            if part is not None
+            for sub in walk_nodes(part)
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript))
+        )
+    return text in raised
+
+
+def _exception_advice(
+    name: str, func: str, where: ast.AST, raised: bool, to_future: bool
+) -> tuple[Advice, ...]:
+    """Keeping the text or a traceback-less copy changes what a later ``raise`` shows, so a
+    re-raised exception only gets fixes that keep it whole."""
+    kept = snippet(where, 30)
+    if to_future:
+        return (
+            Advice("del-in-finally", f"`del {kept}` in a `finally` when done")
+            if isinstance(where, ast.Name)
+            else Advice("clear-when-done", f"drop `{kept}` from this frame when done"),
+        )
+    if raised and isinstance(where, ast.Name):
+        return (
+            Advice(
+                "del-in-finally",
+                f"`del {kept}` in a `finally` around the rest of `{func}`, its `raise` "
+                "included (the exception keeps its traceback)",
+            ),
+        )
+    if raised:
+        return (
+            Advice(
+                "clear-on-raise",
+                f"take it off `{kept}` where it is raised (`error, {kept} = {kept}, None`, "
+                "then `raise error` in a `try` whose `finally` does `del error`)",
+            ),
+        )
+    clear = (
+        Advice("del-in-finally", f"`del {kept}` in a `finally` when done")
+        if isinstance(where, ast.Name)
+        else Advice("clear-when-done", f"drop it from `{kept}` when done")
+    )
+    return (
+        Advice("keep-text", f"keep `str({name})` if only its text is needed"),
+        Advice("strip-traceback", f"keep `{name}.with_traceback(None)`"),
+        clear,
+    )
+
+
 def _check_exception_kept(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     assert isinstance(node, ast.ExceptHandler)
     name = node.name
@@ -44,12 +104,18 @@ def _check_exception_kept(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         ):
             continue
         if any(isinstance(h, ast.Name) and h.id == name for h in held_values(what)):
+            # A future raises what it is given from `result()`: a re-raise as well.
+            func_of = stmt.func if isinstance(stmt, ast.Call) else None
+            to_future = isinstance(func_of, ast.Attribute) and func_of.attr in _KEEPING_CALLS
+            raised = to_future or _raised(ctx, function, where)
+            func = getattr(function.node, "name", "<function>")
             yield ctx.report(
                 stmt,
                 stmt=snippet(stmt),
                 name=name,
-                func=getattr(function.node, "name", "<function>"),
+                func=func,
                 where=snippet(where, 30),
+                advice=_exception_advice(name, func, where, raised, to_future),
             )
 
 
@@ -59,8 +125,7 @@ EXCEPTION_KEPT = Rule(
     message=(
         "WAL301 `{stmt}` keeps the caught exception `{name}` beyond its `except` block; its "
         "traceback holds the frame of `{func}`, which holds `{where}`: a cycle that keeps "
-        "every local of `{func}` alive. Keep `str({name})` or `{name}.with_traceback(None)`, "
-        "or `del` it when done."
+        "every local of `{func}`, and of its callers once they return, alive. {advice}"
     ),
     node_types=_HANDLER_TYPES,
     check=_check_exception_kept,
@@ -71,8 +136,15 @@ another local (`last = err`), a list (`errors.append(err)`), on `self` (`self.er
 in a future (`fut.set_exception(err)`) lets the frame reach the exception that reaches the
 frame: a cycle holding every tensor the function had in a local.
 
+The kept frame also keeps its callers' frames (`f_back`), with their locals as they were when
+they returned, until the cyclic GC runs: a cycle made in a small helper can hold the
+activations of the training step that called it.
+
 Fix: keep only what you need (`str(err)`, `repr(err)`, `err.args`), strip the traceback
-(`self.error = err.with_traceback(None)`), or `del last` when done (in a `finally`).""",
+(`self.error = err.with_traceback(None)`), or `del last` when done (in a `finally`). An
+exception raised again later (`raise last`, `raise X from last`, `raise self._error`) keeps
+its traceback: delete the name in a `finally` around that `raise`, or take the exception off
+the object where it is raised.""",
 )
 
 _FRAME_CALLS = {("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace")}
@@ -120,12 +192,19 @@ def _check_traceback_kept(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
             continue
         source = _traceback_source(what, node.name)
         if source is not None:
+            kept = snippet(where, 30)
+            delete = Advice("del-in-finally", f"`del {kept}` in a `finally`")
+            advice: tuple[Advice, ...] = (delete,)
+            if not _raised(ctx, function, where):
+                text = "keep `traceback.format_exc()` or `traceback.extract_tb(...)` instead"
+                advice = (Advice("format", text), delete)
             yield ctx.report(
                 stmt,
                 stmt=snippet(stmt),
                 source=source,
                 func=getattr(function.node, "name", "<function>"),
-                where=snippet(where, 30),
+                where=kept,
+                advice=advice,
             )
 
 
@@ -134,8 +213,7 @@ TRACEBACK_KEPT = Rule(
     name="traceback-kept",
     message=(
         "WAL302 `{stmt}` keeps the traceback from `{source}`; it holds the frame of `{func}`, "
-        "which holds `{where}`: a cycle. Keep `traceback.format_exc()` or "
-        "`traceback.extract_tb(...)` instead, or `del {where}` in a `finally`."
+        "which holds `{where}`: a cycle. {advice}"
     ),
     node_types=_HANDLER_TYPES,
     check=_check_traceback_kept,
@@ -170,12 +248,21 @@ def _check_frame_kept(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
         ):
             continue
         assert isinstance(what, ast.Call)
+        kept = snippet(where, 30)
         yield ctx.report(
             node,
             stmt=snippet(node),
             call=snippet(what.func, 30),
             func=getattr(function.node, "name", "<function>"),
-            where=snippet(where, 30),
+            where=kept,
+            advice=(
+                Advice("del-in-finally", f"`del {kept}` in a `finally`"),
+                Advice(
+                    "keep-what-you-need",
+                    f"keep only what you need without binding the frame (`{snippet(what, 30)}"
+                    ".f_back`, `.f_code.co_name`, `.f_lineno`)",
+                ),
+            ),
         )
 
 
@@ -184,8 +271,8 @@ FRAME_KEPT = Rule(
     name="frame-kept",
     message=(
         "WAL303 `{stmt}` keeps the current frame (from `{call}()`) where the frame of "
-        "`{func}` can reach it: a cycle. `del {where}` in a `finally`, or keep only what you "
-        "need (`f_code.co_name`, `f_lineno`)."
+        "`{func}` can reach it: a cycle that keeps its locals, and its callers' once they "
+        "return. {advice}"
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_frame_kept,
@@ -193,7 +280,8 @@ FRAME_KEPT = Rule(
 `frame = inspect.currentframe()` (or `inspect.stack()`, `inspect.trace()`,
 `sys._getframe()`) stores the running frame in one of its own locals: frame -> local ->
 frame. The `inspect` documentation asks for `del frame` in a `finally` clause. Looking at a
-caller's frame (`sys._getframe(1)`, `currentframe().f_back`) makes no cycle.""",
+caller's frame (`sys._getframe(1)`, `currentframe().f_back`) makes no cycle. The kept frame
+also keeps its callers' frames once they return.""",
 )
 
 RULES: tuple[Rule, ...] = (EXCEPTION_KEPT, TRACEBACK_KEPT, FRAME_KEPT)

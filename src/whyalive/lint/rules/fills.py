@@ -10,6 +10,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from whyalive.lint.rules.annotations import words
+from whyalive.lint.rules.item_uses import items_read_as_scalars, says_scalar
 from whyalive.lint.scopes import FUNCTION_OR_LAMBDA
 
 if TYPE_CHECKING:
@@ -47,13 +48,16 @@ def only_filled_with_light(
     w: Weigher, function: ast.AST, name: str, trusted: frozenset[str]
 ) -> bool:
     """Whether every use of ``name`` in ``function`` (and functions in it) only reads it
-    or puts light values in it: never hands it to code that could fill it."""
+    or puts light values in it: never hands it to code that could fill it. A value named as
+    a number or a string (``m.head_dim``) counts as light when the items are read only as
+    such (:mod:`.item_uses`)."""
+    named: list[ast.AST] = []  # values light by their names, items taken out by index
     stack: list[tuple[ast.AST, ast.AST, ast.AST]] = [(function, function, function)]
     while stack:
         node, parent, where = stack.pop()
         if isinstance(node, ast.Name) and node.id == name:
             if isinstance(node.ctx, ast.Load) and not _reads_or_fills(
-                w, node, parent, where, trusted
+                w, node, parent, where, trusted, named
             ):
                 return False
             continue
@@ -63,13 +67,29 @@ def only_filled_with_light(
             where = node
         children = ast.iter_child_nodes(node)
         stack.extend((child, node, where) for child in children)
-    return True
+    return not named or items_read_as_scalars(w, function, name)
+
+
+def _light_fill(
+    w: Weigher, value: ast.AST, where: ast.AST, trusted: frozenset[str], named: list[ast.AST]
+) -> bool:
+    if w.light(value, where, trusted):
+        return True
+    if says_scalar(value):
+        named.append(value)
+        return True
+    return False
 
 
 def _reads_or_fills(
-    w: Weigher, node: ast.AST, parent: ast.AST, where: ast.AST, trusted: frozenset[str]
+    w: Weigher,
+    node: ast.AST,
+    parent: ast.AST,
+    where: ast.AST,
+    trusted: frozenset[str],
+    named: list[ast.AST],
 ) -> bool:
-    parents = _parents(w, where)
+    parents = w.parents(where)
     # Climb through `x[k]` and `x.attr` to the expression that uses the value.
     used: ast.AST = node
     while isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is used:
@@ -78,7 +98,7 @@ def _reads_or_fills(
             if isinstance(call, ast.Call) and call.func is parent:
                 if parent.attr in FILLERS:
                     return all(
-                        w.light(a, where, trusted)
+                        _light_fill(w, a, where, trusted, named)
                         for a in (*call.args, *(k.value for k in call.keywords))
                     )
                 return parent.attr in _READERS
@@ -87,10 +107,20 @@ def _reads_or_fills(
         if isinstance(parent.ctx, ast.Store):
             store = parents.get(id(parent))
             value = getattr(store, "value", None)
-            return value is not None and w.light(value, where, trusted)
+            return value is not None and _light_fill(w, value, where, trusted, named)
+        taker = parents.get(id(parent))
+        if (
+            isinstance(parent, ast.Subscript)
+            and isinstance(taker, ast.Assign)
+            and [type(t) for t in taker.targets] == [ast.Name]
+        ):
+            # `dim = dims[i]`: an item taken out, fine when items are read as numbers
+            # or strings (and nothing can fill them through the new name).
+            named.append(parent)
+            return True
         used, parent = parent, parents.get(id(parent), parent)
     if isinstance(parent, ast.AugAssign) and parent.target is used:
-        return w.light(parent.value, where, trusted)
+        return _light_fill(w, parent.value, where, trusted, named)
     if isinstance(parent, ast.Call):
         if used is parent.func:
             return True
@@ -98,10 +128,3 @@ def _reads_or_fills(
             isinstance(parent.func, ast.Attribute) and parent.func.attr == "join"
         )
     return isinstance(parent, _READING_PARENTS)
-
-
-def _parents(w: Weigher, function: ast.AST) -> dict[int, ast.AST]:
-    scope = w.scope(function)
-    if scope.parents is None:
-        scope.parents = {id(c): n for n in ast.walk(function) for c in ast.iter_child_nodes(n)}
-    return scope.parents

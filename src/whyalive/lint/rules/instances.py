@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from whyalive.lint.rules.annotations import last_name, light_annotation
 from whyalive.lint.rules.fills import FILLERS
 from whyalive.lint.rules.weight import Weigher
-from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA
+from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA, walk_nodes
 
-__all__ = ["light_instance"]
+__all__ = ["is_module_class", "light_instance"]
 
 # Bases whose own instances hold nothing heavy (nn.Module's dicts start empty).
 _LIGHT_BASES = frozenset({"object", "Module", "ABC", "Protocol", "Generic"})
@@ -42,6 +42,25 @@ def light_instance(w: Weigher, cls: ast.ClassDef) -> bool:
         light = light and light_instance(w, sub)
     w.instances[id(cls)] = light
     return light
+
+
+def is_module_class(w: Weigher, cls: ast.ClassDef) -> bool:
+    """Whether ``cls`` is an ``nn.Module`` (a base named ``Module``, directly or through
+    classes of the same file): its instances are what holds parameters and buffers."""
+    seen: set[int] = set()
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for base in current.bases:
+            name = last_name(base)
+            if name == "Module":
+                return True
+            if isinstance(base, ast.Name) and name in w.classes:
+                pending.append(w.classes[name])
+    return False
 
 
 def _shares_class_state(cls: ast.ClassDef) -> bool:
@@ -79,22 +98,55 @@ def _light_base(w: Weigher, base: ast.AST) -> bool:
     return name in _LIGHT_BASES
 
 
+def _declared_light(cls: ast.ClassDef, methods: list[ast.AST]) -> frozenset[str]:
+    """Attributes declared with a light type, in the class body (`rank: int`) or on the
+    instance in a method (`self._rank: Optional[int] = None`): every value they get is."""
+    declared = {
+        stmt.target.id
+        for stmt in cls.body
+        if isinstance(stmt, ast.AnnAssign)
+        and isinstance(stmt.target, ast.Name)
+        and light_annotation(stmt.annotation)
+    }
+    for method in methods:
+        me = method.args.args[0].arg  # type: ignore[attr-defined]
+        for node in walk_nodes(method):
+            target = getattr(node, "target", None)
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == me
+                and light_annotation(node.annotation)
+            ):
+                declared.add(target.attr)
+    return frozenset(declared)
+
+
 def _stores_light(w: Weigher, cls: ast.ClassDef) -> bool:
+    if any(
+        isinstance(stmt, ast.AnnAssign) and not light_annotation(stmt.annotation)
+        for stmt in cls.body
+    ):
+        return False  # a dataclass or NamedTuple field that may be heavy
+    methods: list[ast.AST] = []
     for stmt in cls.body:
-        if isinstance(stmt, ast.AnnAssign) and not light_annotation(stmt.annotation):
-            return False  # a dataclass or NamedTuple field that may be heavy
         if not isinstance(stmt, FUNCTION_NODES) or not stmt.args.args:
             continue
         decorators = {last_name(d) for d in stmt.decorator_list}
-        if decorators & {"staticmethod", "classmethod"}:
-            continue
-        trusted = frozenset({stmt.args.args[0].arg})
-        if not _method_stores_light(w, stmt, trusted):
+        if not decorators & {"staticmethod", "classmethod"}:
+            methods.append(stmt)
+    declared = _declared_light(cls, methods)
+    for method in methods:
+        trusted = frozenset({method.args.args[0].arg})  # type: ignore[attr-defined]
+        if not _method_stores_light(w, method, trusted, declared):
             return False
     return True
 
 
-def _method_stores_light(w: Weigher, method: ast.AST, trusted: frozenset[str]) -> bool:
+def _method_stores_light(
+    w: Weigher, method: ast.AST, trusted: frozenset[str], declared: frozenset[str]
+) -> bool:
     (me,) = trusted
     stack: list[tuple[ast.AST, ast.AST]] = [(method, method)]
     while stack:
@@ -104,6 +156,8 @@ def _method_stores_light(w: Weigher, method: ast.AST, trusted: frozenset[str]) -
                 continue
             where = node
         for target, value in _stores(node):
+            if _declared_attribute(target, me, declared):
+                continue
             if _rooted_at(target, me) and not w.light(value, where, trusted):
                 return False
         if isinstance(node, ast.Call) and _keeps_arguments(node, me):
@@ -127,6 +181,16 @@ def _stores(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
     ):
         for arg in (*node.args, *(k.value for k in node.keywords)):
             yield node.func.value, arg
+
+
+def _declared_attribute(target: ast.AST, me: str, declared: frozenset[str]) -> bool:
+    """``self.x = ...`` where ``x`` is declared with a light type."""
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == me
+        and target.attr in declared
+    )
 
 
 def _rooted_at(target: ast.AST, name: str) -> bool:

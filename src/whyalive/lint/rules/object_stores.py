@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import snippet
+from whyalive.lint.findings import Advice, snippet
 from whyalive.lint.rules.patch_facts import is_dunder, object_text
 from whyalive.lint.rules.shapes import STORE_METHODS
 
-__all__ = ["MAY_HOLD", "may_store_on_object", "object_stores", "undo_text"]
+__all__ = ["MAY_HOLD", "may_store_on_object", "object_stores", "patch_advice", "undo_text"]
 
 
 def may_store_on_object(node: ast.AST) -> bool:
@@ -77,3 +77,89 @@ def undo_text(node: ast.AST, obj: ast.AST) -> str:
     targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", obj)]
     target = next((t for t in targets if getattr(t, "value", None) is obj), targets[0])
     return f"`del {snippet(target, 40)}`"
+
+
+def patch_advice(
+    kind: str,
+    held: str,
+    method: str | None,
+    node: ast.AST,
+    obj: ast.AST,
+    where: str,
+    own_method: bool,
+) -> tuple[Advice, ...]:
+    """The fixes for a store ``node`` on ``obj`` (at ``where``, ``obj.attr``, or ``""`` for a
+    container) of a callable that holds ``held`` (``obj`` or an object it is reached from) in
+    the way ``kind`` says (see
+    ``patches._Holding``). ``del obj.attr`` restores the class's method only when ``attr``
+    was not set on the object before; a wrapper of one of the class's own methods
+    (``own_method``) can be applied once in the class; the class's function is offered for a
+    saved bound method only when nothing patched it before."""
+    method = method or ""
+    owner = object_text(obj)
+    attr = where.rsplit(".", 1)[-1] if where else ""
+    if kind == "saved" and where and where == method:  # the bound method put back
+        return (
+            Advice(
+                "undo",
+                f"undo the patch with `del {where}` when `{attr}` was not in `vars({owner})` "
+                f"before it (what was read then is the method bound to `{held}`); when it "
+                "was (an earlier patch), put that earlier value back",
+            ),
+        )
+    if where and _rebinds_class_function(node, attr):
+        return (
+            Advice(
+                "undo",
+                f"`del {where}` instead: the class's `{attr}` shows through again, bound "
+                "afresh each time it is read",
+            ),
+        )
+    if kind == "saved" and where:
+        undo = Advice("undo", f"delete it when done (`del {where}`)")
+    elif where:
+        undo = Advice(
+            "undo",
+            f"undo it when done: `del {where}` if `{attr}` was not in `vars({owner})` before "
+            "(what the class defines shows through again), else put the earlier value back",
+        )
+    else:
+        undo = Advice("undo", f"undo it when done ({undo_text(node, obj)})")
+    name = method.rsplit(".", 1)[-1]
+    if kind == "saved":
+        return (
+            Advice(
+                "save-function",
+                f"save the class's function instead, `type({held}).{name}`, call it with "
+                f"`{held}`, and restore with `del {held}.{name}` (when nothing set `{name}` "
+                f"on `{held}` before)",
+            ),
+            undo,
+        )
+    if kind == "rewrap" and own_method:
+        return (
+            Advice(
+                "wrap-in-class",
+                f"wrap `{name}` once, in the class (decorate `def {name}` with the wrapper), "
+                f"so calls to `{method}(...)` stay as they are",
+            ),
+            undo,
+        )
+    if kind in ("binds", "captures"):
+        verb = "bind" if kind == "binds" else "capture"
+        return (undo, Advice("weak-proxy", f"{verb} `weakref.proxy({held})` instead of `{held}`"))
+    return (undo,)
+
+
+def _rebinds_class_function(node: ast.AST, attr: str) -> bool:
+    """``m.f = MethodType(Cls.f, m)``: the class's own function bound again, which is what
+    reading ``m.f`` gives once the instance attribute is gone."""
+    value = getattr(node, "value", None)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, (ast.Name, ast.Attribute))
+        and (value.func.id if isinstance(value.func, ast.Name) else value.func.attr) == "MethodType"
+        and len(value.args) == 2
+        and isinstance(value.args[0], ast.Attribute)
+        and value.args[0].attr == attr
+    )

@@ -5,16 +5,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, Rule, snippet
+from whyalive.lint.rules.annotations import last_name
 from whyalive.lint.rules.autograd import is_hook_registrar
 from whyalive.lint.rules.shapes import (
     closure_frees,
+    enclosing_function,
     held_values,
     method_self,
     root_name,
     store_sites,
 )
-from whyalive.lint.scopes import Context
+from whyalive.lint.rules.weight import weigher
+from whyalive.lint.scopes import FUNCTION_OR_LAMBDA, Context
 
 
 def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
@@ -33,7 +36,16 @@ def _check_any_closure_on_self(node: ast.AST, ctx: Context) -> Iterator[LintFind
             found = closure_frees(held, ctx)
             # Closures that capture self are WAL202's, on by default.
             if found is not None and owner.name not in found[1]:
-                yield ctx.report(node, stmt=snippet(node), kind=found[0], self=owner.name)
+                advice = (
+                    Advice(
+                        "method",
+                        f"prefer a method of the class (and `weakref.ref({owner.name})` inside "
+                        f"the function if it ever needs `{owner.name}`)",
+                    ),
+                )
+                yield ctx.report(
+                    node, stmt=snippet(node), kind=found[0], self=owner.name, advice=advice
+                )
                 return
 
 
@@ -42,7 +54,7 @@ ANY_CLOSURE_ON_SELF = Rule(
     name="closure-on-self",
     message=(
         "WAL901 `{stmt}` stores a {kind} on `{self}`; it makes no cycle today, but one use "
-        "of `{self}` inside it will. Prefer a method, or `weakref.ref({self})` inside it."
+        "of `{self}` inside it will. {advice}"
     ),
     node_types=(ast.Assign, ast.AnnAssign, ast.Call),
     check=_check_any_closure_on_self,
@@ -55,6 +67,21 @@ Off by default; select it with `--select WAL901` (or `WAL9`).""",
 )
 
 
+def _weak_reference(ctx: Context, name: str) -> bool:
+    """Whether every binding of ``name`` in the function around is a weak reference
+    (``weakref.ref(x)``, ``WeakMethod``, ``proxy``): capturing it keeps nothing alive."""
+    function = enclosing_function(ctx)
+    if function is None or not isinstance(function.node, FUNCTION_OR_LAMBDA):
+        return False
+    bound = weigher(ctx).scope(function.node).bound.get(name, [])
+    return bool(bound) and all(
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Call)
+        and last_name(stmt.value.func) in ("ref", "WeakMethod", "proxy")
+        for stmt in bound
+    )
+
+
 def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     assert isinstance(node, ast.Call)
     func = node.func
@@ -64,9 +91,21 @@ def _check_any_hook_closure(node: ast.AST, ctx: Context) -> Iterator[LintFinding
     for held in held_values(node.args[0]):
         found = closure_frees(held, ctx)
         # Hooks that capture the object they are registered on are WAL401's.
-        if found is not None and found[1] and owner not in found[1]:
-            captured = ", ".join(f"`{n}`" for n in sorted(found[1])[:4])
-            yield ctx.report(node, call=snippet(node), kind=found[0], captured=captured)
+        if found is None or owner in found[1]:
+            continue
+        strong = sorted(n for n in found[1] if not _weak_reference(ctx, n))
+        if strong:
+            captured = ", ".join(f"`{n}`" for n in strong[:4])
+            advice = (
+                Advice(
+                    "weak-ref",
+                    "capture a `weakref.ref` to what it needs (or take it from the hook's "
+                    "arguments when they carry it)",
+                ),
+            )
+            yield ctx.report(
+                node, call=snippet(node), kind=found[0], captured=captured, advice=advice
+            )
             return
 
 
@@ -75,7 +114,7 @@ HOOK_CLOSURE = Rule(
     name="hook-closure",
     message=(
         "WAL902 `{call}` registers a {kind} that captures {captured}; they live as long as "
-        "the hook. Pass what the hook needs through its arguments or a `weakref`."
+        "the hook. {advice}"
     ),
     node_types=(ast.Call,),
     check=_check_any_hook_closure,

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from whyalive.lint.findings import snippet
-from whyalive.lint.scopes import FUNCTION_NODES
+from whyalive.lint.scopes import FUNCTION_NODES, walk_nodes
 
 __all__ = [
     "CLASS_NAMES",
@@ -183,7 +183,7 @@ def file_facts(module: ast.AST) -> FileFacts:
     """One pass over the file (see the module docstring)."""
     read: dict[str, set[str]] = {}  # local name -> attributes it is bound to, file-wide
     stores: list[tuple[ast.expr, str, ast.expr]] = []  # (object, attribute, value stored)
-    for node in ast.walk(module):
+    for node in walk_nodes(module):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
             if isinstance(target, ast.Name) and isinstance(value, ast.Attribute):
@@ -284,7 +284,7 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
     paired: dict[str, str] = {}  # dict name -> the method name its values are
     wrappers: dict[str, frozenset[str]] = {}
     loops: list[ast.For] = []
-    for node in ast.walk(function):
+    for node in walk_nodes(function):
         if isinstance(node, FUNCTION_NODES) and node is not function:
             local_defs.add(node.name)
             for deco in node.decorator_list:
@@ -313,14 +313,16 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
                 stores.append((target, value))
         elif isinstance(node, ast.For):
             loops.append(node)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                for first, second in itertools.pairwise(block):
-                    if isinstance(first, ast.Assign) and isinstance(second, ast.Assign):
-                        # unparse, not ast.dump: dump's recursive helper is a cycle per call
-                        targets = [ast.unparse(t) for t in first.targets]
-                        if targets == [ast.unparse(t) for t in second.targets]:
+        if isinstance(node, _BLOCK_NODES):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and len(block) > 1:
+                    for first, second in itertools.pairwise(block):
+                        if (
+                            type(first) is ast.Assign
+                            and type(second) is ast.Assign
+                            and _same_targets(first, second)
+                        ):
                             overwritten.add(id(first))
     bound = _paired_loop_values(loops, paired)
     others: dict[str, tuple[str, str]] = {}
@@ -345,6 +347,32 @@ def function_facts(function: ast.AST, file: Callable[[], FileFacts]) -> Function
         frozenset(overwritten),
         wrapped,
         frozenset(rewrapped),
+    )
+
+
+# Statements with blocks of statements (`body`, `orelse`, `finalbody`).
+_BLOCK_NODES = (
+    *FUNCTION_NODES,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.ExceptHandler,
+    ast.match_case,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)
+
+
+def _same_targets(first: ast.Assign, second: ast.Assign) -> bool:
+    """Whether two assignments store to the same places (compared as source text)."""
+    if len(first.targets) != len(second.targets):
+        return False
+    return all(
+        object_text(a) == object_text(b) for a, b in zip(first.targets, second.targets, strict=True)
     )
 
 

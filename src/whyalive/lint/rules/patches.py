@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from symtable import Function
 from typing import NamedTuple
 
-from whyalive.lint.findings import snippet
+from whyalive.lint.findings import Advice, snippet
 from whyalive.lint.rules.object_stores import (
     MAY_HOLD,
     may_store_on_object,
     object_stores,
-    undo_text,
+    patch_advice,
 )
 from whyalive.lint.rules.patch_facts import (
     MODULE_METHODS,
@@ -58,7 +56,7 @@ class Patch:
 
     obj: str
     what: str
-    fix: str
+    advice: tuple[Advice, ...]
     owner: MethodSelf | None
     """The enclosing method's ``self`` when ``obj`` is it (its class may prove it light)."""
 
@@ -71,7 +69,7 @@ def _method_for_a_class(expr: ast.AST, ctx: Context) -> bool:
     elif isinstance(expr, ast.Name):
         tables = ctx.local_def_tables(expr.id)
         function = tables[0] if tables else None
-        params = list(function.get_parameters()) if isinstance(function, Function) else []
+        params = list(function.parameters) if function is not None else []
     else:
         return False
     return bool(params) and (params[0] == "self" or is_class_name(params[0]))
@@ -86,6 +84,10 @@ class _Holding(NamedTuple):
     """The bound method (``m.forward``) through which it holds ``obj``, if any."""
     captured: bool = False
     """Held as a closure variable (WAL202's when the object is the method's ``self``)."""
+    kind: str = "binds"
+    """``binds`` (``MethodType``, ``partial``), ``captures`` (a closure over it),
+    ``calls-saved`` (a closure calling its saved bound method), ``saved`` (the bound method
+    itself) or ``rewrap`` (a wrapper around it), which decides the fixes offered."""
 
 
 class _Facts:
@@ -167,7 +169,13 @@ def _holdings(
         elif isinstance(expr, ast.Call):
             # `m.f = wrap(m.f)`: the wrapper holds the method it replaces.
             arguments = arguments_deep(expr) if expr is value and target else []
-            through_alias = not self_rooted and any(_may_be_alias(ctx, a) for a in arguments)
+            # An alias of the method (`orig = m.f`, then `m.f = wrap(orig)`) spells `m.f`
+            # a second time in the function: without that, no table is needed.
+            through_alias = (
+                not self_rooted
+                and _spelled_twice(ctx, target)
+                and any(_may_be_alias(ctx, a, reads=target) for a in arguments)
+            )
             rewrap = target in arguments or (through_alias and target in facts.function.rewrapped)
             if rewrap and _is_method_text(target, facts):
                 yield _rewrap(snippet(expr, 50), target)
@@ -178,22 +186,23 @@ def _holdings(
                 continue
             if expr.attr in facts.file.saved_methods:
                 what = f"`{snippet(expr, 40)}`, where this file saves a bound method of `{owner}`"
-                yield _Holding(owner, what)
+                yield _Holding(owner, what, kind="saved")
             elif expr.attr in facts.file.method_names:
                 text = object_text(expr)
-                yield _Holding(owner, f"its own bound method `{text}`", text)
+                yield _Holding(owner, f"its own bound method `{text}`", text, kind="saved")
             elif (source := facts.bound_method(object_text(expr), owners)) is not None:
                 yield _saved_method(object_text(expr), source)
         elif isinstance(expr, ast.Name) and _is_parameter(ctx, expr.id):
             continue  # an argument: neither a nested function nor a saved method
         else:
-            # Only a `def` makes a nested function a name can hold: skip the symbol table
-            # (the costly part) when the file has no `def` of that name.
-            nested = not isinstance(expr, ast.Name) or _defines(ctx, expr.id)
-            found = closure_frees(expr, ctx) if nested else None
+            found = closure_frees(expr, ctx)
             if found is None:
                 # A local bound to `self.m` is WAL201's business (rare); others need evidence.
-                if isinstance(expr, ast.Name) and not self_rooted and _may_be_alias(ctx, expr.id):
+                if (
+                    isinstance(expr, ast.Name)
+                    and not self_rooted
+                    and _may_be_alias(ctx, expr.id, target)
+                ):
                     source = facts.bound_method(expr.id, owners)
                     if source is not None:
                         yield _saved_method(expr.id, source)
@@ -209,23 +218,23 @@ def _holdings(
                 method = facts.bound_method(object_text(original), owners)
                 if method is not None:  # `@wraps(original)`: held as `__wrapped__`
                     what = f"a {kind} whose `__wrapped__` is the bound method `{method}`"
-                    yield _Holding(method.rsplit(".", 1)[0], what, method)
+                    yield _Holding(method.rsplit(".", 1)[0], what, method, kind="calls-saved")
             for free in sorted(frees):
                 saved = facts.bound_method(free, owners) if _may_be_alias(ctx, free) else None
                 if saved is not None:
                     what = f"a {kind} that calls `{free}` (the bound method `{saved}`)"
-                    yield _Holding(saved.rsplit(".", 1)[0], what)
+                    yield _Holding(saved.rsplit(".", 1)[0], what, kind="calls-saved")
                 else:
-                    yield _Holding(free, f"a {kind} that captures `{free}`", captured=True)
+                    yield _Holding(
+                        free, f"a {kind} that captures `{free}`", captured=True, kind="captures"
+                    )
 
 
-def _defines(ctx: Context, name: str) -> bool:
-    """Whether the file has a ``def name`` (the names are read once per file)."""
-    key = ("def-names", 0)
-    names = ctx.memo.get(key)
-    if not isinstance(names, frozenset):
-        names = ctx.memo[key] = frozenset(re.findall(r"\bdef\s+(\w+)", ctx.source))
-    return name in names
+_KIND_ORDER = ("binds", "captures", "calls-saved", "rewrap", "saved")
+
+
+def _kind_rank(holding: _Holding) -> int:
+    return _KIND_ORDER.index(holding.kind)
 
 
 def _is_method_text(dotted: str, facts: _Facts) -> bool:
@@ -236,7 +245,7 @@ def _is_method_text(dotted: str, facts: _Facts) -> bool:
 def _rewrap(wrapper: str, target: str) -> _Holding:
     """``m.f = wrap(m.f)`` with ``f`` a method: the wrapper holds ``m.f``, bound to ``m``."""
     what = f"`{wrapper}`, a wrapper around its own bound method `{target}`"
-    return _Holding(target.rsplit(".", 1)[0], what, target)
+    return _Holding(target.rsplit(".", 1)[0], what, target, kind="rewrap")
 
 
 def _saved_method(name: str, source: str) -> _Holding:
@@ -245,7 +254,7 @@ def _saved_method(name: str, source: str) -> _Holding:
         if name != source
         else f"its own bound method `{source}`, read before `{source}` is patched"
     )
-    return _Holding(source.rsplit(".", 1)[0], what, source)
+    return _Holding(source.rsplit(".", 1)[0], what, source, kind="saved")
 
 
 def _is_parameter(ctx: Context, name: str) -> bool:
@@ -259,28 +268,52 @@ def _is_parameter(ctx: Context, name: str) -> bool:
     return any(a is not None and a.arg == name for a in every)
 
 
-def _may_be_alias(ctx: Context, name: str) -> bool:
+def _spelled_twice(ctx: Context, text: str) -> bool:
+    """Whether ``text`` occurs at least twice in the source of the function around."""
+    function = enclosing_function(ctx)
+    if function is None or not text:
+        return False
+    key = ("function-source", id(function.node))
+    source = ctx.memo.get(key)
+    if not isinstance(source, str):
+        lines = ctx.memo.get(("lines", 0))
+        if not isinstance(lines, list):
+            lines = ctx.memo[("lines", 0)] = ctx.source.splitlines()
+        node = function.node
+        first, last = getattr(node, "lineno", 1), getattr(node, "end_lineno", None)
+        source = ctx.memo[key] = "\n".join(lines[first - 1 : last])
+    return source.count(text) >= 2
+
+
+def _may_be_alias(ctx: Context, name: str, target: str = "", reads: str = "") -> bool:
     """Whether ``name`` may be a local that an assignment bound to another object's method
-    (asked before the function's facts are computed): assigned here, or in a function around."""
-    table = ctx.frame_table(ctx.frame)
-    if table is None or not name.isidentifier():
+    (asked before the function's facts are computed): assigned here or in a function around,
+    from an attribute (``original = m.forward``), a call given ``target`` (``new =
+    wrap(m.forward)``) or by a binding other than ``=`` (a loop over pairs); with ``reads``,
+    only from that very attribute."""
+    scope = ctx.frame_table(ctx.frame)
+    symbol = scope.lookup(name) if scope is not None else None
+    if symbol is None or not (symbol.is_assigned() or symbol.is_free()):
         return False
-    try:
-        symbol = table.lookup(name)
-    except KeyError:
-        return False
-    return symbol.is_assigned() or symbol.is_free()
+    while scope is not None and name in scope.free:
+        scope = scope.parent
+    values = scope.values.get(name) if scope is not None else None
+    if values is None:
+        return True  # bound where these tables were not built: ask the function's facts
+    return any(
+        value is None
+        or (isinstance(value, ast.Attribute) and (not reads or object_text(value) == reads))
+        or (target and isinstance(value, ast.Call) and target in arguments_deep(value))
+        for value in values
+    )
 
 
 def _local_root(ctx: Context, function: Frame, name: str) -> bool:
     """Whether ``name`` is a parameter or local of the function (or of one around it): an
     object that can die, unlike a module global, an import or a class."""
     table = ctx.frame_table(function)
-    if table is None:
-        return False
-    try:
-        symbol = table.lookup(name)
-    except KeyError:
+    symbol = table.lookup(name) if table is not None else None
+    if symbol is None:
         return False
     if symbol.is_global() or symbol.is_imported():
         return False
@@ -317,7 +350,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
     facts = _Facts(ctx, function, me)
     for obj, value, where, chain in stores:
         owners = {object_text(part) for part in chain}
-        for holding in _holdings(value, where, owners, me.name if me else None, ctx, facts):
+        holdings = list(_holdings(value, where, owners, me.name if me else None, ctx, facts))
+        for holding in holdings:
             held, what, saved_method = holding.obj, holding.what, holding.method
             if held not in owners:
                 continue
@@ -341,15 +375,9 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
                 ctx, node.targets[0] if isinstance(node, ast.Assign) else node.target, node.lineno
             ):
                 continue
-            if saved_method is not None:
-                fix = (
-                    f"Keep or wrap the function instead (`type({held}).{method}`, called with "
-                    f"`{held}`), and undo a patch with `del {held}.{method}` rather than by "
-                    "assigning the bound method back."
-                )
-            else:
-                fix = (
-                    f"Undo it when done ({undo_text(node, obj)}), or make it hold "
-                    f"`weakref.proxy({held})` instead of `{held}`."
-                )
-            yield Patch(held, what, fix, me if is_self else None)
+            own = is_self and method in own_methods
+            # A closure that captures the object and calls its saved method is fixed as the
+            # second: a weak proxy for the first would leave the bound method.
+            worst = max((h for h in holdings if h.obj == held), key=_kind_rank)
+            advice = patch_advice(worst.kind, held, worst.method, node, obj, where, own)
+            yield Patch(held, what, advice, me if is_self else None)

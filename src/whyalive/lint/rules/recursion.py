@@ -15,7 +15,7 @@ from whyalive.lint.findings import Capture
 from whyalive.lint.rules.captures import group_captures, lookup
 from whyalive.lint.rules.escapes import escape_of
 from whyalive.lint.rules.shapes import bindings, defined_functions, scope_node
-from whyalive.lint.scopes import Context, Frame, mangle
+from whyalive.lint.scopes import Context, Frame
 
 __all__ = ["RecursionGroup", "recursion_groups"]
 
@@ -77,16 +77,13 @@ def recursion_groups(ctx: Context, frame: Frame) -> dict[int, RecursionGroup]:
     defined: dict[str, list[ast.AST]] = {}
     frees: dict[str, set[str]] = {}
     for name, node in defined_functions(frame) if table is not None else []:
-        symbol = lookup(table, mangle(name, frame))
+        symbol = lookup(table, name)
         child = ctx.child_table(frame, scope_node(node))
         if symbol is None or not symbol.is_local() or child is None:
             continue
         defined.setdefault(name, []).append(node)
-        frees.setdefault(name, set()).update(
-            s.get_name() for s in child.get_symbols() if s.is_free()
-        )
-    by_key = {mangle(name, frame): name for name in defined}
-    edges = {name: {by_key[k] for k in frees[name] if k in by_key} for name in defined}
+        frees.setdefault(name, set()).update(child.free)
+    edges = {name: {k for k in frees[name] if k in defined} for name in defined}
     found = bindings(ctx, frame)
     groups: dict[int, RecursionGroup] = {}
     for names in _strong_components(edges):
@@ -97,8 +94,7 @@ def recursion_groups(ctx: Context, frame: Frame) -> dict[int, RecursionGroup]:
         last = max(getattr(n, "lineno", 0) for n in nodes)
         if any(found.cleared_after(name, last) for name in names):
             continue
-        keys = {mangle(n, frame) for n in names}
-        cells = {k for name in names for k in frees[name] if k not in keys}
+        cells = {k for name in names for k in frees[name] if k not in names}
         captures = group_captures(ctx, frame, cells, nodes)
         ordered = tuple(dict.fromkeys(_name_of(n) for n in nodes))
         members = frozenset(i for n in nodes for i in (id(n), id(scope_node(n))))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
 
-from whyalive.lint.findings import LintFinding, Rule, snippet
+from whyalive.lint.findings import Advice, LintFinding, Rule, advice_sentence, snippet
 from whyalive.lint.rules.instances import light_instance
+from whyalive.lint.rules.object_stores import may_store_on_object
+from whyalive.lint.rules.patch_facts import MODULE_METHODS
 from whyalive.lint.rules.patches import patch_of
 from whyalive.lint.rules.shapes import (
     MethodSelf,
@@ -22,8 +25,8 @@ from whyalive.lint.rules.weight import weigher
 from whyalive.lint.scopes import Context
 
 # What a finder found: the method's `self` when the cycle goes through it (only `self` can be
-# proven light), and the fields of its rule's message.
-_Found = tuple[MethodSelf | None, dict[str, str]]
+# proven light), the fields of its rule's message and the fixes it offers.
+_Found = tuple[MethodSelf | None, dict[str, str], tuple[Advice, ...]]
 _Finder = Callable[[ast.AST, Context], Iterator[_Found]]
 
 
@@ -38,9 +41,26 @@ def _light(ctx: Context, owner: MethodSelf | None) -> str | None:
 
 
 def _heavy(finder: _Finder, node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
-    for owner, fields in finder(node, ctx):
+    for owner, fields, advice in finder(node, ctx):
         if _light(ctx, owner) is None:
-            yield ctx.report(node, fields)
+            yield ctx.report(node, fields, advice=advice)
+
+
+def _may_register(node: ast.AST) -> bool:
+    func = getattr(node, "func", None)
+    return isinstance(func, ast.Attribute) and _is_registrar(func.attr)
+
+
+def _checking(
+    finder: _Finder, may_match: Callable[[ast.AST], bool] = may_store_on_object
+) -> Callable[[ast.AST, Context], Iterable[LintFinding]]:
+    """A rule's check: ``finder`` on the nodes a cheap first look (``may_match``) lets through
+    (most assignments and calls store nothing on an object)."""
+
+    def check(node: ast.AST, ctx: Context) -> Iterable[LintFinding]:
+        return _heavy(finder, node, ctx) if may_match(node) else ()
+
+    return check
 
 
 _STORE_NODES: tuple[type[ast.AST], ...] = (
@@ -74,13 +94,49 @@ def _kept_on_every_path(node: ast.AST, where: ast.AST, ctx: Context) -> bool:
     )
 
 
+def weak_forwarder(bound: str, verb: str = "store") -> Advice:
+    """A function that calls ``bound`` through a weak reference, in its place: calls keep
+    their form."""
+    return Advice(
+        "weak-forwarder",
+        f"{verb} a function that calls it through a weak reference instead (`method = "
+        f"weakref.WeakMethod({bound})`, then `lambda *args, **kwargs: method()(*args, "
+        "**kwargs)`), so calls stay as they are",
+    )
+
+
+def _bound_method_advice(owner: MethodSelf, where: ast.AST, method: str) -> tuple[Advice, ...]:
+    """A method slot (``self.forward = self.forward_split``): calls go through the class's
+    protocol (``nn.Module.__call__``), so only a method that dispatches keeps them working;
+    a plain attribute gets a weak forwarder."""
+    me = owner.name
+    if (
+        isinstance(where, ast.Attribute)
+        and isinstance(where.value, ast.Name)
+        and where.value.id == me
+        and (where.attr in owner.methods or where.attr in MODULE_METHODS)
+    ):
+        attr = where.attr
+        return (
+            Advice(
+                "dispatch-in-method",
+                f"keep `{attr}` a method of the class that calls `{me}.{method}(...)` when a "
+                f"flag set here says so (`{me}._use_{method.lstrip('_')} = True`): a bound "
+                f"method, a `WeakMethod` or `type({me}).{method}` stored in `{me}.{attr}` "
+                "makes a cycle or breaks the calls",
+            ),
+        )
+    return (weak_forwarder(f"{me}.{method}"),)
+
+
 def _bound_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     owner = None
     for self_name, where, held in _stores_on_self(node, ctx):
         owner = owner or method_self(ctx)
         method = bound_method_of(held, owner) if owner is not None else None
         if owner is not None and method is not None and _kept_on_every_path(node, where, ctx):
-            yield owner, {"stmt": snippet(node), "self": self_name, "method": method}
+            fields = {"stmt": snippet(node), "self": self_name, "method": method}
+            yield owner, fields, _bound_method_advice(owner, where, method)
             return
 
 
@@ -89,19 +145,23 @@ BOUND_METHOD_ON_SELF = Rule(
     name="bound-method-on-self",
     message=(
         "WAL201 `{stmt}` stores a bound method on its own instance; the method holds "
-        "`{self}`, which makes a cycle. Use `weakref.WeakMethod({self}.{method})` or store "
-        "the function (`type({self}).{method}`) and pass `{self}` when calling it."
+        "`{self}`, which makes a cycle. {advice}"
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_bound_methods, node, ctx),
+    check=_checking(_bound_methods),
     explanation="""\
 `self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
 stores a bound method on the instance it is bound to. A bound method holds `__self__`, so
 the instance holds itself: it is cyclic garbage when dropped, and everything it owns
 (parameters, buffers, optimiser state) waits for the cyclic GC.
 
-Fix: store `weakref.WeakMethod(self.on_step)` and call it as `self.cb()()`, or store the
-plain function (`type(self).on_step`) and call it with `self`, or dispatch by name.""",
+Fix, keeping every call `self.cb(...)` as it is: store a function that calls the method
+through a weak reference (`method = weakref.WeakMethod(self.on_step)`, then
+`self.cb = lambda *args, **kwargs: method()(*args, **kwargs)`). When the attribute is one of
+the class's own methods (`self.forward = self.forward_split_cat` in an `nn.Module`), keep it
+a method that calls the chosen one when a flag set in `__init__` says so: `nn.Module.__call__`
+calls `self.forward(x)`, which a `WeakMethod` or `type(self).forward_split_cat` stored there
+would break.""",
 )
 
 
@@ -111,7 +171,25 @@ def _closures_on_self(node: ast.AST, ctx: Context) -> Iterator[_Found]:
         if found is not None and self_name in found[1] and _kept_on_every_path(node, where, ctx):
             owner = method_self(ctx)
             assert owner is not None
-            yield owner, {"stmt": snippet(node), "kind": found[0], "self": self_name}
+            advice = [
+                Advice(
+                    "weak-self",
+                    f"capture `weakref.ref({self_name})` instead of `{self_name}` (`ref = "
+                    f"weakref.ref({self_name})`, and `ref()` inside), so calls stay as they are",
+                )
+            ]
+            direct = isinstance(where, ast.Attribute) and isinstance(where.value, ast.Name)
+            if direct and found[1] == {self_name} and isinstance(node, ast.Assign):
+                assert isinstance(where, ast.Attribute)
+                advice.append(
+                    Advice(
+                        "method",
+                        f"make it a method of the class (`def {where.attr}({self_name}, ...)`"
+                        "), since it uses nothing else from here",
+                    )
+                )
+            fields = {"stmt": snippet(node), "kind": found[0], "self": self_name}
+            yield owner, fields, tuple(advice)
             return
 
 
@@ -120,18 +198,17 @@ CLOSURE_ON_SELF = Rule(
     name="closure-capturing-self-on-self",
     message=(
         "WAL202 `{stmt}` stores a {kind} that captures `{self}` on `{self}` itself; its "
-        "closure cell holds `{self}`, which makes a cycle. Capture `weakref.ref({self})` "
-        "instead, or pass `{self}` as an argument when calling it."
+        "closure cell holds `{self}`, which makes a cycle. {advice}"
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_closures_on_self, node, ctx),
+    check=_checking(_closures_on_self),
     explanation="""\
 `self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
 into a closure cell that `self` then holds through the stored function: a cycle.
 
-Fix: capture a weak reference (`ref = weakref.ref(self)` and `lambda: ref().x`), take the
-instance as a parameter (`self.f = lambda obj: obj.x`, called as `self.f(self)`), or make
-the callback a method and dispatch by name.""",
+Fix, keeping every call as it is: capture a weak reference (`ref = weakref.ref(self)` and
+`lambda: ref().x`), or, when it uses nothing but `self`, make it a method of the class.
+(Taking the instance as a parameter would change every call, some made by other code.)""",
 )
 
 
@@ -173,36 +250,49 @@ def _registered(node: ast.AST, ctx: Context) -> Iterator[_Found]:
                 f"which holds `{owner.name}`"
             )
             fields = {"call": snippet(node), "what": what, "receiver": receiver}
-            yield owner, {**fields, "chain": chain, "self": owner.name}
+            weak = (
+                weak_forwarder(f"{owner.name}.{method}", "register")
+                if method is not None
+                else Advice(
+                    "weak-self",
+                    f"make the function capture `weakref.ref({owner.name})` instead of "
+                    f"`{owner.name}` (`ref = weakref.ref({owner.name})`, and `ref()` inside)",
+                )
+            )
+            remove = Advice(
+                "remove-when-done",
+                "keep what the registration returns and remove it when done "
+                "(`handle.remove()` for a hook)",
+            )
+            yield owner, {**fields, "chain": chain, "self": owner.name}, (weak, remove)
             return
 
 
 CALLBACK_ON_OWNED = Rule(
     code="WAL203",
     name="callback-on-owned-object",
-    message=(
-        "WAL203 `{call}` registers a {what} on `{receiver}`; {chain}: a cycle. "
-        "Register `weakref.WeakMethod` or a function of a `weakref.ref({self})`, or remove "
-        "the registration when done."
-    ),
+    message=("WAL203 `{call}` registers a {what} on `{receiver}`; {chain}: a cycle. {advice}"),
     node_types=(ast.Call,),
-    check=lambda node, ctx: _heavy(_registered, node, ctx),
+    check=_checking(_registered, _may_register),
     explanation="""\
 Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
 on `self` or on an object reached from `self` (`self.register_forward_hook(self._hook)`,
 `self.timer.add_callback(self.tick)`) makes the registry hold `self`, while `self` holds the
 registry: a cycle.
 
-Fix: register a `weakref.WeakMethod`, or a small function that looks the instance up through
-`weakref.ref(self)`, or keep the returned handle and call `handle.remove()` when done.""",
+Fix: register a small function that calls the method through a weak reference
+(`method = weakref.WeakMethod(self._hook)`, then `lambda *args, **kwargs: method()(*args,
+**kwargs)`) or that looks the instance up through `weakref.ref(self)`; or keep the returned
+handle and call `handle.remove()` when done. (A bare `weakref.WeakMethod` is no callback:
+calling it gives the method back instead of calling it.)""",
 )
 
 
 def _patched_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     patch = patch_of(node, ctx)
     if patch is not None:
-        fields = {"stmt": snippet(node), "obj": patch.obj, "what": patch.what, "fix": patch.fix}
-        yield patch.owner, fields
+        fields = {"stmt": snippet(node), "obj": patch.obj, "what": patch.what}
+        yield patch.owner, fields, patch.advice
 
 
 PATCHED_METHOD = Rule(
@@ -210,10 +300,10 @@ PATCHED_METHOD = Rule(
     name="patched-method-holds-object",
     message=(
         "WAL204 `{stmt}` stores on `{obj}` {what}, so `{obj}` holds itself: a cycle that "
-        "keeps `{obj}` and everything it owns alive until the cyclic GC runs. {fix}"
+        "keeps `{obj}` and everything it owns alive until the cyclic GC runs. {advice}"
     ),
     node_types=_STORE_NODES,
-    check=lambda node, ctx: _heavy(_patched_methods, node, ctx),
+    check=_checking(_patched_methods),
     explanation="""\
 Monkey-patching a method onto one object binds the object into the new callable and then
 stores that callable on the same object: `model.forward = MethodType(new_forward, model)`,
@@ -225,9 +315,13 @@ its object. The object (a model with all its parameters) then waits for the cycl
 Only objects that can die are checked (parameters and locals, not module globals, imports
 or classes).
 
-Fix: undo the patch with `del model.forward` (the class's method shows through again)
-rather than assigning the old bound method back, keep `type(model).forward` instead of the
-bound method, or bind a `weakref.proxy(model)`.""",
+Fix: undo the patch when done: `del model.forward` (the class's method shows through again)
+when `forward` was not in `vars(model)` before the patch, rather than assigning the old bound
+method back; when it was (an earlier patch, a compiled `forward`), put that earlier value
+back, as `del` would drop it. Or bind a `weakref.proxy(model)` instead of the model; save the
+class's function (`type(model).forward`, called with the model) instead of the bound method
+when nothing patched it before; wrap a method of the class once, in the class, rather than
+per instance (callers keep calling `obj.method(...)`).""",
 )
 
 _FINDERS: tuple[tuple[Rule, _Finder], ...] = (
@@ -242,11 +336,13 @@ def _check_light(node: ast.AST, ctx: Context) -> Iterator[LintFinding]:
     for rule, finder in _FINDERS:
         if not isinstance(node, rule.node_types):
             continue
-        for owner, fields in finder(node, ctx):
+        for owner, fields, advice in finder(node, ctx):
             cls = _light(ctx, owner)
             if cls is not None:
+                fields = {**fields, "advice": advice_sentence(advice)}
                 text = rule.message.format(**fields).removeprefix(rule.code).lstrip()
-                yield ctx.report(node, code=rule.code, text=text, cls=cls)
+                found = ctx.report(node, code=rule.code, text=text, cls=cls)
+                yield dataclasses.replace(found, advice=tuple(a.key for a in advice))
                 return
 
 

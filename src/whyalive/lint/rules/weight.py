@@ -24,9 +24,15 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from whyalive.lint.rules.annotations import last_name, light_annotation, words
+from whyalive.lint.rules.annotations import declares_light, last_name, light_annotation, words
 from whyalive.lint.rules.fills import only_filled_with_light
-from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA, Context, own_scope_nodes
+from whyalive.lint.scopes import (
+    FUNCTION_NODES,
+    FUNCTION_OR_LAMBDA,
+    Context,
+    own_scope_nodes,
+    walk_nodes,
+)
 
 __all__ = ["Weigher", "weigher"]
 
@@ -115,6 +121,7 @@ class Weigher:
         self._guessed = False
         self.instances: dict[int, bool] = {}
         self.subclasses: dict[str, list[ast.ClassDef]] = {}
+        self.functions: dict[str, ast.AST] = {}
         self._index(module)
 
     def _index(self, module: ast.AST) -> None:
@@ -125,6 +132,10 @@ class Weigher:
                 if isinstance(child, FUNCTION_OR_LAMBDA):
                     self._scopes[id(child)] = _Scope(child, function)
                     stack.append((child, child))
+                    # Undecorated: a decorator may return anything.
+                    plain = isinstance(child, FUNCTION_NODES) and not child.decorator_list
+                    if node is module and plain:
+                        self.functions[child.name] = child  # type: ignore[union-attr]
                 else:
                     if isinstance(child, ast.ClassDef) and node is module:
                         self.classes[child.name] = child
@@ -169,7 +180,7 @@ class Weigher:
                 for sub in ast.walk(node):  # a walrus in a comprehension binds here
                     if isinstance(sub, ast.NamedExpr):
                         _bind(scope, sub.target, sub)
-        for stmt in ast.walk(function):
+        for stmt in walk_nodes(function):
             if isinstance(stmt, (ast.MatchAs, ast.MatchStar)) and stmt.name:
                 scope.bound.setdefault(stmt.name, []).append(stmt)
         return scope
@@ -203,9 +214,12 @@ class Weigher:
         self._pending.add(key)
         scope = self.scope(function)
         bindings = scope.bound[name]
-        light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
-        if light and any(_makes_container(stmt) for stmt in bindings):
-            light = only_filled_with_light(self, function, name, trusted)
+        if any(declares_light(stmt) for stmt in bindings):
+            light = True  # its declared type covers every value it gets (`dims: list[int]`)
+        else:
+            light = all(self._light_binding(function, name, stmt, trusted) for stmt in bindings)
+            if light and any(_makes_container(stmt) for stmt in bindings):
+                light = only_filled_with_light(self, function, name, trusted)
         if name in scope.outer and scope.parent is not None:
             light = light and self.light_name(scope.parent, name, trusted)
         self._pending.discard(key)
@@ -243,9 +257,18 @@ class Weigher:
         held = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
         return all(self.light(d, function, trusted) for d in held) and all(
             self.light_name(function, sub.id, trusted)
-            for sub in ast.walk(node)
+            for sub in walk_nodes(node)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in own
         )
+
+    def parents(self, function: ast.AST) -> dict[int, ast.AST]:
+        """``id`` of each node in ``function`` -> the node it sits in (built once)."""
+        scope = self.scope(function)
+        if scope.parents is None:
+            scope.parents = {
+                id(c): n for n in walk_nodes(function) for c in ast.iter_child_nodes(n)
+            }
+        return scope.parents
 
     def binds(self, function: ast.AST, name: str) -> bool:
         """Whether ``function`` binds ``name`` in a way this module reads."""
@@ -312,8 +335,21 @@ class Weigher:
         if isinstance(expr, ast.Lambda):
             return self.light_function(expr, function, trusted)
         if isinstance(expr, ast.Call):
-            return self._light_call(expr, rec)
+            return self._light_call(expr, rec) or self._returns_light(expr, function)
         return False
+
+    def _returns_light(self, call: ast.Call, function: ast.AST | None) -> bool:
+        """A call of a function of this module whose return annotation is light
+        (``def count(...) -> int``), unless a local of that name hides it."""
+        func = call.func
+        if not isinstance(func, ast.Name) or func.id not in self.functions:
+            return False
+        scope = function
+        while scope is not None:
+            if func.id in self.scope(scope).bound:
+                return False
+            scope = self.scope(scope).parent
+        return light_annotation(getattr(self.functions[func.id], "returns", None))
 
     def _light_call(self, call: ast.Call, rec: _Check) -> bool:
         func = call.func

@@ -1,0 +1,24 @@
+"""WAL101: a nested walker that calls itself keeps the tensors it collected."""
+
+import torch
+
+CODE = "WAL101"
+HOLD = "gc"
+
+
+def _walk(node, found):
+    found.append(node["value"])
+    for child in node["children"]:
+        _walk(child, found)
+
+
+def total(tree, keep):
+    found = []
+    _walk(tree, found)
+    keep(found[0])
+    return float(sum(float(t.sum()) for t in found))
+
+
+def scenario(keep):
+    leaf = {"value": torch.full((4,), 2.0), "children": []}
+    return total({"value": torch.ones(4), "children": [leaf]}, keep)

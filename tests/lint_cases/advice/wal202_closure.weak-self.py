@@ -1,0 +1,21 @@
+"""WAL202: a lambda over `self` stored on `self`."""
+
+import weakref
+
+import torch
+
+CODE = "WAL202"
+HOLD = "gc"
+
+
+class Counter:
+    def __init__(self, values):
+        self.values = values
+        ref = weakref.ref(self)
+        self.total = lambda: float(ref().values.sum())
+
+
+def scenario(keep):
+    counter = Counter(torch.ones(3))
+    keep(counter.values)
+    return counter.total()

@@ -1,0 +1,34 @@
+"""WAL204: a model's forward patched with a method bound to the model."""
+
+from types import MethodType
+
+import torch
+from torch import nn
+
+CODE = "WAL204"
+HOLD = "gc"
+
+
+def _doubled_forward(self, x):
+    return nn.Linear.forward(self, x) * 2
+
+
+def doubled(model, x):
+    had = "forward" in vars(model)
+    earlier = vars(model).get("forward")
+    model.forward = MethodType(_doubled_forward, model)
+    try:
+        with torch.no_grad():
+            return model(x).tolist()
+    finally:
+        if had:
+            model.forward = earlier
+        else:
+            del model.forward
+
+
+def scenario(keep):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 4)
+    keep(model.weight)
+    return doubled(model, torch.ones(1, 4))
