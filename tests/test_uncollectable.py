@@ -96,16 +96,22 @@ def test_loops_the_collector_never_frees_are_in_their_own_section() -> None:
     assert "Uncollectable loop 1: tensor hook that refers back to its tensor" in html
 
 
-def _leaked_tensors(fn: Callable[[], None]) -> list[weakref.ref[Any]]:
+def _leaked_tensors(fn: Callable[[], None], *, collect: bool = True) -> list[weakref.ref[Any]]:
     """The tensors ``fn`` leaves alive (the baseline frozen around it, as a check does),
-    weakly: a strong reference here would be a root that explains them."""
+    weakly: a strong reference here would be a root that explains them. Without
+    ``collect``, the collector stays off: its garbage is still there to explain."""
     gc.collect()
     OWNER.hold_freeze()
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         fn()
-        gc.collect()
-        return [weakref.ref(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+        if collect:
+            gc.collect()
+        return [weakref.ref(o) for o in gc.get_objects() if type(o) is torch.Tensor]
     finally:
+        if enabled:
+            gc.enable()
         OWNER.drop_freeze()
 
 
@@ -115,15 +121,18 @@ def test_explain_of_a_leaked_tensor_gives_the_same_loop_and_fix(
 ) -> None:
     checked = find_leaks(fn)
     [by_check] = [*checked.cycles, *checked.uncollectable]
-    if not checked.uncollectable:
-        pytest.skip("the collector frees this one: explain sees no live tensor")
+    # A loop the collector frees is explained while it is garbage, before a collection.
+    freed = not checked.uncollectable
+    if fn is loops.prehook_on_node:
+        pytest.skip("explain finds no loop here (docs/explain.md: what stays blind)")
     explained: list[Report] = []
-    for ref in _leaked_tensors(fn):  # explained one by one until one shows its loop
+    for ref in _leaked_tensors(fn, collect=not freed):  # one by one until one shows its loop
         explained.append(explain(ref()).report)
-        if explained[-1].uncollectable:
+        if explained[-1].uncollectable or explained[-1].cycles:
             break
-    assert explained[-1].uncollectable, [r.alive[0].note for r in explained]
-    by_explain = explained[-1].uncollectable[0]
+    found = explained[-1].cycles if freed else explained[-1].uncollectable
+    assert found, [r.alive[0].note for r in explained]
+    by_explain = found[0]
     assert by_explain.pattern == by_check.pattern == pattern
     assert by_explain.fix == by_check.fix
     assert by_explain.cut is not None
@@ -132,7 +141,12 @@ def test_explain_of_a_leaked_tensor_gives_the_same_loop_and_fix(
     # Hook dict keys are handle ids, new for each registration: compared as kinds.
     hops = [(e.kind, re.sub(r"\[\d+\]", "[i]", e.name)) for e in by_explain.loop]
     assert hops == [(e.kind, re.sub(r"\[\d+\]", "[i]", e.name)) for e in by_check.loop]
-    assert "loop through the autograd graph" in (explained[-1].alive[0].note or "")
+    note = explained[-1].alive[0].note or ""
+    if freed:  # a true note: the next collection frees it
+        assert "the next collection frees" in note
+        assert "never" not in explained[-1].render("text")
+    else:
+        assert "loop through the autograd graph" in note
 
 
 def test_what_a_root_reaches_is_not_a_leak() -> None:

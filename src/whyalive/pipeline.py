@@ -120,14 +120,18 @@ def probe_uncollectable(
     return uncollectable_report(graph, options) if graph is not None else None
 
 
-def uncollectable_report(graph: ObjectGraph, options: AnalysisOptions) -> Report | None:
-    """The loops of a graph of :mod:`whyalive.uncollectable` as a report (``uncollectable``);
-    the graph is released."""
+def uncollectable_report(
+    graph: ObjectGraph, options: AnalysisOptions, *, freed: bool = False
+) -> Report | None:
+    """The loops of a graph of :mod:`whyalive.uncollectable` as a report (``uncollectable``;
+    ``cycles`` when ``freed``: loops the collector frees); the graph is released."""
     with _collector_off():
         progress = Progress(len(graph), options.progress_after)
         report = _report_of(graph, KindResolver(), options, progress)
     if not report.cycles:
         return None
+    if freed:
+        return replace(report, notes=tuple(n for n in report.notes if n in options.notes))
     return replace(
         report,
         cycles=(),
@@ -185,11 +189,14 @@ def with_uncollectable_loops(
         return report
     held = {id(obj) for obj in graph.nodes}
     looped = [id(target) in held for target in targets]
-    loops = uncollectable_report(graph, AnalysisOptions(where=where, progress_after=None))
+    freed = graph.freed_by_collector
+    options = AnalysisOptions(where=where, progress_after=None)
+    loops = uncollectable_report(graph, options, freed=freed)
     if loops is None:
         return report
+    note = FREED_LOOP_NOTE if freed else LOOP_NOTE
     alive = tuple(
-        replace(entry, note=LOOP_NOTE) if in_loop else entry
+        replace(entry, note=note) if in_loop else entry
         for entry, in_loop in zip(report.alive, looped, strict=True)
     )
     return merge_reports([replace(report, alive=alive), loops])
@@ -198,4 +205,8 @@ def with_uncollectable_loops(
 LOOP_NOTE = (
     "held only by a loop through the autograd graph (C++), which the collector never frees: "
     "see the uncollectable loop for its cut and fix."
+)
+FREED_LOOP_NOTE = (
+    "held only by a reference cycle (through its autograd graph) that no root reaches: "
+    "cyclic garbage that the next collection frees; see the cycle for its cut and fix."
 )

@@ -127,7 +127,47 @@ def _uncollectable(
         found = _leading_to(accounts, found, goals)
     if not any(reader.is_tensor(accounts.obj(v)) for v in found):
         return None
-    return _subgraph(accounts, found)
+    graph = _subgraph(accounts, found)
+    if goals is not None and _collector_frees(accounts, found, goals):
+        graph.freed_by_collector = True
+        graph.cpp_edges = {}  # the collector sees these references: named as a check names them
+    return graph
+
+
+def _collector_frees(accounts: Accounts, members: list[int], goals: set[int]) -> bool:
+    """Whether the next collection frees one of ``goals`` (ids) among ``members``.
+
+    The collector's own test over the members: what a member with a reference the
+    collector cannot see reaches through references it sees stays; the rest is garbage
+    and is freed. Then, as reference counting would, a member goes too once everything
+    that holds it (the C++ references autograd explains included) is gone.
+    """
+    young = accounts.young
+    inside = set(members)
+    outside, explained = accounts.outside, accounts.explained
+    into: dict[int, list[int]] = {}
+    for source in members:
+        for target in successors(accounts, source) if source < young else ():
+            if target in inside:
+                into.setdefault(target, []).append(source)
+    for source, target, _ in accounts.cpp:
+        if source in inside and target in inside:
+            into.setdefault(target, []).append(source)
+    held = [v for v in members if v < young and outside[v] > 0]
+    kept = _reach(accounts, held, bytearray(len(accounts.nodes) + len(accounts.extra)), None)
+    freed = {v for v in members if v < young and not kept[v]}
+    if not freed:
+        return False
+    changed = True
+    while changed:
+        changed = False
+        for v in members:
+            if v in freed or (v < young and outside[v] > explained[v]):
+                continue
+            if all(source in freed for source in into.get(v, ())):
+                freed.add(v)
+                changed = True
+    return any(id(accounts.obj(v)) in goals for v in freed)
 
 
 def _leading_to(accounts: Accounts, members: list[int], goals: set[int]) -> list[int]:
