@@ -428,3 +428,61 @@ def test_pytest_plugin_fails_only_the_test_that_leaks_a_loop(pytester: pytest.Py
         "--whyalive", "--whyalive-baseline=.whyalive-baseline.json"
     )
     known.assert_outcomes(passed=3)
+
+
+CTX_SHAPES = """
+import torch
+
+
+class KeepsAndSaves(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        ctx.save_for_backward(x)
+        ctx.y = y
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 + 0 * ctx.y + 0 * x
+
+
+class KeepsAList(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        ctx.ys = [y]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2 + 0 * ctx.ys[0]
+
+
+def run(function):
+    x = torch.randn(1000, requires_grad=True)
+    function.apply(x).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("function", ["KeepsAndSaves", "KeepsAList"])
+def test_ctx_attribute_edit_only_where_it_is_safe(tmp_path: Any, function: str) -> None:
+    """`save_for_backward` is written only for one tensor in a class that saves nothing
+    else (the index `[0]` would be wrong); otherwise the fix stays in words."""
+    import importlib.util
+
+    path = tmp_path / f"ctx_shapes_{function.lower()}.py"
+    path.write_text(CTX_SHAPES)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with check_leaks(on_leak="ignore", min_bytes=0) as check:
+        module.run(getattr(module, function))
+    report = check.report
+    assert report is not None
+    [cycle] = [*report.cycles, *report.uncollectable]
+    assert cycle.pattern == "ctx-attribute"
+    assert cycle.fix_edit is None
+    assert "save_for_backward" in cycle.fix

@@ -38,7 +38,7 @@ _MODULE_HOOK_DICTS = {
 _USER_STEPS = (ek.CELL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.LOCAL)
 
 
-def _is_tensor(view: CycleView, node: int) -> bool:
+def is_tensor(view: CycleView, node: int) -> bool:
     torch = sys.modules.get("torch")
     base = getattr(getattr(torch, "_C", None), "TensorBase", None)
     return isinstance(base, type) and issubclass(type(view.obj(node)), base)
@@ -70,7 +70,7 @@ def _node_words(view: CycleView, node: int) -> str:
 def grad_fn_of(view: CycleView, node: int) -> int | None:
     """The tensor in the cycle whose ``grad_fn`` is ``node``."""
     for edge in view.edges_into(node):
-        if edge.name.name == ".grad_fn" and _is_tensor(view, edge.source):
+        if edge.name.name == ".grad_fn" and is_tensor(view, edge.source):
             return edge.source
     return None
 
@@ -114,7 +114,7 @@ class TensorHookPattern:
     def match(self, view: CycleView) -> PatternMatch | None:
         """A tensor's hook dict in the loop, one of whose hooks leads back to the tensor."""
         for edge in edges_named(view, TENSOR_HOOKS) + edges_named(view, BACKWARD_HOOKS):
-            tensor = edge.source if _is_tensor(view, edge.source) else grad_fn_of(view, edge.source)
+            tensor = edge.source if is_tensor(view, edge.source) else grad_fn_of(view, edge.source)
             if tensor is None:
                 continue
             for entry in view.edges_from(edge.target):
@@ -223,9 +223,9 @@ class ModuleHookPattern:
 
 def kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
     """Whether ``edge`` leads, through containers, to a tensor of the loop."""
-    if _is_tensor(view, edge.target):
+    if is_tensor(view, edge.target):
         return True
-    return any(_is_tensor(view, e.target) for e in view.edges_from(edge.target))
+    return any(is_tensor(view, e.target) for e in view.edges_from(edge.target))
 
 
 class NodeHookPattern:

@@ -9,12 +9,13 @@ from whyalive.diagnose.patterns.autograd import (
     METADATA,
     edges_named,
     grad_fn_of,
+    is_tensor,
     kept_tensor,
     never_freed,
     tensor_code,
 )
 from whyalive.diagnose.patterns.base import PatternMatch
-from whyalive.fix_edits import WORDS_ONLY
+from whyalive.fix_edits import SAVE_FOR_BACKWARD, WORDS_ONLY
 from whyalive.guarded import type_namespace, type_qualname, type_short_name
 from whyalive.paths import CycleView, NamedEdge
 
@@ -55,9 +56,11 @@ class CtxAttributePattern:
             f"of `ctx{attr} = {value}`, and read it back in its backward with "
             f"`{value}, = ctx.saved_tensors`; saved tensors do not keep the output's graph."
         )
-        # `backward` reads the attribute too: one line cannot change both.
+        # The edit changes the store and backward's reads; a container of tensors is said.
+        direct = is_tensor(view, edge.target)
+        remedy = SAVE_FOR_BACKWARD if direct else WORDS_ONLY
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, [edge], None, remedy=WORDS_ONLY
+            self.name, self.title, summary, explanation, fix, [edge], None, remedy=remedy
         )
 
 
