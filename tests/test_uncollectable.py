@@ -475,7 +475,8 @@ def test_ctx_attribute_edit_only_where_it_is_safe(tmp_path: Any, function: str) 
     path = tmp_path / f"ctx_shapes_{function.lower()}.py"
     path.write_text(CTX_SHAPES)
     spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with check_leaks(on_leak="ignore", min_bytes=0) as check:
