@@ -31,6 +31,8 @@ class Scenario:
     record_allocations: bool = False
     needs: tuple[str, ...] = ()
     """Modules the scenario imports (the test skips it when one is missing)."""
+    forever: bool = False
+    """The leak is a loop through C++ that no collection frees: it outlives the test."""
 
     def load(self) -> Callable[..., Any]:
         """The scenario's function from its module as imported."""
@@ -69,13 +71,16 @@ LEAKS = (
 )
 
 
-def _autograd(function: str, pattern: str, *, record: bool = False) -> Scenario:
+def _autograd(
+    function: str, pattern: str, *, record: bool = False, forever: bool = True
+) -> Scenario:
     """A loop through the autograd graph (``autograd_loops.py``); ``record``: the line that
-    made the cut is in no function of the loop, so the payload's allocation site finds it."""
+    made the cut is in no function of the loop, so the payload's allocation site finds it;
+    ``forever``: the collector never frees it (else it is cyclic garbage)."""
     module = "scenarios.autograd_loops"
     return Scenario(
         f"autograd_loops.{function}", module, function, pattern, needs=("torch",),
-        record_allocations=record,
+        record_allocations=record, forever=forever,
     )  # fmt: skip
 
 
@@ -83,9 +88,9 @@ AUTOGRAD = (
     _autograd("tensor_hook", "tensor-hook-loop"),
     _autograd("hook_on_owner", "tensor-hook-loop"),
     _autograd("grad_cam", "module-hook-loop"),
-    _autograd("prehook_on_node", "node-hook-loop", record=True),
+    _autograd("prehook_on_node", "node-hook-loop", record=True, forever=False),
     _autograd("prehook_holding_output", "node-hook-loop"),
-    _autograd("ctx_attribute", "ctx-attribute"),
+    _autograd("ctx_attribute", "ctx-attribute", forever=False),
     _autograd("node_metadata", "node-metadata", record=True),
 )
 
@@ -108,3 +113,14 @@ def _constant(source: str, name: str) -> str | None:
 
 CASES = tuple(_case(path) for path in sorted(HERE.glob("case_*.py")))
 SCENARIOS = LEAKS + AUTOGRAD + CASES
+
+
+def params() -> list[Any]:
+    """Every scenario as a pytest parameter, named; one that leaks forever is not checked by
+    the plugin (``pytest --whyalive`` would report its leak as the test's own)."""
+    import pytest
+
+    return [
+        pytest.param(s, id=s.name, marks=[pytest.mark.whyalive_skip] if s.forever else [])
+        for s in SCENARIOS
+    ]
