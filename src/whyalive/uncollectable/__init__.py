@@ -145,28 +145,28 @@ def _collector_frees(accounts: Accounts, members: list[int], goals: set[int]) ->
     young = accounts.young
     inside = set(members)
     outside, explained = accounts.outside, accounts.explained
-    into: dict[int, list[int]] = {}
+    held_by: dict[int, list[int]] = {}  # source -> the members it holds (GC-seen and C++)
+    holders = dict.fromkeys(members, 0)
     for source in members:
         for target in successors(accounts, source) if source < young else ():
             if target in inside:
-                into.setdefault(target, []).append(source)
+                held_by.setdefault(source, []).append(target)
+                holders[target] += 1
     for source, target, _ in accounts.cpp:
         if source in inside and target in inside:
-            into.setdefault(target, []).append(source)
+            held_by.setdefault(source, []).append(target)
+            holders[target] += 1
     held = [v for v in members if v < young and outside[v] > 0]
     kept = _reach(accounts, held, bytearray(len(accounts.nodes) + len(accounts.extra)), None)
-    freed = {v for v in members if v < young and not kept[v]}
-    if not freed:
-        return False
-    changed = True
-    while changed:
-        changed = False
-        for v in members:
-            if v in freed or (v < young and outside[v] > explained[v]):
-                continue
-            if all(source in freed for source in into.get(v, ())):
-                freed.add(v)
-                changed = True
+    queue = deque(v for v in members if v < young and not kept[v])
+    freed = set(queue)
+    while queue:  # each freed member lets go of what it holds
+        for target in held_by.get(queue.popleft(), ()):
+            holders[target] -= 1
+            unexplained = target < young and outside[target] > explained[target]
+            if holders[target] == 0 and target not in freed and not unexplained:
+                freed.add(target)
+                queue.append(target)
     return any(id(accounts.obj(v)) in goals for v in freed)
 
 
