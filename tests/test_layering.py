@@ -62,6 +62,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "analysis",
                 "roots",
                 "allocations",
+                "autograd_graph",
+                "uncollectable",
             }
         ),
     ),

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from whyalive.autograd_graph import sequence_mark
 from whyalive.gcstate import OWNER, Lease
 from whyalive.graph import core as graphcore
 
@@ -99,6 +100,8 @@ class GarbageWatch:
         self._holds_freeze = False
         self._captured: CapturedGarbage | None = None
         self.freeze_changed = False
+        self.autograd_mark: int | None = None
+        """The autograd sequence number at :meth:`begin`: nodes made later are the block's."""
 
     @property
     def active(self) -> bool:
@@ -124,6 +127,7 @@ class GarbageWatch:
             raise RuntimeError("GarbageWatch.begin() called twice")
         graphcore.announce_implementation()
         self._lease = OWNER.new_lease(analyze_now)
+        self.autograd_mark = sequence_mark()
         self._holds_freeze, froze = OWNER.freeze.hold(self)
         if not froze:
             # Joining a frozen baseline (or the user's freeze) leaves what came since

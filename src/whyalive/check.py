@@ -22,7 +22,7 @@ from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.interrupts import guard
 from whyalive.node_names import source_place
-from whyalive.pipeline import analyze, prepare_in_collector
+from whyalive.pipeline import analyze, prepare_in_collector, probe_block
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
@@ -264,6 +264,12 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         report = merge_reports([analyze(captured.objects, options), *reports])
         if recorder is not None:
             report = _note_unrecorded(report)
+        captured.release()
+        # With the garbage freed and the baseline still frozen: what is left is alive.
+        site_of = recorder.site_of if recorder is not None else None
+        probed, _ = probe_block(watch, self._options(site_of=site_of))
+        if probed is not None:
+            report = merge_reports([report, probed])
         self.report = self._threads.note(report) if self._threads is not None else report
 
     def _after(self, watch: GarbageWatch, census: HeavyCensus | None) -> None:

@@ -20,8 +20,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from whyalive.autograd_graph import AutogradReader, name_node_edge
 from whyalive.edge_kinds import (
     ATTRIBUTE,
+    AUTOGRAD,
     BOUND_FUNC,
     BOUND_SELF,
     CELL,
@@ -193,26 +195,26 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
                 except AttributeError:
                     continue
     torch = sys.modules.get("torch")
-    if torch is not None and issubclass(type(obj), torch._C.TensorBase):
-        return _name_tensor_edge(obj, target)
+    if torch is not None:
+        reader = AutogradReader(torch)
+        if reader.is_tensor(obj):
+            return _name_tensor_edge(reader, obj, target)
+        name = name_node_edge(reader, obj, target) if reader.is_node(obj) else None
+        if name is not None:
+            return EdgeName(AUTOGRAD, name)
     if isinstance(obj, dict):  # a dict subclass: its items, read through dict's own methods
         return _name_dict_edge(dict(dict.items(obj)), target)
     return None
 
 
-def _tensor_attribute(torch: Any, tensor: object, attr: str) -> object:
-    try:
-        return getattr(torch._C.TensorBase, attr).__get__(tensor)
-    except Exception:  # a tensor subclass or a dead tensor: no such attribute
-        return None
-
-
-def _name_tensor_edge(tensor: object, target: object) -> EdgeName | None:
-    torch = sys.modules["torch"]
-    with torch._C.DisableTorchFunctionSubclass():
-        for attr in ("grad_fn", "grad", "_base"):
-            if _tensor_attribute(torch, tensor, attr) is target:
-                return EdgeName(ATTRIBUTE, f".{attr}")
+def _name_tensor_edge(reader: AutogradReader, tensor: object, target: object) -> EdgeName:
+    # `.grad` only of a leaf: torch warns when a non-leaf's is read.
+    attrs = ("grad_fn", "_base", "grad") if reader.is_leaf(tensor) else ("grad_fn", "_base")
+    for attr in attrs:
+        if reader.tensor_field(tensor, attr) is target:
+            return EdgeName(ATTRIBUTE, f".{attr}")
+    if reader.hooks_dict(tensor) is target:
+        return EdgeName(INTERNAL, "._backward_hooks")
     return EdgeName(INTERNAL, "tensor internals")
 
 

@@ -35,6 +35,7 @@ from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.node_names import name_node
 from whyalive.paths import named_path
+from whyalive.pipeline import with_uncollectable_loops
 from whyalive.report import AliveObject, Report
 from whyalive.report_builder import NodeTable, holder_path_record
 from whyalive.roots import forward_search, nearest_path, reverse_search
@@ -124,10 +125,14 @@ def explain_objects(
     resolver = KindResolver()
     all_notes = [*notes, *_state_notes()]
     graph = snapshot_heap(targets, resolver, own=(targets,))
+    unrooted: dict[int, object] = {}
     try:
-        return _report(graph, resolver, max_paths, own_refs, where, all_notes)
+        report = _report(graph, resolver, max_paths, own_refs, where, all_notes, unrooted)
     finally:
         graph.release()
+    if not unrooted:
+        return report
+    return with_uncollectable_loops(report, targets, unrooted, own_refs, where)
 
 
 def _state_notes() -> list[str]:
@@ -193,7 +198,9 @@ def _report(
     own_refs: int,
     where: str | None,
     notes: list[str],
+    unrooted: dict[int, object],
 ) -> Report:
+    """The explanation; what can reach a target no root reaches goes into ``unrooted``."""
     holders: dict[int, list[list[int]]] = {}
     for target in graph.target_nodes:
         found = reverse_search(graph, target, max_paths)
@@ -210,11 +217,13 @@ def _report(
     table = NodeTable(view, facts)
     namer = EdgeNamer()  # the census explains many objects held by one container
     alive: list[AliveObject] = []
+    hidden = False
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
         root = note = None
         if not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
+            hidden = True
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
         paths = [
@@ -237,6 +246,8 @@ def _report(
                 note=note,
             )
         )
+    if hidden:  # after every reference count above was read: the dict holds references
+        unrooted.update(graph.unrooted())
     return Report(
         run=run_info(where), nodes=tuple(table.nodes), alive=tuple(alive), notes=tuple(notes)
     )

@@ -180,7 +180,7 @@ def _watched(
     watch: GarbageWatch, program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.analysis import AnalysisOptions
-    from whyalive.pipeline import analyze, prepare_in_collector
+    from whyalive.pipeline import analyze, prepare_in_collector, probe_block
     from whyalive.report_merge import merge_reports
 
     options = AnalysisOptions(min_bytes=min_bytes, where=where)
@@ -198,6 +198,11 @@ def _watched(
         captured = watch.end()
         records = [r for r in captured.records if isinstance(r, Report)]
         report = merge_reports([analyze(captured.objects, options), *records])
+        captured.release()
+        # With the garbage freed and the baseline still frozen: what is left is alive.
+        probed, _ = probe_block(watch, options)
+        if probed is not None:
+            report = merge_reports([report, probed])
         return [report], error, code
     finally:
         watch.abandon()

@@ -72,20 +72,21 @@ class LeakCheckMixin:
 
     def _whyalive_verdict(self, watch: Any, min_bytes: int) -> None:
         from whyalive.analysis import AnalysisOptions
-        from whyalive.pipeline import analyze
+        from whyalive.pipeline import analyze, probe_block
+        from whyalive.report_merge import merge_reports
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()
+        options = AnalysisOptions(
+            min_bytes=min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
+        )
         try:
-            options = AnalysisOptions(
-                min_bytes=min_bytes,
-                allow=tuple(self.whyalive_allow),
-                where=self.id(),
-            )
             report = analyze(captured.objects, options)
         finally:
             captured.release()
-            watch.finish()
+            probed, _ = probe_block(watch, options)  # what the test left that loops in C++ hold
+        if probed is not None:
+            report = merge_reports([report, probed])
         if not report.found:
             return
         from whyalive.render.text import leak_line

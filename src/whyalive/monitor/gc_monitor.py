@@ -34,6 +34,7 @@ from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
 from whyalive.interrupts import guard
+from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog, analysis_options
 from whyalive.monitor.stats import cuda_allocated
@@ -84,6 +85,7 @@ class GcMonitor(GcSampler):
             :func:`whyalive.distributed.gather_summary`; result in ``last_summary``.
         poll_interval: run :meth:`poll` in a helper thread this often (seconds).
         freeze: freeze the heap present at :meth:`start` (when nothing is frozen).
+        probe_every: every N-th :meth:`step`, look for uncollectable loops (None: never).
 
     .. versionadded:: 0.1
     """
@@ -106,6 +108,7 @@ class GcMonitor(GcSampler):
         gather_every: int | None = None,
         poll_interval: float | None = None,
         freeze: bool = True,
+        probe_every: int | None = PROBE_EVERY,
     ) -> None:
         if isinstance(every, bool) or every < 1:
             raise UsageError(f"every must be a positive int, not {every!r}")
@@ -122,6 +125,7 @@ class GcMonitor(GcSampler):
                 raise UsageError(f"gather_every needs whyalive.distributed: {error}") from None
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
+        self._probe = UncollectableProbe(probe_every)
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
         self.options = analysis_options(size_from_words(min_bytes), all_cycles, tuple(allow))
         self.on_cycle = on_cycle
@@ -170,6 +174,7 @@ class GcMonitor(GcSampler):
                 ) from None
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
+        self._probe.start()
         self._froze = self.freeze and OWNER.freeze.hold(self)[0]
         if not self._froze:
             self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
@@ -247,6 +252,8 @@ class GcMonitor(GcSampler):
                 self._check_cuda()
             if self.gather_every is not None and self.stats.steps % self.gather_every == 0:
                 self._gather()
+            if self._froze and self._probe.due(self.stats.steps):
+                self._probe.run(self)
         except Exception:
             logger.exception("whyalive monitor failed at step %d", self.stats.steps)
 
@@ -387,13 +394,3 @@ class GcMonitor(GcSampler):
 
     def _where(self) -> str:
         return self.label or self.stats.where()
-
-
-def monitor(**options: Any) -> GcMonitor:
-    """A :class:`GcMonitor` (not started): ``with whyalive.monitor() as mon: ... mon.step()``.
-
-    Takes the keyword arguments of :class:`GcMonitor`.
-
-    .. versionadded:: 0.1
-    """
-    return GcMonitor(**options)

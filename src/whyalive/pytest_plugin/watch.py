@@ -44,6 +44,7 @@ class TestWatch:
     _lease: Lease | None = None
     _holds_freeze: bool = False
     _captured: CapturedGarbage | None = None
+    _mark: int | None = None
 
     def begin(self) -> None:
         """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
@@ -126,12 +127,20 @@ class TestWatch:
             captured.release()
         self._captured = None
         if self._holds_freeze:
-            self._holds_freeze = False
-            OWNER.freeze.drop(self)
+            try:
+                # The body's garbage is freed and its baseline still frozen: what it left
+                # alive that only loops through the autograd graph hold is a leak too.
+                self._probe()
+            finally:
+                self._holds_freeze = False
+                OWNER.freeze.drop(self)
         if next_label is None:
             return
         self.label = next_label
         if next_label == "call":
+            from whyalive.autograd_graph import sequence_mark
+
+            self._mark = sequence_mark()
             self._holds_freeze = OWNER.freeze.hold(self)[0]
 
     def abandon(self) -> None:
@@ -141,6 +150,16 @@ class TestWatch:
         abandon_capture(self._lease, self._captured, self)
         self._lease = self._captured = None
         self._holds_freeze = False
+
+    def _probe(self) -> None:
+        from whyalive.pipeline import probe_uncollectable
+
+        try:
+            report = probe_uncollectable(self._mark, self._analysis_options())
+        except Exception:  # the test's own outcome stands; the probe is extra
+            return
+        if report is not None:
+            self.leaks.append(Leak(self.label, report))
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""
