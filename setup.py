@@ -9,7 +9,8 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
 # The C extensions are optional: a machine without a C compiler still installs whyalive and
-# runs the pure-Python twin (whyalive.graph.core), which gives the same results, slower.
+# runs the pure-Python twin (whyalive.graph.core), which gives the same results, slower,
+# and the Python fallbacks of whyalive.interrupts.
 # Such a build says so on stderr and, when no extension was built, makes a py3-none-any
 # wheel rather than one tagged for this interpreter. WHYALIVE_BUILD_PURE=1 builds the pure
 # wheel on purpose.
@@ -58,6 +59,11 @@ if PURE:
 setup(
     ext_modules=[]
     if PURE
-    else [Extension("whyalive._fastgraph", ["src/whyalive/_fastgraph.c"], optional=True)],
+    else [
+        Extension("whyalive._fastgraph", ["src/whyalive/_fastgraph.c"], optional=True),
+        # Interrupt-safe entries into cleanup (whyalive.interrupts); without it the
+        # same logic runs in Python, which cannot protect a function's first bytecode.
+        Extension("whyalive._interrupts", ["src/whyalive/_interrupts.c"], optional=True),
+    ],
     cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
 )

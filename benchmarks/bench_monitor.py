@@ -8,8 +8,9 @@ graph that backward() already consumed ("leak with graph"). Configurations are
 interleaved and repeated; the fastest and the median run of each are reported; ratios
 are of the medians, with the range of the rounds' own ratios (each round runs every
 configuration once, one after the other, so a shared machine's load hits them alike).
-Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, and
-automatic GC off with a scheduled collection each step.
+Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
+off with a scheduled collection each step, and the probe for uncollectable loops
+every 500 steps (the default), every 10, and never (``probe_every``).
 
     python benchmarks/bench_monitor.py [--steps 300] [--repeats 3]
 """
@@ -155,6 +156,8 @@ def main() -> None:
     configs: dict[str, Callable[[], dict[str, Any]]] = {
         "no leak, baseline": lambda: baseline(args.steps, False),
         "no leak, monitor": lambda: monitored(args.steps, False),
+        "no leak, monitor probe_every=None": lambda: monitored(args.steps, False, probe_every=None),
+        "no leak, monitor probe_every=10": lambda: monitored(args.steps, False, probe_every=10),
         "leak, baseline": lambda: baseline(args.steps, True),
         "leak, monitor": lambda: monitored(args.steps, True),
         "leak with graph, baseline": lambda: baseline(args.steps, "graph"),
@@ -192,6 +195,8 @@ def main() -> None:
         print(f"{name:48s} {best[name] * 1e3:7.3f} ms/step (median {median * 1e3:.3f}){extra}")
     pairs = [
         ("no leak, monitor", "no leak, baseline"),
+        ("no leak, monitor", "no leak, monitor probe_every=None"),
+        ("no leak, monitor probe_every=10", "no leak, monitor probe_every=None"),
         ("leak, monitor", "leak, baseline"),
         ("leak with graph, monitor", "leak with graph, baseline"),
         ("leak, monitor freeze=False", "leak, baseline"),

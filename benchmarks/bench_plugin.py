@@ -8,7 +8,9 @@ test id. The PyTorch pipelining tests' helper does
 ``gc.collect(); gc.set_debug(SAVEALL); ...; gc.collect()`` per use: its cost is
 timed in one subprocess on the same heap (torch imported, same extra objects).
 
-Usage: ``python benchmarks/bench_plugin.py [--tests 240] [--rounds 2]``
+Usage: ``python benchmarks/bench_plugin.py [--tests 240] [--rounds 2] [--baseline-src DIR]``
+(``--baseline-src``: the ``src`` directory of another whyalive checkout, its C core built
+in place, timed the same way beside this one).
 """
 
 from __future__ import annotations
@@ -96,9 +98,11 @@ print(statistics.median(times) * 1e3, len(gc.get_objects()))
 """
 
 
-def run_suite(folder: Path, flag: bool, ballast: int) -> dict[str, object]:
+def run_suite(folder: Path, flag: bool, ballast: int, src: Path | None = None) -> dict[str, object]:
     out = folder / f"times-{int(flag)}.json"
     env = {"BENCH_OUT": str(out), "BENCH_BALLAST": str(ballast), "PATH": "/usr/bin:/bin"}
+    if src is not None:  # another whyalive checkout's src/, its C core built in place
+        env["PYTHONPATH"] = str(src)
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
     if flag:
         argv.append("--whyalive")
@@ -111,6 +115,7 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=240, help="number of tests (multiple of 3)")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each mode")
     parser.add_argument("--ballast", type=int, default=0, help="extra dicts on the heap")
+    parser.add_argument("--baseline-src", type=Path, help="src/ of a whyalive checkout to compare")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -119,10 +124,14 @@ def main() -> None:
         (folder / "test_many.py").write_text(body)
         plain: dict[str, list[float]] = {}
         checked: dict[str, list[float]] = {}
+        baseline: dict[str, list[float]] = {}
+        modes = [(False, plain, None), (True, checked, None)]
+        if args.baseline_src is not None:
+            modes.append((True, baseline, args.baseline_src))
         heap = 0
         for _ in range(args.rounds):
-            for flag, into in ((False, plain), (True, checked)):
-                data = run_suite(folder, flag, args.ballast)
+            for flag, into, src in modes:
+                data = run_suite(folder, flag, args.ballast, src)
                 heap = int(data["heap"])  # type: ignore[call-overload]
                 for nodeid, seconds in data["times"].items():  # type: ignore[attr-defined]
                     into.setdefault(nodeid, []).append(seconds)
@@ -141,6 +150,13 @@ def main() -> None:
         f"per-test overhead of --whyalive: median {statistics.median(per_test):.3f} ms, "
         f"p90 {statistics.quantiles(per_test, n=10)[-1]:.3f} ms"
     )
+    if baseline:
+        before = [(min(baseline[n]) - min(plain[n])) * 1e3 for n in plain if n in baseline]
+        p90 = statistics.quantiles(before, n=10)[-1]
+        print(
+            f"per-test overhead of --whyalive from {args.baseline_src}: median "
+            f"{statistics.median(before):.3f} ms, p90 {p90:.3f} ms"
+        )
     print(
         f"PyTorch-style helper (collect, SAVEALL, collect) on a {helper[1]}-object heap: "
         f"median {float(helper[0]):.3f} ms per use"

@@ -6,6 +6,7 @@ import gc
 import json
 import sys
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -510,6 +511,39 @@ def test_array_over_a_bytearray_counts_once() -> None:
     assert sum(h.counted for h in report.heavy_objects) == 1
 
 
+def _views_of_one_bytearray(*kinds: str) -> Callable[[], None]:
+    def leak() -> None:
+        buffer = bytearray(4 << 20)
+        made = {
+            "bytearray": lambda: buffer,
+            "memoryview": lambda: memoryview(buffer),
+            "small memoryview": lambda: memoryview(buffer)[:1000],
+            "frombuffer": lambda: numpy.frombuffer(buffer, dtype=numpy.uint8),  # type: ignore[union-attr]
+        }
+        holder: list[object] = [made[kind]() for kind in kinds]
+        holder.append(holder)
+
+    return leak
+
+
+@needs_numpy
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ("memoryview", "frombuffer"),
+        ("bytearray", "memoryview", "frombuffer"),
+        ("small memoryview",),
+        ("small memoryview", "frombuffer"),
+    ],
+)
+def test_one_memory_range_counts_once_across_kinds(kinds: tuple[str, ...]) -> None:
+    """A memoryview, an np.frombuffer array and the bytearray they view are one 4 MiB range;
+    a view keeps its whole buffer alive, so a 1000-byte slice of it holds 4 MiB too."""
+    report = find_leaks(_views_of_one_bytearray(*kinds))
+    assert report.total_bytes == 4 << 20
+    assert sum(h.counted for h in report.heavy_objects) == 1
+
+
 @needs_numpy
 def test_own_collection_inside_check_frees_and_is_still_reported() -> None:
     """gc.collect() in a block frees what it would free without whyalive; both leaks are found."""
@@ -547,3 +581,19 @@ def test_own_collection_inside_check_frees_and_is_still_reported() -> None:
         assert all(report.node(n).heavy for n in cycle.heavy)
     validate_report(json.loads(report.to_json()))
     assert "recursive nested function" in report.render("text")
+
+
+def test_a_clean_report_prints_its_notes() -> None:
+    """Why a report may be clean (automatic collection off, a freeze, other threads) is said
+    in its text too, not only when something was found."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with check_leaks() as check:
+            pass
+    finally:
+        if enabled:
+            gc.enable()
+    assert check.report is not None
+    assert not check.report.found
+    assert "Note: Automatic garbage collection was disabled during the check." in str(check.report)

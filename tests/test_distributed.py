@@ -270,7 +270,7 @@ def test_prefix_split_backward_param_groups_found_on_every_rank(two_ranks: Launc
     for rank, (report, result) in enumerate(zip(reports, results, strict=True)):
         assert report.run.rank == rank
         (cycle,) = report.cycles
-        assert cycle.pattern == "autograd-node"
+        assert cycle.pattern == "node-hook-loop"
         names = {e.name for e in cycle.edges}
         assert "['intermediates']" in names
         assert "cell_contents" in names, "the hook's closure holds the group"

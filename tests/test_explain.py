@@ -129,8 +129,10 @@ def test_autograd_hook_cycle_found_by_census_not_by_gc() -> None:
         report = check.report
         assert report is not None
         assert not report.cycles, "no cyclic garbage: the GC cannot see this cycle"
+        assert [c.pattern for c in report.uncollectable] == ["node-hook-loop"]
         notes = [a.note or "" for a in report.alive]
-        assert any("held by a non-Python owner: autograd node MulBackward0" in n for n in notes)
+        assert notes
+        assert all("held only by a loop through the autograd graph" in n for n in notes)
         assert report.found
     finally:
         handle.remove()  # breaks the cycle: the hook was the only link back
@@ -265,8 +267,18 @@ def test_census_of_a_chain_blames_only_the_hidden_owner() -> None:
         assert report is not None
         extra = next(a for a in report.alive if a.description == "Tensor(float32[2], cpu)")
         assert extra.paths[0].edges[-1].name == ".extra"
-        assert "autograd node MulBackward0" in (extra.note or "")
+        assert "held only by a loop through the autograd graph" in (extra.note or "")
+        [loop] = report.uncollectable
+        assert loop.pattern == "node-hook-loop"
+        assert any(h.where.endswith(".extra") for h in loop.holds), loop.holds
     finally:
         handle.remove()
     gc.collect()
     assert output_ref() is None
+
+
+def test_a_plain_object_is_not_called_heavy() -> None:
+    """explain(5) explains an int: an object still alive, not "1 heavy object"."""
+    text = str(explain(5))
+    assert text.startswith("whyalive: 1 object still alive")
+    assert "heavy" not in text.splitlines()[0]

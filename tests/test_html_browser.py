@@ -565,3 +565,25 @@ def test_monitor_page_draws_the_timeline(browser: Any, tmp_path: Path) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "whyalive-monitor-timeline.png"))
     assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+@pytest.mark.whyalive_skip  # the loop it reports is never freed: the suite's own check sees it
+def test_viewer_lists_an_uncollectable_loop_with_its_cpp_hops(browser: Any, tmp_path: Path) -> None:
+    """A loop through the autograd graph: its own entry in the list, drawn, its fix shown."""
+    pytest.importorskip("torch")
+    from scenarios import autograd_loops
+    from whyalive import find_leaks
+
+    report = find_leaks(autograd_loops.tensor_hook)
+    [loop] = report.uncollectable
+    seen = _open(browser, report, tmp_path / "loop.html")
+    page = browser.find_element(By.TAG_NAME, "body").text
+    assert loop.title in page
+    assert "1 loop through the autograd graph (C++), never freed" in page
+    drawn = browser.find_elements(By.CSS_SELECTOR, "#graph .node.member, #graph .node.heavy")
+    drawn_ids = {int(m.get_attribute("data-node")) for m in drawn}
+    assert set(loop.members) <= drawn_ids  # the tensor on the loop is drawn as heavy
+    details = browser.find_element(By.ID, "cycle-details").text
+    assert loop.fix.replace("`", "") in details
+    assert ".grad_fn (C++)" in details
+    assert seen == {"requests": [], "failed": [], "errors": []}

@@ -21,7 +21,18 @@ PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").paren
 LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "foundation",
-        frozenset({"version", "errors", "guarded", "edge_kinds", "words", "origin", "baseline"}),
+        frozenset(
+            {
+                "version",
+                "errors",
+                "guarded",
+                "edge_kinds",
+                "words",
+                "origin",
+                "baseline",
+                "interrupts",
+            }
+        ),
     ),
     ("lint", frozenset({"lint"})),
     (
@@ -32,7 +43,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "graph",
                 "collector",
                 "gcstate",
+                "gcsaving",
+                "freeze_holds",
                 "capture",
+                "edge_namer",
                 "edges",
                 "node_names",
                 "paths",
@@ -48,6 +62,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "analysis",
                 "roots",
                 "allocations",
+                "autograd_graph",
+                "uncollectable",
             }
         ),
     ),

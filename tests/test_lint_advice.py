@@ -100,9 +100,13 @@ def _before(case: Path) -> Run:
 
 def _params() -> Iterator[object]:
     for case in CASES:
-        yield pytest.param(case, None, id=case.stem)
+        # A case held through C++ leaks on purpose what no collection frees: the plugin
+        # (`pytest --whyalive`) would report it as this test's leak.
+        held_in_cpp = _codes(case.read_text(encoding="utf-8"))[1] == "c++"
+        marks = [pytest.mark.whyalive_skip] if held_in_cpp else []
+        yield pytest.param(case, None, id=case.stem, marks=marks)
         for key in sorted(_fixes(case)):
-            yield pytest.param(case, key, id=f"{case.stem}.{key}")
+            yield pytest.param(case, key, id=f"{case.stem}.{key}", marks=marks)
 
 
 def test_every_rule_with_advice_has_a_case() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,27 @@ def test_flake8_needs_e9_for_syntax_errors(tmp_path: Path) -> None:
     assert _flake8("--select", "WAL", str(path)) == ""
     assert "E999" in _flake8("--select", "WAL,E9", str(path))
     assert "WAL003" in run_lint(str(path))[1]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_only_regular_files_are_read(tmp_path: Path, seed: Path) -> None:
+    """A FIFO named *.py would block the lint forever and a *.py link to /dev/zero would
+    eat all memory: both are a WAL001 line, and the rest is linted."""
+    os.mkfifo(tmp_path / "pipe.py")
+    zero = tmp_path / "zero.py"
+    if Path("/dev/zero").exists():
+        zero.symlink_to("/dev/zero")
+    done = subprocess.run(
+        [sys.executable, "-m", "whyalive", "lint", str(tmp_path), str(seed)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stdout.splitlines()
+    assert f"{tmp_path / 'pipe.py'}:1:1: WAL001 unreadable file: not a regular file" in "\n".join(
+        lines
+    )
+    if zero.is_symlink():
+        assert any(line.startswith(f"{zero}:1:1: WAL001") for line in lines)
+    assert any("WAL101" in line for line in lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,15 @@ def test_bad_jobs_is_a_usage_error(value: str) -> None:
     with pytest.raises(SystemExit) as raised:
         parser.parse_args(["--jobs", value, "x.py"])
     assert raised.value.code == 2
+
+
+def _collector_enabled(_item: int) -> bool:
+    return gc.isenabled()
+
+
+def test_workers_lint_without_the_collector() -> None:
+    """Workers turn the cyclic collector off (the lint makes no cyclic garbage, see
+    test_lint_rules.py); this process keeps its own gc state."""
+    before = gc.isenabled()
+    assert map_in_workers(_collector_enabled, list(range(8)), 2) == [False] * 8
+    assert gc.isenabled() == before

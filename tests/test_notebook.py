@@ -144,3 +144,13 @@ def test_census_option_explains_what_the_cell_left_alive(executed_notebook: Any)
         "      --['weights']--> Tensor(float32[512], cpu)\n"
     ) in text
     assert "float32[4]" not in text
+
+
+def test_loop_through_autograd_shows_as_uncollectable(executed_notebook: Any) -> None:
+    """`%%whyalive` over a tensor hook that refers to its tensor: the loop through C++."""
+    [bundle] = rich(executed_notebook, 12, "display_data")
+    text = bundle["text/plain"]
+    assert "Uncollectable loop 1: tensor hook that refers back to its tensor" in text
+    assert "--.grad_fn (C++)--> ExpBackward0" in text
+    assert "y.register_hook(lambda grad, *, y=weakref.proxy(y): grad * y.sum())" in text, text
+    assert external_references(bundle["text/html"]) == []

@@ -122,3 +122,39 @@ def test_render_of_a_version_only_file_exits_2(
     assert captured.out == ""
     assert captured.err.count("\n") == 1
     assert "not a valid whyalive report: report has no 'run'" in captured.err
+
+
+NODE_IDS = {
+    "members": lambda d, v: d["cycles"][0].__setitem__("members", [v]),
+    "heavy": lambda d, v: d["cycles"][0].__setitem__("heavy", [v]),
+    "holder path nodes": lambda d, v: d["cycles"][0]["holder_paths"][0]["nodes"].__setitem__(0, v),
+    "holder path heavy": lambda d, v: d["cycles"][0]["holder_paths"][0].__setitem__(
+        "heavy_node", v
+    ),
+    "edge source": lambda d, v: d["cycles"][0]["edges"][0].__setitem__("source", v),
+    "loop target": lambda d, v: d["cycles"][0]["loop"][0].__setitem__("target", v),
+    "cut edge": lambda d, v: d["cycles"][0]["cut"]["edges"][0].__setitem__("target", v),
+    "heavy object": lambda d, v: d["heavy_objects"][0].__setitem__("node_id", v),
+}
+
+
+@pytest.mark.parametrize("value", [-1, -2, 99])
+@pytest.mark.parametrize("where", sorted(NODE_IDS))
+def test_render_rejects_every_bad_node_id_with_one_line_and_exit_2(
+    where: str,
+    value: int,
+    report_data: dict[str, Any],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A negative id would silently show the node counted from the end, or crash deep
+    in a renderer: every node id in the file is checked before anything is drawn."""
+    broken = copy.deepcopy(report_data)
+    NODE_IDS[where](broken, value)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    assert main(["render", str(path)]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("whyalive: error: not a valid whyalive report: report.")

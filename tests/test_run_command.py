@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from capabilities import needs_fork
 from scenarios import counts_said
 from whyalive.cli import main
 from whyalive.report import Report
@@ -80,6 +81,42 @@ def test_a_runs_headline_names_the_line_that_made_its_cycle(
     assert main(["run", script]) == 1
     err = " ".join(capsys.readouterr().err.split())
     assert "keeps 1 array alive at train.py:8: 7.8 KiB on cpu." in err
+
+
+FREED_AS_IT_RUNS = """
+import gc
+import weakref
+import numpy
+
+
+class Step:
+    pass
+
+
+alive = []
+for _ in range(50):
+    step = Step()
+    step.me = step
+    step.activations = numpy.zeros(100_000)
+    alive.append(weakref.ref(step.activations))
+    del step
+    gc.collect()
+    # The program's own collection frees the cycle, as it would without whyalive.
+    print("still alive:", sum(ref() is not None for ref in alive))
+"""
+
+
+def test_a_programs_own_collections_free_its_garbage_while_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long program is not made to hold every cycle it ever made until it exits: each of
+    its collections frees what it found (analysed on the spot), and all are reported."""
+    script = write(tmp_path, "loop.py", FREED_AS_IT_RUNS)
+    assert main(["run", script]) == 1
+    out, err = capsys.readouterr()
+    assert out.split("\n")[-2] == "still alive: 0"
+    assert set(out.split("\n")[:-1]) == {"still alive: 0"}
+    assert "50 reference cycles (1 signature) keep 50 arrays alive" in " ".join(err.split())
 
 
 def test_clean_script_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -270,3 +307,58 @@ def test_a_bad_min_bytes_is_one_usage_line(
     assert out == ""
     assert err.count("\n") == 1
     assert "not a size: '1XB' (use 1048576, 1MB or 1.5 MiB" in err
+
+
+def test_a_file_with_nul_bytes_is_a_usage_error_without_a_line_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "nul.py"
+    path.write_bytes(b"x = 1\x00\n")
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "null bytes" in err
+    assert "None" not in err
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "whyalive", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_ctrl_c_in_the_program_exits_130_and_puts_everything_back(tmp_path: Path) -> None:
+    """Interrupted (130, the documented code): one line, no traceback, no report."""
+    script = write(tmp_path, "interrupted.py", LEAKY + "raise KeyboardInterrupt\n")
+    done = _run("-o", str(tmp_path / "report.json"), script)
+    assert done.returncode == 130
+    assert done.stderr.strip().splitlines()[-1] == "whyalive: interrupted"
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "report.json").exists()
+
+
+FORKS = (
+    LEAKY
+    + """
+import os
+
+pid = os.fork()
+if pid:
+    os.waitpid(pid, 0)
+"""
+)
+
+
+@needs_fork
+def test_a_forking_program_is_reported_once_by_its_parent(tmp_path: Path) -> None:
+    """The child returns into whyalive too: it reports nothing and writes no file."""
+    output = tmp_path / "report.json"
+    done = _run("-o", str(output), write(tmp_path, "forks.py", FORKS))
+    assert done.returncode == 1
+    assert done.stderr.count("self-containing-container") == 1
+    assert done.stderr.count("whyalive: wrote") == 1
+    assert Report.load(output).found

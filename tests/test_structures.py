@@ -493,3 +493,55 @@ def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(
     result.stdout.fnmatch_lines(
         ["*parent and child refer to each other*", "*the attribute `.parent` of every `Node`*"]
     )
+
+
+def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
+    naming them reads the list once (one pass per container, not one per array), and
+    their one description is worded once per place it is said, not once per array."""
+    from whyalive import edge_namer, edges
+    from whyalive.report_builder import cycles
+
+    reads: list[int] = []
+    scans: list[int] = []
+    briefs: list[str] = []
+    heavy_brief = cycles.heavy_brief
+
+    def counting_brief(description: str) -> str:
+        briefs.append(description)
+        return heavy_brief(description)
+
+    monkeypatch.setattr(cycles, "heavy_brief", counting_brief)
+    container_names = edge_namer._container_names
+    name_one = edges._name_edge
+
+    def counting_container_names(source: Any) -> Any:
+        reads.append(id(source))
+        return container_names(source)
+
+    def counting_name_edge(source: Any, target: object) -> Any:
+        if type(source) is list:
+            scans.append(len(source))
+        return name_one(source, target)
+
+    monkeypatch.setattr(edge_namer, "_container_names", counting_container_names)
+    monkeypatch.setattr(edges, "_name_edge", counting_name_edge)
+    count = 2_000
+    watch = GarbageWatch()
+    watch.begin()
+    holder: dict[str, object] = {"arrays": [np.zeros(4) for _ in range(count)]}
+    holder["self"] = holder
+    arrays = id(holder["arrays"])
+    del holder
+    captured = watch.end()
+    try:
+        report = analyze(captured.objects, AnalysisOptions(progress_after=None))
+    finally:
+        captured.release()
+        watch.finish()
+    assert len(report.heavy_objects) == count
+    assert reads.count(arrays) == 1
+    assert sum(scans) < count  # no scan of the list per array
+    assert len(briefs) <= 2  # 2,000 equal arrays are worded once per summary, not per array

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from whyalive import find_leaks
@@ -59,6 +62,41 @@ def test_seed_on_real_tensors_names_tensors() -> None:
     leaves = 16 * 256 * 4 + 256 * 256 * 4
     assert report.total_bytes == outputs_and_grads + 2 * leaves
     assert not run_demo(fixed=True)[1].found
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here"),
+        ),
+    ],
+)
+def test_demo_on_a_device_reports_that_device(device: str) -> None:
+    """``whyalive demo --device D`` runs the step on D; the report's bytes are on D."""
+    from whyalive.demo import run_demo
+
+    name, report = run_demo(device=device)
+    placed = str(torch.empty(0, device=device).device)  # "cuda" is "cuda:0" on a tensor
+    assert name == f"torch on {device}"
+    (cycle,) = report.cycles
+    assert f"4 tensors float32[16, 256] {placed}" in cycle.summary
+    assert set(report.bytes_by_device) == {placed}
+    assert not run_demo(fixed=True, device=device)[1].found
+
+
+def test_demo_on_a_device_torch_cannot_use_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from whyalive.cli import main
+
+    assert main(["demo", "--device", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("whyalive: error: --device bogus: torch cannot use it here (")
+    assert "\n" not in err
+    assert "Traceback" not in err
 
 
 class Holder:
@@ -246,3 +284,108 @@ def test_activations_saved_by_a_model_count_and_its_weights_do_not() -> None:
     # The input and the three ReLU outputs (the last one is `out`), 5 x 100 float32 each;
     # the linear layers also save weight.t(), a view of a live parameter: not counted.
     assert report.total_bytes == 4 * 500 * 4
+
+
+def _held_by_a_cycle(make: Callable[[], object]) -> Callable[[], None]:
+    def leak() -> None:
+        holder = [make()]
+        holder.append(holder)
+
+    return leak
+
+
+def _storage_bytes(tensor: object, parts: tuple[str, ...]) -> int:
+    return sum(int(getattr(tensor, part)().untyped_storage().nbytes()) for part in parts)
+
+
+def _dense() -> Any:
+    dense = torch.zeros(1000, 1000)
+    dense[0, 0], dense[999, 999] = 1.0, 2.0
+    return dense
+
+
+SPARSE = {
+    "coo": (lambda: _dense().to_sparse(), ("_indices", "_values")),
+    "csr": (lambda: _dense().to_sparse_csr(), ("crow_indices", "col_indices", "values")),
+    "csc": (lambda: _dense().to_sparse_csc(), ("ccol_indices", "row_indices", "values")),
+    "bsr": (lambda: _dense().to_sparse_bsr((10, 10)), ("crow_indices", "col_indices", "values")),
+    "bsc": (lambda: _dense().to_sparse_bsc((10, 10)), ("ccol_indices", "row_indices", "values")),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Sparse BSC tensor support is in beta")
+@pytest.mark.parametrize("layout", sorted(SPARSE))
+def test_sparse_tensors_hold_their_indices_and_values(layout: str) -> None:
+    """A 1000x1000 sparse matrix with 2 values holds a few KiB, never its 4 MB dense size."""
+    make, parts = SPARSE[layout]
+    expected = _storage_bytes(make(), parts)
+    assert expected < 10_000
+    report = find_leaks(_held_by_a_cycle(make))
+    assert report.total_bytes == expected
+    assert f"sparse_{layout}" in report.heavy_objects[0].description
+
+
+def test_a_huge_sparse_coo_tensor_is_counted_by_what_it_stores() -> None:
+    """10^6 x 10^6 with two values: 40 bytes (indices and values), not 4 TB."""
+
+    def make() -> object:
+        indices = torch.tensor([[0, 999_999], [0, 999_999]])
+        values = torch.tensor([1.0, 2.0])
+        return torch.sparse_coo_tensor(indices, values, (10**6, 10**6), check_invariants=True)
+
+    report = find_leaks(_held_by_a_cycle(make))
+    assert report.total_bytes == 2 * 2 * 8 + 2 * 4
+
+
+def test_a_nested_tensor_holds_its_buffer() -> None:
+    def make() -> object:
+        return torch.nested.nested_tensor([torch.zeros(1 << 20), torch.zeros(1 << 20)])
+
+    report = find_leaks(_held_by_a_cycle(make))
+    assert report.total_bytes == 8 << 20
+    assert "nested 2" in report.heavy_objects[0].description
+
+
+def _leaf_with_grad() -> Any:
+    leaf = torch.zeros(1 << 20, requires_grad=True)  # 4 MiB, and 4 MiB of gradient
+    leaf.sum().backward()
+    return leaf
+
+
+def test_a_leafs_grad_counts_when_a_list_in_the_cycle_holds_the_leaf() -> None:
+    report = find_leaks(_held_by_a_cycle(_leaf_with_grad))
+    assert report.total_bytes == 8 << 20
+
+
+def test_a_leafs_grad_counts_when_the_leaf_is_in_the_cycle() -> None:
+    class Box:
+        leaf: Any
+
+    def leak() -> None:
+        leaf = _leaf_with_grad()
+        box = Box()
+        box.leaf = leaf
+        leaf.box = box  # the leaf itself is a member of the loop
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 8 << 20
+
+
+def test_a_grad_the_user_still_holds_is_not_counted() -> None:
+    kept: list[object] = []
+
+    def leak() -> None:
+        leaf = _leaf_with_grad()
+        kept.append(leaf.grad)
+        holder = [leaf]
+        holder.append(holder)
+
+    report = find_leaks(leak)
+    assert report.total_bytes == 4 << 20
+    kept.clear()
+
+
+def test_a_numpy_view_of_a_tensor_slice_keeps_the_whole_storage() -> None:
+    pytest.importorskip("numpy")
+    report = find_leaks(_held_by_a_cycle(lambda: torch.zeros(1 << 20)[500:].numpy()))
+    assert report.total_bytes == 4 << 20

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from whyalive.diagnose import Diagnosis, diagnose
+from whyalive.edge_namer import EdgeNamer
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
 from whyalive.guarded import type_module
@@ -359,6 +360,7 @@ def _holder_paths(
 ) -> list[tuple[list[int], list[NamedEdge]]]:
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
     found = graph.shortest_paths(view.members, goals)
+    namer = EdgeNamer()  # 10^5 paths out of one list: the list is read once
     paths: list[tuple[list[int], list[NamedEdge]]] = []
     for goal in goals:
         path = found.get(goal)
@@ -367,7 +369,7 @@ def _holder_paths(
         owner = view.owner_of.get(path[0])
         if owner is not None:
             path = [owner, *path]
-        paths.append(named_path(graph, path))
+        paths.append(named_path(graph, path, namer))
     # One path per holder first, so the shown paths cover every list that holds something.
     by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
     for named in paths:

@@ -16,6 +16,7 @@ from whyalive.graph import build_graph
 from whyalive.guarded import sizeof
 from whyalive.kinds import KindResolver
 from whyalive.report import HolderPath, Report
+from whyalive.report_merge import shift_cycle
 
 
 def heavy_census(resolver: KindResolver) -> list[object]:
@@ -98,9 +99,13 @@ def merge_alive(report: Report, found: Report) -> Report:
         for a in found.alive
     )
     notes = tuple(n for n in found.notes if n not in report.notes)
+    # Loops the explanation found that the check's own probe did not (no frozen baseline).
+    known = {loop.signature for loop in report.uncollectable}
+    loops = tuple(shift_cycle(c, shift) for c in found.uncollectable if c.signature not in known)
     return replace(
         report,
         nodes=report.nodes + nodes,
         alive=report.alive + alive,
         notes=report.notes + notes,
+        uncollectable=report.uncollectable + loops,
     )

@@ -16,12 +16,13 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions
-from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch
+from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch, ThreadWatch
 from whyalive.collector import FREEZE_COUNT_HAS_IMMORTALS
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
+from whyalive.interrupts import guard
 from whyalive.node_names import source_place
-from whyalive.pipeline import analyze, prepare_in_collector
+from whyalive.pipeline import analyze, prepare_in_collector, probe_block
 from whyalive.report import Report
 from whyalive.report_merge import merge_reports
 from whyalive.verdict import fails
@@ -131,6 +132,9 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         self.report: Report | None = None
         self.summary: Summary | None = None
         self._watch: GarbageWatch | None = None
+        self._threads: ThreadWatch | None = None
+        self._misused = False
+        self._freeze_note_at = 0
         self._location: tuple[str, int, str] = ("<unknown>", 0, "<unknown>")
         self._where: str | None = None  # set by integrations that name the place themselves
         self._gc_was_enabled = True
@@ -147,12 +151,15 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             census=self.census,
         )
 
-    def __enter__(self) -> check_leaks:
+    def _enter(self) -> check_leaks:
         if self._watch is not None:
+            self._misused = True  # the rescue must leave the active check alone
             raise UsageError("this check_leaks() is already active; create a new one to nest")
         self._location = _user_location()
         self._gc_was_enabled = gc.isenabled()
         self.report = None
+        self._watch = watch = GarbageWatch()
+        self._threads = ThreadWatch()
         if self.census:
             from whyalive.census import HeavyCensus
 
@@ -164,10 +171,28 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             # Before the baseline, so what starting it creates is never the block's.
             self._recorder = AllocationRecorder()
             self._recorder.start()
-        self._watch = GarbageWatch()
         prepare_in_collector()
-        self._watch.begin(analyze_now=self._analyze_now)
+        watch.begin(analyze_now=self._analyze_now)
         return self
+
+    def _abandon(self, *_: object) -> None:
+        """Undo whatever the check still holds (the rescue of ``__enter__``/``__exit__``).
+
+        Idempotent: it runs at the end of every ``__exit__`` and again when an
+        interrupt cut one short.
+        """
+        if self._misused:
+            self._misused = False
+            return
+        if self._recorder is not None:
+            self._recorder.close()
+        if self._watch is not None:
+            self._watch.abandon()
+        self._recorder = None
+        self._census = None
+        self._watch = None
+
+    __enter__ = guard(_enter, _abandon)
 
     def _options(self, **more: Any) -> AnalysisOptions:
         filename, line, function = self._location
@@ -183,69 +208,82 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         """What a collection inside the block saved (inside that collection: no gc, no import)."""
         return analyze(objects, self._options(progress_after=None))
 
-    def __exit__(
+    def _exit(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        watch = self._watch
-        self._watch = None
+        watch, census = self._watch, self._census
         if watch is None:
             return
         try:
-            self._finish(watch)
-        except Exception as error:
-            if exc is None:
-                raise
-            # The user's exception wins; whyalive's own failure rides along as a note.
-            if sys.version_info >= (3, 11):
-                note = f"whyalive could not check this block ({type_short_name(type(error))})"
-                with contextlib.suppress(Exception):
-                    BaseException.add_note(exc, note)
+            if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+                return  # interrupted: put everything back, analyse nothing
+            try:
+                self._finish(watch)
+            except Exception as error:
+                if exc is None:
+                    raise
+                # The user's exception wins; whyalive's own failure rides along as a note.
+                if sys.version_info >= (3, 11):
+                    note = f"whyalive could not check this block ({type_short_name(type(error))})"
+                    with contextlib.suppress(Exception):
+                        BaseException.add_note(exc, note)
+                return
+        finally:
+            self._abandon()
+        self._after(watch, census)
         if exc_type is None and self.report is not None and fails(self.report):
             self._act(self.report)
 
+    __exit__ = guard(_exit, _abandon)
+
     def _finish(self, watch: GarbageWatch) -> None:
-        """Capture, analyse and release; the report (and summary) end up on ``self``."""
-        recorder, self._recorder = self._recorder, None
+        """Capture and analyse; the report ends up on ``self`` (released by ``_abandon``)."""
+        recorder = self._recorder
         if recorder is not None:
             recorder.stop()
         captured = watch.end()
         if recorder is not None:
             recorder.resolve(captured.objects)
-        try:
-            notes = []
-            if not self._gc_was_enabled:
-                notes.append("Automatic garbage collection was disabled during the check.")
-            if not watch.used_freeze:
-                notes.append(_FROZEN_NOTE)
-            freeze_note_at = len(notes)
-            if captured.freeze_changed:
-                notes.append(FREEZE_NOTE)
-            if captured.overlapped:
-                notes.append(OVERLAP_NOTE)
-            options = self._options(
-                notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
-            )
-            reports = [r for r in captured.records if isinstance(r, Report)]
-            self.report = merge_reports([analyze(captured.objects, options), *reports])
-            if recorder is not None:
-                self.report = _note_unrecorded(self.report)
-        finally:
-            if recorder is not None:
-                recorder.close()
-            captured.release()
-            froze = watch.finish()
-        if froze and FREEZE_NOTE not in self.report.notes:
-            notes = list(self.report.notes)
-            notes.insert(freeze_note_at, FREEZE_NOTE)
-            self.report = dataclasses.replace(self.report, notes=tuple(notes))
-        census, self._census = self._census, None
-        if census is not None:
+        notes = []
+        if not self._gc_was_enabled:
+            notes.append("Automatic garbage collection was disabled during the check.")
+        if not watch.used_freeze:
+            notes.append(_FROZEN_NOTE)
+        self._freeze_note_at = len(notes)
+        if captured.freeze_changed:
+            notes.append(FREEZE_NOTE)
+        if captured.overlapped:
+            notes.append(OVERLAP_NOTE)
+        options = self._options(
+            notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
+        )
+        reports = [r for r in captured.records if isinstance(r, Report)]
+        report = merge_reports([analyze(captured.objects, options), *reports])
+        if recorder is not None:
+            report = _note_unrecorded(report)
+        captured.release()
+        # With the garbage freed and the baseline still frozen: what is left is alive.
+        site_of = recorder.site_of if recorder is not None else None
+        probed, _ = probe_block(watch, self._options(site_of=site_of))
+        if probed is not None:
+            report = merge_reports([report, probed])
+        self.report = self._threads.note(report) if self._threads is not None else report
+
+    def _after(self, watch: GarbageWatch, census: HeavyCensus | None) -> None:
+        """Once the garbage is freed: the freeze note, the census and the distributed summary."""
+        report = self.report
+        if watch.freeze_changed and report is not None and FREEZE_NOTE not in report.notes:
+            # Only told by the probe when the freeze is given back (cheap only then).
+            notes = list(report.notes)
+            notes.insert(self._freeze_note_at, FREEZE_NOTE)
+            self.report = dataclasses.replace(report, notes=tuple(notes))
+        if census is not None and self.report is not None:
             # After the garbage is freed and the baseline unfrozen: what is left is alive.
             self.report = census.finish(self.report, min_bytes=self.min_bytes)
-        if self.gather:
+        if self.gather and self.report is not None:
             # Before raising: a rank that raised here would leave the first rank waiting.
             from whyalive.distributed import gather_summary
 

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from whyalive import __version__
-from whyalive.errors import EXIT_FOUND, EXIT_OK, EXIT_USAGE, UsageError, WhyaliveError
+from whyalive.errors import (
+    EXIT_FOUND,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    WhyaliveError,
+)
 
 if TYPE_CHECKING:
     from whyalive.report import Report
@@ -60,7 +67,7 @@ def _write(document: str | bytes, output: str | None) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from whyalive.demo import run_demo
 
-    name, report = run_demo(fixed=args.fixed)
+    name, report = run_demo(fixed=args.fixed, device=args.device)
     version = "fixed" if args.fixed else "pre-fix"
     banner = f"whyalive demo: pipelining stage_backward ({version}, {name} backend)\n"
     # Only a text document on stdout gets the banner in front of it.
@@ -113,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="find and explain the bundled stage_backward leak")
     demo.add_argument("--fixed", action="store_true", help="run the fixed version (no leak)")
+    demo.add_argument(
+        "--device", help="torch device for the demo's tensors (e.g. cuda); default: CPU"
+    )
     demo.add_argument("-f", "--format", help="output format (text, json, ...)")
     demo.add_argument("-o", "--output", help="write here instead of stdout")
     demo.set_defaults(handler=_cmd_demo)
@@ -151,6 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WhyaliveError as error:
         sys.stderr.write(f"whyalive: error: {error}\n")
         return error.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("whyalive: interrupted\n")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `whyalive render x.json | head`: the reader left; not an error of ours. Point
         # stdout at /dev/null so the interpreter's final flush does not raise again.

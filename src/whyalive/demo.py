@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from whyalive.check import find_leaks
+from whyalive.errors import UsageError
 from whyalive.report import Report
 
 
@@ -59,12 +60,12 @@ def stage_backward(
             del extract_tensors_with_grads
 
 
-def _torch_step(fixed: bool) -> None:
+def _torch_step(fixed: bool, device: str | None = None) -> None:
     torch = _load("torch")
-    inputs = torch.randn(16, 256, requires_grad=True)
-    weight = torch.randn(256, 256, requires_grad=True)
+    inputs = torch.randn(16, 256, requires_grad=True, device=device)
+    weight = torch.randn(256, 256, requires_grad=True, device=device)
     outputs = [inputs @ weight for _ in range(4)]
-    grads = [torch.ones(16, 256) for _ in outputs]
+    grads = [torch.ones(16, 256, device=device) for _ in outputs]
     stage_backward(outputs, grads, [inputs], fixed=fixed)
 
 
@@ -90,7 +91,31 @@ def backend() -> tuple[str, Callable[[bool], None]]:
     return "bytes", _bytes_step
 
 
-def run_demo(*, fixed: bool = False) -> tuple[str, Report]:
-    """Run one pipelining backward step and return (backend name, report)."""
+def torch_device(device: str) -> str:
+    """Check that torch can put tensors on *device* here; return its canonical name.
+
+    Raises UsageError (one line) when torch is missing or the device is unusable, so
+    ``whyalive demo --device cuda`` on a machine without a GPU says so instead of
+    failing inside the leak it is meant to show.
+    """
+    torch = _load("torch")
+    if torch is None:
+        raise UsageError(f"--device {device} needs torch, which is not installed here")
+    try:
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"--device {device}: torch cannot use it here ({reason})") from None
+    return str(torch.device(device))
+
+
+def run_demo(*, fixed: bool = False, device: str | None = None) -> tuple[str, Report]:
+    """Run one pipelining backward step and return (backend name, report).
+
+    *device* (torch only, e.g. ``"cuda"``) puts the step's tensors there.
+    """
+    if device is not None:
+        device = torch_device(device)
+        return f"torch on {device}", find_leaks(_torch_step, fixed, device)
     name, step = backend()
     return name, find_leaks(step, fixed)

@@ -19,6 +19,7 @@ FRAME = "frame"  # generator/coroutine -> its frame, frame -> f_back
 GLOBALS = "globals"  # function/frame -> module globals
 DEFAULTS = "defaults"  # function -> __defaults__/__kwdefaults__
 CLASS = "class"  # instance -> its class
+AUTOGRAD = "autograd"  # held by the autograd graph in C++ (grad_fn, its hooks, saved tensors)
 INTERNAL = "internal"  # a reference the interpreter owns (code, tuple slots, ...)
 UNKNOWN = "unknown"  # labelled by type, never guessed
 

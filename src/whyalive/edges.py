@@ -20,8 +20,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from whyalive.autograd_graph import AutogradReader, name_node_edge
 from whyalive.edge_kinds import (
     ATTRIBUTE,
+    AUTOGRAD,
     BOUND_FUNC,
     BOUND_SELF,
     CELL,
@@ -71,27 +73,6 @@ def name_edge(source: object, target: object) -> EdgeName:
     return found or EdgeName(UNKNOWN, f"-> {safe_type_name(target)}")
 
 
-def name_edges(source: object, targets: list[object]) -> list[EdgeName]:
-    """Name several references of one source, reading a big container once.
-
-    Same names as :func:`name_edge` target by target; a list, tuple, dict or
-    instance dict is scanned once for all of them instead of once per target.
-    """
-    if len(targets) < 2:
-        return [name_edge(source, target) for target in targets]
-    try:
-        names = _container_names(source)
-    except Exception:
-        names = None
-    if names is None:
-        return [name_edge(source, target) for target in targets]
-    found = []
-    for target in targets:
-        name = names.get(id(target))
-        found.append(name if name is not None else name_edge(source, target))
-    return found
-
-
 def names_of(source: object, target: object) -> list[EdgeName]:
     """Every name under which ``source`` refers to ``target`` (``name_edge`` gives the first):
     ``self.parent`` and ``self._root`` both the root are two references a cut must name."""
@@ -107,34 +88,6 @@ def names_of(source: object, target: object) -> list[EdgeName]:
     except Exception:
         found = []
     return found or [name_edge(source, target)]
-
-
-def _container_names(source: Any) -> dict[int, EdgeName] | None:
-    """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
-    cls = type(source)
-    names: dict[int, EdgeName] = {}
-    if cls in (list, tuple):
-        for index, item in enumerate(source):
-            names.setdefault(id(item), EdgeName(INDEX, f"[{index}]"))
-        return names
-    if cls is dict:
-        for key, value in source.items():
-            names.setdefault(id(value), EdgeName(KEY, f"[{safe_repr(key)}]"))
-            names.setdefault(id(key), EdgeName(KEY, "key"))
-        return names
-    if cls in (types.FunctionType, types.CellType, types.MethodType, set, frozenset):
-        return None
-    if issubclass(cls, (type, BaseException)) or cls in _FRAME_LIKE:
-        return None
-    attrs = _instance_dict(source)
-    if attrs is None:
-        return None
-    names[id(cls)] = EdgeName(CLASS, "__class__")
-    names[id(attrs)] = EdgeName(INTERNAL, "__dict__")
-    for key, value in attrs.items():
-        if type(key) is str:
-            names.setdefault(id(value), EdgeName(ATTRIBUTE, f".{key}"))
-    return names
 
 
 def _name_edge(source: Any, target: object) -> EdgeName | None:
@@ -242,26 +195,26 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
                 except AttributeError:
                     continue
     torch = sys.modules.get("torch")
-    if torch is not None and issubclass(type(obj), torch._C.TensorBase):
-        return _name_tensor_edge(obj, target)
+    if torch is not None:
+        reader = AutogradReader(torch)
+        if reader.is_tensor(obj):
+            return _name_tensor_edge(reader, obj, target)
+        name = name_node_edge(reader, obj, target) if reader.is_node(obj) else None
+        if name is not None:
+            return EdgeName(AUTOGRAD, name)
     if isinstance(obj, dict):  # a dict subclass: its items, read through dict's own methods
         return _name_dict_edge(dict(dict.items(obj)), target)
     return None
 
 
-def _tensor_attribute(torch: Any, tensor: object, attr: str) -> object:
-    try:
-        return getattr(torch._C.TensorBase, attr).__get__(tensor)
-    except Exception:  # a tensor subclass or a dead tensor: no such attribute
-        return None
-
-
-def _name_tensor_edge(tensor: object, target: object) -> EdgeName | None:
-    torch = sys.modules["torch"]
-    with torch._C.DisableTorchFunctionSubclass():
-        for attr in ("grad_fn", "grad", "_base"):
-            if _tensor_attribute(torch, tensor, attr) is target:
-                return EdgeName(ATTRIBUTE, f".{attr}")
+def _name_tensor_edge(reader: AutogradReader, tensor: object, target: object) -> EdgeName:
+    # `.grad` only of a leaf: torch warns when a non-leaf's is read.
+    attrs = ("grad_fn", "_base", "grad") if reader.is_leaf(tensor) else ("grad_fn", "_base")
+    for attr in attrs:
+        if reader.tensor_field(tensor, attr) is target:
+            return EdgeName(ATTRIBUTE, f".{attr}")
+    if reader.hooks_dict(tensor) is target:
+        return EdgeName(INTERNAL, "._backward_hooks")
     return EdgeName(INTERNAL, "tensor internals")
 
 

@@ -116,6 +116,8 @@ class EditBuffer:
 
     def render(self) -> tuple[str, str] | None:
         """(old, new) for lines ``first`` .. ``last``, or None when the edit is too big."""
+        # An import goes above the first change of its scope, which may be above every change.
+        self.first = min([self.first, *(at for at, _ in self.needs.values())])
         if not self.changes or self.last - self.first + 1 > MAX_EDIT_LINES:
             return None
         lines = self.parsed.lines[self.first - 1 : self.last]

@@ -7,6 +7,7 @@ Exit codes (CLI):
 1     leaks (or lint findings) found; the user's script failed
 2     usage error: bad arguments, missing or unreadable input
 3     a required external program (Graphviz ``dot``) is missing
+130   interrupted (Ctrl-C, ``KeyboardInterrupt``): nothing written
 ====  ==========================================================
 """
 
@@ -21,6 +22,7 @@ EXIT_OK = 0
 EXIT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_MISSING_TOOL = 3
+EXIT_INTERRUPTED = 130  # the shell's 128 + SIGINT, as Python itself exits on Ctrl-C
 
 
 class WhyaliveError(Exception):

@@ -27,6 +27,7 @@ from itertools import compress
 from typing import Any
 
 from whyalive.displays import display
+from whyalive.edge_namer import EdgeNamer
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
@@ -35,7 +36,8 @@ from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.node_names import name_node
 from whyalive.paths import named_path
-from whyalive.report import AliveObject, HolderPath, Report
+from whyalive.pipeline import with_uncollectable_loops
+from whyalive.report import AliveObject, Report
 from whyalive.report_builder import NodeTable, holder_path_record
 from whyalive.roots import forward_search, nearest_path, reverse_search
 from whyalive.run_info import run_info
@@ -120,10 +122,14 @@ def explain_objects(
     resolver = KindResolver()
     all_notes = [*notes, *_state_notes()]
     graph = snapshot_heap(targets, resolver, own=(targets,))
+    unrooted: dict[int, object] = {}
     try:
-        return _report(graph, resolver, max_paths, own_refs, where, all_notes)
+        report = _report(graph, resolver, max_paths, own_refs, where, all_notes, unrooted)
     finally:
         graph.release()
+    if not unrooted:
+        return report
+    return with_uncollectable_loops(report, targets, unrooted, own_refs, where)
 
 
 def _state_notes() -> list[str]:
@@ -189,7 +195,9 @@ def _report(
     own_refs: int,
     where: str | None,
     notes: list[str],
+    unrooted: dict[int, object],
 ) -> Report:
+    """The explanation; what can reach a target no root reaches goes into ``unrooted``."""
     holders: dict[int, list[list[int]]] = {}
     for target in graph.target_nodes:
         found = reverse_search(graph, target, max_paths)
@@ -204,15 +212,21 @@ def _report(
         if described is not None:
             facts[node] = described
     table = NodeTable(view, facts)
+    namer = EdgeNamer()  # the census explains many objects held by one container
     alive: list[AliveObject] = []
+    hidden = False
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
         root = note = None
         if not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
+            hidden = True
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
-        paths = [_holder_path(table, view, _fold_class_dicts(graph, p)) for p in raw_paths]
+        paths = [
+            holder_path_record(table, *named_path(view, _fold_class_dicts(graph, p), namer))
+            for p in raw_paths
+        ]
         if paths and graph.root_kind[raw_paths[0][0]]:
             root = _root_words(graph, raw_paths[0][0])
             _relabel_root(table, graph, raw_paths)
@@ -229,6 +243,8 @@ def _report(
                 note=note,
             )
         )
+    if hidden:  # after every reference count above was read: the dict holds references
+        unrooted.update(graph.unrooted())
     return Report(
         run=run_info(where), nodes=tuple(table.nodes), alive=tuple(alive), notes=tuple(notes)
     )
@@ -340,10 +356,6 @@ def _fold_class_dicts(graph: HeapGraph, path: list[int]) -> list[int]:
                 continue
         out.append(node)
     return out
-
-
-def _holder_path(table: NodeTable, view: ObjectGraph, path: list[int]) -> HolderPath:
-    return holder_path_record(table, *named_path(view, path))
 
 
 def _module_name(module: object) -> str:

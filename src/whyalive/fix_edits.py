@@ -16,6 +16,9 @@ the cut, said by the pattern or read from the cut's kind):
   ``finally`` around a ``return``), when the variable does not escape the function.
 - ``drop-traceback``: an exception is kept without its frames:
   ``fut.set_exception(exc.with_traceback(None))``.
+- ``save-for-backward``: a custom ``autograd.Function`` keeps a tensor as a ``ctx``
+  attribute (``ctx.y = y``): ``ctx.save_for_backward(y)`` in its forward, and each read
+  of ``ctx.y`` in its backward becomes ``ctx.saved_tensors[0]``.
 
 The result, :class:`Rewrite`, is one contiguous replacement of whole lines (file,
 first line, the old lines exactly as written, the new lines) that a tool can apply
@@ -48,7 +51,11 @@ from whyalive.statements import DEF_NODES, ParsedFile
 WEAKEN = "weaken"
 DELETE = "delete"
 DROP_TRACEBACK = "drop-traceback"
-REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK)
+SAVE_FOR_BACKWARD = "save-for-backward"
+REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK, SAVE_FOR_BACKWARD)
+WORDS_ONLY = "words"
+"""A pattern's remedy when no mechanical edit keeps the program working (a tensor that
+must be detached, a ``ctx`` attribute that backward reads): the fix stays in words."""
 
 # Uses of a variable that neither keep nor hand it on: the variable does not escape.
 _HARMLESS_CALLS = frozenset({"print", "len", "repr", "str", "isinstance", "id", "type", "bool"})
@@ -58,6 +65,7 @@ __all__ = [
     "DELETE",
     "DROP_TRACEBACK",
     "REMEDIES",
+    "SAVE_FOR_BACKWARD",
     "WEAKEN",
     "Rewrite",
     "Target",
@@ -98,6 +106,7 @@ def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
             WEAKEN: weaken,
             DELETE: _delete,
             DROP_TRACEBACK: _drop_traceback,
+            SAVE_FOR_BACKWARD: _save_for_backward,
         }[remedy](edit, target)
         if not done:
             return None
@@ -120,6 +129,65 @@ def _words(edit: EditBuffer, where: str) -> str:
     said = actions[0] if len(actions) == 1 else ", ".join(actions[:-1]) + " and " + actions[-1]
     notes = " ".join(n if i == 0 else n[:1].upper() + n[1:] for i, n in enumerate(edit.notes))
     return f"At {where}{also}, {said}: {notes}"
+
+
+# --- save for backward ------------------------------------------------------------------
+
+
+def _save_for_backward(edit: EditBuffer, target: Target) -> bool:
+    """``ctx.y = y`` in ``forward`` -> ``ctx.save_for_backward(y)``, and ``ctx.y`` in
+    ``backward`` -> ``ctx.saved_tensors[0]``: only when the class has exactly that shape
+    (one store, reads only in backward, nothing saved already)."""
+    statement = target.hit.statement
+    forward = target.hit.scope
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return False
+    stored = statement.targets[0]
+    if not isinstance(forward, ast.FunctionDef) or forward.name != "forward":
+        return False
+    params = [a.arg for a in (*forward.args.posonlyargs, *forward.args.args)]
+    if not (isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name)):
+        return False
+    if not params or stored.value.id != params[0]:
+        return False
+    cls = edit.parsed.parents.get(forward)
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    backward = methods.get("backward")
+    if backward is None:
+        return False
+    ctx = [a.arg for a in (*backward.args.posonlyargs, *backward.args.args)][:1]
+    uses = [
+        (name, method)
+        for method in cls.body
+        for name in ast.walk(method)
+        if isinstance(name, ast.Attribute) and name.attr == stored.attr
+    ]
+    reads = [n for n, method in uses if method is backward]
+    saving = any(
+        isinstance(n, ast.Attribute) and n.attr in ("save_for_backward", "saved_tensors")
+        for n in ast.walk(cls)
+    )
+    if saving or not ctx or len(uses) != len(reads) + 1 or not reads:
+        return False
+    if any(not isinstance(n.value, ast.Name) or n.value.id != ctx[0] for n in reads):
+        return False
+    if any(not isinstance(n.ctx, ast.Load) for n in reads):
+        return False
+    value = edit.source(statement.value)
+    edit.replace(statement, f"{stored.value.id}.save_for_backward({value})")
+    for read in reads:
+        edit.replace(read, f"{ctx[0]}.saved_tensors[0]")
+    last = max(n.end_lineno or n.lineno for n in reads)
+    edit.cover(statement.lineno, max(last, statement.end_lineno or statement.lineno))
+    edit.say(
+        f"write `{stored.value.id}.save_for_backward({value})` in forward and read it in "
+        f"backward as `{ctx[0]}.saved_tensors[0]`",
+        "autograd keeps a saved tensor without the reference from the node back to its own "
+        "output, and backward gets the same values.",
+    )
+    return True
 
 
 # --- delete after the last use ----------------------------------------------------------

@@ -285,6 +285,9 @@ def _weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: bo
     if isinstance(function, DEF_NODES):  # its own statement: the import goes above it
         decorated = [function.lineno, *(d.lineno for d in function.decorator_list)]
         edit.at(min(decorated), edit.parsed.enclosing(function))
+    else:  # a lambda: the import goes above the statement that holds it
+        written = edit.parsed.statement_of(function)
+        edit.at(written.lineno, edit.parsed.enclosing(written))
     args = function.args
     default = f"{variable}=weakref.proxy({variable})"
     has_star = args.vararg is not None or bool(args.kwonlyargs)

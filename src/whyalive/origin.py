@@ -45,12 +45,20 @@ def installed_part(filename: str, user_root: str) -> str | None:
     return None
 
 
-CODE_TYPES: tuple[type, ...] = (types.FunctionType, types.FrameType, *_GENERATORS)
-"""The members whose code can say where a cycle was made."""
+CODE_TYPES: tuple[type, ...] = (
+    types.FunctionType,
+    types.MethodType,
+    types.FrameType,
+    *_GENERATORS,
+)
+"""The members whose code can say where a cycle was made (a bound method: its function's)."""
 
 
 def _code_and_line(obj: object) -> tuple[types.CodeType, int] | None:
     cls = type(obj)
+    if cls is types.MethodType:
+        obj = obj.__func__  # type: ignore[attr-defined]  # a C-level slot: no user code runs
+        cls = type(obj)
     if cls is types.FunctionType:
         code = obj.__code__  # type: ignore[attr-defined]
         return code, code.co_firstlineno

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whyalive import edge_kinds as ek
-from whyalive.edges import EdgeName, is_owned_part, name_edge, name_edges, names_of
+from whyalive.edge_namer import EdgeNamer, name_edges
+from whyalive.edges import EdgeName, is_owned_part, names_of
 from whyalive.graph import ObjectGraph
 
 # How much a reference looks like something the user wrote and can remove.
@@ -140,6 +141,10 @@ def view_cycle(graph: ObjectGraph, members: Sequence[int]) -> CycleView:
         source = graph.nodes[node]
         names = name_edges(source, [graph.nodes[end] for end in ends])
         for end, name in zip(ends, names, strict=True):
+            cpp = _held_in_cpp(graph, node, end)
+            if cpp is not None:
+                found[node, end] = [NamedEdge(node, end, cpp)]
+                continue
             # A holder with two references to one object (`.parent` and `._root` both the
             # root) has two names: a cut must remove both.
             every = names_of(source, graph.nodes[end]) if counts[end] > 1 else [name]
@@ -167,8 +172,15 @@ def _walk_order(shown: list[int], found: dict[tuple[int, int], list[NamedEdge]])
     return ordered
 
 
-def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[NamedEdge]]:
-    """Name a node path, folding owned parts (closure tuples, instance dicts) away."""
+def named_path(
+    graph: ObjectGraph, path: list[int], namer: EdgeNamer | None = None
+) -> tuple[list[int], list[NamedEdge]]:
+    """Name a node path, folding owned parts (closure tuples, instance dicts) away.
+
+    Pass one ``namer`` for the many paths of one analysis: a container they all pass
+    through is then read once, not once per path.
+    """
+    namer = namer or EdgeNamer()
     nodes = [path[0]]
     named: list[NamedEdge] = []
     index = 1
@@ -178,10 +190,17 @@ def named_path(graph: ObjectGraph, path: list[int]) -> tuple[list[int], list[Nam
         if index + 1 < len(path) and is_owned_part(graph.nodes[prev], graph.nodes[node]):
             node = path[index + 1]
             index += 1
-        named.append(NamedEdge(prev, node, name_edge(graph.nodes[prev], graph.nodes[node])))
+        name = _held_in_cpp(graph, prev, node) or namer.name(graph.nodes[prev], graph.nodes[node])
+        named.append(NamedEdge(prev, node, name))
         nodes.append(node)
         index += 1
     return nodes, named
+
+
+def _held_in_cpp(graph: ObjectGraph, source: int, target: int) -> EdgeName | None:
+    """The name of a reference the autograd graph holds in C++, if this is one."""
+    name = graph.cpp_edges.get((source, target)) if graph.cpp_edges else None
+    return EdgeName(ek.AUTOGRAD, name) if name is not None else None
 
 
 def closed_loop(view: CycleView, through: NamedEdge | None = None) -> list[NamedEdge]:
@@ -189,12 +208,26 @@ def closed_loop(view: CycleView, through: NamedEdge | None = None) -> list[Named
 
     Every hop is a shown reference from the previous object; no object repeats;
     the last hop ends where the first starts; it starts at the member listed first
-    (functions and methods before the objects they hold). One BFS over the view.
+    (functions and methods before the objects they hold). One BFS over the view. A
+    loop through the autograd graph shows a hop that C++ holds (through ``through``
+    when one does): that hop is why the collector never frees it.
     """
     if through is None:
         if not view.edges:
             return []
         through = view.edges[0]
+    loop = _loop_through(view, through)
+    if view.graph.cpp_edges and not any(e.name.kind == ek.AUTOGRAD for e in loop):
+        # The loop that matters is the one the collector cannot see: through C++.
+        loops = [_loop_through(view, e) for e in view.edges if e.name.kind == ek.AUTOGRAD]
+        loops = [found for found in loops if found]
+        loops.sort(key=lambda found: (through not in found, len(found)))
+        if loops:
+            loop = loops[0]
+    return loop
+
+
+def _loop_through(view: CycleView, through: NamedEdge) -> list[NamedEdge]:
     if through.target == through.source:
         return [through]
     parent: dict[int, NamedEdge | None] = {through.target: None}

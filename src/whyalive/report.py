@@ -256,11 +256,16 @@ class Report:
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
+    uncollectable: tuple[CycleReport, ...] = ()
+    """Loops through the autograd graph (C++) that the collector can never free, with
+    the objects the block made that only they keep alive; each hop C++ holds is an
+    edge of kind ``autograd``."""
 
     @property
     def found(self) -> bool:
-        """True when some cycle (or, for a census, some still-alive object) was reported."""
-        return bool(self.cycles) or bool(self.alive)
+        """True when some cycle, uncollectable loop or (for a census) still-alive object
+        was reported."""
+        return bool(self.cycles) or bool(self.alive) or bool(self.uncollectable)
 
     def node(self, node_id: int) -> Node:
         """The node with this id."""
@@ -368,6 +373,7 @@ _NESTED.update(
         (Report, "heavy_objects"): HeavyObject,
         (Report, "alive"): AliveObject,
         (Report, "timeline"): TimelinePoint,
+        (Report, "uncollectable"): CycleReport,
         (AliveObject, "paths"): HolderPath,
         (CycleReport, "edges"): Edge,
         (CycleReport, "holder_paths"): HolderPath,

@@ -20,6 +20,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         return first
     nodes = list(first.nodes)
     cycles: dict[str, CycleReport] = {c.signature: c for c in first.cycles}
+    uncollectable: dict[str, CycleReport] = {c.signature: c for c in first.uncollectable}
     heavy = list(first.heavy_objects)
     alive = list(first.alive)
     by_device: Counter[str] = Counter(first.bytes_by_device)
@@ -31,10 +32,11 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         timeline.extend(report.timeline)
         shift = len(nodes)
         nodes.extend(dataclasses.replace(n, node_id=n.node_id + shift) for n in report.nodes)
-        for cycle in report.cycles:
-            moved = _shift_cycle(cycle, shift)
-            same = cycles.get(cycle.signature)
-            cycles[cycle.signature] = moved if same is None else _absorb(same, moved)
+        for found, into in ((report.cycles, cycles), (report.uncollectable, uncollectable)):
+            for cycle in found:
+                moved = shift_cycle(cycle, shift)
+                same = into.get(cycle.signature)
+                into[cycle.signature] = moved if same is None else _absorb(same, moved)
         heavy.extend(
             dataclasses.replace(h, node_id=h.node_id + shift) for h in report.heavy_objects
         )
@@ -45,11 +47,11 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         count += report.cycle_count
         light += report.light_cycle_count
         heavy_total += report.heavy_count  # different collections: different objects
-    ordered = sorted(cycles.values(), key=lambda c: (-c.total_bytes, c.signature))
     return dataclasses.replace(
         first,
         nodes=tuple(nodes),
-        cycles=tuple(ordered),
+        cycles=_ordered(cycles),
+        uncollectable=_ordered(uncollectable),
         heavy_objects=tuple(heavy),
         alive=tuple(alive),
         total_bytes=sum(by_device.values()),
@@ -61,6 +63,10 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         notes=tuple(notes),
         timeline=tuple(sorted(timeline, key=lambda p: (p.signature, p.step))),
     )
+
+
+def _ordered(cycles: dict[str, CycleReport]) -> tuple[CycleReport, ...]:
+    return tuple(sorted(cycles.values(), key=lambda c: (-c.total_bytes, c.signature)))
 
 
 def shift_edge(edge: Edge, shift: int) -> Edge:
@@ -76,7 +82,8 @@ def _path(path: HolderPath, shift: int) -> HolderPath:
     )
 
 
-def _shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
+def shift_cycle(cycle: CycleReport, shift: int) -> CycleReport:
+    """The same cycle with its node ids renumbered by ``shift``."""
     cut = cycle.cut
     return dataclasses.replace(
         cycle,

@@ -47,7 +47,8 @@ def validate_report(data: object) -> None:
 
 
 def _dangling_node(report: dict[str, Any]) -> str | None:
-    """The first node id that names no node (renderers index ``nodes`` by it)."""
+    """The first node id that names no node (renderers index ``nodes`` by it; a negative
+    one would silently name a node counted from the end)."""
     count = len(report["nodes"])
     for index, node in enumerate(report["nodes"]):
         if node["node_id"] != index:
@@ -64,12 +65,16 @@ def _dangling_node(report: dict[str, Any]) -> str | None:
         named.extend((f"{where}.heavy", n) for n in cycle["heavy"])
         for number, holding in enumerate(cycle.get("holds", ())):
             named.extend((f"{where}.holds[{number}].heavy", n) for n in holding.get("heavy", ()))
-        edges = list(cycle["edges"]) + list((cycle.get("cut") or {}).get("edges", ()))
+        edges = [
+            *cycle["edges"],
+            *cycle.get("loop", ()),
+            *(cycle.get("cut") or {}).get("edges", ()),
+        ]
         named.extend(_edge_ids(f"{where}.edges", edges))
         named.extend(_path_ids(f"{where}.holder_paths", cycle["holder_paths"]))
     for where, node_id in named:
-        if node_id >= count:
-            return f"report.{where} names node {node_id}, but there are {count} nodes"
+        if not 0 <= node_id < count:
+            return f"report.{where} names node {node_id}, but node ids run from 0 to {count - 1}"
     return None
 
 

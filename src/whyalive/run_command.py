@@ -7,15 +7,18 @@ Then it reports the cycles holding heavy objects that the program created.
 Exit codes (see :mod:`whyalive.errors`): 0 clean, 1 leaks found or the program
 failed (it raised, and its traceback is printed after the report; or it called
 ``sys.exit`` with a non-zero status or a message, and a line says which), 2 usage
-error (missing script or module, syntax error in it, unknown option). The
-program's own status never passes through as is: 2 and 3 mean whyalive's own
-errors. ``os._exit(n)`` ends the process at once, so no report is made and the
-status is ``n``.
+error (missing script or module, syntax error in it, unknown option), 130
+interrupted (Ctrl-C: no report, every gc setting put back). The program's own
+status never passes through as is: 2 and 3 mean whyalive's own errors.
+``os._exit(n)`` ends the process at once, so no report is made and the status is
+``n``. A child the program forks that returns instead of calling ``os._exit``
+makes no report either: its parent does.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -23,10 +26,14 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
+from typing import TYPE_CHECKING
 
 from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
 from whyalive.report import Report
 from whyalive.words import size_from_words
+
+if TYPE_CHECKING:
+    from whyalive.capture import GarbageWatch
 
 
 def size_argument(text: str) -> int:
@@ -87,7 +94,9 @@ def _compile_script(path: str) -> CodeType:
 
 def _syntax_words(error: SyntaxError | ValueError) -> str:
     if isinstance(error, SyntaxError):
-        return f"syntax error at line {error.lineno}: {error.msg}"
+        # No line for errors about the whole file (NUL bytes on Python 3.12+).
+        where = f" at line {error.lineno}" if error.lineno else ""
+        return f"syntax error{where}: {error.msg}"
     return str(error)
 
 
@@ -158,22 +167,45 @@ def _call(program: Callable[[], None]) -> tuple[BaseException | None, int | None
 def _on_exit(
     program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
-    from whyalive.analysis import AnalysisOptions
     from whyalive.capture import GarbageWatch
-    from whyalive.pipeline import analyze
 
     watch = GarbageWatch()
-    watch.begin()
     try:
-        error, code = _call(program)
+        return _watched(watch, program, where, min_bytes)
     finally:
+        watch.abandon()  # again: an interrupt (Ctrl-C) may cut the one in _watched
+
+
+def _watched(
+    watch: GarbageWatch, program: Callable[[], None], where: str, min_bytes: int
+) -> tuple[list[Report], BaseException | None, int | None]:
+    from whyalive.analysis import AnalysisOptions
+    from whyalive.pipeline import analyze, prepare_in_collector, probe_block
+    from whyalive.report_merge import merge_reports
+
+    options = AnalysisOptions(min_bytes=min_bytes, where=where)
+    inside = dataclasses.replace(options, progress_after=None)
+
+    def analyze_now(objects: list[object]) -> Report:
+        return analyze(objects, inside)
+
+    try:
+        # What the program's own collections find is analysed and freed inside them, as
+        # in a check: a long program's garbage is not held until it exits.
+        prepare_in_collector()
+        watch.begin(analyze_now=analyze_now)
+        error, code = _call(program)
         captured = watch.end()
-        try:
-            report = analyze(captured.objects, AnalysisOptions(min_bytes=min_bytes, where=where))
-        finally:
-            captured.release()
-            watch.finish()
-    return [report], error, code
+        records = [r for r in captured.records if isinstance(r, Report)]
+        report = merge_reports([analyze(captured.objects, options), *records])
+        captured.release()
+        # With the garbage freed and the baseline still frozen: what is left is alive.
+        probed, _ = probe_block(watch, options)
+        if probed is not None:
+            report = merge_reports([report, probed])
+        return [report], error, code
+    finally:
+        watch.abandon()
 
 
 def _every_step(
@@ -184,11 +216,8 @@ def _every_step(
     # No training loop calls step(): a helper thread gives the monitor its safe points.
     monitor = GcMonitor(min_bytes=min_bytes, log=False, poll_interval=0.5)
     monitor.label = f"the run of {where}"
-    monitor.start()
-    try:
+    with monitor:
         error, code = _call(program)
-    finally:
-        monitor.stop()
     return monitor.summary_reports(), error, code
 
 
@@ -241,11 +270,15 @@ def run(args: argparse.Namespace) -> int:
         program, where = _module_runner(target, argv), f"module {target}"
     else:
         program, where = _script_runner(target, argv), os.path.basename(target)
+    parent = os.getpid()
     if args.every_step:
         reports, error, code = _every_step(program, where, args.min_bytes)
     else:
         reports, error, code = _on_exit(program, where, args.min_bytes)
         reports = [_placed(report, where) for report in reports]
+    if os.getpid() != parent:
+        # A child the program forked returned here: its parent reports, not it.
+        return _program_failed(error, code) if error is not None or code else EXIT_OK
     found = [report for report in reports if report.found]
     for report in found or reports[:1]:
         sys.stderr.write(report.render("text"))
@@ -256,19 +289,23 @@ def run(args: argparse.Namespace) -> int:
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):
             sys.stderr.write(f"whyalive: wrote {path}\n")
+    if error is not None or code not in (None, EXIT_OK):
+        return _program_failed(error, code)
+    if found:
+        return EXIT_FOUND
+    return EXIT_OK
+
+
+def _program_failed(error: BaseException | None, code: int | None) -> int:
     if error is not None:
         # Printed as the interpreter would, without whyalive's own frames.
         tb = error.__traceback__
         while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
             tb = tb.tb_next
         traceback.print_exception(type(error), error, tb, file=sys.stderr)
-        return EXIT_FOUND
-    if code not in (None, EXIT_OK):
+    else:
         sys.stderr.write(f"whyalive: the program exited with status {code}; whyalive exits 1\n")
-        return EXIT_FOUND
-    if found:
-        return EXIT_FOUND
-    return EXIT_OK
+    return EXIT_FOUND
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

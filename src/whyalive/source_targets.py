@@ -18,11 +18,15 @@ import types
 from collections.abc import Iterator
 
 from whyalive import edge_kinds as ek
+from whyalive.autograd_graph import NODE_HOOKS, NODE_PREHOOKS, TENSOR_HOOKS
 from whyalive.cuts import is_registry_attribute
 from whyalive.diagnose.naming import cell_variable, is_instance_node, variable_of
 from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace
 from whyalive.paths import CycleView, NamedEdge
 from whyalive.statements import StoreTarget
+
+HOOK_DICTS = frozenset({TENSOR_HOOKS, NODE_HOOKS, NODE_PREHOOKS})
+"""Names of the C++ references from an autograd node to a hook dict."""
 
 
 def module_file(cls: type) -> list[str]:
@@ -45,7 +49,11 @@ def store_target(view: CycleView, edge: NamedEdge) -> StoreTarget | None:
         return StoreTarget("name", variable) if variable.isidentifier() else None
     if kind == ek.KEY and in_hook_registry(view, edge):
         fn = hook_function(view, edge.target)
-        return StoreTarget("hook", str(fn.__name__)) if fn is not None else None
+        if fn is None:
+            return None
+        if fn.__name__ == "<lambda>":  # named by its line: the call it is written in
+            return StoreTarget("hook", ("<lambda>", fn.__code__.co_firstlineno))
+        return StoreTarget("hook", str(fn.__name__))
     if kind == ek.INDEX and name[1:-1].isdigit():
         return StoreTarget("item", int(name[1:-1]))
     if kind == ek.TRACEBACK and name == "__traceback__":
@@ -82,8 +90,12 @@ def hook_function(view: CycleView, node: int) -> types.FunctionType | None:
 
 
 def in_hook_registry(view: CycleView, edge: NamedEdge) -> bool:
-    """An entry of a hook registry: a dict held by an attribute such as ``._forward_hooks``."""
-    return any(is_registry_attribute(e.name) for e in view.edges_into(edge.source))
+    """An entry of a hook registry: a dict held by an attribute such as ``._forward_hooks``,
+    or one an autograd node holds in C++ (a tensor's ``register_hook`` dict, a node's)."""
+    return any(
+        is_registry_attribute(e.name) or (e.name.kind == ek.AUTOGRAD and e.name.name in HOOK_DICTS)
+        for e in view.edges_into(edge.source)
+    )
 
 
 def codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
@@ -109,7 +121,12 @@ def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.Co
             yield frame.f_code, False
         return
     if kind == ek.ATTRIBUTE:
-        yield from methods_of(type(view.obj(edge.source)))
+        holder = type(view.obj(edge.source))
+        yield from methods_of(holder)
+        # A custom autograd.Function's ctx: `ctx.x = ...` is written in the Function's forward.
+        function_class = type_namespace(holder).get("_forward_cls")
+        if isinstance(function_class, type):
+            yield from methods_of(function_class)
     if kind == ek.KEY and in_hook_registry(view, edge):
         fn = hook_function(view, edge.target)
         if fn is not None and ".<locals>." in fn.__qualname__:

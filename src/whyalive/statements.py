@@ -137,7 +137,7 @@ class StoreTarget:
         if self.what == "key":
             return f"`[{self.name!r}]`"
         if self.what == "hook":
-            return f"the registration of `{self.name}`"
+            return f"the registration of {_hook_words(self.name)}"
         if self.what == "exception":
             return "the exception"
         if self.what == "item":
@@ -151,7 +151,7 @@ class StoreTarget:
         if self.what == "key":
             return f"a store of the key `{self.name!r}`"
         if self.what == "hook":
-            return f"the call that registers `{self.name}`"
+            return f"the call that registers {_hook_words(self.name)}"
         if self.what == "exception":
             return "the call that hands the exception to a future"
         if self.what == "item":
@@ -244,6 +244,13 @@ def stores(node: ast.AST, store: StoreTarget, scope: ast.AST) -> bool:
     return any(_stored(t, store) for t in targets)
 
 
+def _hook_words(name: object) -> str:
+    """`` `fw_hook` ``, or for a lambda (named by its line): "the lambda of line 12"."""
+    if isinstance(name, tuple):
+        return f"the lambda of line {name[1]}"
+    return f"`{name}`"
+
+
 def _call_stores(call: ast.Call, store: StoreTarget) -> bool:
     """``setattr(x, "cb", v)``, ``m.register_forward_hook(fw_hook)``, ``f.set_exception(e)``."""
     func = call.func
@@ -259,7 +266,10 @@ def _call_stores(call: ast.Call, store: StoreTarget) -> bool:
     if what == "item":
         return func.attr in _ADDING_CALLS
     if what == "hook" and ("hook" in func.attr or func.attr.startswith("register")):
-        return any(_names(arg, str(name)) for arg in (*call.args, *call.keywords))
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(name, tuple):  # ("<lambda>", line): a lambda written in the call
+            return any(isinstance(a, ast.Lambda) and a.lineno == name[1] for a in arguments)
+        return any(_names(arg, str(name)) for arg in arguments)
     return what == "exception" and func.attr == "set_exception" and bool(call.args)
 
 

@@ -115,10 +115,11 @@ class Summary:
 
 
 def rank_cycles(reports: Iterable[Report]) -> list[RankCycle]:
-    """The rows one rank contributes: its reports' cycles, merged by signature."""
+    """The rows one rank contributes: its reports' cycles and uncollectable loops, merged
+    by signature."""
     merged: dict[str, RankCycle] = {}
     for report in reports:
-        for cycle in report.cycles:
+        for cycle in (*report.cycles, *report.uncollectable):
             old = merged.get(cycle.signature)
             cut = cycle.cut.description if cycle.cut is not None else None
             if old is None:

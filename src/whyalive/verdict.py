@@ -8,6 +8,7 @@ fix them. The integrations (``check_leaks``, the pytest plugin) ask here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 from whyalive.report import CycleReport, Report
@@ -30,16 +31,29 @@ def why_not_failing(cycle: CycleReport, third_party: ThirdParty = "report") -> s
 def split_cycles(
     report: Report, third_party: ThirdParty = "report"
 ) -> tuple[list[CycleReport], list[tuple[CycleReport, str]]]:
-    """(cycles that fail, (cycle, reason) of those only listed); ignored third-party dropped."""
+    """(cycles that fail, (cycle, reason) of those only listed); ignored third-party dropped.
+
+    Uncollectable loops (through the autograd graph) are judged as cycles are.
+    """
     failing: list[CycleReport] = []
     listed: list[tuple[CycleReport, str]] = []
-    for cycle in report.cycles:
+    for cycle in (*report.cycles, *report.uncollectable):
         reason = why_not_failing(cycle, third_party)
         if reason is None:
             failing.append(cycle)
         elif not (third_party == "ignore" and cycle.made_inside is not None):
             listed.append((cycle, reason))
     return failing, listed
+
+
+def only(report: Report, cycles: list[CycleReport]) -> Report:
+    """``report`` with just these of its cycles and uncollectable loops."""
+    kept = {id(cycle) for cycle in cycles}
+    return replace(
+        report,
+        cycles=tuple(c for c in report.cycles if id(c) in kept),
+        uncollectable=tuple(c for c in report.uncollectable if id(c) in kept),
+    )
 
 
 def fails(report: Report, third_party: ThirdParty = "report") -> bool:

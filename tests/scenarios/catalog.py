@@ -3,7 +3,8 @@
 A scenario is a function of a module here, called with no arguments (or with
 arguments made fresh for each call). ``case_*.py`` modules each re-create a leak
 from a public bug report (the module's docstring cites it) and name it ``run``; the
-older ``leaks.py`` functions are listed by hand. The fix-proof tests apply each
+older ``leaks.py`` functions and the loops through the autograd graph of
+``autograd_loops.py`` are listed by hand. The fix-proof tests apply each
 report's ``fix_edit`` to the module's source and run the fixed function.
 """
 
@@ -30,6 +31,8 @@ class Scenario:
     record_allocations: bool = False
     needs: tuple[str, ...] = ()
     """Modules the scenario imports (the test skips it when one is missing)."""
+    forever: bool = False
+    """The leak is a loop through C++ that no collection frees: it outlives the test."""
 
     def load(self) -> Callable[..., Any]:
         """The scenario's function from its module as imported."""
@@ -68,6 +71,30 @@ LEAKS = (
 )
 
 
+def _autograd(
+    function: str, pattern: str, *, record: bool = False, forever: bool = True
+) -> Scenario:
+    """A loop through the autograd graph (``autograd_loops.py``); ``record``: the line that
+    made the cut is in no function of the loop, so the payload's allocation site finds it;
+    ``forever``: the collector never frees it (else it is cyclic garbage)."""
+    module = "scenarios.autograd_loops"
+    return Scenario(
+        f"autograd_loops.{function}", module, function, pattern, needs=("torch",),
+        record_allocations=record, forever=forever,
+    )  # fmt: skip
+
+
+AUTOGRAD = (
+    _autograd("tensor_hook", "tensor-hook-loop"),
+    _autograd("hook_on_owner", "tensor-hook-loop"),
+    _autograd("grad_cam", "module-hook-loop"),
+    _autograd("prehook_on_node", "node-hook-loop", record=True, forever=False),
+    _autograd("prehook_holding_output", "node-hook-loop"),
+    _autograd("ctx_attribute", "ctx-attribute", forever=False),
+    _autograd("node_metadata", "node-metadata", record=True),
+)
+
+
 def _case(path: Path) -> Scenario:
     name = f"scenarios.{path.stem}"
     source = path.read_text(encoding="utf-8")
@@ -85,4 +112,15 @@ def _constant(source: str, name: str) -> str | None:
 
 
 CASES = tuple(_case(path) for path in sorted(HERE.glob("case_*.py")))
-SCENARIOS = LEAKS + CASES
+SCENARIOS = LEAKS + AUTOGRAD + CASES
+
+
+def params() -> list[Any]:
+    """Every scenario as a pytest parameter, named; one that leaks forever is not checked by
+    the plugin (``pytest --whyalive`` would report its leak as the test's own)."""
+    import pytest
+
+    return [
+        pytest.param(s, id=s.name, marks=[pytest.mark.whyalive_skip] if s.forever else [])
+        for s in SCENARIOS
+    ]

@@ -30,6 +30,12 @@ class ObjectGraph:
     garbage_count: int
     heavy_candidates: list[int] = field(default_factory=list)
     """Nodes whose type some heavy-object kind covers, ascending."""
+    cpp_edges: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(source, target) -> name of each edge that the autograd graph holds in C++ (the
+    GC cannot see it): ``.grad_fn``, ``register_prehook() hooks``, ``._saved_self``."""
+    freed_by_collector: bool = False
+    """Loops found among objects no root reaches (:func:`whyalive.explain.explain`) that
+    references the collector sees close: cyclic garbage its next run frees."""
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -43,10 +43,25 @@ def py_build_graph(
 ) -> tuple[list[object], memoryview, memoryview, list[int]]:
     """Pure-Python twin of ``_fastgraph.build_graph``."""
     was_enabled = gc.isenabled()
-    # Disabled before the first allocation: a collection during the build
-    # could run finalizers and grow gc.garbage while it is being analysed.
-    gc.disable()
     try:
+        return _build_graph_paused(objects, follow_types, mark_types, in_place, was_enabled)
+    finally:
+        # Again: an interrupt may cut the inner finally (docs/architecture.md, GC rules 10).
+        if was_enabled:
+            gc.enable()
+
+
+def _build_graph_paused(
+    objects: Sequence[object],
+    follow_types: tuple[type, ...],
+    mark_types: tuple[type, ...],
+    in_place: bool,
+    was_enabled: bool,
+) -> tuple[list[object], memoryview, memoryview, list[int]]:
+    try:
+        # Disabled before the first allocation: a collection during the build
+        # could run finalizers and grow gc.garbage while it is being analysed.
+        gc.disable()
         if in_place and type(objects) is not list:
             raise TypeError("in_place needs objects to be a list")
         _check_types(follow_types, "follow_types")

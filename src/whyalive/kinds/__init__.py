@@ -100,7 +100,32 @@ class KindResolver(dict[type, "HeavyKind | None"]):
         return found
 
     def describe(self, obj: object) -> HeavyFacts | None:
-        """Facts about ``obj`` if it is heavy; never raises."""
+        """Facts about ``obj`` if it is heavy; never raises.
+
+        A view (a NumPy array over a tensor or a ``bytearray``, a ``memoryview``) keeps
+        its owner's whole memory alive: when the owner is heavy of its own kind, the
+        view holds the owner's storage (its bytes, range and key), counted once.
+        """
+        facts = self._describe(obj)
+        owner = facts.owner if facts is not None else None
+        for _ in range(_OWNER_DEPTH):
+            if facts is None or owner is None or self[type(owner)] is None:
+                break
+            owned = self._describe(owner)
+            if owned is None:
+                break
+            facts = replace(
+                facts,
+                nbytes=owned.nbytes,
+                device=owned.device,
+                storage=owned.storage,
+                storage_users=owned.storage_users,
+                memory=owned.memory,
+            )
+            owner = owned.owner
+        return facts
+
+    def _describe(self, obj: object) -> HeavyFacts | None:
         kind = self[type(obj)]
         if kind is None:
             return None
@@ -108,6 +133,10 @@ class KindResolver(dict[type, "HeavyKind | None"]):
             return kind.describe(obj)
         except Exception:  # a hostile or half-dead object is simply not described
             return None
+
+
+# An array over a memoryview over a bytearray is two hops from the memory's owner.
+_OWNER_DEPTH = 4
 
 
 def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:

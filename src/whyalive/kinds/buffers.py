@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from whyalive.kinds import HeavyFacts
 from whyalive.words import size_to_words
 
@@ -21,11 +23,14 @@ class BufferKind:
         return (bytes, bytearray, memoryview)
 
     def describe(self, obj: object) -> HeavyFacts | None:
-        """Size and identity; a memoryview's memory belongs to the object it views."""
+        """Size and identity; a memoryview's memory belongs to the object it views (its
+        owner, whose facts the kind resolver then uses)."""
         if type(obj) is memoryview:
-            if obj.nbytes < self.min_bytes:
-                return None
             owner = obj.obj
+            # A view keeps its whole owner alive: a small view of a big buffer is heavy.
+            whole = len(cast(bytes, owner)) if type(owner) in (bytes, bytearray) else obj.nbytes
+            if max(obj.nbytes, whole) < self.min_bytes:
+                return None
             return HeavyFacts(
                 kind="memoryview",
                 description=f"memoryview({size_to_words(obj.nbytes)})",

@@ -32,19 +32,20 @@ class NumpyKind:
         dtype = ndarray.dtype.__get__(obj)
         root: object = obj
         base = ndarray.base.__get__(obj)
-        while base is not None:
+        while issubclass(type(base), ndarray):
             root = base
-            base = ndarray.base.__get__(base) if issubclass(type(base), ndarray) else None
-        if issubclass(type(root), ndarray):
+            base = ndarray.base.__get__(base)
+        # base: None, or a foreign object that owns the memory (a bytearray's memoryview,
+        # a tensor for .numpy(), an mmap). It is the owner: the kind resolver counts its
+        # whole memory when it is heavy; else what the array spans counts.
+        if base is None:
             nbytes = int(ndarray.nbytes.__get__(root))
             memory = _memory(ndarray, root, nbytes)
         else:
-            # A view of a foreign buffer (bytes, mmap, a tensor's .numpy()): count what
-            # this array spans; the range lets it merge with the owner's memory.
-            nbytes = int(ndarray.nbytes.__get__(obj))
-            flags = ndarray.flags.__get__(obj)
+            nbytes = int(ndarray.nbytes.__get__(root))
+            flags = ndarray.flags.__get__(root)
             contiguous = flags.c_contiguous or flags.f_contiguous
-            memory = _memory(ndarray, obj, nbytes) if contiguous else None
+            memory = _memory(ndarray, root, nbytes) if contiguous else None
         dims = ", ".join(str(int(d)) for d in shape)
         dtype_name = _DTYPE_NAMES.get(dtype)
         if dtype_name is None:
@@ -55,7 +56,7 @@ class NumpyKind:
             nbytes=nbytes,
             device="cpu",
             storage=("numpy", id(root)),
-            owner=None if root is obj else root,
+            owner=base if base is not None else (None if root is obj else root),
             memory=memory,
         )
 

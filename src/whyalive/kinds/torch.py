@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Hashable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from whyalive.autograd_graph import AutogradReader
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.words import size_to_words
@@ -35,43 +37,69 @@ class TorchKind:
         return (tensor,) if isinstance(tensor, type) else ()
 
     def describe(self, obj: object) -> HeavyFacts | None:
-        """Shape, dtype, device and storage, with ``__torch_function__`` disabled."""
+        """Shape, dtype, device and storage, with ``__torch_function__`` disabled.
+
+        A sparse tensor holds its indices and values (never its dense size); a nested
+        one its buffer.
+        """
         torch: Any = sys.modules["torch"]
         base = torch._C.TensorBase
         with torch._C.DisableTorchFunctionSubclass():
             device = str(base.device.__get__(obj))
             dtype = str(base.dtype.__get__(obj)).removeprefix("torch.")
-            dims = ", ".join(str(int(d)) for d in base.shape.__get__(obj))
+            layout = str(base.layout.__get__(obj)).removeprefix("torch.")
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            name = type_short_name(type(obj))
-            description = f"{name}({dtype}[{dims}], {device})"
+            description = f"{type_short_name(type(obj))}({dtype}[{_dims(base, obj)}], {device}"
+            description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            try:
-                storage = base.untyped_storage(obj)
-            except RuntimeError:
-                # Sparse and other storage-less layouts: count the elements they span.
-                nbytes = int(base.element_size(obj)) * int(base.numel(obj))
-                return HeavyFacts("torch.Tensor", description, nbytes, device, ("torch", id(obj)))
-            nbytes = int(storage.nbytes())
-            start = int(storage.data_ptr())
-            key = ("torch", device, int(storage._cdata))
+            parts = _SPARSE_PARTS.get(layout)
+            storages = (
+                [_storage(base, obj)]
+                if parts is None
+                else [_storage(base, getattr(base, part)(obj)) for part in parts]
+            )
+            storages = list({int(storage._cdata): storage for storage in storages}.values())
+            nbytes = sum(int(storage.nbytes()) for storage in storages)
+            start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
+            cdata = tuple(int(storage._cdata) for storage in storages)
+            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata)
             sharers = 0
             use_count = getattr(torch._C, "_storage_Use_Count", None)
-            if use_count is not None:
+            if use_count is not None and len(storages) == 1:
                 # One count is the temporary storage object we hold right now.
-                sharers = int(use_count(storage._cdata)) - 1
-            del storage
+                sharers = int(use_count(storages[0]._cdata)) - 1
+            del storages
         memory = (start, start + nbytes) if start else None
         return HeavyFacts(
             "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
         )
 
 
-# Autograd graphs of a training step have thousands of nodes; past this the rest
-# of a graph is not searched (its tensors are then simply not counted).
-MAX_AUTOGRAD_NODES = 100_000
+# The tensors a sparse layout keeps (what it holds in memory), read through TensorBase.
+_SPARSE_PARTS = {
+    "sparse_coo": ("_indices", "_values"),
+    "sparse_csr": ("crow_indices", "col_indices", "values"),
+    "sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+
+
+def _dims(base: Any, tensor: object) -> str:
+    """``16, 256``; a nested tensor has no sizes, only a count of components."""
+    if base.is_nested.__get__(tensor) and str(base.layout.__get__(tensor)) == "torch.strided":
+        return f"nested {int(base.size(tensor, 0))}"
+    return ", ".join(
+        str(int(d)) if isinstance(d, int) else str(d) for d in base.shape.__get__(tensor)
+    )
+
+
+def _storage(base: Any, tensor: object) -> Any:
+    # Its own function: a try inside the caller's `with` would not be covered by the
+    # `with` when a tracer raises on its line (docs/architecture.md, GC rules 10).
+    return base.untyped_storage(tensor)
 
 
 class AutogradWalk:
@@ -96,6 +124,7 @@ class AutogradWalk:
         self._by_root: dict[int, list[int]] = {}
         self._grad_of: dict[int, int] = {}  # a leaf's gradient -> the leaf (both found)
         self._kind = TorchKind()
+        self._reader = AutogradReader(sys.modules["torch"])
 
     def visit(self, node: int, tensor: object) -> None:
         """Walk ``tensor``'s autograd graph (``node`` is its index in the object graph)."""
@@ -107,13 +136,20 @@ class AutogradWalk:
             self._by_root[node] = found
 
     def _walk(self, tensor: object) -> list[int]:
-        torch: Any = sys.modules["torch"]
-        base = torch._C.TensorBase
+        reader = self._reader
         found: list[int] = []
-        with torch._C.DisableTorchFunctionSubclass():
-            root = base.grad_fn.__get__(tensor)
-            for node in autograd_nodes(root, self._visited, MAX_AUTOGRAD_NODES):
-                for held, leaf in _tensors_of(node, base):
+        with reader.torch._C.DisableTorchFunctionSubclass():
+            # Its gradient (a C++ reference) goes with the tensor, wherever it sits. Only
+            # a leaf (or one that retains its grad) has one; reading others warns.
+            base = reader.base
+            keeps_grad = base.is_leaf.__get__(tensor) or base.retains_grad.__get__(tensor)
+            grad = base.grad.__get__(tensor) if keeps_grad else None
+            if grad is not None and id(grad) not in self._found:
+                self._found[id(grad)] = grad
+                found.append(id(grad))
+                self._grad_of[id(grad)] = id(tensor)
+            for node in reader.walk([reader.grad_fn(tensor)], self._visited):
+                for held, leaf in _tensors_of(reader, node):
                     if id(held) not in self._found:
                         self._found[id(held)] = held
                         found.append(id(held))
@@ -159,6 +195,9 @@ class AutogradWalk:
                 live_storages.add(fact.storage)
             else:
                 described[key] = fact
+        # The graph's own tensors over one storage (a saved output shares the output's)
+        # are users of it that the garbage holds, not live ones.
+        graph_users = Counter(fact.storage for fact in described.values())
         result = dict(facts)
         for node, keys in self._by_root.items():
             own = facts[node]
@@ -169,11 +208,13 @@ class AutogradWalk:
                 if fact is None or fact.storage in storages or fact.storage in live_storages:
                     continue
                 storages.add(fact.storage)
-                held.append(fact)
+                held.append(_fewer_users(fact, graph_users[fact.storage] - 1))
+            own = _fewer_users(own, graph_users[own.storage])
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
                 description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
-                result[node] = replace(own, description=description, through_autograd=tuple(held))
+                own = replace(own, description=description, through_autograd=tuple(held))
+            result[node] = own
         return result
 
     def _garbage_references(self, garbage: Sequence[object]) -> dict[int, int]:
@@ -188,85 +229,29 @@ class AutogradWalk:
         return counts
 
 
+def _fewer_users(fact: HeavyFacts, others: int) -> HeavyFacts:
+    if others <= 0 or fact.storage_users <= 1:
+        return fact
+    return replace(fact, storage_users=max(fact.storage_users - others, 1))
+
+
 def _reference_count(mapping: dict[int, object], key: int) -> int:
     """The reference count of ``mapping[key]``, read the same way for every object."""
     return sys.getrefcount(mapping[key])
 
 
-def autograd_nodes(root: Any, visited: dict[int, object], limit: int) -> Iterator[Any]:
-    """The autograd nodes reachable from ``root`` (a ``grad_fn``) not yet in ``visited``.
-
-    Depth first along ``next_functions``; each node is added to ``visited`` (id ->
-    node, which keeps it alive, so ids stay unique) as it is yielded, and the walk
-    stops once ``visited`` holds ``limit`` nodes: its cost is bounded whatever the
-    graph. Reads no saved tensor, so a graph that ``backward()`` consumed costs what
-    any other does.
-    """
-    stack = [root]
-    while stack and len(visited) < limit:
-        node = stack.pop()
-        if node is None or id(node) in visited:
-            continue
-        visited[id(node)] = node
-        yield node
-        stack.extend(next_node for next_node, _ in node.next_functions)
-
-
-# Autograd node classes (AddmmBackward0, ...) are few: read their attribute names once,
-# each saved tensor's ``_saved_x`` with its ``_raw_saved_x`` twin.
-_SAVED_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
-
-
-def _saved_names(node: Any) -> tuple[tuple[str, str], ...]:
-    cls = type(node)
-    names = _SAVED_NAMES.get(cls)
-    if names is None:
-        # Only a saved tensor (or list of them) has a raw twin; the other ``_saved_*``
-        # are sizes and numbers, never tensors.
-        attributes = set(dir(node))
-        names = tuple(
-            (name, raw)
-            for name in sorted(attributes)
-            if name.startswith("_saved_")
-            for raw in ("_raw" + name,)
-            if raw in attributes
-        )
-        names = _SAVED_NAMES.setdefault(cls, names)
-    return names
-
-
-def saved_tensors(node: Any) -> list[object]:
-    """What ``node`` saved for backward and still holds (values of its ``_saved_*``).
-
-    A saved tensor that ``backward()`` freed is skipped by asking its
-    ``_raw_saved_*`` twin, whose ``data`` is then None: reading the tensor itself
-    would make torch raise (and build a C++ traceback) for every such node of a
-    consumed graph. Only a freed *list* of saved tensors still raises, once.
-    """
-    values: list[object] = []
-    for name, raw in _saved_names(node):
-        try:
-            twin = getattr(node, raw)
-            if type(twin) not in (tuple, list) and twin.data is None:
-                continue  # freed by backward(), or never defined
-            value = getattr(node, name)
-        except RuntimeError:  # freed by backward(): nothing held any more
-            continue
-        values.extend(value if type(value) in (tuple, list) else (value,))
-    return values
-
-
-def _tensors_of(node: Any, base: Any) -> list[tuple[object, object | None]]:
+def _tensors_of(reader: AutogradReader, node: object) -> list[tuple[object, object | None]]:
     """The tensors an autograd node holds (saved tensors, its leaf), each with the leaf
     whose gradient it is, if it is one."""
     values: list[object] = []
     grads: list[tuple[object, object | None]] = []
-    variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf it feeds
-    if issubclass(type(variable), base):
+    variable = reader.variable(node)  # AccumulateGrad: the leaf it feeds
+    if variable is not None:
         values.append(variable)
-        grads.append((base.grad.__get__(variable), variable))
-    values.extend(saved_tensors(node))
+        grads.append((reader.tensor_field(variable, "grad"), variable))
+    values.extend(tensor for _, tensor in reader.saved(node))
     # 0-dim tensors are skipped: autograd saves Python numbers (``x * 2``) as scalar
     # tensors that cannot be told from the user's, and each holds at most 16 bytes.
     pairs = [(value, None) for value in values] + grads
+    base = reader.base
     return [(v, leaf) for v, leaf in pairs if issubclass(type(v), base) and base.dim(v) > 0]

@@ -13,6 +13,7 @@ import codecs
 import io
 import os
 import re
+import stat
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -186,12 +187,17 @@ def iter_python_files(
 
 
 def read_source(path: str) -> str | LintFinding:
-    """The decoded text of a source file, or the WAL001/WAL002 finding that says why not."""
+    """The decoded text of a source file, or the WAL001/WAL002 finding that says why not.
+
+    Only a regular file is read: a FIFO named ``*.py`` would block, a link to
+    ``/dev/zero`` would never end. Opened without blocking, then checked.
+    """
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        data = _read_regular_file(path)
     except OSError as exc:
         return _input_problem(path, "WAL001", exc.strerror or str(exc))
+    if data is None:
+        return _input_problem(path, "WAL001", "not a regular file (a FIFO, device or socket)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         codecs.lookup(encoding)
@@ -201,6 +207,15 @@ def read_source(path: str) -> str | LintFinding:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return _input_problem(path, "WAL002", f"not valid {exc.encoding}: {exc.reason}", line)
+
+
+def _read_regular_file(path: str) -> bytes | None:
+    """The bytes of ``path``, or None when it is not a regular file."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(descriptor, "rb", closefd=True) as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return stream.read()
 
 
 def _lint_file(job: tuple[str, tuple[str, ...], bool]) -> tuple[list[LintFinding], str | None]:

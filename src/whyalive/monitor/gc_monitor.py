@@ -28,12 +28,13 @@ import threading
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from whyalive.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 from whyalive.gcstate import OWNER
+from whyalive.interrupts import guard
+from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog, analysis_options
 from whyalive.monitor.stats import cuda_allocated
@@ -47,14 +48,14 @@ logger = logging.getLogger("whyalive")
 _ACTIVE: weakref.WeakSet[GcMonitor] = weakref.WeakSet()
 
 
-def _mute_in_child() -> None:
-    # A forked worker inherits gc.callbacks but never calls step(): never save there.
+def _stop_in_child() -> None:
+    # A forked worker inherits gc.callbacks but never calls step(): it starts unwatched.
     for active in list(_ACTIVE):
-        active._off = True
+        active._teardown()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_mute_in_child)
+    os.register_at_fork(after_in_child=_stop_in_child)
 
 
 class GcMonitor(GcSampler):
@@ -84,6 +85,7 @@ class GcMonitor(GcSampler):
             :func:`whyalive.distributed.gather_summary`; result in ``last_summary``.
         poll_interval: run :meth:`poll` in a helper thread this often (seconds).
         freeze: freeze the heap present at :meth:`start` (when nothing is frozen).
+        probe_every: every N-th :meth:`step`, look for uncollectable loops (None: never).
 
     .. versionadded:: 0.1
     """
@@ -106,6 +108,7 @@ class GcMonitor(GcSampler):
         gather_every: int | None = None,
         poll_interval: float | None = None,
         freeze: bool = True,
+        probe_every: int | None = PROBE_EVERY,
     ) -> None:
         if isinstance(every, bool) or every < 1:
             raise UsageError(f"every must be a positive int, not {every!r}")
@@ -122,6 +125,7 @@ class GcMonitor(GcSampler):
                 raise UsageError(f"gather_every needs whyalive.distributed: {error}") from None
         if poll_interval is not None and poll_interval <= 0:
             raise UsageError(f"poll_interval must be positive, not {poll_interval!r}")
+        self._probe = UncollectableProbe(probe_every)
         super().__init__(every=every, max_overhead=max_overhead, max_pending=max_pending)
         self.options = analysis_options(size_from_words(min_bytes), all_cycles, tuple(allow))
         self.on_cycle = on_cycle
@@ -139,17 +143,19 @@ class GcMonitor(GcSampler):
         self._thread: threading.Thread | None = None
         self._stop_thread = threading.Event()
         self._cuda_before: int | None = None
+        self._misused = False
 
     # -- life cycle -----------------------------------------------------------------
 
     @property
     def active(self) -> bool:
         """True between :meth:`start` and :meth:`stop`."""
-        return self._on_gc in gc.callbacks
+        return any(callback is self._hook for callback in OWNER.callbacks)
 
-    def start(self) -> GcMonitor:
+    def _start(self) -> GcMonitor:
         """Install the callback (once); returns ``self``."""
         if self.active:
+            self._misused = True  # the rescue must leave the running monitor alone
             raise UsageError("this GcMonitor is already started")
         if self.poll_interval is not None:
             # First, so a platform without threads (WebAssembly) leaves gc state untouched;
@@ -168,16 +174,17 @@ class GcMonitor(GcSampler):
                 ) from None
         # The heap before the run leaves the collector's view: full collections (the
         # user's and the ones that free old saved garbage) then cost what the run made.
-        self._froze = self.freeze and OWNER.hold_freeze()[0]
+        self._probe.start()
+        self._froze = self.freeze and OWNER.freeze.hold(self)[0]
         if not self._froze:
             self._full_cost = _OBJECT_SECONDS * len(gc.get_objects(generation=2))
         self._started_at = self._clock()
-        self._off = False
-        gc.callbacks.append(self._on_gc)
         _ACTIVE.add(self)
+        OWNER.callbacks.append(self._hook)
+        self._off = False
         return self
 
-    def stop(self) -> None:
+    def _stop(self) -> None:
         """Analyse what is pending, remove the callback and put every gc setting back."""
         if not self.active:
             return
@@ -191,40 +198,45 @@ class GcMonitor(GcSampler):
         except Exception:  # never raise into user code from a monitor
             logger.exception("whyalive monitor failed while stopping")
         finally:
-            self._off = True
-            if self._armed is not None:  # unreachable unless stop() ran inside a collection
-                self._set_debug(self._armed)
-                self._armed = None
-            self._saved = []
-            gc.callbacks.remove(self._on_gc)  # equal: same __self__ and __func__
-            _ACTIVE.discard(self)
-            if self._froze:
-                self._froze = False
-                OWNER.drop_freeze()
+            self._teardown()
         try:
             self._log.finish(self.stats, self._where())
         except Exception:
             logger.exception("whyalive monitor failed to write its final report")
 
-    def __enter__(self) -> GcMonitor:
-        return self.start()
+    def _teardown(self, *_: object) -> None:
+        """Remove the callback, put every gc setting back: the rescue of any cut method."""
+        if self._misused:
+            self._misused = False
+            return
+        self._off = True
+        self._settle()
+        self._uninstall()
+        _ACTIVE.discard(self)
+        self._stop_thread.set()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    start = guard(_start, _teardown)
+    stop = guard(_stop, _teardown)
+
+    __enter__ = start
+
+    def _exit(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self._teardown()  # interrupted: put everything back, analyse nothing more
+        else:
+            self.stop()
+
+    __exit__ = guard(_exit, _teardown)
 
     # -- safe points ------------------------------------------------------------------
 
-    def step(self, *, collect: bool = False) -> None:
+    def _step(self, *, collect: bool = False) -> None:
         """A safe point: call once per training step (``collect=True``: and collect).
 
         Analyses what the chosen collections saved since the last safe point and
         frees it before returning; ``collect=True`` first runs the scheduled
-        collection of ``collect_generation``. Never raises (errors are logged).
+        collection of ``collect_generation``. Never raises (errors are logged; an
+        interrupt is raised with every gc setting put back).
         """
         self.stats.steps += 1
         if self._off:
@@ -240,10 +252,14 @@ class GcMonitor(GcSampler):
                 self._check_cuda()
             if self.gather_every is not None and self.stats.steps % self.gather_every == 0:
                 self._gather()
+            if self._froze and self._probe.due(self.stats.steps):
+                self._probe.run(self)
         except Exception:
             logger.exception("whyalive monitor failed at step %d", self.stats.steps)
 
-    def poll(self) -> None:
+    step = guard(_step, GcSampler._settle)
+
+    def _poll(self) -> None:
         """A safe point without counting a step: analyse and free what is pending."""
         if self._off or not self._saved or not self._due:
             return
@@ -251,6 +267,8 @@ class GcMonitor(GcSampler):
             self._process()
         except Exception:
             logger.exception("whyalive monitor failed while polling")
+
+    poll = guard(_poll, GcSampler._settle)
 
     def summary_reports(self) -> list[Report]:
         """One report per first sighting so far, each cycle with its counts over the run."""
@@ -304,8 +322,8 @@ class GcMonitor(GcSampler):
         """Analyse, then free the objects (``held_in=None``: the caller's collection frees them)."""
         began = self._clock()
         report: Report | None = None
-        self._quiet = True  # collections run by the analysis itself are not ours to save
         try:
+            self._quiet = True  # collections run by the analysis itself are not ours to save
             self.stats.saved_objects += len(objects)
             report = analyze(objects, self.options, words_for=self._log.wants_words)
         finally:
@@ -331,11 +349,7 @@ class GcMonitor(GcSampler):
         sweep = min(max(scheduled - 1, 0), YOUNG)
         final = max(scheduled, older_generation(sweep))
         with self._lock:
-            self._forced = True
-            try:
-                gc.collect(sweep)
-            finally:
-                self._forced = False
+            self._saving_collect(sweep)
             objects, self._saved = self._saved, []
             held_in, self._held_in = self._held_in, 0
             self._due = False
@@ -356,11 +370,7 @@ class GcMonitor(GcSampler):
         old space of 3.14.0-3.14.4, which only a full collection reaches); with
         automatic GC off only the young one.
         """
-        self._forced = True
-        try:
-            gc.collect(older_generation(0) if gc.isenabled() else 0)
-        finally:
-            self._forced = False
+        self._saving_collect(older_generation(0) if gc.isenabled() else 0)
         self._process()
 
     # -- signals, helpers -----------------------------------------------------------------
@@ -384,13 +394,3 @@ class GcMonitor(GcSampler):
 
     def _where(self) -> str:
         return self.label or self.stats.where()
-
-
-def monitor(**options: Any) -> GcMonitor:
-    """A :class:`GcMonitor` (not started): ``with whyalive.monitor() as mon: ... mon.step()``.
-
-    Takes the keyword arguments of :class:`GcMonitor`.
-
-    .. versionadded:: 0.1
-    """
-    return GcMonitor(**options)

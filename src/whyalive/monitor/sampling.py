@@ -3,9 +3,11 @@
 The callback (:meth:`GcSampler._on_gc`) only flips ``DEBUG_SAVEALL`` on for the
 collections the sampling policy picks and moves what they saved out of
 ``gc.garbage``; it never collects, imports, logs or analyses (a gc callback runs
-inside the collector, where any of those can deadlock or recurse). Saved objects
-move to the next generation, so where they were saved decides what releasing them
-costs: :meth:`GcSampler._release` collects there with the callback muted.
+inside the collector, where any of those can deadlock or recurse). It is entered
+through :func:`whyalive.interrupts.gc_callback`: when an interrupt cuts it, its
+rescue puts the flag back and still takes what was saved. Saved objects move to the
+next generation, so where they were saved decides what releasing them costs:
+:meth:`GcSampler._release` collects there with the callback muted.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import sys
 import time
 
 from whyalive.collector import older_generation
+from whyalive.gcsaving import SavingCollection
 from whyalive.gcstate import OWNER
 from whyalive.graph import core as graphcore
+from whyalive.interrupts import gc_callback
 from whyalive.monitor.stats import MonitorStats
 
 _SAVEALL = gc.DEBUG_SAVEALL
@@ -43,9 +47,8 @@ class GcSampler:
         self._signal = False
         self._boost = False
         self._due = False
-        self._armed: int | None = None
+        self._armed: SavingCollection | None = None
         self._armed_generation = 0
-        self._armed_start = 0
         self._young_seen = 0
         self._full_spent = 0.0
         self._full_cost = 0.0
@@ -54,6 +57,7 @@ class GcSampler:
         self._garbage = gc.garbage
         self._get_debug = gc.get_debug
         self._set_debug = gc.set_debug
+        self._hook = gc_callback(self._on_gc, self._rescue)
         self._clock = time.perf_counter
         self._is_finalizing = sys.is_finalizing
         self._started_at = 0.0
@@ -73,33 +77,62 @@ class GcSampler:
             if self._forced or self._wants(generation):
                 debug = self._get_debug()
                 if not debug & _SAVEALL:  # the user's own SAVEALL garbage stays theirs
-                    self._armed = debug
                     self._armed_generation = generation
-                    self._armed_start = len(self._garbage)
+                    self._armed = SavingCollection(len(self._garbage), debug)
                     self._set_debug(debug | _SAVEALL)
             return
         armed = self._armed
         if armed is not None:
-            self._armed = None
-            self._set_debug(armed)
-            garbage = self._garbage
-            # Legacy uncollectables come last; they would be in gc.garbage anyway. What
-            # finalizers appended (the user's live objects, maybe) comes before the saved.
-            end = len(garbage) - info["uncollectable"]
-            start = min(max(self._armed_start, end - info["collected"]), len(garbage))
-            end = max(start, end)
-            self._signal = end > start
-            if end > start:
-                # What a freeing collection found waits for the next automatic one.
-                self._due = self._due or not self._forced
-                self._saved.extend(garbage[start:end])
-                del garbage[start:end]
-                self._held_in = max(self._held_in, older_generation(self._armed_generation))
-            self.stats.examined += 1
+            self._take(armed, info)
         elif not (self._off or self._quiet):
             collected = info["collected"]
             self._signal = collected > 0
             self.stats.unexamined_objects += collected
+
+    def _take(self, armed: SavingCollection, info: dict[str, int]) -> None:
+        """Disarm and keep what the armed collection saved (also the rescue's second try)."""
+        armed.disarm()
+        saved = armed.take(self._garbage, info)
+        self._armed = None
+        if saved is None:
+            return
+        self._signal = bool(saved)
+        if saved:
+            # What a freeing collection found waits for the next automatic one.
+            self._due = self._due or not self._forced
+            self._saved.extend(saved)
+            self._held_in = max(self._held_in, older_generation(self._armed_generation))
+        self.stats.examined += 1
+
+    def _rescue(self, phase: str, info: dict[str, int]) -> None:
+        """An interrupt cut the callback: never leave a collection armed or its garbage out."""
+        armed = self._armed
+        if armed is None:
+            return
+        if phase == "start":
+            armed.disarm()  # this collection frees, unexamined
+            self._armed = None
+            return
+        self._take(armed, info)
+
+    def _settle(self, *_: object, **__: object) -> None:
+        """No flag or armed collection left (the rescue of a safe point an interrupt cut)."""
+        self._forced = self._quiet = False
+        armed = self._armed
+        if armed is not None:  # stopped inside a collection, or a cut callback
+            armed.disarm()
+            self._armed = None
+
+    def _uninstall(self) -> None:
+        """The callback out of ``gc.callbacks``, the frozen baseline given back; idempotent."""
+        self._saved = []
+        callbacks = OWNER.callbacks
+        for index, callback in enumerate(callbacks):
+            if callback is self._hook:
+                del callbacks[index]
+                break
+        self._froze = False
+        OWNER.freeze.drop(self)
 
     def _wants(self, generation: int) -> bool:
         if len(self._saved) >= self.max_pending:
@@ -118,16 +151,27 @@ class GcSampler:
         """Collect ``generation`` with SAVEALL off and the callback muted (GC rules 2 in
         docs/architecture.md)."""
         began = self._clock()
-        self._quiet = True
         try:
-            with OWNER.freeing():
-                return gc.collect(generation)
+            self._quiet = True
+            return OWNER.free_collect(generation)
         finally:
             self._quiet = False
             if generation == 2 and not scheduled:
                 self._full_cost = self._clock() - began
                 self._full_spent += self._full_cost
                 self.stats.full_releases += 1
+
+    def _saving_collect(self, generation: int) -> None:
+        """``gc.collect(generation)`` with the callback saving whatever the sampling says.
+
+        Its own function: a ``try`` inside a ``with`` block (the monitor's lock) is not
+        covered by the ``with`` when a tracer raises on the ``try`` line (3.11+).
+        """
+        try:
+            self._forced = True
+            gc.collect(generation)
+        finally:
+            self._forced = False
 
     def _free(self, objects: list[object], held_in: int) -> None:
         """Drop ``objects`` and collect where they are, seeing what else that collection frees.
@@ -155,11 +199,7 @@ class GcSampler:
         else:
             mine.update(map(id, objects))
         objects.clear()
-        self._forced = True
-        try:
-            gc.collect(held_in)
-        finally:
-            self._forced = False
+        self._saving_collect(held_in)
         if clear is not None:
             return
         saved, self._saved = self._saved, []

@@ -38,7 +38,11 @@ def analysis_options(min_bytes: int, all_cycles: bool, allow: tuple[str, ...]) -
 
 @dataclass
 class _Seen:
-    """One cycle signature over the run: its first report and running counts."""
+    """One cycle signature over the run: its first report and running counts.
+
+    An uncollectable loop stays alive, so each probe sees every one made so far: its
+    counts are the last probe's, not a sum.
+    """
 
     cycle: CycleReport
     report_index: int
@@ -49,6 +53,7 @@ class _Seen:
     last_step: int = 0
     announced: int = 0
     announced_at: float = 0.0
+    uncollectable: bool = False
 
     def cumulative(self) -> CycleReport:
         """The first report's cycle with the counts of the whole run so far."""
@@ -89,25 +94,31 @@ class SignatureLog:
         if report is None:
             return
         self.light_cycles += report.light_cycle_count
-        if not report.cycles:
+        if not report.found:
             return
         new: list[_Seen] = []
-        for cycle in report.cycles:
+        found = [(c, False) for c in report.cycles] + [(c, True) for c in report.uncollectable]
+        for cycle, uncollectable in found:
             seen = self.seen.get(cycle.signature)
             if seen is None:
-                seen = _Seen(cycle, len(self.reports), step)
+                seen = _Seen(cycle, len(self.reports), step, uncollectable=uncollectable)
                 self.seen[cycle.signature] = seen
                 new.append(seen)
-            seen.occurrences += cycle.occurrences
-            seen.total_bytes += cycle.total_bytes
-            seen.heavy_count += cycle.heavy_count
+            if uncollectable:  # alive for good: the last probe saw them all
+                seen.occurrences = cycle.occurrences
+                seen.total_bytes = cycle.total_bytes
+                seen.heavy_count = cycle.heavy_count
+            else:
+                seen.occurrences += cycle.occurrences
+                seen.total_bytes += cycle.total_bytes
+                seen.heavy_count += cycle.heavy_count
             seen.last_step = step
             self.timeline.add(cycle.signature, step, cycle.total_bytes, cycle.occurrences)
         if new:
             self.reports.append(report)
             self._write(len(self.reports) - 1, report)
         now = time.monotonic()
-        for cycle in report.cycles:
+        for cycle, _ in found:
             seen = self.seen[cycle.signature]
             if seen in new or now - seen.announced_at >= self.interval:
                 self._announce(seen, report, now, on_cycle)
@@ -119,7 +130,8 @@ class SignatureLog:
         if self.out is not None:
             if first:
                 self.out.warning(
-                    "whyalive: cycle %s (%s) first seen at step %d: %s\n  Fix: %s",
+                    "whyalive: %s %s (%s) first seen at step %d: %s\n  Fix: %s",
+                    "uncollectable loop" if seen.uncollectable else "cycle",
                     cycle.signature,
                     cycle.pattern,
                     seen.first_step,
@@ -128,7 +140,8 @@ class SignatureLog:
                 )
             else:
                 self.out.warning(
-                    "whyalive: cycle %s (%s) seen %s by step %d, %s in all over the run",
+                    "whyalive: %s %s (%s) seen %s by step %d, %s in all over the run",
+                    "uncollectable loop" if seen.uncollectable else "cycle",
                     cycle.signature,
                     cycle.pattern,
                     plural(cycle.occurrences, "time"),
@@ -163,7 +176,9 @@ class SignatureLog:
         """
         result = []
         for index, report in enumerate(self.reports):
-            cycles = tuple(s.cumulative() for s in self.seen.values() if s.report_index == index)
+            mine = [s for s in self.seen.values() if s.report_index == index]
+            cycles = tuple(s.cumulative() for s in mine if not s.uncollectable)
+            loops = tuple(s.cumulative() for s in mine if s.uncollectable)
             by_device: dict[str, int] = {}
             for cycle in cycles:
                 held = sum(cycle.bytes_by_device.values()) or 1
@@ -175,6 +190,7 @@ class SignatureLog:
                     report,
                     run=replace(report.run, where=where),
                     cycles=cycles,
+                    uncollectable=loops,
                     total_bytes=sum(c.total_bytes for c in cycles),
                     bytes_by_device=by_device,
                     heavy_count=sum(c.heavy_count for c in cycles),

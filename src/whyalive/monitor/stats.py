@@ -33,6 +33,8 @@ class MonitorStats:
     deferred_objects: int = 0
     analyses: int = 0
     full_releases: int = 0
+    probes: int = 0
+    """Looks for uncollectable loops through the autograd graph (``probe_every``)."""
     seconds: float = 0.0
 
     def where(self) -> str:
@@ -48,6 +50,8 @@ class MonitorStats:
             f"examined, {plural(self.saved_objects, 'garbage object')} analysed in "
             f"{self.seconds * 1000:.1f} ms"
         )
+        if self.probes:
+            text += f", {plural(self.probes, 'probe')} for uncollectable loops"
         if self.unexamined_objects:
             text += (
                 f"; {plural(self.unexamined_objects, 'garbage object')} freed without a look "

@@ -48,8 +48,9 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     if options is None:
         return (yield)
     path, line, name = item.location
-    state.current = TestWatch(options, where=f"{path}:{(line or 0) + 1} in {name}")
-    state.current.begin()
+    watch = TestWatch(options, where=f"{path}:{(line or 0) + 1} in {name}")
+    state.current = state.bracket = watch
+    watch.begin()
     return (yield)
 
 
@@ -119,10 +120,25 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     try:
         result = yield
     finally:
-        state.current = None
-        watch.checkpoint(None)
+        try:
+            watch.checkpoint(None)
+        finally:
+            state.current = None
     act_on_leaks(item, state, watch, raise_now=True)
     return result
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """The safety net: a bracket that an interrupt (Ctrl-C) left open is closed here."""
+    try:
+        return (yield)
+    finally:
+        state = item.config.stash[STATE]
+        bracket = state.bracket
+        if bracket is not None:
+            bracket.abandon()
+            state.current = state.bracket = None
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

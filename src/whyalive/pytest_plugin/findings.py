@@ -6,7 +6,6 @@ with xdist's reports); the summary groups them by cycle signature.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
     With ``--whyalive-report`` every finding is written, listed ones too.
     """
     from whyalive.render.text import leak_line
-    from whyalive.verdict import split_cycles
+    from whyalive.verdict import only, split_cycles
 
     texts = []
     first_phase = ""
@@ -56,12 +55,13 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
                         "bytes": cycle.total_bytes,
                         "not_failing": reason,
                         "report": str(written[0]) if written else None,
+                        "uncollectable": any(c is cycle for c in leak.report.uncollectable),
                     },
                 )
             )
         if not failing:
             continue
-        report = dataclasses.replace(leak.report, cycles=tuple(failing))
+        report = only(leak.report, failing)
         text = f"{leak_line(report)}\nLeak found in the {leak.phase} of {item.nodeid}:\n"
         text += report.render("text")
         if written:
@@ -92,8 +92,9 @@ def _write_report(
     if state.report_dir is None or not (cycles or report.alive):
         return []
     from whyalive.render import write_report
+    from whyalive.verdict import only
 
-    shown = dataclasses.replace(report, cycles=tuple(cycles))
+    shown = only(report, cycles)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{phase}").strip("_")
     return [write_report(shown, state.report_dir / f"{stem}{suffix}") for suffix in _OUTPUTS]
 
@@ -150,6 +151,8 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
         )
     for signature, rows in sorted(failing.items(), key=lambda kv: (-_bytes(kv[1]), kv[0])):
         pattern = rows[0].get("pattern") or "unrecognised"
+        if rows[0].get("uncollectable"):
+            pattern += ", loop through the autograd graph, never freed"
         head = (
             f"{signature} {pattern}: {size_to_words(_bytes(rows))} in "
             f"{plural(len({r['nodeid'] for r in rows}), 'test')} (failing)"

@@ -53,6 +53,8 @@ class PluginState:
     defaults: TestOptions
     report_dir: Path | None
     current: TestWatch | None = None
+    bracket: TestWatch | None = None
+    """The running test's bracket until its protocol ends (then abandoned if still open)."""
     baseline: frozenset[str] = frozenset()
     baseline_path: Path | None = None
     update_baseline: bool = False

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from whyalive.analysis import AnalysisOptions
+    from whyalive.capture import CapturedGarbage
     from whyalive.gcstate import Lease
     from whyalive.pytest_plugin.options import TestOptions
     from whyalive.report import Report
@@ -42,6 +43,8 @@ class TestWatch:
     reported: int = 0
     _lease: Lease | None = None
     _holds_freeze: bool = False
+    _captured: CapturedGarbage | None = None
+    _mark: int | None = None
 
     def begin(self) -> None:
         """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
@@ -56,7 +59,8 @@ class TestWatch:
 
         prepare_in_collector()
         gc.collect(YOUNG)
-        self._lease = OWNER.open_lease(analyze_now=self._analyze)
+        self._lease = OWNER.new_lease(analyze_now=self._analyze)
+        OWNER.open_lease(self._lease)
 
     def _analyze(self, objects: list[object]) -> Leak | None:
         """The leak in what one collection saved (inside that collection: no gc, no import)."""
@@ -102,15 +106,15 @@ class TestWatch:
         full = (
             self._holds_freeze
             or self.label == "call"
-            or (next_label == "call" and not OWNER.freeze_available())
+            or (next_label == "call" and not OWNER.freeze.available())
         )
         generation = 2 if full else YOUNG
+        captured = self._captured = CapturedGarbage()
+        captured.objects = OWNER.collect(lease, generation)
         if next_label is None:
+            captured.objects.extend(OWNER.close_lease(lease))
             self._lease = None
-            objects = OWNER.close_lease(lease, generation)
-        else:
-            objects = OWNER.collect(lease, generation)
-        captured = CapturedGarbage(objects, user_keeps=lease.user_keeps)
+        captured.user_keeps = lease.user_keeps
         self.leaks.extend(leak for leak in lease.records if isinstance(leak, Leak))
         lease.records.clear()
         try:
@@ -121,14 +125,41 @@ class TestWatch:
                     self.leaks.append(Leak(self.label, report))
         finally:
             captured.release()
+        self._captured = None
         if self._holds_freeze:
-            self._holds_freeze = False
-            OWNER.drop_freeze()
+            try:
+                # The body's garbage is freed and its baseline still frozen: what it left
+                # alive that only loops through the autograd graph hold is a leak too.
+                self._probe()
+            finally:
+                self._holds_freeze = False
+                OWNER.freeze.drop(self)
         if next_label is None:
             return
         self.label = next_label
         if next_label == "call":
-            self._holds_freeze = OWNER.hold_freeze()[0]
+            from whyalive.autograd_graph import sequence_mark
+
+            self._mark = sequence_mark()
+            self._holds_freeze = OWNER.freeze.hold(self)[0]
+
+    def abandon(self) -> None:
+        """Undo what the bracket still holds (a test whose hooks an interrupt cut short)."""
+        from whyalive.capture import abandon_capture
+
+        abandon_capture(self._lease, self._captured, self)
+        self._lease = self._captured = None
+        self._holds_freeze = False
+
+    def _probe(self) -> None:
+        from whyalive.pipeline import probe_uncollectable
+
+        try:
+            report = probe_uncollectable(self._mark, self._analysis_options())
+        except Exception:  # the test's own outcome stands; the probe is extra
+            return
+        if report is not None:
+            self.leaks.append(Leak(self.label, report))
 
     def take_new(self) -> list[Leak]:
         """Leaks found since the last call."""

@@ -91,7 +91,7 @@ def page_words(report: Report) -> dict[str, Any]:
                 "loop": [edge_label(e.kind, e.name) for e in cycle.loop],
                 "loop_gap": loop_gap_line(cycle.loop_hidden) if cycle.loop_hidden else None,
             }
-            for cycle in report.cycles
+            for cycle in (*report.cycles, *report.uncollectable)
         ],
         "alive": [size_to_words(alive.nbytes) for alive in report.alive],
         "node_sizes": [size_to_words(node.size) for node in report.nodes],

@@ -36,9 +36,10 @@ _TITLE_LIMIT = 90
 
 def report_line(report: Report) -> str:
     """One line: the text's headline, and the biggest cycle's pattern and title."""
-    if not report.cycles:
+    found = (*report.cycles, *report.uncollectable)
+    if not found:
         return report_headline(report)
-    top = max(report.cycles, key=lambda c: c.total_bytes)
+    top = max(found, key=lambda c: c.total_bytes)
     return f"{report_headline(report)}; top: {top.pattern} ({shorten(top.title, _TITLE_LIMIT)})"
 
 

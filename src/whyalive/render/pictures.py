@@ -25,7 +25,14 @@ from whyalive.render.picture import (
     label_lines,
 )
 from whyalive.report import CycleReport, Edge, Holding, Report
-from whyalive.words import heavy_noun, loop_gap_words, plural, shorten, size_to_words
+from whyalive.words import (
+    UNCOLLECTABLE_TITLE,
+    heavy_noun,
+    loop_gap_words,
+    plural,
+    shorten,
+    size_to_words,
+)
 
 # A loop longer than this shows its ends and the places it holds from; the rest folds.
 LOOP_KEPT = 6
@@ -183,11 +190,18 @@ def _draw_loop(picture: PictureBuilder, cycle: CycleReport, keep: set[int], crop
 
 
 def cycle_picture(
-    report: Report, number: int, cycle: CycleReport, *, crop: bool, compact: bool = False
+    report: Report,
+    number: int,
+    cycle: CycleReport,
+    *,
+    crop: bool,
+    compact: bool = False,
+    uncollectable: bool = False,
 ) -> Picture:
     """One cycle: its loop, the places that hold heavy objects, and what is folded.
 
-    ``compact`` (with ``crop``) draws each holder path as one arrow, for a narrow pane.
+    ``compact`` (with ``crop``) draws each holder path as one arrow, for a narrow pane;
+    ``uncollectable``: one of the report's loops through the autograd graph.
     """
     picture = PictureBuilder(report)
     holdings = sorted(cycle.holds, key=lambda h: -h.nbytes)
@@ -224,8 +238,11 @@ def cycle_picture(
             folded += len(holdings) - len(drawn_holdings)
     folded += _draw_other_members(picture, cycle, first, folded, crop)
     caption = _cycle_caption(report, cycle, picture.drawn_bytes())
-    title = f"Cycle {number}: {cycle.title}"
-    return picture.picture(f"cycle-{number}", title, cycle.bytes_held, caption, folded)
+    if uncollectable:
+        key, title = f"uncollectable-{number}", f"{UNCOLLECTABLE_TITLE} {number}: {cycle.title}"
+    else:
+        key, title = f"cycle-{number}", f"Cycle {number}: {cycle.title}"
+    return picture.picture(key, title, cycle.bytes_held, caption, folded)
 
 
 def _draw_other_members(
@@ -299,11 +316,15 @@ def alive_picture(report: Report, number: int) -> Picture:
 
 
 def pictures(report: Report, *, crop: bool = True, compact: bool = False) -> tuple[Picture, ...]:
-    """One picture per cycle, then one per still-alive object."""
+    """One picture per cycle, per uncollectable loop, then per still-alive object."""
     return (
         *(
             cycle_picture(report, n, c, crop=crop, compact=compact)
             for n, c in enumerate(report.cycles, 1)
+        ),
+        *(
+            cycle_picture(report, n, c, crop=crop, compact=compact, uncollectable=True)
+            for n, c in enumerate(report.uncollectable, 1)
         ),
         *(alive_picture(report, n) for n in range(1, len(report.alive) + 1)),
     )

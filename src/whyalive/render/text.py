@@ -10,6 +10,8 @@ from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
 from whyalive.words import (
     BLIND_SPOTS,
     BLIND_SPOTS_SHORT,
+    UNCOLLECTABLE_SECTION,
+    UNCOLLECTABLE_TITLE,
     cut_sentence,
     edge_label,
     holding_words,
@@ -189,11 +191,17 @@ class TextRenderer:
         for number, cycle in enumerate(report.cycles, 1):
             lines.append("")
             lines.extend(self._cycle(report, number, cycle))
+        if report.uncollectable:
+            lines.append("")
+            lines.extend(self._wrapped(f"{UNCOLLECTABLE_SECTION}:", bold=True))
+        for number, cycle in enumerate(report.uncollectable, 1):
+            lines.append("")
+            lines.extend(self._cycle(report, number, cycle, UNCOLLECTABLE_TITLE))
         for alive in report.alive:
             lines.append("")
             lines.extend(self._alive(report, alive))
         notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
-        if (report.cycles or report.alive) and notes:
+        if notes:  # a clean report too: why it may be clean (gc off, a freeze, threads)
             lines.append("")
             for note in notes:
                 lines.extend(self._wrapped(f"Note: {note}"))
@@ -215,7 +223,9 @@ class TextRenderer:
             lines.append(f"  Allocated: {alive.allocation_site}")
         return lines
 
-    def _cycle(self, report: Report, number: int, cycle: CycleReport) -> list[str]:
+    def _cycle(
+        self, report: Report, number: int, cycle: CycleReport, noun: str = "Cycle"
+    ) -> list[str]:
         """Pattern, size and place; cut and fix; what it holds; then the loop and paths."""
         full = self.detail == "full"
         times = f", {plural(cycle.occurrences, 'occurrence')}" if cycle.occurrences > 1 else ""
@@ -223,7 +233,7 @@ class TextRenderer:
         place = cycle_where(report, cycle)
         at = f", at {place}" if place else ""
         lines = self._wrapped(
-            f"Cycle {number}: {cycle.title} [{cycle.pattern}]: "
+            f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "
             f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}",
             bold=True,
         )

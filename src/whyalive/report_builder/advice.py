@@ -20,7 +20,15 @@ from whyalive import edge_kinds as ek
 from whyalive.cuts import CutProof, is_registry_attribute, proven_alternatives
 from whyalive.diagnose import Diagnosis
 from whyalive.diagnose.naming import cell_variable, is_instance_node, variable_of
-from whyalive.fix_edits import DELETE, DROP_TRACEBACK, WEAKEN, Rewrite, Target, build_rewrite
+from whyalive.fix_edits import (
+    DELETE,
+    DROP_TRACEBACK,
+    WEAKEN,
+    WORDS_ONLY,
+    Rewrite,
+    Target,
+    build_rewrite,
+)
 from whyalive.fix_edits import weak_referenceable as weakable
 from whyalive.origin import installed_part
 from whyalive.paths import CycleView, NamedEdge
@@ -87,6 +95,8 @@ def advise(
     rule = found[0][1].rule if found else None
     holder = _holder_spelling(found[0][1]) if found else None
     words = _respell(match.fix, holder)
+    if match.remedy == WORDS_ONLY:
+        return Advice(quotes, note, rule, words)
     rewrite = None
     remedy = match.remedy or (_REMEDY_BY_KIND.get(labels[0].name.kind) if labels else None)
     if diagnosis.proof.proven and len(found) == len(labels):

@@ -93,6 +93,12 @@ def _reference(
     return Reference(kind, edge.name.name, holder, holder_type, variable, function)
 
 
+def _briefs(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> set[str]:
+    """The distinct briefs of heavy objects: each distinct description worded once (a list
+    of 10^5 equal arrays reads one)."""
+    return {heavy_brief(d) for d in {facts[n].description for n in heavy_nodes}}
+
+
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     # One phrase per place that reads the same (`its attribute `.data``), however many
@@ -118,7 +124,7 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
     for (place, kind, container), (starts, heavy_nodes) in list(groups.items())[
         :MAX_HOLDER_PHRASES
     ]:
-        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        briefs = _briefs(heavy_nodes, facts)
         held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
         phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
@@ -179,7 +185,7 @@ def _holds(view: CycleView, facts: dict[int, HeavyFacts], table: NodeTable) -> l
         heavy_nodes.append(heavy)
     holds = []
     for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
-        briefs = {heavy_brief(facts[n].description) for n in heavy_nodes}
+        briefs = _briefs(heavy_nodes, facts)
         autograd_bytes, autograd_count = _autograd(heavy_nodes, facts)
         holds.append(
             Holding(

@@ -33,6 +33,8 @@ from whyalive.words.basics import (
     verb,
 )
 from whyalive.words.headlines import (
+    UNCOLLECTABLE_SECTION,
+    UNCOLLECTABLE_TITLE,
     cut_sentence,
     cycle_meta_words,
     cycles_headline,
@@ -51,6 +53,7 @@ from whyalive.words.headlines import (
     run_words,
     shared_words,
     summary_headline,
+    uncollectable_words,
     unreported_note,
     unshown_note,
 )
@@ -79,6 +82,8 @@ __all__ = [
     "BLIND_SPOTS_SHORT",
     "MAX_CUT_PHRASES",
     "MAX_HOLDER_PHRASES",
+    "UNCOLLECTABLE_SECTION",
+    "UNCOLLECTABLE_TITLE",
     "Reference",
     "a_code",
     "an",
@@ -127,6 +132,7 @@ __all__ = [
     "steps_words",
     "summary_headline",
     "through_words",
+    "uncollectable_words",
     "unreported_note",
     "unshown_note",
     "verb",

@@ -7,9 +7,11 @@ import re
 BLIND_SPOTS = (
     "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
     "objects without GC support (NumPy object arrays, many C++ extension types) and cycles "
-    "through C++ owners (a tensor saved by autograd whose hook refers back to it). A "
-    "suspended generator or coroutine in a cycle is closed by the collector, which clears "
-    "its frame, so such cycles are freed rather than captured."
+    "through C++ owners. Loops through torch's autograd graph (a tensor hook that refers back "
+    "to its tensor) that a checked block made are reported as uncollectable loops; loops "
+    "through other C++ owners are not found. A suspended generator or coroutine in a cycle "
+    "is closed by the collector, which clears its frame, so such cycles are freed rather "
+    "than captured."
 )
 """Kept in every report's notes and printed by ``detail="full"`` text."""
 
@@ -213,6 +215,8 @@ def edge_label(kind: str, name: str) -> str:
     """How a reference reads in a loop or a path; one with no name says so, not ``-> dict``."""
     if kind == "unknown" or not name:
         return "(unnamed reference)"
+    if kind == "autograd":
+        return f"{name} (C++)"
     return name
 
 

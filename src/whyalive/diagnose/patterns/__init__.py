@@ -9,6 +9,7 @@ add one.
 
 from __future__ import annotations
 
+from whyalive.diagnose.patterns import autograd, autograd_state
 from whyalive.diagnose.patterns.base import Pattern, PatternMatch
 from whyalive.diagnose.patterns.classes import ClassPerCallPattern
 from whyalive.diagnose.patterns.closures import (
@@ -55,6 +56,9 @@ UNRECOGNISED = UnrecognisedPattern()
 PATTERNS: tuple[Pattern, ...] = (
     # First: pytest's own objects make the test's cycles look like user patterns.
     PytestIdiomPattern(),
+    # Before the closures and methods they are made of: what is attached to autograd.
+    *autograd.HOOK_PATTERNS,
+    *autograd_state.PATTERNS,
     RecursiveClosurePattern(),
     # Before bound methods: `self.f = lru_cache(self.g)` also holds a bound method.
     MethodCachePattern(),

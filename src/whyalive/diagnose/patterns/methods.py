@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 import types
 
 from whyalive import edge_kinds as ek
@@ -301,6 +303,53 @@ class WrappedMethodOnSelfPattern:
         )
 
 
+def _code_of(function: object) -> types.CodeType | None:
+    """The code of a function or of a bound method's function; None for anything else,
+    hostile objects included."""
+    try:
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+    except Exception:  # a raising __getattr__
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _reads_first_argument(code: types.CodeType | None) -> bool:
+    """Whether the code reads its first parameter, its ``self`` (True when unknown)."""
+    if code is None or code.co_argcount < 1:
+        return True
+    me = code.co_varnames[0]
+    if me in code.co_cellvars:  # a nested function captures it
+        return True
+    for instruction in dis.get_instructions(code):
+        if "LOAD_FAST" in instruction.opname or "LOAD_DEREF" in instruction.opname:
+            names = instruction.argval  # a pair for 3.13's STORE_FAST_LOAD_FAST and the like
+            if names == me or (isinstance(names, tuple) and me in names):
+                return True
+    return False
+
+
+def _cache_alternatives(wrapped: object) -> tuple[str, str]:
+    """The fixes that keep every call ``obj.method(...)`` working (a ``cached_property``
+    would not: callers call the method): the results kept on the instance, and a
+    module-level cache only when the method never reads ``self``."""
+    code = _code_of(wrapped)
+    starred = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    shape = (code.co_argcount, code.co_kwonlyargcount, code.co_flags & starred) if code else ()
+    where = (
+        "an attribute of `self` set on the first call and returned after"
+        if shape == (1, 0, 0)  # nothing but `self`
+        else "a dict on `self` keyed by the arguments, filled on the first call"
+    )
+    memo = f"the results on the instance instead ({where})"
+    module = (
+        ""
+        if _reads_first_argument(code)
+        else "; or, since the method does not read `self`, cache a module-level function of "
+        "its arguments and call it from the method"
+    )
+    return memo, module
+
+
 class MethodCachePattern:
     """``functools.lru_cache``/``cache`` wrappers and class-level caches inside a cycle."""
 
@@ -339,15 +388,12 @@ class MethodCachePattern:
             cut = entries[:1] or cut
             short = short_name(name)
             stored = f" Or empty the cache when done: `{short}.cache_clear()`."
+        memo, module = _cache_alternatives(wrapped)
         fix = (
-            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): use "
-            "`functools.cached_property`, a dict on the instance, or cache a module-level "
-            f"function of the fields you need.{stored}"
+            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): keep {memo}"
+            f"{module}, so every call stays as it is.{stored}"
         )
-        also = (
-            "Or use `functools.cached_property`, a dict on the instance, or a cached "
-            f"module-level function of the fields you need.{stored}"
-        )
+        also = f"Or keep {memo}{module}.{stored}"
         remedy = None if any(issubclass(type(view.obj(n)), type) for n in view.shown) else WEAKEN
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, cut, "WAL501", None, remedy, also

@@ -51,7 +51,8 @@
   }
 
   /* ---- header ---- */
-  var cycles = report.cycles || [];
+  /* Uncollectable loops (through the autograd graph) read as cycles, after them. */
+  var cycles = (report.cycles || []).concat(report.uncollectable || []);
   var headline = document.getElementById("headline");
   /* The same sentence as the text report's first line (whyalive.words.report_headline). */
   var said = data.headline || "";

@@ -1,0 +1,167 @@
+"""The adversarial suite's interrupt tests: Ctrl-C at every line, and real SIGINTs.
+
+``tests/interrupt_worker.py`` raises ``KeyboardInterrupt`` at each line of whyalive
+that a check, a monitor step, the pytest plugin's per-test path and ``explain()``
+execute, on the C core and on the Python twin, and reports the harm each left:
+gc state not the user's (flags, enabled, thresholds, callbacks, freeze count,
+``gc.garbage`` identity and contents), a lock held, whyalive still holding a lease,
+saved garbage or a freeze, the scenario's garbage not freed, the interrupt swallowed.
+No line may be skipped: a line the injection never reached fails the test too.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+
+from capabilities import needs_c, needs_subprocess
+from whyalive.interrupts import gc_callback, guard
+
+WORKER = Path(__file__).with_name("interrupt_worker.py")
+
+# Fewer would mean the scenario stopped exercising what it is for.
+MIN_LINES = {"check": 900, "monitor": 900, "pytest": 1000, "explain": 300}
+
+
+def _run_worker(core: str, *args: str, cwd: Path) -> dict[str, object]:
+    env = dict(os.environ, INTERRUPT_WORKDIR=str(cwd))
+    env.pop("PYTEST_XDIST_WORKER", None)
+    if core == "python":
+        env["WHYALIVE_PURE_PYTHON"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(WORKER), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result.get("core", core) == core
+    return result
+
+
+# The [python] runs use the Python graph core with the compiled whyalive._interrupts (built
+# with the C core): without it, Python cannot protect a callback's first bytecode.
+@needs_c
+@needs_subprocess
+@pytest.mark.whyalive_skip  # the worker checks its own gc state; this process only waits
+@pytest.mark.parametrize("core", ["c", "python"])
+@pytest.mark.parametrize("scenario", ["check", "monitor", "pytest", "explain"])
+def test_keyboard_interrupt_at_every_line_leaves_no_harm(
+    scenario: str, core: str, tmp_path: Path
+) -> None:
+    args = [scenario, "5000"] if scenario == "pytest" else [scenario]
+    result = _run_worker(core, *args, cwd=tmp_path)
+    assert result["harmful"] == {}
+    assert result["unreached"] == []
+    lines = result["lines"]
+    assert isinstance(lines, int)
+    assert lines >= MIN_LINES[scenario]
+
+
+@needs_c
+@needs_subprocess
+@pytest.mark.whyalive_skip
+@pytest.mark.parametrize("target", ["check", "monitor"])
+def test_real_sigint_during_a_300k_object_closing_collection(target: str, tmp_path: Path) -> None:
+    """Ctrl-C while the collector works is raised once the collection returns, and the
+    300,000 objects are freed; no gc setting stays changed."""
+    result = _run_worker("c", f"sigint-{target}", "300000", cwd=tmp_path)
+    trials = result["trials"]
+    assert isinstance(trials, list)
+    for trial in trials:
+        assert trial["raised at"] != "not raised", trial
+        assert trial["harm"] == [], trial
+    in_collection = [t for t in trials if str(t["raised at"]).split(":")[0] in _COLLECTING]
+    assert in_collection, trials
+
+
+_COLLECTING = {"collect", "_free_collect", "_saving_collect"}
+
+
+class Exit:
+    """What a guard does for __exit__: the rescue runs whatever line the body stopped at."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def __enter__(self) -> Exit:
+        return self
+
+    def _exit(self, *exc: object) -> None:
+        self.log.append("body")
+        raise KeyboardInterrupt
+
+    def _rescue(self, *exc: object) -> None:
+        self.log.append("rescue")
+
+    __exit__ = guard(_exit, _rescue)
+
+
+def test_guard_runs_the_rescue_and_re_raises() -> None:
+    manager = Exit()
+    with pytest.raises(KeyboardInterrupt), manager:
+        pass
+    assert manager.log == ["body", "rescue"]
+    assert Exit.__exit__.__wrapped__ is Exit._exit
+
+
+@needs_c
+@pytest.mark.whyalive_skip
+def test_an_interrupt_in_a_gc_callback_is_raised_after_the_collection() -> None:
+    """CPython drops what a callback raises; this one comes back where the collection was,
+    after every other callback of the collection ran."""
+    seen: list[tuple[str, str]] = []
+
+    def body(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            raise KeyboardInterrupt("during the collection")
+
+    def rescue(phase: str, info: dict[str, int]) -> None:
+        seen.append(("rescue", phase))
+
+    def later(phase: str, info: dict[str, int]) -> None:
+        seen.append(("later", phase))
+
+    callback = gc_callback(body, rescue)
+    gc.callbacks.extend([callback, later])
+    try:
+        with pytest.raises(KeyboardInterrupt, match="during the collection"):
+            gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+        gc.callbacks.remove(later)
+    assert seen == [("later", "start"), ("rescue", "stop"), ("later", "stop")]
+
+
+@needs_c
+def test_an_interrupt_in_a_gc_callback_holds_nothing_of_the_collection() -> None:
+    """The kept exception carries no traceback into the callback (it held ``info``)."""
+    infos: list[weakref.ref[object]] = []
+
+    class Info(dict):  # type: ignore[type-arg]
+        pass
+
+    def body(phase: str, info: dict[str, int]) -> None:
+        raise KeyboardInterrupt
+
+    callback = gc_callback(body, lambda phase, info: None)
+    held = [Info(collected=0, uncollectable=0, generation=0)]
+    infos.append(weakref.ref(held[0]))
+    callback("stop", held[0])  # rides on info: raised once info is freed
+    with pytest.raises(KeyboardInterrupt):
+        _free(held)
+    assert infos[0]() is None
+
+
+def _free(held: list[object]) -> None:
+    held.clear()
