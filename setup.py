@@ -10,13 +10,13 @@ from setuptools.command.build_ext import build_ext
 
 # The C extensions are optional: a machine without a C compiler still installs whyalive and
 # runs the pure-Python twin (whyalive.graph.core), which gives the same results, slower,
-# and the Python fallbacks of whyalive.interrupts.
+# and the Python fallbacks of whyalive.capture.interrupts.
 # Such a build says so on stderr and, when no extension was built, makes a py3-none-any
 # wheel rather than one tagged for this interpreter. WHYALIVE_BUILD_PURE=1 builds the pure
 # wheel on purpose.
 PURE = os.environ.get("WHYALIVE_BUILD_PURE") == "1"
 NOT_BUILT = (
-    "WARNING: whyalive: the C graph core (whyalive._fastgraph) was not built{why}; "
+    "WARNING: whyalive: the C graph core (whyalive.graph._fastgraph) was not built{why}; "
     "whyalive will run its pure-Python core (same results, several times slower on big "
     "garbage) and `whyalive --version` will say so. Install a C compiler and reinstall "
     "to build it."
@@ -35,7 +35,7 @@ class BuildExt(build_ext):
         except Exception as error:
             BuildExt.failed.add(ext.name)
             why = f" (compiling {ext.sources[0]} failed: {type(error).__name__})"
-            if ext.name == "whyalive._fastgraph":
+            if ext.name == "whyalive.graph._fastgraph":
                 sys.stderr.write(NOT_BUILT.format(why=why) + "\n")
             raise  # setuptools skips an optional extension that failed, with its own warning
         BuildExt.built.add(ext.name)
@@ -60,10 +60,12 @@ setup(
     ext_modules=[]
     if PURE
     else [
-        Extension("whyalive._fastgraph", ["src/whyalive/_fastgraph.c"], optional=True),
-        # Interrupt-safe entries into cleanup (whyalive.interrupts); without it the
+        Extension("whyalive.graph._fastgraph", ["src/whyalive/graph/_fastgraph.c"], optional=True),
+        # Interrupt-safe entries into cleanup (whyalive.capture.interrupts); without it the
         # same logic runs in Python, which cannot protect a function's first bytecode.
-        Extension("whyalive._interrupts", ["src/whyalive/_interrupts.c"], optional=True),
+        Extension(
+            "whyalive.capture._interrupts", ["src/whyalive/capture/_interrupts.c"], optional=True
+        ),
     ],
     cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
 )

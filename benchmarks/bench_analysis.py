@@ -29,7 +29,7 @@ from typing import Any
 
 from whyalive import check_leaks
 from whyalive.capture import GarbageWatch
-from whyalive.pipeline import analyze
+from whyalive.report.pipeline import analyze
 
 torch: Any = None
 numpy: Any = None

@@ -50,7 +50,7 @@ from whyalive import check_leaks
 from whyalive.analysis import AnalysisOptions
 from whyalive.capture import GarbageWatch
 from whyalive.graph import core as graphcore
-from whyalive.pipeline import analyze
+from whyalive.report.pipeline import analyze
 
 
 def _payload() -> object:

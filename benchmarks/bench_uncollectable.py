@@ -27,7 +27,7 @@ from torch import nn
 
 import whyalive
 import whyalive.check as check_module
-from whyalive import pipeline
+from whyalive.report import pipeline
 
 torch.set_num_threads(1)
 MODELS = [nn.Sequential(*(nn.Linear(64, 64) for _ in range(8))) for _ in range(40)]

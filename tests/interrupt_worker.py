@@ -31,7 +31,7 @@ from typing import Any
 
 import whyalive
 from whyalive import check_leaks, explain
-from whyalive.gcstate import OWNER
+from whyalive.capture.gcstate import OWNER
 from whyalive.monitor import GcMonitor
 
 PACKAGE = os.path.dirname(os.path.abspath(whyalive.__file__)) + os.sep

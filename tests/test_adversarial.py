@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from capabilities import CAN_START_THREADS
 from whyalive import check_leaks
-from whyalive.gcstate import OWNER
+from whyalive.capture.gcstate import OWNER
 from whyalive.monitor import GcMonitor
 
 

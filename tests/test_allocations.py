@@ -121,7 +121,7 @@ def test_recording_off_imports_nothing() -> None:
         "with whyalive.check_leaks(on_leak='ignore'):\n"
         "    x = [numpy.ones(8)]; x.append(x)\n"
         "import tracemalloc\n"
-        "print('whyalive.allocations' in sys.modules, tracemalloc.is_tracing())\n"
+        "print('whyalive.analysis.allocations' in sys.modules, tracemalloc.is_tracing())\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -102,7 +102,7 @@ def test_reported_objects_are_freed_after_the_check() -> None:
 def test_release_frees_heavy_objects_weakref_after_capture() -> None:
     """Weakrefs taken after capture (the capture clears older ones) die on release."""
     from whyalive.capture import GarbageWatch
-    from whyalive.pipeline import analyze
+    from whyalive.report.pipeline import analyze
 
     watch = GarbageWatch()
     watch.begin()
@@ -547,7 +547,7 @@ def test_one_memory_range_counts_once_across_kinds(kinds: tuple[str, ...]) -> No
 @needs_numpy
 def test_own_collection_inside_check_frees_and_is_still_reported() -> None:
     """gc.collect() in a block frees what it would free without whyalive; both leaks are found."""
-    from whyalive.report_schema import validate_report
+    from whyalive.report.schema import validate_report
 
     payload = object()
     before = sys.getrefcount(payload)

@@ -2,7 +2,7 @@
 
 CPython 3.14.0-3.14.4 collect incrementally: ``gc.collect(1)`` may collect nothing,
 and what a collection saves joins an old space that only a full collection examines
-again (``whyalive.collector``). Each test here holds on every leg, 3.14 included, with
+again (``whyalive.capture.collector``). Each test here holds on every leg, 3.14 included, with
 payloads that need no NumPy (big buffers are heavy objects too).
 """
 
@@ -17,7 +17,7 @@ import pytest
 import whyalive
 from scenarios import stage_backward
 from whyalive import check_leaks, find_leaks
-from whyalive.collector import YOUNG, older_generation
+from whyalive.capture.collector import YOUNG, older_generation
 from whyalive.errors import UsageError
 
 BUFFER = 2 << 20

@@ -19,10 +19,10 @@ import pytest
 from capabilities import NUMPY_MISSING, needs_subprocess
 from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
 from whyalive import check_leaks, find_leaks
-from whyalive.diagnose import diagnose
+from whyalive.analysis.diagnose import diagnose
+from whyalive.analysis.paths import CycleView, view_cycle
 from whyalive.graph import build_graph
 from whyalive.kinds import KindResolver
-from whyalive.paths import CycleView, view_cycle
 from whyalive.report import CycleReport
 
 numpy = pytest.importorskip("numpy", reason=NUMPY_MISSING)
@@ -449,7 +449,7 @@ def scaling(*, fixed: bool) -> int:
 def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     """A cached method that never reads `self`: the module-level cache is offered, and
     applying it gives the same answer with nothing kept."""
-    from whyalive.diagnose.patterns.methods import _cache_alternatives
+    from whyalive.analysis.diagnose.patterns.methods import _cache_alternatives
 
     memo, module = _cache_alternatives(Scaling.factor.__wrapped__)
     assert "a dict on `self` keyed by the arguments" in memo
@@ -727,7 +727,7 @@ def two_loops_view(objects: list[object]) -> tuple[object, CycleView]:
 
 def test_multi_edge_cut_is_minimal() -> None:
     """When no single reference frees a cycle, the cut frees it and no smaller subset does."""
-    from whyalive.cuts import _is_acyclic, choose_cut
+    from whyalive.analysis.cuts import _is_acyclic, choose_cut
 
     first: list[object] = []
     second: list[object] = []
@@ -749,7 +749,7 @@ def test_multi_edge_cut_is_minimal() -> None:
 
 def test_cut_ties_are_broken_by_bytes_freed() -> None:
     """Of two equally user-written references, the one freeing the heavy object ranks first."""
-    from whyalive.cuts import bytes_freed, choose_cut
+    from whyalive.analysis.cuts import bytes_freed, choose_cut
 
     weights = heavy(1024)
     left: dict[str, object] = {}

@@ -284,7 +284,8 @@ def test_advice_itself_leaves_no_cyclic_garbage(scenario: Scenario) -> None:
     """Finding the lines, linting them and building the edit make no cyclic garbage (the
     monitor would otherwise save and report what whyalive made: `ast.dump` and
     `ast.literal_eval` each leave a cycle per call)."""
-    from whyalive import find_leaks, sourcelines
+    from whyalive import find_leaks
+    from whyalive.analysis import sourcelines
 
     sourcelines._recent.clear()  # parse and lint the file afresh
     function = scenario.load()

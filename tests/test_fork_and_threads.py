@@ -19,7 +19,7 @@ import pytest
 
 from capabilities import needs_fork, needs_threads
 from whyalive import check_leaks
-from whyalive.gcstate import OWNER
+from whyalive.capture.gcstate import OWNER
 from whyalive.monitor import GcMonitor
 
 

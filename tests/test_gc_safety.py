@@ -18,7 +18,7 @@ import pytest
 from capabilities import needs_threads
 from whyalive import check_leaks
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
-from whyalive.gcstate import OWNER
+from whyalive.capture.gcstate import OWNER
 from whyalive.monitor import GcMonitor
 
 

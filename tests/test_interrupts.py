@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from capabilities import needs_c, needs_subprocess
-from whyalive.interrupts import gc_callback, guard
+from whyalive.capture.interrupts import gc_callback, guard
 
 WORKER = Path(__file__).with_name("interrupt_worker.py")
 
@@ -49,7 +49,7 @@ def _run_worker(core: str, *args: str, cwd: Path) -> dict[str, object]:
     return result
 
 
-# The [python] runs use the Python graph core with the compiled whyalive._interrupts (built
+# The [python] runs use the Python graph core with the compiled whyalive.capture._interrupts (built
 # with the C core): without it, Python cannot protect a callback's first bytecode.
 @needs_c
 @needs_subprocess

@@ -82,7 +82,7 @@ def test_rule_codes_and_messages() -> None:
 
 def test_pattern_map_points_at_rules() -> None:
     """RULE_FOR_PATTERN uses runtime pattern names and names existing rules."""
-    from whyalive.diagnose.patterns import PATTERN_NAMES
+    from whyalive.analysis.diagnose.patterns import PATTERN_NAMES
 
     assert set(RULE_FOR_PATTERN) <= PATTERN_NAMES
     assert RULE_FOR_PATTERN["frame-kept"] == "WAL303"

@@ -65,7 +65,7 @@ def gc_off() -> Iterator[None]:
 def test_a_leak_seen_before_is_only_counted(gc_off: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a signature's first sighting its report is not written again (until an
     update is due), yet every occurrence and byte is counted."""
-    from whyalive import pipeline
+    from whyalive.report import pipeline
 
     written: list[int] = []
     build_report = pipeline.build_report

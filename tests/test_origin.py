@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from whyalive.origin import installed_part, made_inside
+from whyalive.analysis.origin import installed_part, made_inside
 
 
 def test_installed_part_of_stdlib_site_packages_and_user_files(tmp_path: os.PathLike[str]) -> None:

@@ -63,7 +63,7 @@ def test_a_build_without_a_compiler_warns_and_makes_a_pure_wheel(tmp_path: Path)
     """No C compiler: the build log warns, and the wheel is py3-none-any without the C core."""
     wheel, log = _build_wheel(_source_copy(tmp_path), tmp_path / "wheels", CC="false")
     assert wheel.name == "whyalive-0.1.0-py3-none-any.whl"
-    assert "WARNING: whyalive: the C graph core (whyalive._fastgraph) was not built" in log
+    assert "WARNING: whyalive: the C graph core (whyalive.graph._fastgraph) was not built" in log
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         metadata = archive.read("whyalive-0.1.0.dist-info/WHEEL").decode()
@@ -82,7 +82,7 @@ def test_a_build_with_a_compiler_makes_a_wheel_for_this_interpreter(tmp_path: Pa
     assert wheel.name.startswith(f"whyalive-0.1.0-{tag}-{tag}")
     assert "was not built" not in log
     with zipfile.ZipFile(wheel) as archive:
-        assert [n for n in archive.namelist() if n.startswith("whyalive/_fastgraph")]
+        assert [n for n in archive.namelist() if n.startswith("whyalive/graph/_fastgraph")]
 
 
 def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -98,7 +98,7 @@ def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 _TWO_CHECKS = """
 import sys, warnings
-sys.modules["whyalive._fastgraph"] = None  # as if it had never been built
+sys.modules["whyalive.graph._fastgraph"] = None  # as if it had never been built
 warnings.simplefilter("{action}")
 import whyalive
 def leak():
@@ -116,7 +116,7 @@ def test_the_pure_python_core_is_announced_once_when_an_analysis_starts() -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["python", "1"]
     assert done.stderr.count("PurePythonCoreWarning") == 1
-    assert "the C graph core (whyalive._fastgraph) is not built" in done.stderr
+    assert "the C graph core (whyalive.graph._fastgraph) is not built" in done.stderr
 
 
 def test_warnings_as_errors_still_hear_of_the_pure_python_core_but_do_not_fail() -> None:
@@ -124,13 +124,13 @@ def test_warnings_as_errors_still_hear_of_the_pure_python_core_but_do_not_fail()
     done = _run_python(_TWO_CHECKS.format(action="error"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["python", "1"]
-    assert done.stderr.count("the C graph core (whyalive._fastgraph) is not built") == 1
+    assert done.stderr.count("the C graph core (whyalive.graph._fastgraph) is not built") == 1
 
 
 def test_a_chosen_pure_python_core_is_not_warned_about() -> None:
     """WHYALIVE_PURE_PYTHON=1 is a choice: reports say so, no warning is raised."""
     code = _TWO_CHECKS.format(action="error").replace(
-        'sys.modules["whyalive._fastgraph"] = None  # as if it had never been built', ""
+        'sys.modules["whyalive.graph._fastgraph"] = None  # as if it had never been built', ""
     )
     done = _run_python(code, WHYALIVE_PURE_PYTHON="1")
     assert done.returncode == 0, done.stderr
@@ -147,10 +147,10 @@ def test_version_and_report_name_the_graph_core(capsys: pytest.CaptureFixture[st
     assert version == f"whyalive 0.1.0 ({graphcore.implementation_words()})"
     assert find_leaks(lambda: None).run.graph_core == graphcore.IMPLEMENTATION
     done = _run_python(
-        "import sys; sys.modules['whyalive._fastgraph'] = None\n"
+        "import sys; sys.modules['whyalive.graph._fastgraph'] = None\n"
         "from whyalive.cli import main; main(['--version'])"
     )
     assert done.stdout.strip() == (
         "whyalive 0.1.0 (pure-Python graph core: the C extension "
-        + "whyalive._fastgraph is not built)"
+        + "whyalive.graph._fastgraph is not built)"
     )

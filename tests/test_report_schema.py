@@ -15,7 +15,7 @@ from whyalive import find_leaks
 from whyalive.cli import main
 from whyalive.errors import EXIT_USAGE, ReportFormatError
 from whyalive.report import Report
-from whyalive.report_schema import report_schema, validate_report
+from whyalive.report.schema import report_schema, validate_report
 
 
 def _leak() -> None:

@@ -22,17 +22,17 @@ from hypothesis import strategies as st
 import whyalive
 from capabilities import NUMPY_MISSING, needs_subprocess
 from whyalive.analysis import AnalysisOptions
+from whyalive.analysis.cuts import _left_alive
+from whyalive.analysis.diagnose import diagnose
+from whyalive.analysis.edges import EdgeName, is_owned_part, name_edge
+from whyalive.analysis.paths import closed_loop, view_cycle
+from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, find_structure
 from whyalive.capture import GarbageWatch
-from whyalive.cuts import _left_alive
-from whyalive.diagnose import diagnose
-from whyalive.edges import EdgeName, is_owned_part, name_edge
 from whyalive.graph import build_graph
 from whyalive.graph import core as graphcore
 from whyalive.kinds import KindResolver
-from whyalive.paths import closed_loop, view_cycle
-from whyalive.pipeline import analyze
 from whyalive.report import CycleReport, Report
-from whyalive.structure import STRUCTURE_MIN_MEMBERS, find_structure
+from whyalive.report.pipeline import analyze
 
 np = pytest.importorskip("numpy", reason=NUMPY_MISSING)
 
@@ -501,8 +501,8 @@ def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
     """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
     naming them reads the list once (one pass per container, not one per array), and
     their one description is worded once per place it is said, not once per array."""
-    from whyalive import edge_namer, edges
-    from whyalive.report_builder import cycles
+    from whyalive.analysis import edge_namer, edges
+    from whyalive.report.builder import cycles
 
     reads: list[int] = []
     scans: list[int] = []

@@ -187,7 +187,7 @@ def test_sampled_autograd_walk_counts_alike_leaks_the_same(
     from whyalive.analysis import AnalysisOptions
     from whyalive.capture import GarbageWatch
     from whyalive.kinds.torch import AutogradWalk
-    from whyalive.pipeline import analyze
+    from whyalive.report.pipeline import analyze
 
     def leaks() -> None:
         for _ in range(10):

@@ -22,10 +22,10 @@ import pytest
 
 from scenarios import autograd_loops as loops
 from whyalive import LeakError, check_leaks, explain, find_leaks
-from whyalive.autograd_graph import AutogradReader
-from whyalive.gcstate import OWNER
+from whyalive.capture.gcstate import OWNER
+from whyalive.kinds.autograd_graph import AutogradReader
 from whyalive.report import Report
-from whyalive.report_schema import validate_report
+from whyalive.report.schema import validate_report
 
 torch = pytest.importorskip("torch")
 
@@ -279,7 +279,7 @@ def test_saved_tensors_are_read_without_an_error_after_backward() -> None:
 
 
 def test_the_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import whyalive.autograd_graph as autograd_graph
+    import whyalive.kinds.autograd_graph as autograd_graph
 
     monkeypatch.setattr(autograd_graph, "MAX_NODES", 10)
     reader = AutogradReader(torch)
@@ -328,7 +328,7 @@ def test_hostile_tensor_subclass_does_not_break_the_probe() -> None:
 
 
 def test_probe_never_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    import whyalive.pipeline as pipeline
+    import whyalive.report.pipeline as pipeline
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("probe bug")

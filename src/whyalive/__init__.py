@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from whyalive.check import assert_no_leaks, check_leaks, find_leaks
-from whyalive.displays import load_displays_with as _load_displays_with
 from whyalive.errors import LeakError, LeakWarning, WhyaliveError
 from whyalive.explain import Explanation, explain
 from whyalive.kinds.builtin import register_builtin_kinds as _register_builtin_kinds
 from whyalive.monitor import GcMonitor, monitor
 from whyalive.report import Report
+from whyalive.report.displays import load_displays_with as _load_displays_with
 from whyalive.version import __version__
 
 

@@ -16,7 +16,7 @@ from whyalive.graph import build_graph
 from whyalive.guarded import sizeof
 from whyalive.kinds import KindResolver
 from whyalive.report import HolderPath, Report
-from whyalive.report_merge import shift_cycle
+from whyalive.report.merge import shift_cycle
 
 
 def heavy_census(resolver: KindResolver) -> list[object]:

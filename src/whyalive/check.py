@@ -16,22 +16,22 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.analysis.node_names import source_place
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch, ThreadWatch
-from whyalive.collector import FREEZE_COUNT_HAS_IMMORTALS
+from whyalive.capture.collector import FREEZE_COUNT_HAS_IMMORTALS
+from whyalive.capture.interrupts import guard
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
-from whyalive.interrupts import guard
-from whyalive.node_names import source_place
-from whyalive.pipeline import analyze, prepare_in_collector, probe_block
 from whyalive.report import Report
-from whyalive.report_merge import merge_reports
-from whyalive.verdict import fails
+from whyalive.report.merge import merge_reports
+from whyalive.report.pipeline import analyze, prepare_in_collector, probe_block
+from whyalive.report.verdict import fails
 from whyalive.words import size_from_words
 
 if TYPE_CHECKING:
-    from whyalive.allocations import AllocationRecorder
+    from whyalive.analysis.allocations import AllocationRecorder
     from whyalive.census import HeavyCensus
-    from whyalive.summary import Summary
+    from whyalive.report.summary import Summary
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -166,7 +166,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             self._census = HeavyCensus()
             self._census.begin()
         if self.record_allocations:
-            from whyalive.allocations import AllocationRecorder
+            from whyalive.analysis.allocations import AllocationRecorder
 
             # Before the baseline, so what starting it creates is never the block's.
             self._recorder = AllocationRecorder()

@@ -15,7 +15,7 @@ reports the ranks it did not hear from as missing. So a crashed rank costs at
 most ``timeout`` seconds on one rank and never hangs the others. The store
 does not care whether the group runs gloo or NCCL.
 
-The summary itself is plain data (:mod:`whyalive.summary`), rendered by
+The summary itself is plain data (:mod:`whyalive.report.summary`), rendered by
 :mod:`whyalive.render.summary`.
 
 torch is never imported here at module import time: :func:`rank_and_world`
@@ -34,10 +34,10 @@ from typing import Any
 
 from whyalive.errors import UsageError
 from whyalive.report import Report
-from whyalive.run_info import rank_and_world
-from whyalive.summary import RankCycle, Summary, SummaryRow, rank_cycles, summarize
+from whyalive.report.run_info import rank_and_world
+from whyalive.report.summary import RankCycle, Summary, SummaryRow, rank_cycles, summarize
 
-# The summary types live in whyalive.summary; they stay importable from here, where
+# The summary types live in whyalive.report.summary; they stay importable from here, where
 # gather_summary() returns them.
 __all__ = [
     "RankCycle",

@@ -3,7 +3,7 @@
 One pass builds a graph of the live heap (:func:`whyalive.graph.heap.snapshot_heap`,
 in C). A search from the object back to the nearest roots (modules, classes,
 every thread's frames) then finds the holders of a whole level at once, with one
-C-speed scan of the edge list (:func:`whyalive.roots.reverse_search`); a deep and
+C-speed scan of the edge list (:func:`whyalive.analysis.roots.reverse_search`); a deep and
 wide ancestry switches to one forward search from the roots over the part of the
 heap that can reach the object. No heap scan per visited node, as a
 ``gc.get_referrers`` search (objgraph) does.
@@ -26,21 +26,21 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
-from whyalive.displays import display
-from whyalive.edge_namer import EdgeNamer
+from whyalive.analysis.edge_namer import EdgeNamer
+from whyalive.analysis.node_names import name_node
+from whyalive.analysis.paths import named_path
+from whyalive.analysis.roots import forward_search, nearest_path, reverse_search
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
 from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
-from whyalive.node_names import name_node
-from whyalive.paths import named_path
-from whyalive.pipeline import with_uncollectable_loops
 from whyalive.report import AliveObject, Report
-from whyalive.report_builder import NodeTable, holder_path_record
-from whyalive.roots import forward_search, nearest_path, reverse_search
-from whyalive.run_info import run_info
+from whyalive.report.builder import NodeTable, holder_path_record
+from whyalive.report.displays import display
+from whyalive.report.pipeline import with_uncollectable_loops
+from whyalive.report.run_info import run_info
 from whyalive.words import path_words
 
 _type_subclasscheck = type.__subclasscheck__

@@ -180,8 +180,8 @@ def _watched(
     watch: GarbageWatch, program: Callable[[], None], where: str, min_bytes: int
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.analysis import AnalysisOptions
-    from whyalive.pipeline import analyze, prepare_in_collector, probe_block
-    from whyalive.report_merge import merge_reports
+    from whyalive.report.merge import merge_reports
+    from whyalive.report.pipeline import analyze, prepare_in_collector, probe_block
 
     options = AnalysisOptions(min_bytes=min_bytes, where=where)
     inside = dataclasses.replace(options, progress_after=None)

@@ -72,8 +72,8 @@ class LeakCheckMixin:
 
     def _whyalive_verdict(self, watch: Any, min_bytes: int) -> None:
         from whyalive.analysis import AnalysisOptions
-        from whyalive.pipeline import analyze, probe_block
-        from whyalive.report_merge import merge_reports
+        from whyalive.report.merge import merge_reports
+        from whyalive.report.pipeline import analyze, probe_block
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()

@@ -1,6 +1,6 @@
 """The C graph core's Python face: CSR graph building, SCCs and reverse reachability.
 
-The work is done by the C extension ``whyalive._fastgraph`` when it is
+The work is done by the C extension ``whyalive.graph._fastgraph`` when it is
 compiled; otherwise by the pure-Python twin in this module, which produces
 identical results (same node order, same edge order, same component ids) and is
 also what the equivalence tests compare against.
@@ -183,7 +183,7 @@ _PYTHON = GraphImplementation(
 
 def _load_c() -> GraphImplementation | None:
     try:
-        mod = importlib.import_module("whyalive._fastgraph")
+        mod = importlib.import_module("whyalive.graph._fastgraph")
     except ImportError:
         return None
     return GraphImplementation(
@@ -238,11 +238,11 @@ def implementation_words() -> str:
         return "C graph core"
     if _FORCED:
         return "pure-Python graph core, chosen by WHYALIVE_PURE_PYTHON=1"
-    return "pure-Python graph core: the C extension whyalive._fastgraph is not built"
+    return "pure-Python graph core: the C extension whyalive.graph._fastgraph is not built"
 
 
 _PURE_PYTHON_MESSAGE = (
-    "whyalive: the C graph core (whyalive._fastgraph) is not built, so analyses run on the "
+    "whyalive: the C graph core (whyalive.graph._fastgraph) is not built, so analyses run on the "
     "pure-Python core: same results, several times slower on big garbage. Reinstall whyalive "
     "where a C compiler is available to build it."
 )

@@ -1,6 +1,6 @@
 """The pure-Python twin of the C graph core: CSR building, components, reachability.
 
-Identical results to ``whyalive._fastgraph`` (same node order, edge order and component
+Identical results to ``whyalive.graph._fastgraph`` (same node order, edge order and component
 ids); :mod:`whyalive.graph.core` describes the contract and picks one of the two.
 """
 
@@ -273,7 +273,7 @@ def py_take_tail(items: list[object], start: int) -> list[object]:
 def py_cycle_candidates(
     offsets: Any, targets: Any, seeds: Iterable[int] | None
 ) -> tuple[memoryview, int, memoryview]:
-    """Pure-Python twin of ``_fastgraph.cycle_candidates``."""
+    """Pure-Python twin of ``graph/_fastgraph.cycle_candidates``."""
     component_of, _, cyclic = py_find_components(offsets, targets)
     flags = bytes(cyclic)
     keep = bytes(py_nodes_reaching(offsets, targets, seeds)) if seeds is not None else None

@@ -9,9 +9,9 @@ from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from whyalive.autograd_graph import AutogradReader
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
+from whyalive.kinds.autograd_graph import AutogradReader
 from whyalive.words import size_to_words
 
 

@@ -30,17 +30,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from whyalive.collector import YOUNG, older_generation
+from whyalive.capture.collector import YOUNG, older_generation
+from whyalive.capture.gcstate import OWNER
+from whyalive.capture.interrupts import guard
 from whyalive.errors import UsageError
-from whyalive.gcstate import OWNER
-from whyalive.interrupts import guard
 from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
 from whyalive.monitor.signature_log import OnCycle, SignatureLog, analysis_options
 from whyalive.monitor.stats import cuda_allocated
 from whyalive.monitor.view import SignatureSeen, combine_reports, monitor_line, monitor_text
-from whyalive.pipeline import analyze
 from whyalive.report import Report
+from whyalive.report.pipeline import analyze
 from whyalive.words import size_from_words
 
 logger = logging.getLogger("whyalive")

@@ -6,9 +6,9 @@ import gc
 import time
 from typing import TYPE_CHECKING
 
-from whyalive.autograd_graph import sequence_mark
 from whyalive.errors import UsageError
-from whyalive.pipeline import probe_uncollectable
+from whyalive.kinds.autograd_graph import sequence_mark
+from whyalive.report.pipeline import probe_uncollectable
 
 if TYPE_CHECKING:
     from whyalive.monitor.gc_monitor import GcMonitor

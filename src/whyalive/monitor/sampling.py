@@ -4,7 +4,7 @@ The callback (:meth:`GcSampler._on_gc`) only flips ``DEBUG_SAVEALL`` on for the
 collections the sampling policy picks and moves what they saved out of
 ``gc.garbage``; it never collects, imports, logs or analyses (a gc callback runs
 inside the collector, where any of those can deadlock or recurse). It is entered
-through :func:`whyalive.interrupts.gc_callback`: when an interrupt cuts it, its
+through :func:`whyalive.capture.interrupts.gc_callback`: when an interrupt cuts it, its
 rescue puts the flag back and still takes what was saved. Saved objects move to the
 next generation, so where they were saved decides what releasing them costs:
 :meth:`GcSampler._release` collects there with the callback muted.
@@ -16,11 +16,11 @@ import gc
 import sys
 import time
 
-from whyalive.collector import older_generation
-from whyalive.gcsaving import SavingCollection
-from whyalive.gcstate import OWNER
+from whyalive.capture.collector import older_generation
+from whyalive.capture.gcsaving import SavingCollection
+from whyalive.capture.gcstate import OWNER
+from whyalive.capture.interrupts import gc_callback
 from whyalive.graph import core as graphcore
-from whyalive.interrupts import gc_callback
 from whyalive.monitor.stats import MonitorStats
 
 _SAVEALL = gc.DEBUG_SAVEALL

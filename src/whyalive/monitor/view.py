@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from whyalive.report import CycleReport, Report, TimelinePoint
-from whyalive.report_merge import merge_reports
+from whyalive.report.merge import merge_reports
 from whyalive.words import plural, shorten, size_to_words
 
 if TYPE_CHECKING:

@@ -25,12 +25,12 @@ _PROPERTY = "whyalive"
 def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: bool) -> None:
     """Record new findings on the item (for the summary and xdist) and fail or warn.
 
-    Only cycles worth fixing fail or warn (see :mod:`whyalive.verdict`); the
+    Only cycles worth fixing fail or warn (see :mod:`whyalive.report.verdict`); the
     others are recorded for the session summary with the reason they did not fail.
     With ``--whyalive-report`` every finding is written, listed ones too.
     """
     from whyalive.render.text import leak_line
-    from whyalive.verdict import only, split_cycles
+    from whyalive.report.verdict import only, split_cycles
 
     texts = []
     first_phase = ""
@@ -92,7 +92,7 @@ def _write_report(
     if state.report_dir is None or not (cycles or report.alive):
         return []
     from whyalive.render import write_report
-    from whyalive.verdict import only
+    from whyalive.report.verdict import only
 
     shown = only(report, cycles)
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{item.nodeid}-{phase}").strip("_")
@@ -129,7 +129,7 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
     state = config.stash[STATE]
     worker = hasattr(config, "workerinput")  # xdist: the controller writes
     if state.update_baseline and state.baseline_path is not None and not worker:
-        from whyalive.baseline import save_baseline
+        from whyalive.report.baseline import save_baseline
 
         written = save_baseline(state.baseline_path, by_signature)
         terminalreporter.write_line(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from whyalive.verdict import ThirdParty
+    from whyalive.report.verdict import ThirdParty
 
 
 @dataclass(frozen=True)

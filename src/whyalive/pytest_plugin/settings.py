@@ -13,7 +13,7 @@ from whyalive.pytest_plugin.options import TestOptions
 
 if TYPE_CHECKING:
     from whyalive.pytest_plugin.watch import TestWatch
-    from whyalive.verdict import ThirdParty
+    from whyalive.report.verdict import ThirdParty
 
 _THIRD_PARTY_CHOICES = ("fail", "report", "ignore")
 
@@ -123,8 +123,8 @@ def read_settings(config: pytest.Config) -> PluginState:
     baseline_path = config.rootpath / (baseline_name or ".whyalive-baseline.json")
     baseline: frozenset[str] = frozenset()
     if baseline_name and not update_baseline:
-        from whyalive.baseline import load_baseline
         from whyalive.errors import UsageError
+        from whyalive.report.baseline import load_baseline
 
         try:
             baseline = load_baseline(baseline_path)

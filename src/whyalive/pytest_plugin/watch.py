@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from whyalive.analysis import AnalysisOptions
     from whyalive.capture import CapturedGarbage
-    from whyalive.gcstate import Lease
+    from whyalive.capture.gcstate import Lease
     from whyalive.pytest_plugin.options import TestOptions
     from whyalive.report import Report
 
@@ -53,9 +53,9 @@ class TestWatch:
         freed before they return, so ``gc.collect()`` in a test frees what it would
         free without whyalive.
         """
-        from whyalive.collector import YOUNG
-        from whyalive.gcstate import OWNER
-        from whyalive.pipeline import prepare_in_collector
+        from whyalive.capture.collector import YOUNG
+        from whyalive.capture.gcstate import OWNER
+        from whyalive.report.pipeline import prepare_in_collector
 
         prepare_in_collector()
         gc.collect(YOUNG)
@@ -64,7 +64,7 @@ class TestWatch:
 
     def _analyze(self, objects: list[object]) -> Leak | None:
         """The leak in what one collection saved (inside that collection: no gc, no import)."""
-        from whyalive.pipeline import analyze
+        from whyalive.report.pipeline import analyze
 
         if not objects:
             return None
@@ -96,9 +96,9 @@ class TestWatch:
         while it ran, and a young collection would miss it.
         """
         from whyalive.capture import OVERLAP_NOTE, CapturedGarbage
-        from whyalive.collector import YOUNG
-        from whyalive.gcstate import OWNER
-        from whyalive.pipeline import analyze
+        from whyalive.capture.collector import YOUNG
+        from whyalive.capture.gcstate import OWNER
+        from whyalive.report.pipeline import analyze
 
         lease = self._lease
         if lease is None:
@@ -138,7 +138,7 @@ class TestWatch:
             return
         self.label = next_label
         if next_label == "call":
-            from whyalive.autograd_graph import sequence_mark
+            from whyalive.kinds.autograd_graph import sequence_mark
 
             self._mark = sequence_mark()
             self._holds_freeze = OWNER.freeze.hold(self)[0]
@@ -152,7 +152,7 @@ class TestWatch:
         self._holds_freeze = False
 
     def _probe(self) -> None:
-        from whyalive.pipeline import probe_uncollectable
+        from whyalive.report.pipeline import probe_uncollectable
 
         try:
             report = probe_uncollectable(self._mark, self._analysis_options())

@@ -6,7 +6,6 @@ import importlib
 from pathlib import Path
 from typing import Any, cast
 
-from whyalive.displays import register_displays
 from whyalive.errors import UsageError
 from whyalive.render.base import BinaryRenderer, Renderer
 from whyalive.render.dot import DotRenderer
@@ -23,6 +22,7 @@ from whyalive.render.summary import render_summary
 from whyalive.render.svg import PngRenderer, SvgRenderer
 from whyalive.render.text import TextRenderer
 from whyalive.report import Report
+from whyalive.report.displays import register_displays
 
 RENDERERS: dict[str, type[Any]] = {
     r.name: r

@@ -25,7 +25,7 @@ from whyalive.words import (
 )
 
 if TYPE_CHECKING:
-    from whyalive.summary import Summary
+    from whyalive.report.summary import Summary
 
 # A cell is about 900 px wide; the picture, the cut and what the cycle holds fit in this
 # height (tests/test_html_browser.py checks it, as a person would look).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from whyalive.summary import Summary
+from whyalive.report.summary import Summary
 from whyalive.words import ranks_phrase, ranks_words, size_to_words, summary_headline
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from whyalive import edge_kinds as ek
 from whyalive.render.wrap import DEFAULT_WIDTH, terminal_width, wrap
 from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
 from whyalive.words import (
@@ -23,6 +22,7 @@ from whyalive.words import (
     shared_words,
     size_to_words,
 )
+from whyalive.words import edge_kinds as ek
 
 
 def edge_words(report: Report, edge: Edge) -> str:

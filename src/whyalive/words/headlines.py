@@ -16,7 +16,7 @@ from whyalive.words.basics import (
 
 if TYPE_CHECKING:
     from whyalive.report import Cut, CycleReport, Holding, Report, RunInfo
-    from whyalive.summary import Summary
+    from whyalive.report.summary import Summary
 
 
 def loop_gap_words(hidden: int) -> str:

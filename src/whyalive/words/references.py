@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from whyalive import edge_kinds as ek
+from whyalive.words import edge_kinds as ek
 from whyalive.words.basics import a_code, shared_brief
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class Reference:
     """What a sentence says of one reference; the report builder reads it off the objects."""
 
     kind: str
-    """One of :mod:`whyalive.edge_kinds`."""
+    """One of :mod:`whyalive.words.edge_kinds`."""
     name: str
     """The reference's name: ``.cb``, ``[3]``, ``local x``."""
     holder: str

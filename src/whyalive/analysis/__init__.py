@@ -1,0 +1,380 @@
+"""Cycles on live objects: find them, group them, diagnose them, filter what is reported.
+
+This stage works on the captured garbage and hands its :class:`Findings` (live) to
+:mod:`whyalive.report.builder`, which turns them into a plain report;
+:func:`whyalive.report.pipeline.analyze` runs both and releases the garbage. Per-object work
+happens in :mod:`whyalive.graph.core` (C when compiled); Python-level work is limited
+to cycles that retain heavy objects, grouped by a cheap key so that a thousand copies
+of one leak are diagnosed once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from whyalive.analysis.diagnose import Diagnosis, diagnose
+from whyalive.analysis.edge_namer import EdgeNamer
+from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, NamedEdge, named_path, view_cycle
+from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
+from whyalive.graph import ObjectGraph
+from whyalive.graph import core as graphcore
+from whyalive.guarded import type_module
+from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
+from whyalive.kinds.torch import AutogradWalk
+from whyalive.words import unreported_note, unshown_note
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What to report: thresholds, allow-list, and how much detail."""
+
+    min_bytes: int = 0
+    all_cycles: bool = False
+    allow: tuple[str, ...] = ()
+    max_cycles: int = 20
+    max_paths: int = 5
+    where: str | None = None
+    notes: tuple[str, ...] = ()
+    # Asked only for the heavy objects a report shows (NumPy arrays are not in the
+    # captured garbage, so the caller cannot key them by id beforehand).
+    site_of: Callable[[object], str | None] | None = None
+    # Seconds after which a long analysis says on stderr what it is doing (None: never, as
+    # for the analyses that run inside a gc callback, where nothing may print or warn).
+    progress_after: float | None = 2.0
+    # Files under this directory are the user's code (unless installed in a virtual
+    # environment there); a cycle whose code is all elsewhere was made inside a package.
+    user_root: str | None = None
+    # Occurrences of each group of alike cycles whose tensors' autograd graphs are walked
+    # (None: all). The others are credited what the walked ones held, on average: the
+    # monitor sees one leak every step, and a walk costs Python work per graph node.
+    autograd_walks: int | None = None
+
+
+@dataclass
+class CycleGroup:
+    """All cycles that share one signature (or, before diagnosis, one quick key)."""
+
+    members: Sequence[int]
+    retained: list[int]
+    view: CycleView | None = None
+    diagnosis: Diagnosis | None = None
+    structure: Structure | None = None
+    occurrences: int = 0
+    heavy_nodes: set[int] = field(default_factory=set)
+    """Every heavy object the occurrences hold, once however many of them reach it."""
+    storages: dict[object, tuple[int, str]] = field(default_factory=dict)
+
+    @property
+    def heavy_count(self) -> int:
+        """Heavy objects held by the occurrences, each counted once."""
+        return len(self.heavy_nodes)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes held by every occurrence, each storage counted once."""
+        return sum(nbytes for nbytes, _ in self.storages.values())
+
+    def absorb(self, other: CycleGroup) -> None:
+        """Count another group's occurrences as this one's."""
+        self.occurrences += other.occurrences
+        self.heavy_nodes |= other.heavy_nodes
+        self.storages.update(other.storages)
+
+
+@dataclass
+class Findings:
+    """What :func:`find_cycles` found, still on the live graph (never returned to the user)."""
+
+    graph: ObjectGraph
+    facts: dict[int, HeavyFacts]
+    # How many heavy objects of the garbage share each storage (the rest are live users).
+    storage_users: dict[object, int]
+    kept: list[CycleGroup]
+    cycle_count: int
+    heavy_cycles: int
+    notes: list[str]
+
+
+class Progress:
+    """Says on stderr what a long analysis is doing; silent when it is quick."""
+
+    def __init__(self, objects: int, after: float | None) -> None:
+        self.objects = objects
+        self.after = after
+        self.start = time.monotonic()
+        self.started = False
+
+    def stage(self, words: str) -> None:
+        """Report the stage about to run, once the analysis has run for ``after`` seconds."""
+        if self.after is None:
+            return
+        elapsed = time.monotonic() - self.start
+        if elapsed < self.after:
+            return
+        if not self.started:
+            self.started = True
+            _say(f"analysing {self.objects:,} garbage objects ({elapsed:.1f} s so far)...")
+        _say(f"  {words} ({elapsed:.1f} s)")
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(f"whyalive: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # no usable stderr: stay quiet
+        pass
+
+
+def _quick_key(
+    objects: Sequence[object], members: Sequence[int], component: int
+) -> tuple[int, ...]:
+    """Cycles made by the same code share code objects and types: group them cheaply."""
+    key: list[int] = []
+    specific = False
+    for node in members:
+        obj = objects[node]
+        cls = type(obj)
+        code = getattr(obj, "__code__", None) if cls is types.FunctionType else None
+        if code is not None:
+            key.append(id(code))
+            specific = True
+        else:
+            key.append(id(cls))
+            specific = specific or type_module(cls) != "builtins"
+    key.sort()
+    if not specific:
+        key.append(-1 - component)  # builtins only: the shape needs the full signature
+    return tuple(key)
+
+
+def find_cycles(
+    graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions, progress: Progress
+) -> Findings:
+    """The heavy objects, and the cycle groups to report (diagnosed, filtered, sorted)."""
+    nodes = graph.nodes
+    facts: dict[int, HeavyFacts] = {}
+    walk = AutogradWalk() if "torch" in sys.modules else None
+    sampled = walk is not None and options.autograd_walks is not None
+    for index in graph.heavy_candidates:
+        described = resolver.describe(nodes[index])
+        if described is not None:
+            if walk is not None and not sampled and described.kind == "torch.Tensor":
+                walk.visit(index, nodes[index])
+            facts[index] = described
+    if walk is not None and not sampled:
+        facts = walk.finish(facts, nodes[: graph.garbage_count])
+    progress.stage("finding the cycles")
+    # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
+    component_of, cycle_count, candidates = graphcore.cycle_candidates(
+        graph.offsets, graph.targets, None if options.all_cycles else facts
+    )
+    members_of = _members_by_component(component_of, candidates, cycle_count)
+    graph.open_workspace(component_of)
+
+    heavy_mask = bytearray(len(graph))
+    for index in facts:
+        heavy_mask[index] = 1
+    # A cycle retains what it reaches without passing through another cycle: a chain of
+    # cycles is then linear to analyse, and each heavy object is blamed on its nearest cycle.
+    blocked = bytearray(len(graph))
+    for component in members_of:
+        blocked[component] = 1
+
+    progress.stage(f"grouping {len(members_of):,} cycles")
+    found: list[tuple[object, Sequence[int], list[int]]] = []
+    for component, members in members_of.items():
+        retained = graph.reachable_from(members, heavy_mask, blocked)
+        if not retained and not options.all_cycles:
+            continue
+        # A big cycle is its own group: keying it would cost a sort of its members.
+        if _is_big(graph, members):
+            key: object = ("structure", component)
+        else:
+            key = _quick_key(nodes, members, component)
+        found.append((key, members, retained))
+    estimated: dict[object, list[tuple[int, str]]] = {}
+    if walk is not None and sampled:
+        facts, estimated = _sampled_walk(walk, found, facts, nodes, graph.garbage_count, options)
+    facts = merge_shared_memory(facts)
+
+    storage_users: dict[object, int] = defaultdict(int)
+    for fact in facts.values():
+        for held in fact.held():
+            storage_users[held.storage] += 1
+    quick: dict[object, CycleGroup] = {}
+    for key, members, retained in found:
+        group = quick.get(key)
+        if group is None:
+            group = quick[key] = CycleGroup(members, retained)
+        group.occurrences += 1
+        group.heavy_nodes.update(retained)
+        for node in retained:
+            for fact in facts[node].held():
+                group.storages[fact.storage] = (fact.nbytes, fact.device)
+        if key in estimated and group.occurrences > (options.autograd_walks or 0):
+            # Not walked: what a walked occurrence's autograd graphs held, on average.
+            for number, share in enumerate(estimated[key]):
+                group.storages[("estimated", id(group), group.occurrences, number)] = share
+    heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
+
+    # The costly per-cycle work (views, structures, patterns) only for what is reported.
+    by_signature: dict[str, CycleGroup] = {}
+    below = 0
+    for group in sorted(quick.values(), key=lambda g: -g.total_bytes):
+        if group.total_bytes < options.min_bytes:
+            below += 1
+            continue
+        _diagnose_group(graph, group, facts, progress)
+        assert group.diagnosis is not None
+        same = by_signature.get(group.diagnosis.signature)
+        if same is None:
+            by_signature[group.diagnosis.signature] = group
+        else:
+            same.absorb(group)
+
+    allowed = set(options.allow)
+    kept = [
+        g
+        for g in by_signature.values()
+        if g.total_bytes >= options.min_bytes
+        and g.diagnosis is not None
+        and g.diagnosis.signature not in allowed
+        and g.diagnosis.match.pattern not in allowed
+    ]
+    notes = list(options.notes)
+    skipped = below + len(by_signature) - len(kept)
+    if skipped:
+        notes.append(unreported_note(skipped))
+    kept.sort(key=lambda g: (-g.total_bytes, -g.occurrences, _signature(g)))
+    if len(kept) > options.max_cycles:
+        notes.append(unshown_note(len(kept) - options.max_cycles))
+        kept = kept[: options.max_cycles]
+
+    return Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
+
+
+def _sampled_walk(
+    walk: AutogradWalk,
+    found: list[tuple[object, Sequence[int], list[int]]],
+    facts: dict[int, HeavyFacts],
+    nodes: list[object],
+    garbage_count: int,
+    options: AnalysisOptions,
+) -> tuple[dict[int, HeavyFacts], dict[object, list[tuple[int, str]]]]:
+    """Walk the autograd graphs of the first ``options.autograd_walks`` occurrences of
+    each group; returns the facts and, per group, what one walked occurrence held."""
+    limit = options.autograd_walks or 0
+    walked_of: dict[object, list[list[int]]] = defaultdict(list)
+    for key, _, retained in found:
+        if len(walked_of[key]) < limit:
+            walked_of[key].append(retained)
+            for node in retained:
+                if facts[node].kind == "torch.Tensor":
+                    walk.visit(node, nodes[node])
+    facts = walk.finish(facts, nodes[:garbage_count])
+    estimated: dict[object, list[tuple[int, str]]] = {}
+    for key, occurrences in walked_of.items():
+        # One occurrence's share of what the walked graphs held, per device.
+        by_device: dict[str, int] = defaultdict(int)
+        for retained in occurrences:
+            for node in retained:
+                for extra in facts[node].through_autograd:
+                    by_device[extra.device] += extra.nbytes
+        if by_device:
+            estimated[key] = [(t // len(occurrences), d) for d, t in by_device.items()]
+    return facts, estimated
+
+
+def _members_by_component(
+    component_of: memoryview, candidates: memoryview, cycle_count: int
+) -> dict[int, Sequence[int]]:
+    """Candidate nodes grouped by component, each ascending."""
+    if not candidates:
+        return {}
+    if cycle_count == 1:
+        # One cycle in the whole graph (a big structure): no pass over the ids.
+        return {component_of[candidates[0]]: candidates}
+    # Copying the ids out is worth it only when many nodes are candidates.
+    many = len(candidates) * 8 > len(component_of)
+    components: Sequence[int] = component_of.tolist() if many else component_of
+    first = components[candidates[0]]
+    # A component is a candidate whole or not at all: one count tells one big cycle.
+    if many and cast("list[int]", components).count(first) == len(candidates):
+        return {first: candidates}
+    members_of: dict[int, list[int]] = defaultdict(list)
+    for index in candidates:
+        members_of[components[index]].append(index)
+    return dict(members_of)
+
+
+def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:
+    """Read as a structure: many objects, or so many references that cuts cannot be tried."""
+    if len(members) >= STRUCTURE_MIN_MEMBERS:
+        return True
+    offsets = graph.offsets
+    if sum(offsets[node + 1] - offsets[node] for node in members) <= MAX_VERIFIED_EDGES:
+        return False  # even counting references that leave the cycle
+    inside = set(members)
+    count = 0
+    for node in members:
+        count += sum(1 for succ in graph.successors(node) if succ in inside)
+        if count > MAX_VERIFIED_EDGES:
+            return True
+    return False
+
+
+def _signature(group: CycleGroup) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""
+
+
+def _diagnose_group(
+    graph: ObjectGraph, group: CycleGroup, facts: dict[int, HeavyFacts], progress: Progress
+) -> None:
+    """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
+    members = group.members
+    if _is_big(graph, members):
+        progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
+        structure = find_structure(graph, members)
+        shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))
+        view = CycleView(graph, members, shown, list(structure.loop))
+        group.structure = structure
+    else:
+        view = view_cycle(graph, members)
+    view.holder_paths = _holder_paths(graph, view, group.retained, facts)
+    view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
+    group.view = view
+    group.diagnosis = diagnose(view, structure=group.structure)
+
+
+def _holder_paths(
+    graph: ObjectGraph,
+    view: CycleView,
+    retained: list[int],
+    facts: dict[int, HeavyFacts],
+) -> list[tuple[list[int], list[NamedEdge]]]:
+    goals = sorted(retained, key=lambda n: -facts[n].nbytes)
+    found = graph.shortest_paths(view.members, goals)
+    namer = EdgeNamer()  # 10^5 paths out of one list: the list is read once
+    paths: list[tuple[list[int], list[NamedEdge]]] = []
+    for goal in goals:
+        path = found.get(goal)
+        if path is None:
+            continue
+        owner = view.owner_of.get(path[0])
+        if owner is not None:
+            path = [owner, *path]
+        paths.append(named_path(graph, path, namer))
+    # One path per holder first, so the shown paths cover every list that holds something.
+    by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
+    for named in paths:
+        by_exit[named[1][0].name.name if named[1] else ""].append(named)
+    ordered: list[tuple[list[int], list[NamedEdge]]] = []
+    for rank in range(max((len(v) for v in by_exit.values()), default=0)):
+        ordered.extend(v[rank] for v in by_exit.values() if rank < len(v))
+    return ordered

@@ -1,0 +1,180 @@
+"""Containers in cycles: an object in its own container, a container in itself, trees."""
+
+from __future__ import annotations
+
+from whyalive.analysis.cuts import is_back_reference
+from whyalive.analysis.diagnose.naming import (
+    expression,
+    holder_code,
+    is_instance_node,
+    is_python,
+)
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.guarded import type_qualname, type_short_name
+from whyalive.words import a_code
+from whyalive.words import edge_kinds as ek
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+
+
+class SelfInOwnContainerPattern:
+    """``self.items = [self]``: an object kept in a container that its own attribute holds."""
+
+    name = "self-in-own-container"
+    title = "object kept in a container on its own attribute"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """object --.attr--> container --[i]/['k']--> the same object."""
+        for edge in view.edges:
+            if edge.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(edge.source)):
+                continue
+            if type(view.obj(edge.target)) not in _CONTAINERS:
+                continue
+            back = [e for e in view.edges_from(edge.target) if e.target == edge.source]
+            if back:
+                return self._words(view, edge, back[0])
+        return None
+
+    def _words(self, view: CycleView, attr: NamedEdge, back: NamedEdge) -> PatternMatch:
+        cls = type_qualname(type(view.obj(attr.source)))
+        container_type = type(view.obj(attr.target))
+        kind = container_type.__name__
+        held_in = expression("self", [attr])
+        entry = expression("self", [attr, back])
+        summary = (
+            f"{a_code(cls)} object keeps itself in the {kind} of its own attribute "
+            f"`{attr.name.name}` (at `{back.name.name}`)"
+        )
+        explanation = (
+            f"The `{cls}` object holds the {kind} in `{attr.name.name}`, and the {kind} holds "
+            "the object again: a registry, a list of listeners or a lookup table that includes "
+            "its own owner is a cycle, freed only by the cyclic collector."
+        )
+        if issubclass(container_type, list) and held_in:
+            remove = f"`{held_in}.remove(self)`"
+        elif issubclass(container_type, dict) and entry and back.name.name != "key":
+            remove = f"`del {entry}`"
+        else:
+            remove = "remove it"
+        dict_like = issubclass(container_type, dict)
+        weak = "`weakref.WeakValueDictionary`" if dict_like else "`weakref.WeakSet`"
+        fix = (
+            f"Keep the object out of its own {kind}: keep the registry outside the object, "
+            f"store `weakref.proxy(self)` or use a {weak}, or {remove} when done."
+        )
+        also = f"Or keep the registry outside the object, use a {weak}, or {remove} when done."
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [back], None, None, WEAKEN, also
+        )
+
+
+class ParentChildPattern:
+    """Objects that refer to each other: a tree's parent and child, a registry and member."""
+
+    name = "parent-child"
+    title = "parent and child refer to each other"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """Two or more user objects in the loop, linked by attributes."""
+        instances = [n for n in view.shown if is_instance_node(view.obj(n))]
+        if len(instances) < 2:
+            return None
+        attr_edges = [e for e in view.edges if e.name.kind == ek.ATTRIBUTE]
+        if not attr_edges:
+            return None
+        if len({e.name.name for e in view.edges}) == 1:
+            return None  # one link repeated (a ring of `.next`): not owner and member
+        back = next(
+            (e for e in attr_edges if is_back_reference(e.name)),
+            None,
+        )
+        if back is None:
+            # The back reference is the direct attribute pointing at an object that holds
+            # its children through a container (the child-side link).
+            instance_set = set(instances)
+            direct = [
+                e for e in attr_edges if e.target in instance_set and e.source in instance_set
+            ]
+            back = direct[-1] if direct else attr_edges[-1]
+        child = type_qualname(type(view.obj(back.source)))
+        parent = type_qualname(type(view.obj(back.target)))
+        attr = back.name.name.lstrip(".")
+        summary = (
+            f"{a_code(parent)} object and {a_code(child)} object refer to each other "
+            f"(the `{child}` holds its `{parent}` in `.{attr}`)"
+        )
+        explanation = (
+            f"The `{parent}` reaches the `{child}` and the `{child}` points back through "
+            f"`.{attr}`. Two-way links between owner and member keep both alive until the "
+            f"cyclic collector runs."
+        )
+        fix = (
+            f"Hold the back reference `self.{attr}` weakly: store a `weakref.proxy` of the "
+            f"`{parent}` there (it reads like the object), or clear it (`self.{attr} = None`) "
+            f"when the `{child}` is detached."
+            if attr.isidentifier()
+            else "Hold the back reference weakly (a `weakref.proxy`), or clear it when the "
+            "child is detached."
+        )
+        also = (
+            f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
+            if attr.isidentifier()
+            else ""
+        )
+        # Every child's back reference of that name: together they free the tree.
+        backs = [e for e in attr_edges if e.name.name == back.name.name]
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, backs, "WAL901", None, WEAKEN, also
+        )
+
+
+class SelfContainingContainerPattern:
+    """A container that holds itself, directly or through a state dict."""
+
+    name = "self-containing-container"
+    title = "container that contains itself"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """Only builtin containers (and instance dicts) in the loop."""
+        if not all(type(view.obj(n)) in _CONTAINERS for n in view.shown):
+            return None
+        if len(view.shown) == 1:
+            node = view.shown[0]
+            edge = view.edges[0] if view.edges else None
+            where = edge.name.name if edge else "an item"
+            summary = (
+                f"{a_code(type_short_name(type(view.obj(node))))} contains itself at `{where}`"
+            )
+            cut = [edge] if edge else []
+        else:
+            order = {n: i for i, n in enumerate(view.shown)}
+            root = max(view.shown, key=lambda n: (len(view.edges_from(n)), -order[n]))
+            back = view.edges_into(root)
+            forward = [e for e in view.edges_from(root) if e.name.kind == ek.KEY]
+            lead = forward[0].name.name if forward else "its items"
+            summary = (
+                f"{a_code(type_short_name(type(view.obj(root))))} holds, at `{lead}`, containers "
+                "that refer back to it"
+            )
+            cut = forward[:1] or back[:1]
+        explanation = (
+            "A container reachable from its own items (a state dict such as "
+            "`param_group['intermediates']` whose entries refer back to the group) is a "
+            "cycle: reference counting cannot free it, so everything inside waits for the "
+            "collector."
+        )
+        holder = holder_code(view, cut[0].source) if cut else None
+        entry = expression(holder, cut[:1]) if holder else None
+        name = cut[0].name.name if cut else None
+        fix = (
+            f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."
+            if entry
+            else "Do not store the container inside itself (keep the items elsewhere), or "
+            f"remove the entry `{name}` that refers back to it after use."
+            if name and is_python(name)
+            else "Do not store the container inside itself (keep the items elsewhere), or "
+            "remove the entry that refers back to it after use."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)

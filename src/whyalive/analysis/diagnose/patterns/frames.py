@@ -1,0 +1,283 @@
+"""Frames kept alive: exceptions' tracebacks, stored frames, suspended generators."""
+
+from __future__ import annotations
+
+import types
+
+from whyalive.analysis.diagnose.naming import (
+    chain,
+    label,
+    path_words,
+    reference_code,
+    variable_of,
+)
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK
+from whyalive.analysis.paths import CycleView
+from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
+from whyalive.words import a_code
+from whyalive.words import edge_kinds as ek
+
+
+class ExceptionTracebackPattern:
+    """An exception kept with its traceback: its frames hold their locals."""
+
+    name = "exception-traceback"
+    title = "exception kept with its traceback"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An exception in the cycle whose traceback leads back to it."""
+        exceptions = [n for n in view.shown if issubclass(type(view.obj(n)), BaseException)]
+        frames = [n for n in view.shown if type(view.obj(n)) is types.FrameType]
+        if not exceptions or not frames:
+            return None
+        exc = exceptions[0]
+        holders = [
+            e
+            for node in exceptions
+            for e in view.edges_into(node)
+            if e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
+        ]
+        frame_words = ", ".join(label(view, f) for f in frames[:3])
+        exc_name = type_qualname(type(view.obj(exc)))
+        named = [h for h in holders if h.name.kind != ek.UNKNOWN]
+        if named:
+            holder = named[0]
+            held_by = f"{label(view, holder.source)} holds it again in `{holder.name.name}`"
+        elif holders:
+            held_by = f"{label(view, holders[0].source)} holds it again"
+        else:
+            held_by = "the frames hold it again"
+        summary = f"`{exc_name}` exception keeps its traceback (frames: {frame_words}); {held_by}"
+        locals_held = sorted(
+            {
+                edge.name.name
+                for _, path_edges in view.holder_paths
+                for edge in path_edges
+                if edge.name.kind == ek.LOCAL
+            }
+        )
+        held = (
+            f" The frames' locals ({', '.join(f'`{n}`' for n in locals_held)}) hold the heavy "
+            f"objects."
+            if locals_held
+            else ""
+        )
+        explanation = (
+            f"An exception's `__traceback__` holds every frame it passed through, and each "
+            f"frame holds all of its local variables. Keeping the `{exc_name}` beyond its "
+            f"`except` block (in a local, a list, an attribute or a future) while one of those "
+            f"frames refers to it makes a cycle.{held}"
+        )
+        kept = reference_code(view, holders[0]) if holders else None
+        if kept:
+            fix = (
+                f"Keep the exception without its frames (`{kept}.with_traceback(None)` once "
+                f"it is stored), keep only what you need (`str({kept})`, "
+                f"`traceback.format_exception({kept})`), or `del {kept}` in a finally block."
+            )
+            also = (
+                f"Or keep only what you need (`str({kept})`, `traceback.format_exception("
+                f"{kept})`), clear its frames' locals once they have returned "
+                f"(`traceback.clear_frames({kept}.__traceback__)`), or `del {kept}` in a "
+                "finally block when done."
+            )
+        else:
+            fix = (
+                "Do not keep the exception object beyond its except block: keep only what you "
+                "need (its message, its formatted traceback), or drop its frames with its "
+                "with_traceback method (given None) before storing it."
+            )
+            also = ""
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            holders[:1],
+            "WAL301",
+            None,
+            DROP_TRACEBACK,
+            also,
+        )
+
+
+def _is_future(obj: object) -> bool:
+    """An asyncio or concurrent.futures future or task (read from the type, never the object)."""
+    for cls in type_mro(type(obj)):
+        module = type_module(cls) or ""
+        if type_short_name(cls) in ("Future", "Task") and module.split(".")[0] in (
+            "asyncio",
+            "_asyncio",
+            "concurrent",
+        ):
+            return True
+    return False
+
+
+class ExceptionInFuturePattern:
+    """An exception handed to an asyncio future (or task) whose traceback reaches the future."""
+
+    name = "exception-in-future"
+    title = "exception kept by a future"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A future and an exception in the cycle; the exception's frames reach the future."""
+        futures = [n for n in view.shown if _is_future(view.obj(n))]
+        exceptions = [n for n in view.shown if issubclass(type(view.obj(n)), BaseException)]
+        if not futures or not exceptions:
+            return None
+        exc = exceptions[0]
+        future = futures[0]
+        frames = [n for n in view.shown if type(view.obj(n)) is types.FrameType]
+        exc_name = type_qualname(type(view.obj(exc)))
+        what = type_short_name(type(view.obj(future)))
+        frame_words = ", ".join(label(view, f) for f in frames[:2]) or "its frames"
+        summary = (
+            f"`{exc_name}` exception is kept by {a_code(what)} object, and its traceback "
+            f"({frame_words}) reaches the {what.lower()} again"
+        )
+        explanation = (
+            f"`set_exception()` (or a task that failed) stores the exception in the "
+            f"{what.lower()}. The exception's `__traceback__` holds the frame that caught or "
+            f"raised it, the frame holds its locals, and a local (`self`, the "
+            f"{what.lower()} itself) holds the {what.lower()}: a loop that only the collector "
+            "frees."
+        )
+        fix = (
+            f"Hand the {what.lower()} the exception without the frames of its traceback (call "
+            "its with_traceback method with None as you pass it), or do not keep the "
+            f"{what.lower()} where the frames that handle the exception can reach it."
+        )
+        also = (
+            f"Or do not keep the {what.lower()} where the frames that handle the exception can "
+            "reach it."
+        )
+        cut = [e for e in view.edges_from(exc) if e.name.name == "__traceback__"]
+        held = [e for e in view.edges_into(exc) if e.source == future]
+        hidden = not held or all(e.name.kind in (ek.UNKNOWN, ek.INTERNAL) for e in held)
+        cut_words = f"the traceback the `{exc_name}` keeps (`__traceback__`)" + (
+            f": the {what.lower()}'s own reference to the exception is a slot no code of "
+            "yours names"
+            if hidden
+            else ""
+        )
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            cut,
+            "WAL301",
+            cut_words,
+            DROP_TRACEBACK,
+            also,
+        )
+
+
+class FrameKeptPattern:
+    """A frame kept where it can reach itself: ``frame = inspect.currentframe()``."""
+
+    name = "frame-kept"
+    title = "frame kept where its own locals reach it"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A frame (or a traceback of one) in the cycle, held by a reference the user wrote."""
+        kept = [
+            n for n in view.shown if type(view.obj(n)) in (types.FrameType, types.TracebackType)
+        ]
+        if not kept:
+            return None
+        written = [
+            e
+            for node in kept
+            for e in view.edges_into(node)
+            if e.name.kind in (ek.LOCAL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.CELL)
+        ]
+        frames = [n for n in kept if type(view.obj(n)) is types.FrameType]
+        frame = frames[0] if frames else kept[0]
+        cut = written[:1]
+        code = reference_code(view, cut[0]) if cut else None
+        held = type_short_name(type(view.obj(cut[0].target))) if cut else "frame"
+        if cut and cut[0].name.kind == ek.LOCAL and cut[0].source == frame:
+            local = f"the local `{code}`" if code else "one of its locals"
+            how = f"holds its own {held} in {local}"
+        elif cut:
+            how = f"is held by {label(view, cut[0].source)} (in `{cut[0].name.name}`), which "
+            how += "the frame's locals reach again"
+        else:
+            how = "reaches itself through its locals"
+        summary = f"{label(view, frame)} {how}"
+        explanation = (
+            "A frame holds all of its local variables. Keeping the running frame (from "
+            "`inspect.currentframe()` or `sys._getframe()`), or a traceback that holds it, "
+            "where that frame's locals can reach it makes a cycle: the frame and every local "
+            "it had stay alive until the cyclic collector runs. The `inspect` documentation "
+            "warns about exactly this."
+        )
+        drop = f"`del {code}`" if code else "Delete the reference"
+        name = code if code and code.isidentifier() else None
+        keep = (
+            f" (`{name}.f_code.co_name`, `{name}.f_lineno`)"
+            if name and held == "frame"
+            else f" (`traceback.format_tb({name})`)"
+            if name
+            else ""
+        )
+        fix = (
+            f"{drop} as soon as you are done with it (in a finally block, as the `inspect` "
+            f"documentation advises), or keep only what you need{keep} instead of the {held}."
+        )
+        also = f"Or keep only what you need{keep} instead of the {held}" + (
+            f", or {drop} when done." if code else "."
+        )
+        remedy = DELETE if cut and cut[0].name.kind in (ek.LOCAL, ek.ATTRIBUTE) else None
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, "WAL303", None, remedy, also
+        )
+
+
+_GENERATOR_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
+class GeneratorFramePattern:
+    """A generator or coroutine whose own frame refers to it."""
+
+    name = "generator-frame"
+    title = "generator that refers to itself"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A generator in the cycle with a reference into it from a frame/local."""
+        gens = [n for n in view.shown if type(view.obj(n)) in _GENERATOR_TYPES]
+        if not gens:
+            return None
+        gen = gens[0]
+        loop = chain(view, gen, gen)
+        into = view.edges_into(gen)
+        # What the user wrote: an attribute or entry holding the generator, else its local.
+        held = [e for e in into if e.name.kind in (ek.ATTRIBUTE, ek.KEY, ek.INDEX)]
+        locals_in = [e for e in loop if e.name.kind == ek.LOCAL]
+        cut = held[:1] or [e for e in into if e.name.kind == ek.LOCAL][:1] or into[:1]
+        kind = type_short_name(type(view.obj(gen)))
+        summary = f"{label(view, gen)} is held by its own frame"
+        if loop:
+            summary += f" through `{path_words(view, loop)}`"
+        local = variable_of(locals_in[0]) if locals_in else None
+        local = local if local and local.isidentifier() else None
+        explanation = (
+            f"A suspended {kind} keeps its frame, and the frame keeps its local variables; "
+            f"{f'the local `{local}`' if local else 'one of them'} refers back to the {kind}, "
+            "so reference counting cannot free them. The collector normally breaks such a "
+            "loop by closing the generator (which clears its frame); this one survived that, "
+            "usually because the generator catches `GeneratorExit` (a bare `except:` or "
+            "`except BaseException:` around a `yield`) and yields again."
+        )
+        fix = (
+            f"Do not keep the {kind} in its own frame"
+            f"{f' (`{local}`)' if local else ''}: pass what it needs instead of the {kind} "
+            "itself, or hold it through `weakref.ref`; and let `GeneratorExit` propagate "
+            "(never yield after catching it) so `gen.close()` can clear the frame."
+        )
+        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)

@@ -1,0 +1,400 @@
+"""Bound methods, wrapped methods and method caches stored on their own instance."""
+
+from __future__ import annotations
+
+import dis
+import functools
+import inspect
+import types
+
+from whyalive.analysis.diagnose.naming import (
+    chain,
+    enclosing_function,
+    expression,
+    is_instance_node,
+    label,
+    qualname_of,
+    short_name,
+)
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.guarded import type_mro, type_namespace, type_qualname
+from whyalive.words import a_code
+from whyalive.words import edge_kinds as ek
+
+
+class BoundMethodOnSelfPattern:
+    """``self.cb = self.on_step``, or a lambda/closure capturing ``self`` stored on ``self``."""
+
+    name = "bound-method-on-self"
+    title = "callable stored on its own instance"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A bound method whose ``__self__`` holds it, or a closure capturing its holder."""
+        for edge in view.edges:
+            if edge.name.kind == ek.BOUND_SELF and edge.target in view.shown:
+                method, owner = edge.source, edge.target
+                steps = chain(view, owner, method)
+                if steps:
+                    return self._bound(view, method, owner, steps)
+        for edge in view.edges:
+            if edge.name.kind != ek.CELL or not is_instance_node(view.obj(edge.target)):
+                continue
+            owner = edge.target
+            for closure in view.edges_into(edge.source):
+                if closure.name.kind == ek.CLOSURE:
+                    steps = chain(view, owner, closure.source)
+                    if steps:
+                        return self._closure(view, closure.source, owner, steps, closure)
+        for edge in view.edges:
+            if edge.name.kind == ek.ATTRIBUTE and type(view.obj(edge.target)) is functools.partial:
+                # obj --.forward--> partial --args/keywords--> obj
+                for inner in view.edges_from(edge.target):
+                    if any(b.target == edge.source for b in view.edges_from(inner.target)):
+                        return self._partial(view, edge)
+        return None
+
+    def _partial(self, view: CycleView, stored: NamedEdge) -> PatternMatch:
+        owner = view.obj(stored.source)
+        cls = type_qualname(type(owner))
+        partial = view.obj(stored.target)
+        assert type(partial) is functools.partial
+        func = partial.func  # a C-level slot of an exact partial: no user code runs
+        name = short_name(qualname_of(func))
+        code = expression("self", [stored])
+        where = f"`{stored.name.name}`"
+        summary = (
+            f"{a_code(cls)} object stores in {where} a `functools.partial` of `{name}` "
+            "that is given the object itself"
+        )
+        explanation = (
+            f"A `functools.partial` of `{name}` keeps its arguments, here the `{cls}` object "
+            f"that holds the partial in {where}: object -> partial -> object, a method patched "
+            "onto its own object. Reference counting cannot free the loop."
+        )
+        undo = f" (`del {code}`, and the class's own method shows through again)" if code else ""
+        fix = (
+            f"Give the partial `weakref.proxy(self)` instead of the object (it is used the "
+            f"same way), or take the patch back when done{undo}."
+        )
+        also = f"Or take the patch back when done{undo}."
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, [stored], "WAL204", None, WEAKEN, also
+        )
+
+    def _bound(
+        self, view: CycleView, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        func = qualname_of(view.obj(method))
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
+        method_name = func.rsplit(".", 1)[-1]
+        explanation = (
+            f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
+            f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
+            f"method hold the object, so neither is freed by reference counting."
+        )
+        function = view.obj(method)
+        own = type(function) is types.MethodType and any(
+            function.__func__ in type_namespace(c).values() for c in type_mro(type(view.obj(owner)))
+        )
+        bound = (
+            f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
+            if own
+            else f"types.MethodType({short_name(func)}, weakref.proxy(self))"
+        )
+        remove = f" (`del {code}`)" if code else ""
+        fix = (
+            f"Store the method bound to a weak proxy of the object, `{bound}`: it is called "
+            f"the same way (with the same arguments) but does not keep the object alive; or "
+            f"remove it when done{remove}."
+        )
+        also = f"Or remove it when done{remove}." if remove else ""
+        patched = _patched_from_outside(view.obj(method), view.obj(owner), steps) or any(
+            _shadows_method(view.obj(owner), e.name.name)
+            for e in view.edges_from(owner)
+            if e.name.kind == ek.ATTRIBUTE
+        )
+        lint = "WAL204" if patched else "WAL201"
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            _written_step(steps),
+            lint,
+            None,
+            WEAKEN,
+            also,
+        )
+
+    def _closure(
+        self,
+        view: CycleView,
+        fn: int,
+        owner: int,
+        steps: list[NamedEdge],
+        closure: NamedEdge,
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        variable = closure.name.name.split(" ", 1)[1]
+        code = expression("self", steps)
+        where = f"`{code}`" if code else _stored_words(view, steps)
+        summary = (
+            f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
+            f"the object as `{variable}`"
+        )
+        explanation = (
+            f"The function stored on the `{cls}` object (in {where}) closes over `{variable}`, "
+            f"which is that same object: object -> function -> closure cell -> object. "
+            f"Reference counting cannot free the loop."
+        )
+        code = expression(variable, steps)
+        remove = f" (`del {code}`)" if code else ""
+        fix = (
+            f"Do not capture `{variable}`: let the function take it as a keyword-only default "
+            f"holding a weak proxy (`{variable}=weakref.proxy({variable})` in its parameters), "
+            f"which it reads the same way; or remove the function when done{remove}."
+        )
+        also = f"Or remove the function when done{remove}." if remove else ""
+        captured = [e for e in view.edges_from(closure.target) if e.target == owner]
+        # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
+        # stored on the object (a patched `forward`) is WAL204's.
+        made_in = enclosing_function(qualname_of(view.obj(fn)))
+        own = any(
+            made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
+        )
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            captured[:1] or _written_step(steps),
+            "WAL202" if own else "WAL204",
+            None,
+            WEAKEN,
+            also,
+        )
+
+
+def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge]) -> bool:
+    """Whether a bound method on its own object was put there by patching (lint WAL204) rather
+    than by ``self.cb = self.on_step`` in the class (WAL201): it is stored under its own name
+    (``model.forward = original_forward``), or its function is not the class's method
+    (``MethodType(new_forward, model)``)."""
+    if type(method) is not types.MethodType:
+        return False
+    func = method.__func__
+    name = str(getattr(func, "__name__", "")) if type(func) is types.FunctionType else ""
+    if len(steps) == 1 and steps[0].name.kind == ek.ATTRIBUTE and steps[0].name.name == f".{name}":
+        return True
+    # Looked up by identity in the classes' own namespaces: a mangled `__step` or a method
+    # under another name is still the class's.
+    return not any(func in type_namespace(c).values() for c in type_mro(type(owner)))
+
+
+def _shadows_method(owner: object, attribute: str) -> bool:
+    """Whether the instance attribute ``.name`` hides a method of the object's class: the
+    object's ``forward`` was patched, so its saved bound methods are WAL204's too."""
+    name = attribute.removeprefix(".")
+    namespaces = (type_namespace(c) for c in type_mro(type(owner)))
+    return any(type(n.get(name)) is types.FunctionType for n in namespaces)
+
+
+def _stored_words(view: CycleView, steps: list[NamedEdge]) -> str:
+    """Where a chain ends, when it has no spelling in code: "`._insert` of a `Graph` object"."""
+    last = steps[-1]
+    obj = view.obj(last.source)
+    owner = (
+        f"{a_code(type_qualname(type(obj)))} object"
+        if is_instance_node(obj)
+        else label(view, last.source)
+    )
+    if last.name.kind == ek.UNKNOWN:
+        return f"an unnamed reference from {owner}"
+    return f"`{last.name.name}` of {owner}"
+
+
+def _written_step(steps: list[NamedEdge]) -> list[NamedEdge]:
+    """The reference the user's code stored: its first attribute (``.cb``, ``._insert``)."""
+    attributes = [e for e in steps if e.name.kind == ek.ATTRIBUTE]
+    named = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+    return attributes[:1] or named[-1:] or steps[:1]
+
+
+def _wrapped_method(view: CycleView, node: int) -> int | None:
+    """The bound method a ``functools.wraps`` wrapper keeps in its ``__wrapped__``."""
+    for edge in view.edges_from(node):
+        if edge.name.name in ("['__wrapped__']", ".__wrapped__"):
+            return edge.target
+        if edge.name.kind == ek.INTERNAL and type(view.obj(edge.target)) is dict:
+            for inner in view.edges_from(edge.target):
+                if inner.name.name == "['__wrapped__']":
+                    return inner.target
+    return None
+
+
+class WrappedMethodOnSelfPattern:
+    """``self.forward = wrap(self.forward)``: a wrapper of a bound method, stored on its object."""
+
+    name = "wrapped-method-on-self"
+    title = "wrapper around an object's own method, stored on it"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """A function whose ``__wrapped__`` is a bound method of an object that holds it."""
+        for wrapper in view.shown:
+            if type(view.obj(wrapper)) is not types.FunctionType:
+                continue
+            method = _wrapped_method(view, wrapper)
+            if method is None or type(view.obj(method)) is not types.MethodType:
+                continue
+            owners = [e.target for e in view.edges_from(method) if e.name.kind == ek.BOUND_SELF]
+            if not owners:
+                continue
+            steps = chain(view, owners[0], wrapper)
+            if not steps:
+                continue
+            return self._words(view, wrapper, method, owners[0], steps)
+        return None
+
+    def _words(
+        self, view: CycleView, wrapper: int, method: int, owner: int, steps: list[NamedEdge]
+    ) -> PatternMatch:
+        cls = type_qualname(type(view.obj(owner)))
+        method_name = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
+        code = expression("self", steps)
+        stored = f"`{code}`" if code else _stored_words(view, steps)
+        wrapper_name = short_name(qualname_of(view.obj(wrapper)))
+        summary = (
+            f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
+            f"bound method `{method_name}`"
+        )
+        explanation = (
+            f"`functools.wraps` sets `__wrapped__` on the wrapper to the wrapped callable, here "
+            f"the bound method `self.{method_name}`, and the wrapper's closure usually holds it "
+            f"too. A bound method holds its instance, so the `{cls}` object holds the wrapper, "
+            "the wrapper holds the method and the method holds the object: reference counting "
+            "cannot free them."
+        )
+        remove = f"; or remove it when done (`del {code}`)" if code else ""
+        bound = f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
+        fix = (
+            f"Wrap the function once, in the class body, so the wrapper never holds an "
+            f"instance; if it must be per instance, wrap `{bound}` (the method bound to a weak "
+            f"proxy of the object) instead of `self.{method_name}`{remove}."
+        )
+        also = f"Or wrap the function once, in the class body, instead of per instance{remove}."
+        return PatternMatch(
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            steps[:1],
+            "WAL204",
+            None,
+            WEAKEN,
+            also,
+        )
+
+
+def _code_of(function: object) -> types.CodeType | None:
+    """The code of a function or of a bound method's function; None for anything else,
+    hostile objects included."""
+    try:
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+    except Exception:  # a raising __getattr__
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _reads_first_argument(code: types.CodeType | None) -> bool:
+    """Whether the code reads its first parameter, its ``self`` (True when unknown)."""
+    if code is None or code.co_argcount < 1:
+        return True
+    me = code.co_varnames[0]
+    if me in code.co_cellvars:  # a nested function captures it
+        return True
+    for instruction in dis.get_instructions(code):
+        if "LOAD_FAST" in instruction.opname or "LOAD_DEREF" in instruction.opname:
+            names = instruction.argval  # a pair for 3.13's STORE_FAST_LOAD_FAST and the like
+            if names == me or (isinstance(names, tuple) and me in names):
+                return True
+    return False
+
+
+def _cache_alternatives(wrapped: object) -> tuple[str, str]:
+    """The fixes that keep every call ``obj.method(...)`` working (a ``cached_property``
+    would not: callers call the method): the results kept on the instance, and a
+    module-level cache only when the method never reads ``self``."""
+    code = _code_of(wrapped)
+    starred = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    shape = (code.co_argcount, code.co_kwonlyargcount, code.co_flags & starred) if code else ()
+    where = (
+        "an attribute of `self` set on the first call and returned after"
+        if shape == (1, 0, 0)  # nothing but `self`
+        else "a dict on `self` keyed by the arguments, filled on the first call"
+    )
+    memo = f"the results on the instance instead ({where})"
+    module = (
+        ""
+        if _reads_first_argument(code)
+        else "; or, since the method does not read `self`, cache a module-level function of "
+        "its arguments and call it from the method"
+    )
+    return memo, module
+
+
+class MethodCachePattern:
+    """``functools.lru_cache``/``cache`` wrappers and class-level caches inside a cycle."""
+
+    name = "method-cache"
+    title = "cache that holds its owner"
+
+    def match(self, view: CycleView) -> PatternMatch | None:
+        """An lru_cache wrapper among the members."""
+        wrapper_type = type(functools.lru_cache(maxsize=None)(lambda: None))
+        caches = [n for n in view.shown if type(view.obj(n)) is wrapper_type]
+        if not caches:
+            return None
+        cache = caches[0]
+        wrapped = getattr(view.obj(cache), "__wrapped__", None)
+        name = qualname_of(wrapped) if wrapped is not None else "function"
+        summary = f"`functools.lru_cache` of `{name}` is part of the cycle"
+        explanation = (
+            f"The cache of `{name}` keeps every argument it was called with, `self` included; "
+            "when the cache itself is reachable from those arguments (a per-class or "
+            "per-instance cache), the objects hold the cache and the cache holds the objects."
+        )
+        into = view.edges_into(cache)
+        cut = into[:1]
+        held_in = expression("self", into[:1]) if into else None
+        stored = (
+            f" Here the cache is stored in `{held_in}`: drop it (`del {held_in}`) when done."
+            if held_in and into[0].name.kind == ek.ATTRIBUTE
+            else ""
+        )
+        if any(issubclass(type(view.obj(n)), type) for n in view.shown):
+            # A class-level cache: the class is always a cycle of its own, so the cut
+            # is the cache's entry that holds the instance (and its heavy objects).
+            owners = [n for n in view.shown if is_instance_node(view.obj(n))]
+            steps = chain(view, cache, owners[0]) if owners else []
+            entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
+            cut = entries[:1] or cut
+            short = short_name(name)
+            stored = f" Or empty the cache when done: `{short}.cache_clear()`."
+        memo, module = _cache_alternatives(wrapped)
+        fix = (
+            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): keep {memo}"
+            f"{module}, so every call stays as it is.{stored}"
+        )
+        also = f"Or keep {memo}{module}.{stored}"
+        remedy = None if any(issubclass(type(view.obj(n)), type) for n in view.shown) else WEAKEN
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, "WAL501", None, remedy, also
+        )

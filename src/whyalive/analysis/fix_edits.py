@@ -1,0 +1,394 @@
+"""A cycle's fix as an edit: the statement that made the cut, rewritten from its real code.
+
+The report builder hands this module the statements :mod:`whyalive.analysis.sourcelines`
+found for every label of a proven cut, and a *remedy* (what kind of change undoes
+the cut, said by the pattern or read from the cut's kind):
+
+- ``weaken``: hold the reference weakly where it is made. A stored value that the
+  caller keeps alive (a parameter such as ``parent``) is wrapped:
+  ``self._parent = weakref.proxy(parent)``; a new object built around the holder
+  (a bound method, a ``partial``, ``MethodType``, a lambda, a registered hook, a
+  display) gets the holder weakly inside it: ``self.cb = types.MethodType(
+  type(self).on_step, weakref.proxy(self))``, ``lambda *, self=weakref.proxy(self):
+  ...``, ``def hook(m, i, o, *, self=weakref.proxy(self)):``. Reads and calls work
+  as before, and nothing is made weak that only the cycle keeps alive.
+- ``delete``: ``del name`` after the variable's last use in its block (in a
+  ``finally`` around a ``return``), when the variable does not escape the function.
+- ``drop-traceback``: an exception is kept without its frames:
+  ``fut.set_exception(exc.with_traceback(None))``.
+- ``save-for-backward``: a custom ``autograd.Function`` keeps a tensor as a ``ctx``
+  attribute (``ctx.y = y``): ``ctx.save_for_backward(y)`` in its forward, and each read
+  of ``ctx.y`` in its backward becomes ``ctx.saved_tensors[0]``.
+
+The result, :class:`Rewrite`, is one contiguous replacement of whole lines (file,
+first line, the old lines exactly as written, the new lines) that a tool can apply
+without judgment, and the sentence that says it. When no safe mechanical edit
+exists there is no :class:`Rewrite`, and the pattern's words say what to change.
+Every rewrite is a text replacement at the exact positions of the AST nodes it
+changes, so the rest of each line (comments, spacing) is kept.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from whyalive.analysis.edit_text import (
+    EditBuffer,
+    Target,
+    first_line,
+    indent_of,
+    new_text,
+    parameters,
+    parses_in_place,
+    weak_referenceable,
+)
+from whyalive.analysis.fix_weaken import weaken
+from whyalive.analysis.node_names import source_place
+from whyalive.analysis.statements import DEF_NODES, ParsedFile
+
+WEAKEN = "weaken"
+DELETE = "delete"
+DROP_TRACEBACK = "drop-traceback"
+SAVE_FOR_BACKWARD = "save-for-backward"
+REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK, SAVE_FOR_BACKWARD)
+WORDS_ONLY = "words"
+"""A pattern's remedy when no mechanical edit keeps the program working (a tensor that
+must be detached, a ``ctx`` attribute that backward reads): the fix stays in words."""
+
+# Uses of a variable that neither keep nor hand it on: the variable does not escape.
+_HARMLESS_CALLS = frozenset({"print", "len", "repr", "str", "isinstance", "id", "type", "bool"})
+
+
+__all__ = [
+    "DELETE",
+    "DROP_TRACEBACK",
+    "REMEDIES",
+    "SAVE_FOR_BACKWARD",
+    "WEAKEN",
+    "Rewrite",
+    "Target",
+    "build_rewrite",
+    "weak_referenceable",
+]
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One mechanical edit and the words that say it; plain strings only."""
+
+    filename: str
+    line: int
+    old: str
+    """Lines ``line`` .. ``line + old.count("\\n")`` exactly as the file has them."""
+    new: str
+    """What replaces them (one or more lines)."""
+    words: str
+    """The fix as a sentence: what to write, where, and what it keeps working."""
+
+
+def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
+    """The one edit that applies ``remedy`` at every target, or None when none is safe."""
+    if not targets or remedy not in REMEDIES:
+        return None
+    first = targets[0].hit
+    edit = EditBuffer(first.parsed, first.filename)
+    seen: set[tuple[str, int]] = set()
+    for target in targets:
+        hit = target.hit
+        if hit.filename != edit.filename:
+            return None  # two files: no single edit
+        if (hit.filename, hit.lineno) in seen:
+            continue
+        seen.add((hit.filename, hit.lineno))
+        done = {
+            WEAKEN: weaken,
+            DELETE: _delete,
+            DROP_TRACEBACK: _drop_traceback,
+            SAVE_FOR_BACKWARD: _save_for_backward,
+        }[remedy](edit, target)
+        if not done:
+            return None
+    rendered = edit.render()
+    if rendered is None:
+        return None
+    old, new = rendered
+    if not parses_in_place(edit, new):
+        return None
+    where = source_place(edit.filename, edit.first)
+    return Rewrite(edit.filename, edit.first, old, new, _words(edit, where))
+
+
+def _words(edit: EditBuffer, where: str) -> str:
+    imports = sorted(edit.imports)
+    also = f" (with `import {', '.join(imports)}`)" if imports else ""
+    if edit.last > edit.first:
+        where = f"{where}-{edit.last}"
+    actions = list(dict.fromkeys(edit.actions))
+    said = actions[0] if len(actions) == 1 else ", ".join(actions[:-1]) + " and " + actions[-1]
+    notes = " ".join(n if i == 0 else n[:1].upper() + n[1:] for i, n in enumerate(edit.notes))
+    return f"At {where}{also}, {said}: {notes}"
+
+
+# --- save for backward ------------------------------------------------------------------
+
+
+def _save_for_backward(edit: EditBuffer, target: Target) -> bool:
+    """``ctx.y = y`` in ``forward`` -> ``ctx.save_for_backward(y)``, and ``ctx.y`` in
+    ``backward`` -> ``ctx.saved_tensors[0]``: only when the class has exactly that shape
+    (one store, reads only in backward, nothing saved already)."""
+    statement = target.hit.statement
+    forward = target.hit.scope
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return False
+    stored = statement.targets[0]
+    if not isinstance(forward, ast.FunctionDef) or forward.name != "forward":
+        return False
+    params = [a.arg for a in (*forward.args.posonlyargs, *forward.args.args)]
+    if not (isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name)):
+        return False
+    if not params or stored.value.id != params[0]:
+        return False
+    cls = edit.parsed.parents.get(forward)
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    backward = methods.get("backward")
+    if backward is None:
+        return False
+    ctx = [a.arg for a in (*backward.args.posonlyargs, *backward.args.args)][:1]
+    uses = [
+        (name, method)
+        for method in cls.body
+        for name in ast.walk(method)
+        if isinstance(name, ast.Attribute) and name.attr == stored.attr
+    ]
+    reads = [n for n, method in uses if method is backward]
+    saving = any(
+        isinstance(n, ast.Attribute) and n.attr in ("save_for_backward", "saved_tensors")
+        for n in ast.walk(cls)
+    )
+    if saving or not ctx or len(uses) != len(reads) + 1 or not reads:
+        return False
+    if any(not isinstance(n.value, ast.Name) or n.value.id != ctx[0] for n in reads):
+        return False
+    if any(not isinstance(n.ctx, ast.Load) for n in reads):
+        return False
+    value = edit.source(statement.value)
+    edit.replace(statement, f"{stored.value.id}.save_for_backward({value})")
+    for read in reads:
+        edit.replace(read, f"{ctx[0]}.saved_tensors[0]")
+    last = max(n.end_lineno or n.lineno for n in reads)
+    edit.cover(statement.lineno, max(last, statement.end_lineno or statement.lineno))
+    edit.say(
+        f"write `{stored.value.id}.save_for_backward({value})` in forward and read it in "
+        f"backward as `{ctx[0]}.saved_tensors[0]`",
+        "autograd keeps a saved tensor without the reference from the node back to its own "
+        "output, and backward gets the same values.",
+    )
+    return True
+
+
+# --- delete after the last use ----------------------------------------------------------
+
+
+def _delete(edit: EditBuffer, target: Target) -> bool:
+    variable = target.variable
+    hit = target.hit
+    if not variable:
+        return False
+    binding = hit.statement
+    scope = hit.scope
+    if isinstance(binding, DEF_NODES) and variable in parameters(binding):
+        scope, block = binding, binding.body  # a parameter (`self`): bound by the def
+        after: list[ast.stmt] = block
+    else:
+        found = _block_of(edit.parsed, binding)
+        if found is None:
+            return False
+        block, after = found, found[found.index(binding) :]
+    # `probe.frame`: the attribute is deleted; `probe` itself must not escape.
+    base, _, attribute = variable.partition(".")
+    if not isinstance(scope, DEF_NODES) or _escapes(scope, base, edit.parsed, set()):
+        return False
+    if _deleted(scope, variable):
+        return False  # the code deletes it already somewhere (on some path): not twice
+    if attribute:
+        uses = [s for s in after if _uses_attribute(s, base, attribute)] or [binding]
+    else:
+        users = _users(scope, variable)
+        uses = [s for s in after if any(_uses(s, name) for name in users)] or [binding]
+    last = uses[-1]
+    indent = indent_of(edit.parsed.lines[last.lineno - 1])
+    end = last.end_lineno or last.lineno
+    if _exits(last):
+        # The loop is made on the way out (a `raise`, a `return`): delete it in a `finally`.
+        text = edit.source(last)
+        first, *rest = text.splitlines()
+        # The first line starts at the statement's column; the others carry their indent.
+        body = f"{indent}    {first}" + "".join(
+            f"\n    {line}" if line.strip() else "\n" for line in rest
+        )
+        edit.replace(last, f"try:\n{body}\n{indent}finally:\n{indent}    del {variable}")
+        edit.cover(last.lineno, end)
+        edit.say(
+            f"wrap `{first_line(text)}` in try/finally and `del {variable}` in the finally block",
+            f"once it has been used, nothing holds `{variable}` and the loop is gone.",
+        )
+        return True
+    line_text = edit.parsed.lines[end - 1]
+    edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}del {variable}")
+    edit.cover(end, end)
+    used = first_line(edit.source(last))
+    edit.say(
+        f"add `del {variable}` after its last use (`{used}`)",
+        f"once it has been used, nothing holds `{variable}` and the loop is gone.",
+    )
+    return True
+
+
+def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
+    """The statement list that holds ``statement``."""
+    parent = parsed.parents.get(statement)
+    for name in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and statement in block:
+            return block
+    return None
+
+
+def _uses(node: ast.AST, variable: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == variable and not isinstance(n.ctx, ast.Del)
+        for n in ast.walk(node)
+    )
+
+
+def _deleted(scope: ast.AST, variable: str) -> bool:
+    """A ``del`` of the variable (or the attribute) already in the function."""
+    return any(
+        isinstance(node, ast.Delete) and any(ast.unparse(t) == variable for t in node.targets)
+        for node in ast.walk(scope)
+    )
+
+
+def _uses_attribute(node: ast.AST, base: str, attribute: str) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == attribute
+        and isinstance(n.value, ast.Name)
+        and n.value.id == base
+        for n in ast.walk(node)
+    )
+
+
+def _users(scope: ast.AST, variable: str) -> set[str]:
+    """The variable, and the functions nested in ``scope`` that use it (directly or through
+    another such function): calling one of them is a use of the variable too."""
+    nested = [n for n in ast.walk(scope) if isinstance(n, DEF_NODES) and n is not scope]
+    users = {variable}
+    grew = True
+    while grew:
+        grew = False
+        for function in nested:
+            if function.name not in users and any(
+                _uses(s, u) for s in function.body for u in users
+            ):
+                users.add(function.name)
+                grew = True
+    return users
+
+
+def _exits(statement: ast.stmt) -> bool:
+    """A ``return`` or ``raise`` in the statement (not in a function nested in it)."""
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (*DEF_NODES, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile, checking: set[str]) -> bool:
+    """Whether the variable's value may outlive the call: returned, yielded, stored, passed
+    on, or used by a nested function that itself may outlive the call (a sibling a
+    recursive helper calls is fine as long as that sibling does not escape either)."""
+    checking.add(variable)
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Name) and node.id == variable):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parsed.parents.get(node)
+        inner = _function_around(parsed, node)
+        if inner is not scope:
+            name = getattr(inner, "name", None)
+            nested_here = isinstance(inner, DEF_NODES) and parsed.enclosing(inner) is scope
+            if not nested_here or name is None:
+                return True  # a lambda or a deeper function: it may be kept anywhere
+            if name not in checking and _escapes(scope, name, parsed, checking):
+                return True
+            continue
+        if isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        if isinstance(parent, (ast.Attribute, ast.Compare)):
+            continue
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in _HARMLESS_CALLS
+        ):
+            continue
+        return True
+    return False
+
+
+def _function_around(parsed: ParsedFile, node: ast.AST) -> ast.AST | None:
+    parent = parsed.parents.get(node)
+    while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Lambda, ast.Module)):
+        parent = parsed.parents.get(parent)
+    return parent
+
+
+# --- drop the traceback -----------------------------------------------------------------
+
+
+def _drop_traceback(edit: EditBuffer, target: Target) -> bool:
+    hit = target.hit
+    statement = hit.statement
+    handler = _handler_around(edit.parsed, statement)
+    if handler is None or not handler.name:
+        return False
+    name = handler.name
+    holders: Iterable[ast.expr]
+    if isinstance(hit.store, ast.Call):
+        holders = [*hit.store.args, *(k.value for k in hit.store.keywords)]
+    elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        holders = [statement.value]
+    else:
+        return False
+    found = [n for v in holders for n in ast.walk(v) if isinstance(n, ast.Name) and n.id == name]
+    if not found:
+        return False
+    for node in found:
+        edit.replace(node, f"{name}.with_traceback(None)")
+    edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
+    edit.say(
+        f"write `{new_text(edit, statement)}`",
+        f"the exception is kept without the frames of its traceback (`str({name})` and its "
+        "type still say what went wrong), so no frame and none of its locals stay alive "
+        "with it.",
+    )
+    return True
+
+
+def _handler_around(parsed: ParsedFile, node: ast.AST) -> ast.ExceptHandler | None:
+    parent = parsed.parents.get(node)
+    while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Module)):
+        if isinstance(parent, ast.ExceptHandler):
+            return parent
+        parent = parsed.parents.get(parent)
+    return None

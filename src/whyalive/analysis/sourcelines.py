@@ -1,0 +1,301 @@
+"""The statement that made a cut's reference: ``leaky.py:6  self.on_step = self.step``.
+
+A cut names a reference by its code-level name (an attribute, a closure variable,
+a local, a dict key, a hook entry). The code that can have stored it is read back
+from its files, parsed once, and searched for that statement, in this order: the
+methods of the holder's class and its bases; the functions, bound methods, frames
+and partials of the cycle (and the function that defined a nested one); the
+methods of every class the cycle's objects belong to, with their bases; the
+function around each recorded allocation site. The line is quoted exactly as the
+file has it; the lint rule that flags it is kept apart, never written into the
+quote. When no statement is found the caller says so, and what to look for; it
+never guesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import sys
+import types
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from whyalive.analysis.diagnose.naming import is_instance_node
+from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.analysis.source_targets import (
+    codes_to_search,
+    function_names,
+    methods_of,
+    module_file,
+    store_target,
+)
+from whyalive.analysis.statements import (
+    DEF_NODES,
+    FUNCTION_NODES,
+    ParsedFile,
+    SourceHit,
+    StoreTarget,
+    callers,
+    first_store,
+    hit_for,
+    stores,
+)
+from whyalive.guarded import read_attribute, type_short_name
+from whyalive.words import edge_kinds as ek
+
+# Parsed source files kept between analyses (the same lines object from linecache: unchanged).
+_RECENT_FILES = 16
+_recent: OrderedDict[str, tuple[list[str], ParsedFile | None]] = OrderedDict()
+
+
+@dataclass
+class SourceLines:
+    """Parsed files, shared by every cut of one analysis."""
+
+    files: dict[str, ParsedFile | None] = field(default_factory=dict)
+
+    def parsed(self, filename: str) -> ParsedFile | None:
+        """The file's lines and tree, or None when it cannot be read or parsed."""
+        if filename not in self.files:
+            lines = linecache.getlines(filename)
+            recent = _recent.get(filename)
+            if recent is not None and recent[0] is lines:
+                _recent.move_to_end(filename)
+                self.files[filename] = recent[1]
+                return recent[1]
+            parsed: ParsedFile | None = None
+            if lines:
+                try:
+                    tree = ast.parse("".join(lines), filename)
+                except (SyntaxError, ValueError):
+                    tree = None
+                if tree is not None:
+                    parsed = ParsedFile(lines, tree)
+                    for node in ast.walk(tree):
+                        for child in ast.iter_child_nodes(node):
+                            parsed.parents[child] = node
+                        if isinstance(node, FUNCTION_NODES):
+                            decorators = getattr(node, "decorator_list", [])
+                            first = min([node.lineno, *(d.lineno for d in decorators)])
+                            parsed.functions_by_line.setdefault(first, []).append(node)
+            self.files[filename] = parsed
+            _recent[filename] = (lines, parsed)
+            if len(_recent) > _RECENT_FILES:
+                _recent.popitem(last=False)
+        return self.files[filename]
+
+    def function_node(self, code: types.CodeType) -> ast.AST | None:
+        """The ``def`` (or lambda) a code object was compiled from, when its file parses."""
+        parsed = self.parsed(code.co_filename)
+        if parsed is None:
+            return None
+        for node in _functions_at(parsed, code.co_firstlineno):
+            name = getattr(node, "name", "<lambda>")
+            if name == code.co_name:
+                return node
+        return None
+
+    def calls_itself(self, fn: types.FunctionType, name: str) -> bool | None:
+        """Whether ``fn``'s code calls ``name`` (None when its source cannot be read)."""
+        node = self.function_node(fn.__code__)
+        if node is None:
+            return None
+        return any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+            for n in ast.walk(node)
+        )
+
+    def class_statement(self, cls: type) -> SourceHit | None:
+        """The ``class`` statement that made ``cls`` (a class made inside a function)."""
+        name = type_short_name(cls)
+        files = [code.co_filename for code, _ in methods_of(cls)] + module_file(cls)
+        for file in dict.fromkeys(files):
+            parsed = self.parsed(file)
+            if parsed is None:
+                continue
+            for node in ast.walk(parsed.tree):
+                made_here = isinstance(node, ast.ClassDef) and node.name == name
+                if made_here and isinstance(parsed.enclosing(node), DEF_NODES):
+                    return hit_for(file, parsed, node, StoreTarget("class", name))
+        return None
+
+    def find(
+        self, view: CycleView, edge: NamedEdge, sites: Iterable[str] = ()
+    ) -> tuple[SourceHit | None, str | None]:
+        """The statement that made ``edge``, or (None, what to look for) when none is found.
+
+        ``sites`` are recorded allocation sites (``file.py:12``) of the cycle's heavy
+        objects: the functions around them are searched last.
+        """
+        target = store_target(view, edge)
+        if target is None:
+            return None, None
+        made = function_names(view)
+        searched = False
+        for code, scope_up in codes_to_search(view, edge):
+            parsed = self.parsed(code.co_filename)
+            if parsed is None:
+                continue
+            searched = True
+            for function in _functions_at(parsed, code.co_firstlineno):
+                scope = parsed.enclosing(function) if scope_up else function
+                if scope is None or (scope_up and isinstance(scope, ast.Module)):
+                    continue  # a module-level store is not what made a function's reference
+                hit = self._hit(code.co_filename, parsed, scope, target, made)
+                if hit is not None:
+                    return hit, None
+        if edge.name.kind == ek.CELL:
+            capture = self._capture(view, edge, target)
+            if capture is not None:
+                return capture, None
+        if edge.name.kind == ek.LOCAL:
+            bound = self._parameter(view, edge, target)
+            if bound is not None:
+                return bound, None
+        if made:
+            # Anywhere in the files of the cycle's code: a store that names one of the cycle's
+            # functions (`m.forward = partial(_checkpointed_forward, m.forward)` in a helper).
+            for filename in list(self.files):
+                parsed = self.files[filename]
+                if parsed is None:
+                    continue
+                hit = self._hit(filename, parsed, parsed.tree, target, made, naming_only=True)
+                if hit is not None:
+                    return hit, None
+        for filename, lineno in self._site_lines(view, sites):
+            parsed = self.parsed(filename)
+            if parsed is None:
+                continue
+            searched = True
+            for scope in parsed.functions_around(lineno):
+                # The site's function, then (a helper that allocates) the functions that call it.
+                for searched_scope in (scope, *callers(parsed, scope)):
+                    hit = self._hit(filename, parsed, searched_scope, target, made)
+                    if hit is not None:
+                        return hit, None
+        if target.what == "attribute":
+            hit = self._set_from_outside(view, edge, target)
+            if hit is not None:
+                return hit, None
+        if target.what in ("item", "key"):
+            hit = self._display(view, edge, target, sites)
+            if hit is not None:
+                return hit, None
+        pins = "; `check_leaks(record_allocations=True)` records where each payload was made"
+        what = (
+            f"no function in the cycle shows where {target.spelled()} is stored"
+            if not searched
+            else f"no function the cycle runs stores {target.spelled()}"
+        )
+        return None, f"{what}: look for {target.look_for()}{'' if sites else pins}"
+
+    def _display(
+        self, view: CycleView, edge: NamedEdge, target: StoreTarget, sites: Iterable[str]
+    ) -> SourceHit | None:
+        """``registry.members = [registry]``: an entry made by the display assigned to the
+        attribute that holds its container."""
+        for into in view.edges_into(edge.source):
+            if into.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(into.source)):
+                continue
+            hit, _ = self.find(view, into, sites)
+            if hit is not None and any(
+                stores(node, target, hit.scope) for node in ast.walk(hit.statement)
+            ):
+                return SourceHit(
+                    hit.filename, hit.lineno, hit.statement, hit.statement, hit.scope,
+                    hit.parsed, target, hit.rule,
+                )  # fmt: skip
+        return None
+
+    def _set_from_outside(
+        self, view: CycleView, edge: NamedEdge, target: StoreTarget
+    ) -> SourceHit | None:
+        """``child.parent = tree`` in a function of the holder's module: an attribute set on
+        an object other than ``self``, where the holder's class is defined. Only when every
+        such store is in one function (else which one made this cycle is a guess)."""
+        files = module_file(type(view.obj(edge.source)))
+        parsed = self.parsed(files[0]) if files else None
+        if parsed is None:
+            return None
+        found: list[tuple[ast.stmt, ast.AST]] = []
+        for node in ast.walk(parsed.tree):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            scope = parsed.enclosing(node)
+            if not isinstance(scope, DEF_NODES) or not stores(node, target, parsed.tree):
+                continue
+            stored = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            base = stored.value if isinstance(stored, ast.Attribute) else None
+            params = [*scope.args.posonlyargs, *scope.args.args]
+            own = isinstance(parsed.parents.get(scope), ast.ClassDef) and params
+            if isinstance(base, ast.Name) and not (own and base.id == params[0].arg):
+                found.append((node, scope))
+        if not found or len({id(scope) for _, scope in found}) > 1:
+            return None
+        first = min((node for node, _ in found), key=lambda node: node.lineno)
+        return hit_for(files[0], parsed, first, target)
+
+    def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
+        """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
+        frame = view.obj(edge.source)
+        if type(frame) is not types.FrameType:
+            return None
+        code = frame.f_code
+        node = self.function_node(code)
+        parsed = self.parsed(code.co_filename)
+        args = getattr(node, "args", None)
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} if args else ()
+        if node is None or parsed is None or target.name not in names:
+            return None
+        return hit_for(code.co_filename, parsed, node, target)
+
+    def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
+        """For a closure variable bound by no statement (a parameter such as ``self``): the
+        nested ``def`` (or lambda) that captures it, which is what made the reference."""
+        for into in view.edges_into(edge.source):
+            fn = view.obj(into.source)
+            if into.name.kind != ek.CLOSURE or type(fn) is not types.FunctionType:
+                continue
+            node = self.function_node(fn.__code__)
+            parsed = self.parsed(fn.__code__.co_filename)
+            if node is not None and parsed is not None:
+                return hit_for(fn.__code__.co_filename, parsed, node, target)
+        return None
+
+    def _hit(
+        self,
+        filename: str,
+        parsed: ParsedFile,
+        scope: ast.AST,
+        target: StoreTarget,
+        made: set[str],
+        *,
+        naming_only: bool = False,
+    ) -> SourceHit | None:
+        found = first_store(scope, target, made, naming_only=naming_only)
+        return hit_for(filename, parsed, found, target) if found is not None else None
+
+    def _site_lines(self, view: CycleView, sites: Iterable[str]) -> Iterator[tuple[str, int]]:
+        """``(file, line)`` of each allocation site, its file found among the files read."""
+        sites = list(sites)
+        if not sites:
+            return
+        known = {os.path.basename(name): name for name in (*self.files, *linecache.cache)}
+        for module in list(sys.modules.values()):
+            filename = read_attribute(module, "__file__")
+            if isinstance(filename, str):
+                known.setdefault(os.path.basename(filename), filename)
+        for site in sites:
+            base, _, line = site.rpartition(":")
+            if line.isdigit() and base in known:
+                yield known[base], int(line)
+
+
+def _functions_at(parsed: ParsedFile, first_line: int) -> Iterator[ast.AST]:
+    """The function definitions (or module) a code object's first line belongs to."""
+    if first_line <= 1:
+        yield parsed.tree
+    yield from parsed.functions_by_line.get(first_line, ())

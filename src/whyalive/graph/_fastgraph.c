@@ -1,0 +1,2664 @@
+/*
+ * whyalive.graph._fastgraph -- graph building and graph algorithms over captured
+ * cyclic garbage, fast enough to analyse ~10^6 objects in about the time of
+ * one extra gc.collect().
+ *
+ * The pure-Python twin lives in whyalive/graph/twin.py and
+ * whyalive/graph/twin_workspace.py (whyalive.graph.core picks one); both must
+ * produce identical results, so any change to iteration order here must be mirrored
+ * there.
+ *
+ * Safety rules followed throughout:
+ *   - objects are compared by pointer only: no user __hash__/__eq__ runs;
+ *   - no user code runs at all while raw pointers are held (only tp_traverse,
+ *     PyType_IsSubtype, which walks tp_mro, and raw memory allocation);
+ *   - the collector is disabled while traversing, because a collection could
+ *     run finalizers, mutate gc.garbage, or free objects we point at.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap */
+#endif
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#if PY_VERSION_HEX < 0x030A0000
+#error "whyalive.graph._fastgraph needs CPython >= 3.10 (PyGC_Disable)"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Big arrays                                                          */
+
+/* At 10^6 objects the table and the CSR arrays are tens of MiB of fresh
+ * memory. With 4 KiB pages the kernel's page faults cost about as much as
+ * building the graph, so big arrays are their own mappings with transparent
+ * huge pages requested (512 times fewer faults where the kernel grants them).
+ * A header in front records how each array was obtained. */
+#define BIG_HEADER 64 /* keeps the data cache-line aligned */
+/* tracemalloc domain of the mapped arrays, so memory profiles (and our
+ * benchmark's peak figure) still see them. */
+#define BIG_TRACE_DOMAIN 0x57484C56u
+#define BIG_MAP_MIN ((size_t)1 << 21)
+
+typedef struct {
+    size_t nbytes;
+    size_t maplen; /* 0: from PyMem_RawMalloc */
+} big_header;
+
+static void *
+big_alloc(size_t nbytes, int zeroed)
+{
+    size_t total = nbytes + BIG_HEADER;
+    char *base = NULL;
+    size_t maplen = 0;
+    if (nbytes > PY_SSIZE_T_MAX - BIG_HEADER) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+#if defined(__linux__) && defined(MAP_ANONYMOUS)
+    if (total >= BIG_MAP_MIN) {
+        void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+            (void)madvise(m, total, MADV_HUGEPAGE); /* a hint: refusal is fine */
+#endif
+            base = (char *)m; /* anonymous mappings are zero-filled */
+            maplen = total;
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)base, total);
+        }
+    }
+#endif
+    if (base == NULL) {
+        base = (char *)(zeroed ? PyMem_RawCalloc(1, total) : PyMem_RawMalloc(total));
+        if (base == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    ((big_header *)base)->nbytes = nbytes;
+    ((big_header *)base)->maplen = maplen;
+    return base + BIG_HEADER;
+}
+
+static void
+big_free(void *data)
+{
+    if (data == NULL) {
+        return;
+    }
+    char *base = (char *)data - BIG_HEADER;
+    size_t maplen = ((big_header *)base)->maplen;
+#if defined(__linux__) && defined(MAP_ANONYMOUS)
+    if (maplen != 0) {
+        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+        munmap(base, maplen);
+        return;
+    }
+#endif
+    (void)maplen;
+    PyMem_RawFree(base);
+}
+
+/* realloc() for big arrays; the contents up to the old size are kept. A
+ * mapped array is remapped: the kernel moves its pages instead of copying
+ * them, so growing never holds the old and the new array at once (at 10
+ * references per object that copy was the analysis's peak memory). */
+static void *
+big_grow(void *data, size_t nbytes)
+{
+    size_t old = ((big_header *)((char *)data - BIG_HEADER))->nbytes;
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+    char *base = (char *)data - BIG_HEADER;
+    size_t maplen = ((big_header *)base)->maplen;
+    if (maplen != 0 && nbytes <= PY_SSIZE_T_MAX - BIG_HEADER) {
+        size_t total = nbytes + BIG_HEADER;
+        void *m = mremap(base, maplen, total, MREMAP_MAYMOVE);
+        if (m != MAP_FAILED) {
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+#ifdef MADV_HUGEPAGE
+            (void)madvise(m, total, MADV_HUGEPAGE);
+#endif
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)m, total);
+            ((big_header *)m)->nbytes = nbytes;
+            ((big_header *)m)->maplen = total;
+            return (char *)m + BIG_HEADER;
+        }
+    }
+#endif
+    if (((big_header *)((char *)data - BIG_HEADER))->maplen == 0 &&
+        (nbytes <= old || nbytes + BIG_HEADER < BIG_MAP_MIN)) {
+        /* Stays a heap block: realloc() shrinks in place, and never holds
+         * two copies while it can grow in place. */
+        char *base = (char *)PyMem_RawRealloc((char *)data - BIG_HEADER, nbytes + BIG_HEADER);
+        if (base == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        ((big_header *)base)->nbytes = nbytes;
+        return base + BIG_HEADER;
+    }
+    void *grown = big_alloc(nbytes, 0);
+    if (grown == NULL) {
+        return NULL;
+    }
+    memcpy(grown, data, old < nbytes ? old : nbytes);
+    big_free(data);
+    return grown;
+}
+
+/* A read-only buffer that owns one big array: results reach Python as
+ * memoryviews over it, without a copy. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t nbytes;
+} BigArray;
+
+static void
+bigarray_dealloc(PyObject *self)
+{
+    big_free(((BigArray *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int
+bigarray_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    BigArray *a = (BigArray *)self;
+    return PyBuffer_FillInfo(view, self, a->data, a->nbytes, 1, flags);
+}
+
+static PyBufferProcs bigarray_as_buffer = {bigarray_getbuffer, NULL};
+
+static PyTypeObject BigArray_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "whyalive.graph._fastgraph.BigArray",
+    .tp_basicsize = sizeof(BigArray),
+    .tp_dealloc = bigarray_dealloc,
+    .tp_as_buffer = &bigarray_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only array owned by whyalive.graph._fastgraph.",
+};
+
+/* Memoryview (cast to fmt unless NULL) that takes over the big array *data;
+ * *data is NULL afterwards whether or not this succeeds. */
+static PyObject *
+view_of(void **data, Py_ssize_t nbytes, const char *fmt)
+{
+    BigArray *owner = PyObject_New(BigArray, &BigArray_Type);
+    if (owner == NULL) {
+        big_free(*data);
+        *data = NULL;
+        return NULL;
+    }
+    owner->data = *data;
+    owner->nbytes = nbytes;
+    *data = NULL;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
+    Py_DECREF(owner);
+    if (mv == NULL || fmt == NULL) {
+        return mv;
+    }
+    PyObject *cast = PyObject_CallMethod(mv, "cast", "s", fmt);
+    Py_DECREF(mv);
+    return cast;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pointer -> node index open-addressing table (linear probing).       */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
+
+/* A slot holds its key: a hit or a miss is decided by the one cache line of
+ * the slot, without reading the referent or the node array (at 10^6 objects
+ * each of those reads is a cache miss of its own). */
+typedef struct {
+    PyObject *key; /* NULL: empty */
+    int64_t index;
+} slot_t;
+#define TABLE_MAX_NODES ((Py_ssize_t)UINT32_MAX - 1)
+
+typedef struct {
+    slot_t *slots;
+    size_t mask;      /* capacity - 1, capacity is a power of two */
+    int bits;         /* log2(capacity) */
+    int mixing;       /* 0: locality-preserving slots, 1: fully mixed */
+    size_t used;
+    uint64_t lookups; /* probe accounting, to detect clustering */
+    uint64_t probes;
+} ptrtable;
+
+static inline size_t
+ptr_slot(const ptrtable *t, const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p >> 4; /* object alignment is 16 */
+    if (t->mixing) {
+        return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> (64 - t->bits));
+    }
+    /* Objects that refer to each other are usually allocated close together
+     * and are traversed roughly in allocation order, so keeping nearby
+     * addresses in nearby slots turns most lookups into cache hits; with a
+     * mixing hash every lookup was a cache miss and the table dominated.
+     * Address windows as large as the table get pseudo-random rotations so
+     * that distant arenas do not pile up on the same slots. */
+    uint64_t window = x >> t->bits;
+    return (size_t)((x + ((window * 0x9E3779B97F4A7C15ULL) >> (64 - t->bits))) & t->mask);
+}
+
+static int
+table_init(ptrtable *t, size_t min_entries, int mixing)
+{
+    size_t cap = 16;
+    int bits = 4;
+    /* Keep load <= 1/2 so probe sequences stay short and an empty slot
+     * always exists (table_find relies on that to terminate). */
+    while (cap < 2 * min_entries) {
+        cap <<= 1;
+        bits++;
+    }
+    t->slots = (slot_t *)big_alloc(cap * sizeof(slot_t), 1);
+    if (t->slots == NULL) {
+        return -1;
+    }
+    t->mask = cap - 1;
+    t->bits = bits;
+    t->mixing = mixing;
+    t->used = 0;
+    t->lookups = 0;
+    t->probes = 0;
+    return 0;
+}
+
+static void
+table_free(ptrtable *t)
+{
+    big_free(t->slots);
+    t->slots = NULL;
+}
+
+/* Returns the slot holding key, or the empty slot where it would go. */
+static inline slot_t *
+table_find(ptrtable *t, PyObject *key)
+{
+    size_t i = ptr_slot(t, key);
+    t->lookups++;
+    for (;;) {
+        slot_t *s = &t->slots[i];
+        if (s->key == key || s->key == NULL) {
+            return s;
+        }
+        t->probes++;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static int
+table_rebuild(ptrtable *t, size_t min_entries, int mixing)
+{
+    ptrtable nt;
+    size_t cap = t->mask + 1;
+    if (table_init(&nt, min_entries, mixing) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        slot_t *s = &t->slots[i];
+        if (s->key != NULL) {
+            *table_find(&nt, s->key) = *s;
+        }
+    }
+    nt.used = t->used;
+    nt.lookups = nt.probes = 0;
+    table_free(t);
+    *t = nt;
+    return 0;
+}
+
+#ifndef FG_CLUSTER_SLACK
+/* Probes tolerated before giving up on locality; tests build with a huge
+ * negative value to force the switch below on the first lookup. */
+#define FG_CLUSTER_SLACK 65536
+#endif
+
+/* Switches a table to the mixing hash in place: a second table as big would
+ * be the biggest allocation of the whole build. Each entry not yet moved is
+ * taken out and reinserted at its new home, displacing (and then itself
+ * reinserting) any entry not yet moved that sits where it lands; a probe only
+ * ever passes entries already moved, so every probe sequence stays unbroken. */
+#define SLOT_MOVED ((int64_t)1 << 62)
+
+static void
+table_remix(ptrtable *t)
+{
+    size_t cap = t->mask + 1;
+    t->mixing = 1;
+    for (size_t i = 0; i < cap; i++) {
+        slot_t carry = t->slots[i];
+        if (carry.key == NULL || (carry.index & SLOT_MOVED)) {
+            continue;
+        }
+        t->slots[i].key = NULL;
+        for (;;) {
+            size_t j = ptr_slot(t, carry.key);
+            while (t->slots[j].key != NULL && (t->slots[j].index & SLOT_MOVED)) {
+                j = (j + 1) & t->mask;
+            }
+            slot_t displaced = t->slots[j];
+            carry.index |= SLOT_MOVED;
+            t->slots[j] = carry;
+            if (displaced.key == NULL) {
+                break;
+            }
+            carry = displaced;
+        }
+    }
+    for (size_t i = 0; i < cap; i++) {
+        t->slots[i].index &= ~SLOT_MOVED;
+    }
+    t->lookups = t->probes = 0;
+}
+
+/* table_find, plus a switch to the mixing hash when addresses turn out to
+ * cluster badly (linear probing would then go quadratic), so the worst case
+ * stays linear in the number of lookups. */
+static inline slot_t *
+table_lookup(ptrtable *t, PyObject *key)
+{
+    slot_t *s = table_find(t, key);
+    if (!t->mixing && (int64_t)t->probes > 4 * (int64_t)t->lookups + FG_CLUSTER_SLACK) {
+        table_remix(t);
+        s = table_find(t, key);
+    }
+    return s;
+}
+
+static int
+table_grow(ptrtable *t)
+{
+    return table_rebuild(t, t->mask + 1, t->mixing); /* doubles capacity */
+}
+
+/* ------------------------------------------------------------------ */
+/* Graph builder                                                       */
+
+#define TYPE_CACHE_SIZE 64
+/* Objects that garbage refers to and that are no node (module globals,
+ * classes, names, small ints) recur on almost every node; remembering recent
+ * ones keeps their lookups out of the big table, whose slots for far-away
+ * addresses are cache misses. */
+#define LIVE_CACHE_SIZE 1024
+#define LIVE_SLOT(o) (((uintptr_t)(o) >> 4) & (LIVE_CACHE_SIZE - 1))
+/* Referents wait in a queue until their table slot, prefetched when they were
+ * visited, has arrived in cache: a reference then costs a fraction of a cache
+ * miss instead of a whole one. Resolved in visit order, so the result is what
+ * resolving each one at once would give. A NULL entry marks where the next
+ * node's edges start. */
+#define PENDING 32 /* a power of two */
+#define LOOKAHEAD 24
+
+typedef struct {
+    ptrtable table;
+    PyObject **nodes;     /* [0, n_input) borrowed from the input sequence,
+                             [n_input, nnodes) strong references (extras) */
+    int64_t *offsets;     /* same capacity as nodes, plus one */
+    Py_ssize_t nnodes;
+    Py_ssize_t cap_nodes;
+    Py_ssize_t n_input;
+    Py_ssize_t nstarted;  /* nodes whose first edge is settled (offsets written) */
+    int64_t *targets;
+    Py_ssize_t ntargets;
+    Py_ssize_t cap_targets;
+    PyTypeObject **follow; /* follow types, then mark types */
+    Py_ssize_t nfollow;
+    Py_ssize_t nmark;
+    int64_t *marked;       /* indices of nodes of a mark type, ascending */
+    Py_ssize_t nmarked;
+    Py_ssize_t cap_marked;
+    size_t pending_head, pending_tail;
+    PyObject *pending[PENDING];
+    PyTypeObject *type_cache[TYPE_CACHE_SIZE];
+    char type_flags[TYPE_CACHE_SIZE];
+    PyObject *live_cache[LIVE_CACHE_SIZE];
+} builder;
+
+#define TYPE_FOLLOWED 1
+#define TYPE_MARKED 2
+
+static int
+is_subtype_of_any(PyTypeObject *tp, PyTypeObject *const *types, Py_ssize_t count)
+{
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (types[k] == tp || PyType_IsSubtype(tp, types[k])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static inline int
+type_flags(builder *b, PyTypeObject *tp)
+{
+    /* Referents outside the garbage are mostly of a handful of types (str,
+     * int, code, ...); a direct-mapped cache saves walking their tp_mro for
+     * every one.  Types cannot die during the call: their instances are
+     * reachable from nodes we hold. */
+    size_t h = ((uintptr_t)tp >> 4) & (TYPE_CACHE_SIZE - 1);
+    if (b->type_cache[h] != tp) {
+        b->type_cache[h] = tp;
+        b->type_flags[h] =
+            (char)((is_subtype_of_any(tp, b->follow, b->nfollow) ? TYPE_FOLLOWED : 0) |
+                   (is_subtype_of_any(tp, b->follow + b->nfollow, b->nmark) ? TYPE_MARKED : 0));
+    }
+    return b->type_flags[h];
+}
+
+static int
+push_marked(builder *b, Py_ssize_t idx)
+{
+    if (b->nmarked == b->cap_marked) {
+        Py_ssize_t ncap = b->cap_marked * 2 + 64;
+        int64_t *nm = (int64_t *)PyMem_Realloc(b->marked, (size_t)ncap * sizeof(int64_t));
+        if (nm == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->marked = nm;
+        b->cap_marked = ncap;
+    }
+    b->marked[b->nmarked++] = (int64_t)idx;
+    return 0;
+}
+
+static int
+push_target(builder *b, int64_t idx)
+{
+    if (b->ntargets == b->cap_targets) {
+        /* Grown by a quarter, or to what the nodes settled so far predict
+         * (plus an eighth): doubling left up to half the array unused, the
+         * biggest part of the analysis's peak memory at 10 references per
+         * object. Mapped arrays grow by remapping, without a copy. */
+        Py_ssize_t ncap = b->cap_targets + b->cap_targets / 4 + 64;
+        if (b->nstarted >= 64) {
+            double predicted = (double)b->ntargets / (double)b->nstarted * (double)b->nnodes;
+            predicted += predicted / 8;
+            if (predicted > (double)ncap && predicted < (double)(PY_SSIZE_T_MAX / 16)) {
+                ncap = (Py_ssize_t)predicted;
+            }
+        }
+        int64_t *nt = (int64_t *)big_grow(b->targets, (size_t)ncap * sizeof(int64_t));
+        if (nt == NULL) {
+            return -1;
+        }
+        b->targets = nt;
+        b->cap_targets = ncap;
+    }
+    b->targets[b->ntargets++] = idx;
+    return 0;
+}
+
+static int
+reserve_node(builder *b)
+{
+    if (b->nnodes == b->cap_nodes) {
+        Py_ssize_t ncap = b->cap_nodes * 2 + 64;
+        PyObject **nn = (PyObject **)big_grow(b->nodes, (size_t)ncap * sizeof(PyObject *));
+        if (nn == NULL) {
+            return -1;
+        }
+        b->nodes = nn;
+        int64_t *no = (int64_t *)big_grow(b->offsets, (size_t)(ncap + 1) * sizeof(int64_t));
+        if (no == NULL) {
+            return -1;
+        }
+        b->offsets = no;
+        b->cap_nodes = ncap;
+    }
+    return 0;
+}
+
+/* The edge to referent o, if o is a node or becomes one (an untracked object of
+ * a followed type, added as an extra node). */
+static int
+resolve_referent(builder *b, PyObject *o)
+{
+    slot_t *s = table_lookup(&b->table, o);
+    if (s->key == o) {
+        return push_target(b, s->index);
+    }
+    /* Tracked objects outside the input are live objects: not part of the
+     * captured garbage, so they are neither nodes nor edge targets. Only
+     * untracked extras are ever added, so a tracked miss stays a miss, and so
+     * does an object of a type that is not followed. */
+    if ((PyType_IS_GC(Py_TYPE(o)) && PyObject_GC_IsTracked(o)) ||
+        !(type_flags(b, Py_TYPE(o)) & TYPE_FOLLOWED)) {
+        b->live_cache[LIVE_SLOT(o)] = o;
+        return 0;
+    }
+    if (b->nnodes >= TABLE_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many objects for one graph");
+        return -1;
+    }
+    if (reserve_node(b) < 0) {
+        return -1;
+    }
+    if ((b->table.used + 1) * 2 > b->table.mask + 1) {
+        if (table_grow(&b->table) < 0) {
+            return -1;
+        }
+        s = table_find(&b->table, o);
+    }
+    int64_t idx = (int64_t)b->nnodes;
+    Py_INCREF(o);
+    b->nodes[b->nnodes++] = o;
+    s->key = o;
+    s->index = idx;
+    b->table.used++;
+    return push_target(b, idx);
+}
+
+/* Settles the oldest queued referent (or node start). */
+static int
+resolve_pending(builder *b)
+{
+    PyObject *o = b->pending[b->pending_tail++ & (PENDING - 1)];
+    if (o == NULL) {
+        b->offsets[b->nstarted++] = (int64_t)b->ntargets;
+        return 0;
+    }
+    return resolve_referent(b, o);
+}
+
+static int
+resolve_all(builder *b)
+{
+    while (b->pending_tail != b->pending_head) {
+        if (resolve_pending(b) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline int
+enqueue(builder *b, PyObject *o)
+{
+    b->pending[b->pending_head++ & (PENDING - 1)] = o;
+    if (b->pending_head - b->pending_tail > LOOKAHEAD) {
+        return resolve_pending(b);
+    }
+    return 0;
+}
+
+static int
+visit_referent(PyObject *o, void *arg)
+{
+    builder *b = (builder *)arg;
+    if (o == NULL || b->live_cache[LIVE_SLOT(o)] == o) {
+        return 0;
+    }
+    PREFETCH(&b->table.slots[ptr_slot(&b->table, o)]);
+    return enqueue(b, o);
+}
+
+static void
+builder_release(builder *b)
+{
+    Py_ssize_t i;
+    if (b->nodes != NULL) {
+        for (i = b->n_input; i < b->nnodes; i++) {
+            Py_DECREF(b->nodes[i]);
+        }
+    }
+    big_free(b->nodes);
+    big_free(b->offsets);
+    big_free(b->targets);
+    PyMem_Free(b->follow);
+    PyMem_Free(b->marked);
+    table_free(&b->table);
+    memset(b, 0, sizeof(*b));
+}
+
+static int
+check_types(PyObject *types, const char *name)
+{
+    if (PyTuple_Check(types)) {
+        Py_ssize_t i;
+        for (i = 0; i < PyTuple_GET_SIZE(types) && PyType_Check(PyTuple_GET_ITEM(types, i)); i++) {
+        }
+        if (i == PyTuple_GET_SIZE(types)) {
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_TypeError, "%s must be a tuple of types", name);
+    return -1;
+}
+
+/* in_place: objects is a list that becomes the node list, the extras appended
+ * to it, so its 10^6 items are neither increfed into a new list nor decrefed
+ * out of it (each a write to an object's header, a cache miss). */
+static PyObject *
+build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types, int in_place)
+{
+    builder b;
+    PyObject *seq = NULL, *nodes_list = NULL, *offsets_mv = NULL, *targets_mv = NULL;
+    PyObject *marked_list = NULL, *result = NULL;
+    Py_ssize_t i, n;
+
+    memset(&b, 0, sizeof(b));
+    if (check_types(follow_types, "follow_types") < 0 || check_types(mark_types, "mark_types") < 0) {
+        return NULL;
+    }
+    seq = PySequence_Fast(objects, "objects must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+
+    b.nfollow = PyTuple_GET_SIZE(follow_types);
+    b.nmark = PyTuple_GET_SIZE(mark_types);
+    b.follow = (PyTypeObject **)PyMem_Malloc((size_t)(b.nfollow + b.nmark + 1) *
+                                             sizeof(PyTypeObject *));
+    if (b.follow == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < b.nfollow; i++) {
+        b.follow[i] = (PyTypeObject *)PyTuple_GET_ITEM(follow_types, i);
+    }
+    for (i = 0; i < b.nmark; i++) {
+        b.follow[b.nfollow + i] = (PyTypeObject *)PyTuple_GET_ITEM(mark_types, i);
+    }
+
+    if (n > TABLE_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many objects for one graph");
+        goto done;
+    }
+    if (table_init(&b.table, (size_t)n, 0) < 0) {
+        goto done;
+    }
+    b.cap_nodes = n + n / 8 + 64;
+    b.nodes = (PyObject **)big_alloc((size_t)b.cap_nodes * sizeof(PyObject *), 0);
+    b.offsets = (int64_t *)big_alloc((size_t)(b.cap_nodes + 1) * sizeof(int64_t), 0);
+    b.cap_targets = 2 * n + 64;
+    b.targets = (int64_t *)big_alloc((size_t)b.cap_targets * sizeof(int64_t), 0);
+    if (b.nodes == NULL || b.offsets == NULL || b.targets == NULL) {
+        goto done;
+    }
+    {
+        PyObject **items = PySequence_Fast_ITEMS(seq);
+        for (i = 0; i < n; i++) {
+            PyObject *o = items[i];
+            slot_t *s = table_lookup(&b.table, o);
+            /* A repeated input object keeps its first index; later copies are
+             * still nodes (so indices match the input) but nothing points at them. */
+            if (s->key == NULL) {
+                s->key = o;
+                s->index = i;
+                b.table.used++;
+            }
+            b.nodes[i] = o;
+        }
+        b.nnodes = n;
+        b.n_input = n;
+    }
+
+    {
+        int failed = 0;
+        for (i = 0;; i++) {
+            /* Queued referents can still add extra nodes. */
+            if (i == b.nnodes) {
+                if (resolve_all(&b) < 0) {
+                    failed = 1;
+                    break;
+                }
+                if (i == b.nnodes) {
+                    break;
+                }
+            }
+            PyObject *o = b.nodes[i];
+            if (i + 8 < b.nnodes) {
+                PREFETCH(b.nodes[i + 8]);
+            }
+            if (enqueue(&b, NULL) < 0) {
+                failed = 1;
+                break;
+            }
+            /* The type is read here anyway: selecting marked nodes now saves
+             * the caller a pass that would miss the cache on every object. */
+            if (b.nmark > 0 && (type_flags(&b, Py_TYPE(o)) & TYPE_MARKED) && push_marked(&b, i) < 0) {
+                failed = 1;
+                break;
+            }
+            if (PyObject_IS_GC(o)) {
+                traverseproc trav = Py_TYPE(o)->tp_traverse;
+                if (trav != NULL && trav(o, visit_referent, &b) != 0) {
+                    if (!PyErr_Occurred()) {
+                        PyErr_SetString(PyExc_RuntimeError, "tp_traverse failed");
+                    }
+                    failed = 1;
+                    break;
+                }
+            }
+        }
+        if (!failed) {
+            b.offsets[b.nnodes] = (int64_t)b.ntargets;
+            /* What the analysis keeps is exactly as big as the graph, and the
+             * table goes before the node list comes: the peak stays that of
+             * the build. A failed shrink keeps the bigger array. */
+            table_free(&b.table);
+            int64_t *fitted = (int64_t *)big_grow(b.targets, ((size_t)b.ntargets + 1) * sizeof(int64_t));
+            if (fitted != NULL) {
+                b.targets = fitted;
+            } else {
+                PyErr_Clear();
+            }
+            if (in_place) {
+                /* No Python code ran since PySequence_Fast: the list still holds
+                 * exactly the input. Our references to the extras are dropped by
+                 * builder_release; the list takes its own. */
+                nodes_list = seq;
+                Py_INCREF(nodes_list);
+                for (i = b.n_input; i < b.nnodes; i++) {
+                    if (PyList_Append(nodes_list, b.nodes[i]) < 0) {
+                        (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list),
+                                              NULL);
+                        Py_CLEAR(nodes_list);
+                        break;
+                    }
+                }
+            } else {
+                nodes_list = PyList_New(b.nnodes);
+            }
+            if (nodes_list != NULL && !in_place) {
+                for (i = 0; i < b.n_input; i++) {
+                    Py_INCREF(b.nodes[i]);
+                    PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
+                }
+                /* Hand our strong references to the extras over to the list. */
+                for (i = b.n_input; i < b.nnodes; i++) {
+                    PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
+                }
+                b.n_input = b.nnodes;
+            }
+            if (nodes_list != NULL) {
+                offsets_mv = view_of((void **)&b.offsets,
+                                     (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+                if (offsets_mv != NULL) {
+                    targets_mv = view_of((void **)&b.targets,
+                                         b.ntargets * (Py_ssize_t)sizeof(int64_t), "q");
+                }
+                if (targets_mv != NULL) {
+                    marked_list = PyList_New(b.nmarked);
+                }
+                for (i = 0; marked_list != NULL && i < b.nmarked; i++) {
+                    PyObject *index = PyLong_FromLongLong((long long)b.marked[i]);
+                    if (index == NULL) {
+                        Py_CLEAR(marked_list);
+                        break;
+                    }
+                    PyList_SET_ITEM(marked_list, i, index);
+                }
+                if (marked_list != NULL) {
+                    result = PyTuple_Pack(4, nodes_list, offsets_mv, targets_mv, marked_list);
+                }
+                if (result == NULL && in_place) {
+                    /* The caller's list goes back to what it was. */
+                    (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list), NULL);
+                }
+            }
+        }
+    }
+
+done:
+    Py_XDECREF(nodes_list);
+    Py_XDECREF(offsets_mv);
+    Py_XDECREF(targets_mv);
+    Py_XDECREF(marked_list);
+    builder_release(&b);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *
+fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "build_graph(objects, follow_types, mark_types, in_place=False) takes 3 "
+                        "or 4 arguments");
+        return NULL;
+    }
+    int in_place = 0;
+    if (nargs == 4) {
+        in_place = PyObject_IsTrue(args[3]);
+        if (in_place < 0) {
+            return NULL;
+        }
+        if (in_place && !PyList_CheckExact(args[0])) {
+            PyErr_SetString(PyExc_TypeError, "in_place needs objects to be a list");
+            return NULL;
+        }
+    }
+    /* Off for the whole call: PySequence_Fast, the result list and the byte
+     * buffers allocate, and a collection could run finalizers, grow gc.garbage
+     * or free objects while we hold raw pointers to them. */
+    int was_enabled = PyGC_Disable();
+    PyObject *result = build_graph_impl(args[0], args[1], args[2], in_place);
+    if (was_enabled) {
+        PyGC_Enable();
+    }
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* CSR input validation                                                */
+
+static int
+get_i64_buffer(PyObject *obj, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=') {
+        f++;
+    }
+    if (view->itemsize != 8 || view->ndim != 1 || !(f[0] == 'q' || f[0] == 'l' || f[0] == 'n') ||
+        f[1] != '\0') {
+        PyErr_Format(PyExc_TypeError, "%s must be a 1-d buffer of int64 (format 'q')", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    Py_buffer ob, tb;
+    const int64_t *off;
+    const int64_t *tgt;
+    Py_ssize_t n; /* node count */
+    Py_ssize_t m; /* edge count */
+} csr_t;
+
+static void
+csr_release(csr_t *g)
+{
+    PyBuffer_Release(&g->ob);
+    PyBuffer_Release(&g->tb);
+}
+
+/* Checks every invariant the algorithms rely on, so malformed input raises
+ * ValueError instead of reading out of bounds. */
+static int
+csr_open(csr_t *g, PyObject *offsets, PyObject *targets)
+{
+    Py_ssize_t i;
+    if (get_i64_buffer(offsets, &g->ob, "offsets") < 0) {
+        return -1;
+    }
+    if (get_i64_buffer(targets, &g->tb, "targets") < 0) {
+        PyBuffer_Release(&g->ob);
+        return -1;
+    }
+    g->off = (const int64_t *)g->ob.buf;
+    g->tgt = (const int64_t *)g->tb.buf;
+    g->n = g->ob.len / 8 - 1;
+    g->m = g->tb.len / 8;
+    if (g->n < 0) {
+        PyErr_SetString(PyExc_ValueError, "offsets must have at least one entry");
+        goto fail;
+    }
+    if (g->off[0] != 0 || g->off[g->n] != (int64_t)g->m) {
+        PyErr_SetString(PyExc_ValueError, "offsets must start at 0 and end at len(targets)");
+        goto fail;
+    }
+    for (i = 0; i < g->n; i++) {
+        if (g->off[i] > g->off[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing");
+            goto fail;
+        }
+    }
+    for (i = 0; i < g->m; i++) {
+        if (g->tgt[i] < 0 || g->tgt[i] >= (int64_t)g->n) {
+            PyErr_SetString(PyExc_ValueError, "targets must be node indices in range(len(offsets) - 1)");
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    csr_release(g);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Strongly connected components: iterative Tarjan                     */
+
+/* Components of g, and with seed flags per node also which components reach
+ * a seed. Tarjan completes a component only after every component it has an
+ * edge to, so "reaches a seed" is settled at completion from the members'
+ * own edges: no reverse graph (tens of MiB at 10^6 objects) is needed. */
+typedef struct {
+    int64_t *comp;   /* component of each node; n entries */
+    uint8_t *cyclic; /* per component: more than one node, or a self-edge */
+    uint8_t *reach;  /* per component, only with seeds: reaches a seed */
+    int64_t ncomp;
+} sccs_t;
+
+static void
+sccs_free(sccs_t *s)
+{
+    big_free(s->comp);
+    big_free(s->cyclic);
+    big_free(s->reach);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Tarjan's order numbers start at 1 (0: not seen yet); a completed node's
+ * number is replaced by one of these, bigger than any order number, so a
+ * single read of it per edge tells all the search needs: unseen, on the
+ * stack (and how early), or completed (and whether its component reaches a
+ * seed). */
+#define SCC_DONE (UINT32_MAX - 1)
+#define SCC_DONE_REACHES UINT32_MAX
+#define SCC_MAX_NODES ((Py_ssize_t)UINT32_MAX - 3)
+/* Per-node flags, gathered while a component's members are searched. */
+#define SCC_REACHES 1 /* a seed, or an edge into a completed component that reaches one */
+#define SCC_SELF 2    /* a self-edge */
+
+static int
+compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
+{
+    Py_ssize_t n = g->n, sp = 0, csp = 0;
+    uint32_t counter = 0;
+    int64_t ncomp = 0;
+    const int64_t *off = g->off, *tgt = g->tgt;
+    size_t sz = (size_t)(n + 1) * sizeof(uint32_t);
+    int ok = 0;
+    memset(out, 0, sizeof(*out));
+    if (n > SCC_MAX_NODES) {
+        PyErr_SetString(PyExc_MemoryError, "too many nodes for one graph (at most 2**32 - 3)");
+        return -1;
+    }
+    /* 32-bit per-node state: half the memory the search misses the cache on. */
+    uint32_t *index = (uint32_t *)big_alloc(sz, 1);
+    uint32_t *low = (uint32_t *)big_alloc(sz, 0);
+    uint32_t *stack = (uint32_t *)big_alloc(sz, 0);
+    uint32_t *cs_node = (uint32_t *)big_alloc(sz, 0);
+    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    uint8_t *flags = (uint8_t *)big_alloc((size_t)n + 1, 1);
+    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    /* At most n components; mapped memory costs only the pages touched. */
+    uint8_t *cyclic = (uint8_t *)big_alloc((size_t)n + 1, 1);
+    uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
+    if (!index || !low || !stack || !cs_node || !cs_edge || !flags || !comp || !cyclic ||
+        (seed && !reach)) {
+        goto done;
+    }
+    if (seed != NULL) {
+        memcpy(flags, seed, (size_t)n);
+    }
+    for (Py_ssize_t root = 0; root < n; root++) {
+        if (index[root] != 0) {
+            continue;
+        }
+        index[root] = low[root] = ++counter;
+        stack[sp++] = (uint32_t)root;
+        cs_node[csp] = (uint32_t)root;
+        cs_edge[csp] = off[root];
+        csp++;
+        while (csp > 0) {
+            uint32_t u = cs_node[csp - 1];
+            int64_t e = cs_edge[csp - 1], end = off[u + 1];
+            uint32_t lu = low[u];
+            uint8_t fu = 0;
+            int descended = 0;
+            for (; e < end; e++) {
+                if (e + 8 < end) {
+                    PREFETCH(&index[tgt[e + 8]]);
+                }
+                uint32_t w = (uint32_t)tgt[e];
+                uint32_t x = index[w];
+                if (x == 0) {
+                    cs_edge[csp - 1] = e + 1;
+                    index[w] = low[w] = ++counter;
+                    stack[sp++] = w;
+                    cs_node[csp] = w;
+                    cs_edge[csp] = off[w];
+                    csp++;
+                    descended = 1;
+                    break;
+                }
+                if (x < lu) {
+                    lu = x;
+                } else if (x == SCC_DONE_REACHES) {
+                    fu |= SCC_REACHES;
+                }
+                if (w == u) {
+                    fu |= SCC_SELF;
+                }
+            }
+            low[u] = lu;
+            flags[u] |= fu;
+            if (descended) {
+                continue;
+            }
+            csp--;
+            if (lu == index[u]) {
+                Py_ssize_t top = sp;
+                uint32_t w;
+                uint8_t gathered = 0;
+                do {
+                    w = stack[--sp];
+                    comp[w] = ncomp;
+                    gathered |= flags[w];
+                } while (w != u);
+                uint32_t done = (gathered & SCC_REACHES) ? SCC_DONE_REACHES : SCC_DONE;
+                for (Py_ssize_t k = sp; k < top; k++) {
+                    index[stack[k]] = done;
+                }
+                cyclic[ncomp] = top - sp > 1 || (gathered & SCC_SELF);
+                if (reach != NULL) {
+                    reach[ncomp] = gathered & SCC_REACHES;
+                }
+                ncomp++;
+            }
+            if (csp > 0) {
+                uint32_t p = cs_node[csp - 1];
+                if (index[u] == SCC_DONE_REACHES) {
+                    flags[p] |= SCC_REACHES;
+                } else if (lu < low[p]) {
+                    low[p] = lu;
+                }
+            }
+        }
+    }
+    out->comp = comp;
+    out->cyclic = cyclic;
+    out->reach = reach;
+    out->ncomp = ncomp;
+    comp = NULL;
+    cyclic = NULL;
+    reach = NULL;
+    ok = 1;
+
+done:
+    big_free(index);
+    big_free(low);
+    big_free(stack);
+    big_free(cs_node);
+    big_free(cs_edge);
+    big_free(flags);
+    big_free(comp);
+    big_free(cyclic);
+    big_free(reach);
+    return ok ? 0 : -1;
+}
+
+/* Sets flags[s] for every seed s; with queue, also appends each new seed to it.
+ * Iterating runs arbitrary code, but callers hold only their own buffers then. */
+/* Each item of an iterable of node (or edge) ids, bounds-checked; -1 with an error. */
+static int
+for_each_id(PyObject *items, Py_ssize_t limit, int (*visit)(void *, Py_ssize_t), void *ctx)
+{
+    /* An int64 buffer (the members from cycle_candidates) is read in place:
+     * at 10^6 ids, making an int object per id costs more than the visit. */
+    if (PyObject_CheckBuffer(items)) {
+        Py_buffer view;
+        if (get_i64_buffer(items, &view, "ids") == 0) {
+            const int64_t *ids = (const int64_t *)view.buf;
+            Py_ssize_t count = view.len / 8;
+            int status = 0;
+            for (Py_ssize_t i = 0; i < count && status == 0; i++) {
+                if (ids[i] < 0 || ids[i] >= (int64_t)limit) {
+                    PyErr_Format(PyExc_IndexError, "seed %lld out of range for %zd nodes",
+                                 (long long)ids[i], limit);
+                    status = -1;
+                } else {
+                    status = visit(ctx, (Py_ssize_t)ids[i]);
+                }
+            }
+            PyBuffer_Release(&view);
+            return status;
+        }
+        PyErr_Clear(); /* another kind of buffer (bytes): iterate it below */
+    }
+    PyObject *it = PyObject_GetIter(items), *item;
+    if (it == NULL) {
+        return -1;
+    }
+    while ((item = PyIter_Next(it)) != NULL) {
+        Py_ssize_t s = PyNumber_AsSsize_t(item, PyExc_IndexError);
+        Py_DECREF(item);
+        if (s == -1 && PyErr_Occurred()) {
+            break;
+        }
+        if (s < 0 || s >= limit) {
+            PyErr_Format(PyExc_IndexError, "seed %zd out of range for %zd nodes", s, limit);
+            break;
+        }
+        if (visit(ctx, s) < 0) {
+            break;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+typedef struct {
+    uint8_t *flags;
+    int64_t *queue;
+    Py_ssize_t *queued;
+} flag_ctx;
+
+static int
+visit_flag(void *ctx, Py_ssize_t s)
+{
+    flag_ctx *c = (flag_ctx *)ctx;
+    if (!c->flags[s]) {
+        c->flags[s] = 1;
+        if (c->queue != NULL) {
+            c->queue[(*c->queued)++] = s;
+        }
+    }
+    return 0;
+}
+
+static int
+read_seeds(PyObject *seeds, Py_ssize_t n, uint8_t *flags, int64_t *queue, Py_ssize_t *queued)
+{
+    flag_ctx ctx = {flags, queue, queued};
+    return for_each_id(seeds, n, visit_flag, &ctx);
+}
+
+static PyObject *
+fg_find_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    sccs_t sccs;
+    PyObject *comp_mv = NULL, *cyc_mv = NULL, *result = NULL;
+
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "find_components(offsets, targets) takes 2 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (compute_sccs(&g, NULL, &sccs) < 0) {
+        csr_release(&g);
+        return NULL;
+    }
+    comp_mv = view_of((void **)&sccs.comp, g.n * (Py_ssize_t)sizeof(int64_t), "q");
+    if (comp_mv != NULL) {
+        cyc_mv = view_of((void **)&sccs.cyclic, (Py_ssize_t)sccs.ncomp, NULL);
+    }
+    if (cyc_mv != NULL) {
+        result = Py_BuildValue("(OLO)", comp_mv, (long long)sccs.ncomp, cyc_mv);
+    }
+    Py_XDECREF(comp_mv);
+    Py_XDECREF(cyc_mv);
+    sccs_free(&sccs);
+    csr_release(&g);
+    return result;
+}
+
+static PyObject *
+fg_cycle_candidates(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    sccs_t sccs;
+    uint8_t *seed = NULL;
+    PyObject *comp_mv = NULL, *members = NULL, *result = NULL;
+    int64_t cycle_count = 0;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "cycle_candidates(offsets, targets, seeds_or_None) takes 3 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    memset(&sccs, 0, sizeof(sccs));
+    if (args[2] != Py_None) {
+        seed = (uint8_t *)big_alloc((size_t)g.n + 1, 1);
+        if (seed == NULL || read_seeds(args[2], g.n, seed, NULL, NULL) < 0) {
+            goto done;
+        }
+    }
+    if (compute_sccs(&g, seed, &sccs) < 0) {
+        goto done;
+    }
+    for (int64_t c = 0; c < sccs.ncomp; c++) {
+        cycle_count += sccs.cyclic[c];
+    }
+    /* An int64 array, not a list: at 10^6 members a list of ints is 36 MiB. */
+    int64_t *picked = (int64_t *)big_alloc(((size_t)g.n + 1) * sizeof(int64_t), 0);
+    Py_ssize_t npicked = 0;
+    if (picked == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t v = 0; v < g.n; v++) {
+        int64_t c = sccs.comp[v];
+        if (sccs.cyclic[c] && (seed == NULL || sccs.reach[c])) {
+            picked[npicked++] = v;
+        }
+    }
+    int64_t *fitted = (int64_t *)big_grow(picked, ((size_t)npicked + 1) * sizeof(int64_t));
+    if (fitted == NULL) {
+        big_free(picked);
+        goto done;
+    }
+    members = view_of((void **)&fitted, npicked * (Py_ssize_t)sizeof(int64_t), "q");
+    if (members == NULL) {
+        goto done;
+    }
+    comp_mv = view_of((void **)&sccs.comp, g.n * (Py_ssize_t)sizeof(int64_t), "q");
+    if (comp_mv != NULL) {
+        result = Py_BuildValue("(OLO)", comp_mv, (long long)cycle_count, members);
+    }
+
+done:
+    Py_XDECREF(comp_mv);
+    Py_XDECREF(members);
+    big_free(seed);
+    sccs_free(&sccs);
+    csr_release(&g);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reverse reachability                                                */
+
+/* The edges of g grouped by target, in edge order within each target: a
+ * counting sort. *roff gets n + 2 entries (the first n + 1 are the offsets),
+ * *rdata m + 1: each edge's source node (sources != 0) or its position. */
+static int
+reverse_csr(const csr_t *g, int sources, int64_t **roff_out, int64_t **rdata_out)
+{
+    Py_ssize_t n = g->n, m = g->m;
+    int64_t *roff = (int64_t *)big_alloc(((size_t)n + 2) * sizeof(int64_t), 1);
+    int64_t *rdata = (int64_t *)big_alloc((size_t)(m + 1) * sizeof(int64_t), 0);
+    if (roff == NULL || rdata == NULL) {
+        big_free(roff);
+        big_free(rdata);
+        return -1;
+    }
+    /* roff[w + 1] ends as the start of w + 1. */
+    for (Py_ssize_t e = 0; e < m; e++) {
+        roff[g->tgt[e] + 2]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        roff[v + 2] += roff[v + 1];
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        for (int64_t e = g->off[v]; e < g->off[v + 1]; e++) {
+            rdata[roff[g->tgt[e] + 1]++] = sources ? (int64_t)v : e;
+        }
+    }
+    *roff_out = roff;
+    *rdata_out = rdata;
+    return 0;
+}
+
+/* reverse_edges(offsets, targets) -> (offsets, edges): for each node, the
+ * positions in targets of the edges into it, ascending. */
+static PyObject *
+fg_reverse_edges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    int64_t *roff = NULL, *redge = NULL;
+    PyObject *offsets = NULL, *edges = NULL, *result = NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "reverse_edges(offsets, targets) takes 2 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    if (reverse_csr(&g, 0, &roff, &redge) == 0) {
+        offsets = view_of((void **)&roff, (g.n + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+        edges = view_of((void **)&redge, g.m * (Py_ssize_t)sizeof(int64_t), "q");
+        if (offsets != NULL && edges != NULL) {
+            result = PyTuple_Pack(2, offsets, edges);
+        }
+    }
+    Py_XDECREF(offsets);
+    Py_XDECREF(edges);
+    big_free(roff);
+    big_free(redge);
+    csr_release(&g);
+    return result;
+}
+
+static PyObject *
+fg_nodes_reaching(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    csr_t g;
+    PyObject *result = NULL;
+    int64_t *roff = NULL, *rtgt = NULL, *queue = NULL;
+    Py_ssize_t n, head = 0, tail = 0;
+    uint8_t *mask = NULL;
+
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "nodes_reaching(offsets, targets, seeds) takes 3 arguments");
+        return NULL;
+    }
+    if (csr_open(&g, args[0], args[1]) < 0) {
+        return NULL;
+    }
+    n = g.n;
+    mask = (uint8_t *)big_alloc((size_t)n, 1);
+    queue = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    if (mask == NULL || queue == NULL) {
+        goto done;
+    }
+
+    /* Seeds are read before the reverse CSR is built so that a bad seed fails fast. */
+    if (read_seeds(args[2], n, mask, queue, &tail) < 0) {
+        goto done;
+    }
+
+    if (reverse_csr(&g, 1, &roff, &rtgt) < 0) {
+        goto done;
+    }
+    while (head < tail) {
+        int64_t w = queue[head++];
+        for (int64_t e = roff[w]; e < roff[w + 1]; e++) {
+            int64_t u = rtgt[e];
+            if (!mask[u]) {
+                mask[u] = 1;
+                queue[tail++] = u;
+            }
+        }
+    }
+    result = view_of((void **)&mask, n, NULL);
+
+done:
+    big_free(mask);
+    big_free(roff);
+    big_free(rtgt);
+    big_free(queue);
+    csr_release(&g);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* Selections and release                                              */
+
+/* Break the captured cycles the way the collector's delete_garbage() does: the
+ * objects are already finalized and their weakrefs cleared by the collection
+ * that saved them, so tp_clear is the only step left. Each object's slot in the
+ * list becomes None right after its tp_clear, so reference counting frees it
+ * (and what only it held) while it is still in cache, as the collector does,
+ * instead of in a second pass over the list; the caller empties the list. */
+static PyObject *
+fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "clear_objects(objects: list)");
+        return NULL;
+    }
+    PyObject *objects = args[0];
+    /* The size is read again each time: a deallocator may run code. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
+        PyObject *op = PyList_GET_ITEM(objects, i);
+        inquiry clear = Py_TYPE(op)->tp_clear;
+        /* Saved garbage is tracked. An untracked object is no garbage of a
+         * cycle (a graph's extra left behind, a dict untracked since): clearing
+         * it could empty a container that live code still uses. */
+        if (clear != NULL && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+            Py_INCREF(op);
+            (void)clear(op);
+            if (PyErr_Occurred()) {
+                PyErr_WriteUnraisable(op);
+            }
+            Py_DECREF(op);
+        }
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(objects, i, Py_None);
+        Py_DECREF(op);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Move items[start:] into a new list (start clamped to [0, len(items)]). The
+ * references change owner instead of being copied and then dropped: at 10^6
+ * objects, writing every reference count twice (a cache miss each) costs as
+ * much as building the graph. */
+static PyObject *take_tail_impl(PyObject *items, Py_ssize_t start);
+
+static PyObject *
+fg_take_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "take_tail(items: list, start: int)");
+        return NULL;
+    }
+    Py_ssize_t start = PyNumber_AsSsize_t(args[1], NULL); /* clamps, as the twin does */
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    /* Off while the size is in hand: on 3.10/3.11 the list allocation below
+     * can run a collection, whose finalizers (or DEBUG_SAVEALL) could resize
+     * the very list we are splitting. */
+    int was_enabled = PyGC_Disable();
+    PyObject *tail = take_tail_impl(args[0], start);
+    if (was_enabled) {
+        PyGC_Enable();
+    }
+    return tail;
+}
+
+static PyObject *
+take_tail_impl(PyObject *items, Py_ssize_t start)
+{
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    start = start < 0 ? 0 : (start > n ? n : start);
+#ifdef Py_GIL_DISABLED
+    /* The free-threaded list keeps its items in a different layout. */
+    PyObject *tail = PyList_GetSlice(items, start, n);
+    if (tail != NULL && PyList_SetSlice(items, start, n, NULL) < 0) {
+        Py_CLEAR(tail);
+    }
+    return tail;
+#else
+    PyListObject *src = (PyListObject *)items;
+    if (start == 0) {
+        PyListObject *all = (PyListObject *)PyList_New(0);
+        if (all == NULL) {
+            return NULL;
+        }
+        all->ob_item = src->ob_item;
+        all->allocated = src->allocated;
+        Py_SET_SIZE(all, n);
+        src->ob_item = NULL;
+        src->allocated = 0;
+        Py_SET_SIZE(src, 0);
+        return (PyObject *)all;
+    }
+    PyObject *tail = PyList_New(n - start);
+    if (tail == NULL) {
+        return NULL;
+    }
+    if (n > start) {
+        memcpy(((PyListObject *)tail)->ob_item, src->ob_item + start,
+               (size_t)(n - start) * sizeof(PyObject *));
+    }
+    Py_SET_SIZE(src, start);
+    if (src->allocated > 2 * start + 16) {
+        /* Give back the capacity the tail used (megabytes at 10^6 objects). */
+        PyObject **kept = (PyObject **)PyMem_Realloc(src->ob_item, (size_t)start * sizeof(PyObject *));
+        if (kept != NULL) {
+            src->ob_item = kept;
+            src->allocated = start;
+        }
+    }
+    return tail;
+#endif
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-component work: a workspace over one graph                      */
+
+/* Reach, shortest paths, edge classes and peeling run once per reported
+ * cycle. Each call must cost what its own component (or what it visits)
+ * costs, never the size of the whole graph: the CSR is validated once, and
+ * the scratch arrays are allocated once and reused through epoch stamps. */
+
+static int
+get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **comp)
+{
+    if (get_i64_buffer(obj, view, "component_of") < 0) {
+        return -1;
+    }
+    if (view->len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "component_of must have one entry per node");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *comp = (const int64_t *)view->buf;
+    return 0;
+}
+
+static inline size_t
+mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ULL;
+    return (size_t)(x ^ (x >> 29));
+}
+
+#define CLASS_CAP 15
+#define CLASS_EMPTY UINT64_MAX
+
+/* Types by small index, and edge classes by 64-bit key, in open-addressing tables. */
+typedef struct {
+    PyTypeObject **types;
+    size_t ntypes, tcap;
+    size_t *tslots; /* index + 1, 0 empty */
+    uint64_t *keys; /* CLASS_EMPTY when empty */
+    int64_t *ids;
+    size_t kcap, nclasses;
+} classes_t;
+
+static void
+classes_free(classes_t *c)
+{
+    PyMem_RawFree(c->types);
+    PyMem_RawFree(c->tslots);
+    PyMem_RawFree(c->keys);
+    PyMem_RawFree(c->ids);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Index of a type, added when new; -1 with MemoryError. */
+static int64_t
+type_index(classes_t *c, PyTypeObject *tp)
+{
+    if (2 * (c->ntypes + 1) > c->tcap) {
+        size_t ncap = c->tcap ? 2 * c->tcap : 64;
+        size_t *slots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
+        PyTypeObject **types = (PyTypeObject **)PyMem_RawRealloc(c->types, ncap / 2 * sizeof(*types));
+        if (types != NULL) {
+            c->types = types;
+        }
+        if (slots == NULL || types == NULL) {
+            PyMem_RawFree(slots);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i < c->ntypes; i++) {
+            size_t h = mix64((uint64_t)(uintptr_t)c->types[i]) & (ncap - 1);
+            while (slots[h] != 0) {
+                h = (h + 1) & (ncap - 1);
+            }
+            slots[h] = i + 1;
+        }
+        PyMem_RawFree(c->tslots);
+        c->tslots = slots;
+        c->tcap = ncap;
+    }
+    size_t h = mix64((uint64_t)(uintptr_t)tp) & (c->tcap - 1);
+    while (c->tslots[h] != 0) {
+        if (c->types[c->tslots[h] - 1] == tp) {
+            return (int64_t)(c->tslots[h] - 1);
+        }
+        h = (h + 1) & (c->tcap - 1);
+    }
+    c->types[c->ntypes] = tp;
+    c->tslots[h] = ++c->ntypes;
+    return (int64_t)(c->ntypes - 1);
+}
+
+static inline uint64_t
+class_key(int32_t src, int32_t dst, int pos, int deg)
+{
+    return ((uint64_t)(uint32_t)src << 34) | ((uint64_t)(uint32_t)dst << 10) |
+           ((uint64_t)pos << 5) | (uint64_t)deg;
+}
+
+/* Class id of a key: found, added (add != 0), or -1 when absent; -2 on MemoryError. */
+static int64_t
+class_id(classes_t *c, uint64_t key, int add)
+{
+    if (add && 2 * (c->nclasses + 1) > c->kcap) {
+        size_t ncap = c->kcap ? 2 * c->kcap : 64;
+        uint64_t *keys = (uint64_t *)PyMem_RawMalloc(ncap * sizeof(uint64_t));
+        int64_t *ids = (int64_t *)PyMem_RawMalloc(ncap * sizeof(int64_t));
+        if (keys == NULL || ids == NULL) {
+            PyMem_RawFree(keys);
+            PyMem_RawFree(ids);
+            PyErr_NoMemory();
+            return -2;
+        }
+        memset(keys, 0xff, ncap * sizeof(uint64_t));
+        for (size_t i = 0; i < c->kcap; i++) {
+            if (c->keys[i] != CLASS_EMPTY) {
+                size_t h = mix64(c->keys[i]) & (ncap - 1);
+                while (keys[h] != CLASS_EMPTY) {
+                    h = (h + 1) & (ncap - 1);
+                }
+                keys[h] = c->keys[i];
+                ids[h] = c->ids[i];
+            }
+        }
+        PyMem_RawFree(c->keys);
+        PyMem_RawFree(c->ids);
+        c->keys = keys;
+        c->ids = ids;
+        c->kcap = ncap;
+    }
+    if (c->kcap == 0) {
+        return -1;
+    }
+    size_t h = mix64(key) & (c->kcap - 1);
+    while (c->keys[h] != CLASS_EMPTY) {
+        if (c->keys[h] == key) {
+            return c->ids[h];
+        }
+        h = (h + 1) & (c->kcap - 1);
+    }
+    if (!add) {
+        return -1;
+    }
+    c->keys[h] = key;
+    c->ids[h] = (int64_t)c->nclasses++;
+    return c->ids[h];
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    PyObject_HEAD
+    csr_t g;
+    int open;         /* g and cb hold buffers */
+    Py_buffer cb;
+    const int64_t *comp;
+    PyObject *nodes;  /* the graph's node list: strong refs, dropped by close() */
+    uint32_t *stamp;  /* visited when == epoch */
+    /* Goal or member when the high half == epoch; the low half is a member's
+     * type index. One array, so an edge costs one random memory access. */
+    uint64_t *member;
+    uint32_t *parent; /* BFS parent; indegree while peeling */
+    uint32_t *queue;
+    int64_t *scratch_e; /* one node's edges to members, and their target types */
+    int32_t *scratch_t;
+    size_t scratch_cap;
+    uint32_t epoch;
+    /* Type indices of member[], kept across calls (only its types part is used). */
+    classes_t types;
+    /* The members last marked (a read-only buffer, held so its identity stays),
+     * valid while epoch == marked_epoch: find_structure's calls on one giant
+     * component then read 10^6 object headers once, not once per call. */
+    PyObject *marked_by;
+    uint32_t marked_epoch;
+    Py_ssize_t marked_count;
+    /* The class id of each edge from a member, as edge_classes numbered them
+     * (EDGE_OUTSIDE: the edge leaves the members), with the key of each id;
+     * valid while epoch == edge_class_epoch (0: never). acyclic_without then
+     * peels from these bytes, without member[] or a class table per edge. */
+    uint8_t *edge_class;
+    uint64_t *class_keys;
+    size_t nclass_keys;
+    uint32_t edge_class_epoch;
+} Workspace;
+
+#define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
+
+static void
+ws_close_impl(Workspace *w)
+{
+    if (w->open) {
+        csr_release(&w->g);
+        PyBuffer_Release(&w->cb);
+        w->open = 0;
+    }
+    Py_CLEAR(w->nodes);
+    Py_CLEAR(w->marked_by);
+    classes_free(&w->types);
+    big_free(w->edge_class);
+    w->edge_class = NULL;
+    PyMem_RawFree(w->class_keys);
+    w->class_keys = NULL;
+    w->edge_class_epoch = 0;
+    big_free(w->stamp);
+    big_free(w->member);
+    big_free(w->parent);
+    big_free(w->queue);
+    PyMem_RawFree(w->scratch_e);
+    PyMem_RawFree(w->scratch_t);
+    w->stamp = w->parent = w->queue = NULL;
+    w->member = NULL;
+    w->scratch_e = NULL;
+    w->scratch_t = NULL;
+    w->scratch_cap = 0;
+}
+
+static void
+ws_dealloc(PyObject *self)
+{
+    ws_close_impl((Workspace *)self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static inline int
+ws_is_member(const Workspace *w, int64_t v)
+{
+    return (uint32_t)(w->member[v] >> 32) == w->epoch;
+}
+
+static inline int32_t
+ws_type(const Workspace *w, int64_t v)
+{
+    return (int32_t)(uint32_t)w->member[v];
+}
+
+/* Room for one node's edges in the scratch arrays; -1 with MemoryError. */
+static int
+ws_scratch(Workspace *w, size_t need)
+{
+    if (need <= w->scratch_cap) {
+        return 0;
+    }
+    size_t cap = w->scratch_cap ? w->scratch_cap : 64;
+    while (cap < need) {
+        cap *= 2;
+    }
+    int64_t *e = (int64_t *)PyMem_RawRealloc(w->scratch_e, cap * sizeof(int64_t));
+    if (e != NULL) {
+        w->scratch_e = e;
+    }
+    int32_t *t = (int32_t *)PyMem_RawRealloc(w->scratch_t, cap * sizeof(int32_t));
+    if (t != NULL) {
+        w->scratch_t = t;
+    }
+    if (e == NULL || t == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->scratch_cap = cap;
+    return 0;
+}
+
+/* A fresh epoch; on wrap-around the stamps are cleared once. */
+static uint32_t
+ws_next_epoch(Workspace *w)
+{
+    if (++w->epoch == 0) {
+        memset(w->stamp, 0, ((size_t)w->g.n + 1) * sizeof(uint32_t));
+        memset(w->member, 0, ((size_t)w->g.n + 1) * sizeof(uint64_t));
+        w->epoch = 1;
+    }
+    return w->epoch;
+}
+
+static int
+ws_check(Workspace *w)
+{
+    if (!w->open) {
+        PyErr_SetString(PyExc_ValueError, "workspace is closed");
+        return -1;
+    }
+    if (PyList_GET_SIZE(w->nodes) < w->g.n) {
+        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    Workspace *w;
+    Py_ssize_t tail;
+} seed_ctx;
+
+static int
+visit_seed(void *ctx, Py_ssize_t s)
+{
+    seed_ctx *c = (seed_ctx *)ctx;
+    if (c->w->stamp[s] != c->w->epoch) {
+        c->w->stamp[s] = c->w->epoch;
+        c->w->queue[c->tail++] = (uint32_t)s;
+    }
+    return 0;
+}
+
+typedef struct {
+    Workspace *w;
+    Py_ssize_t count;
+} mark_ctx;
+
+static int
+visit_mark(void *ctx, Py_ssize_t s)
+{
+    mark_ctx *c = (mark_ctx *)ctx;
+    if (!ws_is_member(c->w, s)) {
+        c->w->member[s] = (uint64_t)c->w->epoch << 32;
+        c->count++;
+    }
+    return 0;
+}
+
+static PyObject *
+ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *nodes, *offsets, *targets, *component_of;
+    static char *kwlist[] = {"nodes", "offsets", "targets", "component_of", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOO:Workspace", kwlist, &PyList_Type, &nodes,
+                                     &offsets, &targets, &component_of)) {
+        return NULL;
+    }
+    Workspace *w = (Workspace *)type->tp_alloc(type, 0);
+    if (w == NULL) {
+        return NULL;
+    }
+    if (csr_open(&w->g, offsets, targets) < 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    if (get_components(component_of, w->g.n, &w->cb, &w->comp) < 0) {
+        csr_release(&w->g);
+        Py_DECREF(w);
+        return NULL;
+    }
+    w->open = 1;
+    Py_INCREF(nodes);
+    w->nodes = nodes;
+    if (w->g.n > TABLE_MAX_NODES || PyList_GET_SIZE(nodes) < w->g.n) {
+        PyErr_SetString(PyExc_ValueError, "nodes must hold every graph node (at most 2**32 - 2)");
+        Py_DECREF(w);
+        return NULL;
+    }
+    size_t n = (size_t)w->g.n + 1;
+    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
+    w->member = (uint64_t *)big_alloc(n * sizeof(uint64_t), 1);
+    w->parent = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
+    w->queue = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
+    if (w->stamp == NULL || w->member == NULL || w->parent == NULL || w->queue == NULL) {
+        Py_DECREF(w);
+        return NULL;
+    }
+    return (PyObject *)w;
+}
+
+/* reach(sources, wanted, blocked) -> list: nodes reachable from sources, BFS
+ * order, sources first; only those flagged in wanted (a byte per node) unless
+ * it is None. Nodes of a component flagged in blocked (a byte per component
+ * id), other than the first source's, are neither listed nor entered. */
+static PyObject *
+ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    Py_buffer wb = {0}, bb = {0};
+    const uint8_t *wanted = NULL, *blocked = NULL;
+    PyObject *out = NULL, *result = NULL;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "reach(sources, wanted, blocked) takes 3 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    if (args[1] != Py_None) {
+        if (PyObject_GetBuffer(args[1], &wb, PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        if (wb.len < w->g.n) {
+            PyErr_SetString(PyExc_ValueError, "wanted must have one byte per node");
+            goto done;
+        }
+        wanted = (const uint8_t *)wb.buf;
+    }
+    if (args[2] != Py_None) {
+        if (PyObject_GetBuffer(args[2], &bb, PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        blocked = (const uint8_t *)bb.buf;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    seed_ctx ctx = {w, 0};
+    if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
+        goto done;
+    }
+    Py_ssize_t head = 0, tail = ctx.tail;
+    int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
+    while (head < tail) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] == epoch) {
+                continue;
+            }
+            int64_t c = w->comp[v];
+            if (blocked != NULL && c != home && c < (int64_t)bb.len && blocked[c]) {
+                continue;
+            }
+            w->stamp[v] = epoch;
+            w->queue[tail++] = (uint32_t)v;
+        }
+    }
+    out = PyList_New(0);
+    if (out == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        uint32_t v = w->queue[i];
+        if (wanted != NULL && !wanted[v]) {
+            continue;
+        }
+        PyObject *index = PyLong_FromUnsignedLong(v);
+        if (index == NULL || PyList_Append(out, index) < 0) {
+            Py_XDECREF(index);
+            goto done;
+        }
+        Py_DECREF(index);
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    if (wb.obj) {
+        PyBuffer_Release(&wb);
+    }
+    if (bb.obj) {
+        PyBuffer_Release(&bb);
+    }
+    return result;
+}
+
+/* shortest_paths(sources, goals) -> {goal: [node, ...]}: one BFS from every
+ * source, stopping once every goal is queued: a goal's path is settled when
+ * it is reached, and the queue is first in, first out, so listing the goals
+ * in queue order is listing them in the order the search would pop them. */
+static PyObject *
+ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    PyObject *out = NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "shortest_paths(sources, goals) takes 2 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    mark_ctx goals = {w, 0};
+    if (for_each_id(args[1], w->g.n, visit_mark, &goals) < 0) {
+        return NULL;
+    }
+    Py_ssize_t wanted = goals.count, reached = 0;
+    seed_ctx ctx = {w, 0};
+    if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
+        return NULL;
+    }
+    Py_ssize_t head = 0, tail = ctx.tail;
+    for (Py_ssize_t i = 0; i < tail; i++) {
+        w->parent[w->queue[i]] = UINT32_MAX;
+        reached += ws_is_member(w, w->queue[i]);
+    }
+    while (head < tail && reached < wanted) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] != epoch) {
+                w->stamp[v] = epoch;
+                w->parent[v] = u;
+                w->queue[tail++] = (uint32_t)v;
+                reached += ws_is_member(w, v);
+            }
+        }
+    }
+    out = PyDict_New();
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < tail && PyDict_GET_SIZE(out) < wanted; i++) {
+        uint32_t u = w->queue[i];
+        if (!ws_is_member(w, u)) {
+            continue;
+        }
+        Py_ssize_t length = 1;
+        for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
+            length++;
+        }
+        PyObject *path = PyList_New(length);
+        if (path == NULL) {
+            goto fail;
+        }
+        uint32_t v = u;
+        for (Py_ssize_t k = length - 1; k >= 0; k--) {
+            PyObject *index = PyLong_FromUnsignedLong(v);
+            if (index == NULL) {
+                Py_DECREF(path);
+                goto fail;
+            }
+            PyList_SET_ITEM(path, k, index);
+            v = w->parent[v];
+        }
+        PyObject *key = PyLong_FromUnsignedLong(u);
+        int failed = key == NULL || PyDict_SetItem(out, key, path) < 0;
+        Py_XDECREF(key);
+        Py_DECREF(path);
+        if (failed) {
+            goto fail;
+        }
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* path_ends(source, goal, keep) -> None | (length, head, tail): the shortest
+ * path from source to goal (length in edges), as its first ``keep`` + 1 nodes
+ * and its last ``keep`` + 1 nodes; a path of at most 2 * keep + 1 nodes is
+ * whole in head and tail is empty. No list of a long path is ever built. */
+static PyObject *
+ws_path_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    Py_ssize_t source, goal, keep;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "path_ends(source, goal, keep) takes 3 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    source = PyNumber_AsSsize_t(args[0], PyExc_IndexError);
+    goal = PyNumber_AsSsize_t(args[1], PyExc_IndexError);
+    keep = PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (source < 0 || source >= w->g.n || goal < 0 || goal >= w->g.n || keep < 1) {
+        PyErr_SetString(PyExc_IndexError, "path_ends: node out of range or keep < 1");
+        return NULL;
+    }
+    uint32_t epoch = ws_next_epoch(w);
+    Py_ssize_t head = 0, tail = 1;
+    w->stamp[source] = epoch;
+    w->parent[source] = UINT32_MAX;
+    w->queue[0] = (uint32_t)source;
+    int found = source == goal;
+    while (head < tail && !found) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] != epoch) {
+                w->stamp[v] = epoch;
+                w->parent[v] = u;
+                w->queue[tail++] = (uint32_t)v;
+                if (v == goal) {
+                    found = 1;
+                    break;
+                }
+            }
+        }
+    }
+    if (!found) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t length = 0;
+    for (uint32_t v = (uint32_t)goal; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
+        length++;
+    }
+    /* Walking back from the goal gives the path reversed: the tail first. */
+    Py_ssize_t nodes = length + 1, whole = nodes <= 2 * (keep + 1);
+    Py_ssize_t nhead = whole ? nodes : keep + 1, ntail = whole ? 0 : keep + 1;
+    PyObject *first = PyList_New(nhead), *last = PyList_New(ntail);
+    if (first == NULL || last == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        return NULL;
+    }
+    Py_ssize_t position = nodes - 1;
+    for (uint32_t v = (uint32_t)goal;; v = w->parent[v], position--) {
+        PyObject *list = NULL;
+        Py_ssize_t index = 0;
+        if (position < nhead) {
+            list = first;
+            index = position;
+        } else if (position >= nodes - ntail) {
+            list = last;
+            index = position - (nodes - ntail);
+        }
+        if (list != NULL) {
+            PyObject *id = PyLong_FromUnsignedLong(v);
+            if (id == NULL) {
+                Py_DECREF(first);
+                Py_DECREF(last);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, index, id);
+        }
+        if (w->parent[v] == UINT32_MAX) {
+            break;
+        }
+    }
+    PyObject *result = Py_BuildValue("(nNN)", length, first, last);
+    return result;
+}
+
+typedef struct {
+    Workspace *w;
+    classes_t *c;
+    Py_ssize_t count;
+    PyTypeObject *last_type; /* consecutive members are mostly of one type */
+    int64_t last_index;
+} member_ctx;
+
+static int
+visit_member(void *ctx, Py_ssize_t s)
+{
+    member_ctx *m = (member_ctx *)ctx;
+    Workspace *w = m->w;
+    if (ws_is_member(w, s)) {
+        return 0;
+    }
+    /* Members usually come ascending (as cycle_candidates lists them): the
+     * objects a few ahead are fetched while this one is read. */
+    if (s + 8 < w->g.n) {
+        PREFETCH(PyList_GET_ITEM(w->nodes, s + 8));
+    }
+    PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(w->nodes, s));
+    int64_t t = tp == m->last_type ? m->last_index : type_index(m->c, tp);
+    if (t < 0) {
+        return -1;
+    }
+    m->last_type = tp;
+    m->last_index = t;
+    w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
+    w->queue[m->count++] = (uint32_t)s;
+    return 0;
+}
+
+/* Marks the members (in the order given, repeats dropped) and their types, in
+ * queue and member[]; the same read-only buffer again, with nothing run on the
+ * workspace in between, is already marked. */
+static Py_ssize_t
+ws_members(Workspace *w, PyObject *members)
+{
+    if (members == w->marked_by && w->epoch == w->marked_epoch) {
+        return w->marked_count;
+    }
+    Py_CLEAR(w->marked_by);
+    ws_next_epoch(w);
+    member_ctx ctx = {w, &w->types, 0, NULL, 0};
+    if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
+        return -1;
+    }
+    Py_buffer view;
+    if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
+        if (view.readonly) {
+            Py_INCREF(members);
+            w->marked_by = members;
+            w->marked_epoch = w->epoch;
+            w->marked_count = ctx.count;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
+    return ctx.count;
+}
+
+/* Runs BODY for every edge u -> v from node u to a member, in CSR order, with
+ * e its position and key its class key. Each target is read once (membership
+ * and type in one word); FAIL runs when the scratch cannot grow. */
+#define FOR_NODE_EDGES(w, node, BODY, FAIL)                                            \
+    do {                                                                               \
+        uint32_t u = (node);                                                           \
+        int64_t start_ = (w)->g.off[u], end_ = (w)->g.off[u + 1];                      \
+        if (ws_scratch((w), (size_t)(end_ - start_)) < 0) {                            \
+            FAIL;                                                                      \
+        }                                                                              \
+        Py_ssize_t deg_ = 0;                                                           \
+        for (int64_t e_ = start_; e_ < end_; e_++) {                                   \
+            if (e_ + 16 < (w)->g.m) {                                                  \
+                PREFETCH(&(w)->member[(w)->g.tgt[e_ + 16]]);                           \
+            }                                                                          \
+            int64_t target_ = (w)->g.tgt[e_];                                          \
+            if (ws_is_member((w), target_)) {                                          \
+                (w)->scratch_e[deg_] = e_;                                             \
+                (w)->scratch_t[deg_++] = ws_type((w), target_);                        \
+            }                                                                          \
+        }                                                                              \
+        int capped_ = deg_ > CLASS_CAP + 1 ? CLASS_CAP + 1 : (int)deg_;                \
+        int32_t source_type_ = ws_type((w), u);                                        \
+        for (Py_ssize_t pos_ = 0; pos_ < deg_; pos_++) {                               \
+            int64_t e = (w)->scratch_e[pos_];                                          \
+            int64_t v = (w)->g.tgt[e];                                                 \
+            uint64_t key = class_key(source_type_, (w)->scratch_t[pos_],               \
+                                     pos_ > CLASS_CAP ? CLASS_CAP : (int)pos_, capped_); \
+            BODY                                                                       \
+        }                                                                              \
+    } while (0)
+
+/* FOR_NODE_EDGES over every member, in the order given. */
+#define FOR_MEMBER_EDGES(w, count, BODY, FAIL)                                         \
+    for (Py_ssize_t member_ = 0; member_ < (count); member_++) {                       \
+        FOR_NODE_EDGES(w, (w)->queue[member_], BODY, FAIL);                            \
+    }
+
+/* del list[1::2] */
+static int
+keep_even_items(PyObject *list)
+{
+    Py_ssize_t size = PyList_GET_SIZE(list), keep = 0;
+    for (Py_ssize_t k = 0; k < size; k += 2) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        Py_INCREF(item);
+        if (PyList_SetItem(list, keep++, item) < 0) {
+            return -1;
+        }
+    }
+    return PyList_SetSlice(list, keep, size, NULL);
+}
+
+/* edge_classes(members, samples) -> (keys, counts, samples): classes of the
+ * edges between members, keyed (source type, target type, position, degree),
+ * ids in order of first edge. samples[c] holds up to ``samples`` (u, v, edge)
+ * triples spread over the class in one pass: every stride-th edge is kept, and
+ * when twice ``samples`` are kept every other one is dropped and the stride
+ * doubles; at the end every other one is dropped until at most ``samples``. */
+static PyObject *
+ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    classes_t c;
+    int64_t *count = NULL, *stride = NULL;
+    uint64_t *order = NULL;
+    PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
+    Py_ssize_t want, nmembers;
+    size_t ccap = 16;
+
+    memset(&c, 0, sizeof(c));
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "edge_classes(members, samples) takes 2 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    want = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    if (want == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (want < 1) {
+        PyErr_SetString(PyExc_ValueError, "samples must be at least 1");
+        return NULL;
+    }
+    nmembers = ws_members(w, args[0]);
+    samples = PyList_New(0);
+    count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
+    stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
+    order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
+    if (nmembers < 0 || samples == NULL) {
+        goto done;
+    }
+    if (count == NULL || stride == NULL || order == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    w->edge_class_epoch = 0;
+    if (w->edge_class == NULL && w->g.m > 0) {
+        w->edge_class = (uint8_t *)big_alloc((size_t)w->g.m, 0);
+        if (w->edge_class == NULL) {
+            PyErr_Clear(); /* the peeling then classifies each edge itself */
+        }
+    }
+    uint8_t *edge_class = w->edge_class;
+    if (edge_class != NULL) {
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
+        }
+    }
+    FOR_MEMBER_EDGES(w, nmembers, {
+        int64_t id = class_id(&c, key, 1);
+        if (id < 0) {
+            goto done;
+        }
+        if (edge_class != NULL) {
+            if (id < EDGE_OUTSIDE) {
+                edge_class[e] = (uint8_t)id;
+            } else {
+                edge_class = NULL; /* too many classes for a byte: not kept */
+            }
+        }
+        if ((size_t)id >= ccap) {
+            size_t ncap = ccap * 2;
+            int64_t *ncount = (int64_t *)PyMem_RawRealloc(count, ncap * sizeof(int64_t));
+            if (ncount != NULL) {
+                count = ncount;
+            }
+            int64_t *nstride = (int64_t *)PyMem_RawRealloc(stride, ncap * sizeof(int64_t));
+            if (nstride != NULL) {
+                stride = nstride;
+            }
+            uint64_t *norder = (uint64_t *)PyMem_RawRealloc(order, ncap * sizeof(uint64_t));
+            if (norder != NULL) {
+                order = norder;
+            }
+            if (ncount == NULL || nstride == NULL || norder == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
+            ccap = ncap;
+        }
+        if (count[id] == 0) {
+            PyObject *list = PyList_New(0);
+            if (list == NULL || PyList_Append(samples, list) < 0) {
+                Py_XDECREF(list);
+                goto done;
+            }
+            Py_DECREF(list);
+            order[id] = key;
+            stride[id] = 1;
+        }
+        int64_t index = count[id]++;
+        if ((index & (stride[id] - 1)) == 0) { /* strides are powers of two */
+            PyObject *list = PyList_GET_ITEM(samples, id);
+            PyObject *triple = Py_BuildValue("(kLL)", (unsigned long)u, (long long)v, (long long)e);
+            if (triple == NULL || PyList_Append(list, triple) < 0) {
+                Py_XDECREF(triple);
+                goto done;
+            }
+            Py_DECREF(triple);
+            if (PyList_GET_SIZE(list) == 2 * want) {
+                /* Items 0, 2, 4, ... are the edges of the doubled stride. */
+                if (keep_even_items(list) < 0) {
+                    goto done;
+                }
+                stride[id] *= 2;
+            }
+        }
+    }, goto done)
+    keys = PyList_New((Py_ssize_t)c.nclasses);
+    counts = PyList_New((Py_ssize_t)c.nclasses);
+    if (keys == NULL || counts == NULL) {
+        goto done;
+    }
+    for (size_t id = 0; id < c.nclasses; id++) {
+        uint64_t key = order[id];
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)w->types.types[key >> 34],
+                                        (PyObject *)w->types.types[(key >> 10) & 0xFFFFFF],
+                                        (int)((key >> 5) & 31), (int)(key & 31));
+        PyObject *n = PyLong_FromLongLong((long long)count[id]);
+        if (entry == NULL || n == NULL) {
+            Py_XDECREF(entry);
+            Py_XDECREF(n);
+            goto done;
+        }
+        PyList_SET_ITEM(keys, (Py_ssize_t)id, entry);
+        PyList_SET_ITEM(counts, (Py_ssize_t)id, n);
+        PyObject *list = PyList_GET_ITEM(samples, (Py_ssize_t)id);
+        while (PyList_GET_SIZE(list) > want) {
+            if (keep_even_items(list) < 0) {
+                goto done;
+            }
+        }
+    }
+    result = PyTuple_Pack(3, keys, counts, samples);
+    if (result != NULL && edge_class != NULL) {
+        uint64_t *class_keys = (uint64_t *)PyMem_RawRealloc(w->class_keys,
+                                                            (c.nclasses + 1) * sizeof(uint64_t));
+        if (class_keys != NULL) {
+            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
+            w->class_keys = class_keys;
+            w->nclass_keys = c.nclasses;
+            w->edge_class_epoch = w->epoch;
+        }
+    }
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(counts);
+    Py_XDECREF(samples);
+    PyMem_RawFree(count);
+    PyMem_RawFree(stride);
+    PyMem_RawFree(order);
+    classes_free(&c);
+    return result;
+}
+
+/* acyclic_without(members, removed, removed_edges) -> bool: whether no loop is
+ * left among the members once every edge whose class key (source type, target
+ * type, position, degree) is in ``removed``, and every edge position in
+ * ``removed_edges``, is gone (Kahn's peeling over the members only). */
+static PyObject *
+ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    classes_t c;
+    int64_t *extra = NULL;
+    Py_ssize_t nextra = 0, nmembers, head = 0, tail = 0;
+    PyObject *result = NULL, *seq = NULL, *edges = NULL;
+    uint32_t *peel = NULL;
+    uint64_t *kept = NULL;
+    uint8_t removed_id[EDGE_OUTSIDE];
+    memset(removed_id, 0, sizeof(removed_id));
+
+    memset(&c, 0, sizeof(c));
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "acyclic_without(members, removed, removed_edges) takes 3 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    nmembers = ws_members(w, args[0]);
+    if (nmembers < 0) {
+        goto done;
+    }
+    seq = PySequence_Fast(args[1], "removed must be a sequence of class keys");
+    if (seq == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *src, *dst;
+        int pos, deg;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "OOii", &src, &dst, &pos, &deg)) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "a class key is (type, type, position, degree)");
+            }
+            goto done;
+        }
+        if (!PyType_Check(src) || !PyType_Check(dst) || pos < 0 || pos > CLASS_CAP || deg < 0 ||
+            deg > CLASS_CAP + 1) {
+            PyErr_SetString(PyExc_ValueError, "a class key is (type, type, position, degree)");
+            goto done;
+        }
+        /* A type no member has gets an index too: its key then matches no edge. */
+        int64_t s = type_index(&w->types, (PyTypeObject *)src);
+        int64_t d = type_index(&w->types, (PyTypeObject *)dst);
+        uint64_t key = class_key((int32_t)s, (int32_t)d, pos, deg);
+        if (s < 0 || d < 0 || class_id(&c, key, 1) < 0) {
+            goto done;
+        }
+        for (size_t id = 0; id < w->nclass_keys; id++) {
+            if (w->class_keys[id] == key) {
+                removed_id[id] = 1;
+            }
+        }
+    }
+    if (args[2] != Py_None) {
+        edges = PySequence_Fast(args[2], "removed_edges must be a sequence of edge positions");
+        if (edges == NULL) {
+            goto done;
+        }
+        nextra = PySequence_Fast_GET_SIZE(edges);
+        extra = (int64_t *)PyMem_RawMalloc(((size_t)nextra + 1) * sizeof(int64_t));
+        if (extra == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < nextra; i++) {
+            Py_ssize_t e = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(edges, i), PyExc_IndexError);
+            if (e == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (e < 0 || e >= w->g.m) {
+                PyErr_Format(PyExc_IndexError, "edge %zd out of range for %zd edges", e, w->g.m);
+                goto done;
+            }
+            extra[i] = e;
+        }
+        qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
+    }
+    /* The members' order lives in queue; the peeling needs its own queue. */
+    peel = (uint32_t *)PyMem_RawMalloc(((size_t)nmembers + 1) * sizeof(uint32_t));
+    if (peel == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* The edges kept, one bit per edge position: decided once, with their class
+     * keys, so the peeling reads neither member[] nor the class table. */
+    kept = (uint64_t *)PyMem_RawCalloc((size_t)w->g.m / 64 + 1, sizeof(uint64_t));
+    if (kept == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t *indegree = w->parent;
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
+        indegree[w->queue[i]] = 0;
+    }
+    if (w->edge_class_epoch == w->epoch) {
+        /* The members edge_classes numbered: each edge's class is one byte. */
+        for (Py_ssize_t i = 0; i < nmembers; i++) {
+            uint32_t u = w->queue[i];
+            for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+                uint8_t id = w->edge_class[e];
+                if (id != EDGE_OUTSIDE && !removed_id[id] &&
+                    (nextra == 0 ||
+                     bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                    indegree[w->g.tgt[e]]++;
+                    kept[e >> 6] |= (uint64_t)1 << (e & 63);
+                }
+            }
+        }
+    } else {
+        FOR_MEMBER_EDGES(w, nmembers, {
+            if (class_id(&c, key, 0) < 0 &&
+                (nextra == 0 ||
+                 bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                indegree[v]++;
+                kept[e >> 6] |= (uint64_t)1 << (e & 63);
+            }
+        }, goto done)
+    }
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
+        if (indegree[w->queue[i]] == 0) {
+            peel[tail++] = w->queue[i];
+        }
+    }
+    while (head < tail) {
+        uint32_t u = peel[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            if ((kept[e >> 6] >> (e & 63)) & 1) {
+                int64_t v = w->g.tgt[e];
+                if (--indegree[v] == 0) {
+                    peel[tail++] = (uint32_t)v;
+                }
+            }
+        }
+    }
+    result = PyBool_FromLong(tail == nmembers);
+done:
+    Py_XDECREF(seq);
+    Py_XDECREF(edges);
+    PyMem_RawFree(extra);
+    PyMem_RawFree(peel);
+    PyMem_RawFree(kept);
+    classes_free(&c);
+    return result;
+}
+
+static PyObject *
+ws_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    ws_close_impl((Workspace *)self);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ws_methods[] = {
+    {"reach", (PyCFunction)(void (*)(void))ws_reach, METH_FASTCALL,
+     "reach(sources, wanted, blocked) -> [node, ...]"},
+    {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
+     "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
+    {"path_ends", (PyCFunction)(void (*)(void))ws_path_ends, METH_FASTCALL,
+     "path_ends(source, goal, keep) -> None | (length, head, tail)"},
+    {"edge_classes", (PyCFunction)(void (*)(void))ws_edge_classes, METH_FASTCALL,
+     "edge_classes(members, samples) -> (keys, counts, samples)"},
+    {"acyclic_without", (PyCFunction)(void (*)(void))ws_acyclic_without, METH_FASTCALL,
+     "acyclic_without(members, removed, removed_edges) -> bool"},
+    {"close", ws_close, METH_NOARGS, "close() -> None: drop the nodes and the scratch arrays"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject Workspace_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "whyalive.graph._fastgraph.Workspace",
+    .tp_basicsize = sizeof(Workspace),
+    .tp_dealloc = ws_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Workspace(nodes, offsets, targets, component_of): per-component graph work.",
+    .tp_methods = ws_methods,
+    .tp_new = ws_new,
+};
+
+/* ------------------------------------------------------------------ */
+
+static PyMethodDef fg_methods[] = {
+    {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
+     "build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)"},
+    {"find_components", (PyCFunction)(void (*)(void))fg_find_components, METH_FASTCALL,
+     "find_components(offsets, targets) -> (component_of_node, count, cyclic)"},
+    {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,
+     "nodes_reaching(offsets, targets, seeds) -> mask"},
+    {"cycle_candidates", (PyCFunction)(void (*)(void))fg_cycle_candidates, METH_FASTCALL,
+     "cycle_candidates(offsets, targets, seeds) -> (component_of, cycle_count, members: int64 memoryview)"},
+    {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
+     "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
+    {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
+     "clear_objects(objects) -> None: tp_clear each object and drop it from the list "
+     "(None in its place), as the collector does"},
+    {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
+     "take_tail(items, start) -> items[start:], removed from items without copying"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fg_module = {
+    PyModuleDef_HEAD_INIT,
+    "whyalive.graph._fastgraph",
+    "C core for whyalive.graph.core; use that module, not this one.",
+    -1,
+    fg_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__fastgraph(void)
+{
+    if (PyType_Ready(&BigArray_Type) < 0 || PyType_Ready(&Workspace_Type) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&fg_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&Workspace_Type);
+    if (PyModule_AddObject(module, "Workspace", (PyObject *)&Workspace_Type) < 0) {
+        Py_DECREF(&Workspace_Type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,292 @@
+"""What a cycle's report tells the user to do: the lines that made the cut, and the fix.
+
+The pattern says what kind of change undoes the cut (its remedy); this module
+finds the statement behind every label of the cut (:mod:`whyalive.analysis.sourcelines`),
+reads the live facts an edit needs (which object a proxy would point to, whether it
+can be weakly referenced) and asks :mod:`whyalive.analysis.fix_edits` for the one edit. An
+edit is offered only for a proven cut: the fix promises what the proof showed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+import types
+from dataclasses import dataclass
+
+from whyalive.analysis.cuts import CutProof, is_registry_attribute, proven_alternatives
+from whyalive.analysis.diagnose import Diagnosis
+from whyalive.analysis.diagnose.naming import cell_variable, is_instance_node, variable_of
+from whyalive.analysis.fix_edits import (
+    DELETE,
+    DROP_TRACEBACK,
+    WEAKEN,
+    WORDS_ONLY,
+    Rewrite,
+    Target,
+    build_rewrite,
+)
+from whyalive.analysis.fix_edits import weak_referenceable as weakable
+from whyalive.analysis.origin import installed_part
+from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.analysis.sourcelines import SourceLines
+from whyalive.analysis.statements import SourceHit, hit_for, stored_target
+from whyalive.analysis.structure import Structure
+from whyalive.report import FixEdit
+from whyalive.words import edge_kinds as ek
+
+# The remedy a cut's kind asks for when the pattern names none.
+_REMEDY_BY_KIND = {
+    ek.ATTRIBUTE: WEAKEN,
+    ek.CELL: WEAKEN,
+    ek.KEY: WEAKEN,
+    ek.INDEX: WEAKEN,
+    ek.LOCAL: DELETE,
+    ek.TRACEBACK: DROP_TRACEBACK,
+}
+_SELF = re.compile(r"\bself\b")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Plain results: quotes, the note when none was found, the lint rule, the edit."""
+
+    source_lines: tuple[str, ...] = ()
+    source_note: str | None = None
+    source_rule: str | None = None
+    fix: str = ""
+    fix_edit: FixEdit | None = None
+    cut: tuple[NamedEdge, ...] | None = None
+    """The cut the edit undoes, when it is another proven cut than the diagnosis's (the
+    pattern's cut had no mechanical edit): the report then states this one."""
+    proof: CutProof | None = None
+
+
+def advise(
+    view: CycleView,
+    diagnosis: Diagnosis,
+    structure: Structure | None,
+    sources: SourceLines,
+    sites: list[str],
+    user_root: str,
+) -> Advice:
+    """Find where every label of the cut was made and build the fix; never raises."""
+    match = diagnosis.match
+    try:
+        labels = label_edges(view, diagnosis, structure)
+        found: list[tuple[NamedEdge, SourceHit]] = []
+        note = None
+        for edge in labels:
+            hit, why = sources.find(view, edge, sites)
+            if hit is not None:
+                found.append((edge, hit))
+            else:
+                note = note or why
+    except Exception:  # user source or hostile objects; the rest of the report stands
+        return Advice(source_note="the source that made this reference could not be read",
+                      fix=match.fix)  # fmt: skip
+    if not found and match.pattern == "class-per-call":
+        made = _class_made(view, sources)
+        if made is not None:
+            return Advice((made.quote,), None, made.rule, match.fix)
+    quotes = tuple(dict.fromkeys(hit.quote for _, hit in found))
+    rule = found[0][1].rule if found else None
+    holder = _holder_spelling(found[0][1]) if found else None
+    words = _respell(match.fix, holder)
+    if match.remedy == WORDS_ONLY:
+        return Advice(quotes, note, rule, words)
+    rewrite = None
+    remedy = match.remedy or (_REMEDY_BY_KIND.get(labels[0].name.kind) if labels else None)
+    if diagnosis.proof.proven and len(found) == len(labels):
+        rewrite = _rewrite(view, remedy, found, sources, user_root)
+    if rewrite is not None:
+        fix = f"{rewrite.words} {_respell(match.also, holder)}".strip()
+        return Advice(quotes, note, rule, fix, _fix_edit(rewrite, user_root))
+    if diagnosis.proof.proven and structure is None:
+        # No edit undoes the pattern's cut: another proven cut that one edit undoes.
+        for cut, proof in proven_alternatives(view, diagnosis.cut):
+            edge = cut[0]
+            try:
+                hit, _ = sources.find(view, edge, sites)
+            except Exception:  # an unreadable source: try the next cut
+                continue
+            if hit is None:
+                continue
+            other = _rewrite(
+                view, _REMEDY_BY_KIND.get(edge.name.kind), [(edge, hit)], sources, user_root
+            )
+            if other is not None:
+                fix = f"{other.words} {_respell(match.also, _holder_spelling(hit))}".strip()
+                edit = _fix_edit(other, user_root)
+                return Advice((hit.quote,), None, hit.rule, fix, edit, tuple(cut), proof)
+    return Advice(quotes, note, rule, words)
+
+
+def _class_made(view: CycleView, sources: SourceLines) -> SourceHit | None:
+    """The ``class`` statement of the class made per call that the cycle is."""
+    for node in view.shown:
+        cls = view.obj(node)
+        if isinstance(cls, type):
+            try:
+                return sources.class_statement(cls)
+            except Exception:  # a class whose source cannot be read: said as words only
+                return None
+    return None
+
+
+def label_edges(
+    view: CycleView, diagnosis: Diagnosis, structure: Structure | None
+) -> list[NamedEdge]:
+    """One reference per label of the cut: a tree's every ``.parent`` is one label."""
+    if structure is not None:
+        return [
+            NamedEdge(link.sample[0], link.sample[1], link.name)
+            for link in structure.cut
+            if link.sample is not None
+        ]
+    by_label: dict[tuple[str, str], NamedEdge] = {}
+    for edge in diagnosis.cut:
+        by_label.setdefault((edge.name.kind, edge.name.name), edge)
+    return list(by_label.values())
+
+
+def _rewrite(
+    view: CycleView,
+    remedy: str | None,
+    found: list[tuple[NamedEdge, SourceHit]],
+    sources: SourceLines,
+    user_root: str,
+) -> Rewrite | None:
+    """The edit, or None when none is safe; never raises. Only the user's own code is
+    edited: a line inside an installed package is quoted, not rewritten."""
+    if remedy is None or not found:
+        return None
+    if any(installed_part(hit.filename, user_root) is not None for _, hit in found):
+        return None
+    try:
+        return _build(view, remedy, found, sources)
+    except Exception:  # an edit that cannot be built is left out, never half-made
+        return None
+
+
+def _build(
+    view: CycleView,
+    remedy: str,
+    found: list[tuple[NamedEdge, SourceHit]],
+    sources: SourceLines,
+) -> Rewrite | None:
+    labels = frozenset(edge.name.name[1:] for edge, _ in found if edge.name.kind == ek.ATTRIBUTE)
+    targets = []
+    for edge, hit in found:
+        target = _target(view, edge, hit, labels, remedy, sources)
+        if target is None:
+            return None
+        targets.append(target)
+    return build_rewrite(targets, remedy)
+
+
+def _target(
+    view: CycleView,
+    edge: NamedEdge,
+    hit: SourceHit,
+    labels: frozenset[str],
+    remedy: str,
+    sources: SourceLines,
+) -> Target | None:
+    holder = _holder_object(view, edge)
+    value = view.obj(edge.target)
+    variable = None
+    capture: ast.AST | None = None
+    if edge.name.kind == ek.CELL:
+        variable = cell_variable(view, edge.source)
+        if remedy == WEAKEN and weakable(value) and not _transient(value):
+            function = _closure_function(view, edge.source)
+            if function is None:
+                return None
+            capture = sources.function_node(function.__code__)
+            if capture is None:
+                return None
+            parsed = sources.parsed(function.__code__.co_filename)
+            if parsed is not None:  # the `def` (or lambda) that captures the variable
+                hit = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
+    elif edge.name.kind == ek.LOCAL:
+        variable = variable_of(edge)
+    elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
+        stored = _stored_on(hit)
+        variable = ast.unparse(stored) if stored is not None else None
+    return Target(
+        hit=hit,
+        holder_class=type(holder) if holder is not None else None,
+        holder_weak=holder is not None and weakable(holder),
+        value_weak=weakable(value) and not _transient(value),
+        labels=labels,
+        capture=capture,
+        variable=variable,
+    )
+
+
+def _transient(value: object) -> bool:
+    """A callable made where it is stored (a bound method, a partial, a function): only the
+    reference that holds it keeps it alive, so a weak reference to it would die at once."""
+    return type(value) in (types.MethodType, types.FunctionType, functools.partial)
+
+
+def _holder_object(view: CycleView, edge: NamedEdge) -> object | None:
+    """The object a proxy in the fixed statement would point to: the attribute's owner, the
+    module whose hook registry holds the entry, the owner of the list an item is in."""
+    source = view.obj(edge.source)
+    if edge.name.kind == ek.ATTRIBUTE and is_instance_node(source):
+        return source
+    for into in view.edges_into(edge.source):
+        if into.name.kind == ek.ATTRIBUTE and (
+            is_registry_attribute(into.name) or edge.name.kind == ek.INDEX
+        ):
+            return view.obj(into.source)
+    owners = [view.obj(n) for n in view.shown if is_instance_node(view.obj(n))]
+    return owners[0] if owners else None
+
+
+def _closure_function(view: CycleView, cell: int) -> types.FunctionType | None:
+    for into in view.edges_into(cell):
+        fn = view.obj(into.source)
+        if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
+            return fn
+    return None
+
+
+def _stored_on(hit: SourceHit) -> ast.Attribute | None:
+    """``probe.frame`` in ``probe.frame = sys._getframe()``: an attribute of a variable."""
+    stored = stored_target(hit.statement)
+    if isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name):
+        return stored
+    return None
+
+
+def _holder_spelling(hit: SourceHit) -> str | None:
+    """How the statement names the object it stores on: ``model`` in ``model.forward = ...``."""
+    stored = stored_target(hit.statement)
+    if isinstance(hit.store, ast.Call) and isinstance(hit.store.func, ast.Attribute):
+        stored = hit.store.func
+    base = stored
+    while isinstance(base, (ast.Attribute, ast.Subscript)):
+        base = base.value
+    return base.id if isinstance(base, ast.Name) and base is not stored else None
+
+
+def _respell(text: str, holder: str | None) -> str:
+    """The pattern's code says ``self`` for the holder: use the name the statement uses."""
+    if not holder or holder == "self":
+        return text
+    return re.sub(r"`[^`]+`", lambda m: _SELF.sub(holder, m.group(0)), text)
+
+
+def _fix_edit(rewrite: Rewrite, user_root: str) -> FixEdit:
+    path = os.path.realpath(rewrite.filename)
+    root = os.path.join(os.path.realpath(user_root), "")
+    shown = os.path.relpath(path, root) if path.startswith(root) else rewrite.filename
+    return FixEdit(shown, rewrite.line, rewrite.old, rewrite.new)
+
+
+__all__ = ["Advice", "advise", "label_edges"]

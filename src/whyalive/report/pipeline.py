@@ -1,0 +1,235 @@
+"""``analyze()``: captured garbage in, plain :class:`~whyalive.report.Report` out.
+
+graph (:mod:`whyalive.graph`) -> cycles (:mod:`whyalive.analysis`) -> report
+(:mod:`whyalive.report.builder`); the graph's strong references are dropped before
+the report is returned, so the caller's release of the garbage frees it.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
+from whyalive.analysis.uncollectable import find_loops_among, find_uncollectable
+from whyalive.capture import GarbageWatch
+from whyalive.graph import ObjectGraph, build_graph
+from whyalive.graph.core import announce_implementation
+from whyalive.kinds import KindResolver
+from whyalive.kinds.autograd_graph import loaded_torch
+from whyalive.report import Report
+from whyalive.report.builder import build_report, counts_report
+from whyalive.report.merge import merge_reports
+
+UNPROBED_NOTE = (
+    "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
+    "the heap frozen at the start (gc.freeze), and objects were already frozen."
+)
+
+
+@functools.cache
+def prepare_in_collector() -> None:
+    """Import now what an analysis imports lazily, so one can run inside a gc callback.
+
+    A gc callback must not import (the import system may be mid-way through a
+    module in this very thread); once imported, a module is only looked up.
+    """
+    import ctypes  # noqa: F401  (kinds.buffers reads addresses through it)
+
+    announce_implementation()
+
+    analyze([], AnalysisOptions(progress_after=None))
+
+
+def analyze(
+    objects: list[object],
+    options: AnalysisOptions | None = None,
+    *,
+    words_for: Callable[[list[str]], bool] | None = None,
+) -> Report:
+    """Analyse captured garbage; the returned report holds no live object.
+
+    ``words_for`` is asked with the signatures found whether the report should be
+    written in full; when it says no, the report only counts (see
+    :func:`~whyalive.report.builder.counts_report`).
+    """
+    options = options or AnalysisOptions()
+    if options.progress_after is not None:  # ordinary code, not a gc callback: it may warn
+        announce_implementation()
+    # An automatic collection during the analysis would traverse all the garbage we
+    # hold (it is reachable now) for nothing: the collector stays off until we return.
+    # Switched back on here and in _analyze_paused: an interrupt can cut either
+    # finally, never both (docs/architecture.md, GC rules 10).
+    enabled = gc.isenabled()
+    try:
+        return _analyze_paused(objects, options, enabled, words_for)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze_paused(
+    objects: list[object],
+    options: AnalysisOptions,
+    enabled: bool,
+    words_for: Callable[[list[str]], bool] | None,
+) -> Report:
+    try:
+        gc.disable()
+        progress = Progress(len(objects), options.progress_after)
+        resolver = KindResolver()
+        progress.stage("building the reference graph")
+        graph = build_graph(objects, resolver)
+        return _report_of(graph, resolver, options, progress, words_for)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    # An automatic collection while we hold a block's leftovers would traverse them
+    # for nothing. gc.disable() inside the try: an interrupt just after it still
+    # switches the collector back on.
+    enabled = gc.isenabled()
+    try:
+        gc.disable()
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _report_of(
+    graph: ObjectGraph,
+    resolver: KindResolver,
+    options: AnalysisOptions,
+    progress: Progress,
+    words_for: Callable[[list[str]], bool] | None = None,
+) -> Report:
+    """Cycles to report; the graph's strong references are dropped before returning."""
+    try:
+        findings = find_cycles(graph, resolver, options, progress)
+        if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
+            return counts_report(findings, options)
+        progress.stage("writing the report")
+        return build_report(findings, options)
+    finally:
+        graph.release()
+
+
+def _signature(group: CycleGroup) -> str:
+    return group.diagnosis.signature if group.diagnosis is not None else ""
+
+
+def probe_uncollectable(
+    mark: int | None,
+    options: AnalysisOptions,
+    *,
+    collect: bool = True,
+    max_nodes: int | None = None,
+) -> Report | None:
+    """What the block left that only loops through the autograd graph hold, as a report.
+
+    Call after the block's closing collection, with its baseline still frozen (see
+    :func:`whyalive.analysis.uncollectable.find_uncollectable`); ``mark`` is the autograd
+    sequence mark taken when the block began. The loops are in ``uncollectable``;
+    None when there are none.
+    """
+    graph = find_uncollectable(mark, collect=collect, max_nodes=max_nodes)
+    return uncollectable_report(graph, options) if graph is not None else None
+
+
+def uncollectable_report(
+    graph: ObjectGraph, options: AnalysisOptions, *, freed: bool = False
+) -> Report | None:
+    """The loops of a graph of :mod:`whyalive.analysis.uncollectable` as a report (``uncollectable``;
+    ``cycles`` when ``freed``: loops the collector frees); the graph is released."""
+    with _collector_off():
+        progress = Progress(len(graph), options.progress_after)
+        report = _report_of(graph, KindResolver(), options, progress)
+    if not report.cycles:
+        return None
+    if freed:
+        return replace(report, notes=tuple(n for n in report.notes if n in options.notes))
+    return replace(
+        report,
+        cycles=(),
+        uncollectable=report.cycles,
+        total_bytes=0,
+        bytes_by_device={},
+        garbage_objects=0,
+        cycle_count=0,
+        light_cycle_count=0,
+        heavy_count=0,
+        notes=tuple(n for n in report.notes if n in options.notes),
+    )
+
+
+def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> tuple[Report | None, bool]:
+    """:func:`probe_uncollectable` for a watched block whose garbage was released, then
+    :meth:`~whyalive.capture.GarbageWatch.finish`: (the loops' report, whether the
+    block froze or unfroze the heap under whyalive's freeze).
+
+    Only with the block's baseline frozen (otherwise what the block made cannot be
+    told from the rest of the heap: a report with that note). A failure of the probe
+    never fails the check: it becomes a note.
+    """
+    try:
+        if not watch.used_freeze:
+            probed = Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
+        else:
+            probed = probe_uncollectable(watch.autograd_mark, options)
+    except Exception as error:  # the check's own findings stand; say what was not done
+        note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
+        probed = Report(notes=(note,))
+    finally:
+        watch.finish()
+    return probed, watch.freeze_changed
+
+
+def with_uncollectable_loops(
+    report: Report,
+    targets: list[object],
+    unrooted: dict[int, object],
+    own_refs: int,
+    where: str | None,
+) -> Report:
+    """The report with the loops through the autograd graph that keep unrooted targets.
+
+    ``unrooted`` (id -> object, emptied here) is what no root reaches. A target that
+    only loops among those keep gets the loop, in the words a check prints, and a note
+    that says so instead of the generic one.
+    """
+    own = {id(target): own_refs for target in targets}
+    objects = list(unrooted.values())
+    unrooted.clear()  # before the reference counts are read: the list is the only holder
+    graph = find_loops_among(objects, own, targets)
+    if graph is None:
+        return report
+    held = {id(obj) for obj in graph.nodes}
+    looped = [id(target) in held for target in targets]
+    freed = graph.freed_by_collector
+    options = AnalysisOptions(where=where, progress_after=None)
+    loops = uncollectable_report(graph, options, freed=freed)
+    if loops is None:
+        return report
+    note = FREED_LOOP_NOTE if freed else LOOP_NOTE
+    alive = tuple(
+        replace(entry, note=note) if in_loop else entry
+        for entry, in_loop in zip(report.alive, looped, strict=True)
+    )
+    return merge_reports([replace(report, alive=alive), loops])
+
+
+LOOP_NOTE = (
+    "held only by a loop through the autograd graph (C++), which the collector never frees: "
+    "see the uncollectable loop for its cut and fix."
+)
+FREED_LOOP_NOTE = (
+    "held only by a reference cycle (through its autograd graph) that no root reaches: "
+    "cyclic garbage that the next collection frees; see the cycle for its cut and fix."
+)
