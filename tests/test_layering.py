@@ -1,8 +1,11 @@
-"""The import graph of ``whyalive`` follows the layers of docs/architecture.md.
+"""The tree and the import graph of ``whyalive`` follow the layers of docs/architecture.md.
 
-Every ``import`` of a whyalive module, at module level or inside a function, is read
-with ``ast`` from the sources. Imports under ``if TYPE_CHECKING:`` are annotations
-only and never run, so they are not counted.
+Every ``import`` of a whyalive module, at module level or inside a function, is read with
+``ast`` from the sources (``import whyalive.x``, ``from whyalive.x import y``,
+``from whyalive import x``, relative imports, ``importlib.import_module("whyalive.x")``).
+Imports under ``if TYPE_CHECKING:`` are annotations only and never run, so they are not
+counted. There are no exceptions: no import goes up a layer and none closes a circle, a
+package's ``__init__`` and its own submodules included.
 """
 
 from __future__ import annotations
@@ -10,81 +13,24 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import re
 import weakref
 
 from whyalive import Report, find_leaks
 
 PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").parent
+ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
 
-# Lowest first; a module may import its own layer and those below it. The names are
-# module paths under ``whyalive``; a package name covers its submodules.
+# Lowest first; a module may import its own layer and those below it. Each name is a module
+# at the top of whyalive/ or a package, which covers everything inside it.
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    (
-        "foundation",
-        frozenset(
-            {
-                "version",
-                "errors",
-                "guarded",
-                "edge_kinds",
-                "words",
-                "origin",
-                "baseline",
-                "interrupts",
-            }
-        ),
-    ),
+    ("foundation", frozenset({"version", "errors", "guarded", "words"})),
     ("lint", frozenset({"lint"})),
-    (
-        "core stages",
-        frozenset(
-            {
-                "kinds",
-                "graph",
-                "collector",
-                "gcstate",
-                "gcsaving",
-                "freeze_holds",
-                "capture",
-                "edge_namer",
-                "edges",
-                "node_names",
-                "paths",
-                "cuts",
-                "structure",
-                "diagnose",
-                "sourcelines",
-                "statements",
-                "source_targets",
-                "fix_edits",
-                "edit_text",
-                "fix_weaken",
-                "analysis",
-                "roots",
-                "allocations",
-                "autograd_graph",
-                "uncollectable",
-            }
-        ),
-    ),
-    (
-        "report",
-        frozenset(
-            {
-                "report",
-                "displays",
-                "report_schema",
-                "report_merge",
-                "verdict",
-                "run_info",
-                "report_builder",
-                "pipeline",
-                "explain",
-                "census",
-                "summary",
-            }
-        ),
-    ),
+    ("kinds", frozenset({"kinds"})),
+    ("graph", frozenset({"graph"})),
+    ("capture", frozenset({"capture"})),
+    ("analysis", frozenset({"analysis"})),
+    ("report", frozenset({"report"})),
     ("render", frozenset({"render"})),
     (
         "integrations",
@@ -93,6 +39,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "",  # the package itself: the public API gathered in whyalive/__init__.py
                 "__main__",
                 "check",
+                "explain",
+                "census",
                 "monitor",
                 "distributed",
                 "cli",
@@ -105,15 +53,11 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         ),
     ),
 ]
+MAX_TOP_LEVEL_MODULES = 15
 
-# What reads live objects: every core stage, and the report modules that build from them.
-LIVE_READERS = (
-    *dict(LAYERS)["core stages"],
-    "report_builder",
-    "pipeline",
-    "explain",
-    "census",
-)
+# What reads live objects: every stage below the report, and the report modules that build
+# from live objects.
+LIVE_READERS = ("kinds", "graph", "capture", "analysis", "report.builder", "report.pipeline")
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -124,12 +68,15 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
 def layer_of(module: str) -> int:
     """Index in LAYERS of the layer that holds ``module`` (a package covers its modules)."""
+    top = module.split(".")[0]
     for index, (_, members) in enumerate(LAYERS):
-        for member in members:
-            if module == member or (member and module.startswith(member + ".")):
-                return index
+        if top in members:
+            return index
     raise AssertionError(f"whyalive.{module} is in no layer: add it to LAYERS")
 
 
@@ -140,91 +87,151 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: pathlib.Path) -> list[tuple[str, bool]]:
-    """(whyalive module imported, whether the import is inside a function) for one file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: list[tuple[str, bool]] = []
+def _imported(name: str) -> str:
+    """The whyalive module that importing ``name`` (a dotted module path) runs last."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
 
-    def visit(node: ast.AST, deferred: bool) -> None:
+
+def imports_of(module: str) -> list[str]:
+    """The whyalive modules one module imports, at module level or deferred."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[str] = []
+
+    def add(dotted: str, is_module: bool = False) -> None:
+        name = dotted.removeprefix("whyalive").lstrip(".")
+        if dotted != "whyalive" and not dotted.startswith("whyalive."):
+            return
+        if is_module and name not in MODULES:
+            return  # a C extension (graph._fastgraph): no Python module runs
+        found.append(_imported(name))
+
+    def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _type_checking_only(node):
             for child in node.orelse:
-                visit(child, deferred)
+                visit(child)
             return
         if isinstance(node, ast.Import):
-            found.extend(
-                (alias.name.removeprefix("whyalive").lstrip("."), deferred)
-                for alias in node.names
-                if alias.name == "whyalive" or alias.name.startswith("whyalive.")
-            )
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
-            if node.module == "whyalive":
-                # `from whyalive import x`: x is a submodule or a name of the package root.
-                for alias in node.names:
-                    submodule = PACKAGE / alias.name
-                    is_module = submodule.is_dir() or submodule.with_suffix(".py").exists()
-                    found.append((alias.name if is_module else "", deferred))
-            elif node.module.startswith("whyalive."):
-                found.append((node.module.removeprefix("whyalive."), deferred))
-        inside = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for alias in node.names:
+                add(alias.name, is_module=True)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".") if package else []
+                up = up[: len(up) - (node.level - 1)]
+                base = ".".join(["whyalive", *up, *([base] if base else [])])
+            for alias in node.names:
+                # `from whyalive.x import y`: y is a submodule or a name that x defines.
+                add(f"{base}.{alias.name}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            add(node.args[0].value, is_module=True)
         for child in ast.iter_child_nodes(node):
-            visit(child, inside)
+            visit(child)
 
-    visit(tree, False)
-    return found
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return [t for t in found if t != module]
 
 
-def import_graph() -> dict[str, list[tuple[str, bool]]]:
+def import_graph() -> dict[str, set[str]]:
     """Every whyalive module and the whyalive modules it imports."""
-    return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
-
-
-def test_every_import_goes_down_or_sideways() -> None:
-    """No module imports a module of a higher layer, deferred imports included."""
-    upward = []
-    for module, imported in import_graph().items():
-        for target, _ in imported:
-            if layer_of(target) <= layer_of(module):
-                continue
-            upward.append(
-                f"{module or 'whyalive'} ({LAYERS[layer_of(module)][0]}) imports "
-                f"{target or 'whyalive'} ({LAYERS[layer_of(target)][0]})"
-            )
-    assert upward == []
-
-
-def test_module_level_imports_have_no_cycle() -> None:
-    """The modules' import-time dependencies form no cycle (a package's own __init__ aside)."""
-    graph = {
-        module: {t for t, deferred in imported if not deferred and t != module}
-        for module, imported in import_graph().items()
-    }
-    for module, targets in graph.items():
-        # A package's __init__ gathers its submodules, which import siblings through it.
-        graph[module] = {t for t in targets if not module.startswith(t + ".") and t != ""}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def walk(module: str) -> None:
-        state[module] = 1
-        stack.append(module)
-        for target in sorted(graph.get(module, ())):
-            if state.get(target) == 1:
-                cycle = stack[stack.index(target) :]
-                raise AssertionError(f"import cycle: {' -> '.join([*cycle, target])}")
-            if target not in state:
-                walk(target)
-        stack.pop()
-        state[module] = 2
-
-    for module in sorted(graph):
-        if module not in state:
-            walk(module)
+    return {module: set(imports_of(module)) for module in MODULES}
 
 
 def test_every_module_is_in_a_layer() -> None:
     """A new module must be placed in a layer (and in docs/architecture.md's module map)."""
-    for module in import_graph():
+    for module in MODULES:
         layer_of(module)
+
+
+def test_the_top_level_shows_the_layers() -> None:
+    """``ls src/whyalive``: a package per layer or integration, and few modules beside them."""
+    top_modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(top_modules) <= MAX_TOP_LEVEL_MODULES, top_modules
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    layered = {name for _, members in LAYERS for name in members}
+    assert [p for p in packages if p not in layered] == []
+    # A folder of Python files without __init__.py would be a namespace package nobody placed.
+    stray = [p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.glob("*.py"))]
+    assert sorted(stray) == packages
+
+
+def test_every_package_is_in_the_module_map() -> None:
+    """docs/architecture.md's module map names every package and every top-level module."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    named = set(re.findall(r"`([\w/]+(?:\.py|\.c|/))", text))
+    for path in MODULES.values():
+        rel = path.relative_to(PACKAGE).as_posix()
+        folder, _, name = rel.rpartition("/")
+        assert {rel, f"{folder}/", name} & named, f"{rel} is not in the module map"
+
+
+def test_no_import_goes_up_a_layer() -> None:
+    """No module imports a module of a higher layer, at module level or inside a function."""
+    upward = [
+        f"{module or 'whyalive'} ({LAYERS[layer_of(module)][0]}) imports "
+        f"{target or 'whyalive'} ({LAYERS[layer_of(target)][0]})"
+        for module, imported in import_graph().items()
+        for target in sorted(imported)
+        if layer_of(target) > layer_of(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle() -> None:
+    """Modules and packages import each other in no circle, deferred imports included."""
+    graph = import_graph()
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        top = module.split(".")[0]
+        packages.setdefault(top, set()).update(t.split(".")[0] for t in targets)
+        packages[top].discard(top)
+    assert _circle(graph) is None
+    assert _circle(packages) is None
+
+
+def _circle(graph: dict[str, set[str]]) -> str | None:
+    """One circle of ``graph`` as ``a -> b -> a``, or None."""
+    state: dict[str, int] = {}
+    for start in sorted(graph):
+        if start in state:
+            continue
+        stack = [(start, iter(sorted(graph[start])))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, targets = stack[-1]
+            target = next(targets, None)
+            if target is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(target) == 1:
+                return " -> ".join([*path[path.index(target) :], target]) or "whyalive"
+            elif target not in state:
+                state[target] = 1
+                path.append(target)
+                stack.append((target, iter(sorted(graph.get(target, ())))))
+    return None
+
+
+def test_the_layering_test_sees_circles_and_upward_imports() -> None:
+    """The checks above can fail: a circle and an upward import are found when present."""
+    assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == "a -> b -> c -> a"
+    assert _circle({"a": {"b"}, "b": set()}) is None
+    assert layer_of("render.text") > layer_of("report.summary") > layer_of("analysis.paths")
+    assert "report" in imports_of("render.text")
+    # Deferred imports count; TYPE_CHECKING ones do not.
+    assert "analysis" in imports_of("unittest")
+    assert "report" not in imports_of("errors")
 
 
 def test_renderers_import_no_capture_or_analysis_module() -> None:
@@ -233,7 +240,7 @@ def test_renderers_import_no_capture_or_analysis_module() -> None:
     for module, imported in import_graph().items():
         if module.split(".")[0] != "render":
             continue
-        for target, _ in imported:
+        for target in imported:
             assert not any(
                 target == stage or target.startswith(stage + ".") for stage in LIVE_READERS
             ), f"{module} imports {target}"
