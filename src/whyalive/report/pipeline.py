@@ -146,8 +146,9 @@ def probe_uncollectable(
 def uncollectable_report(
     graph: ObjectGraph, options: AnalysisOptions, *, freed: bool = False
 ) -> Report | None:
-    """The loops of a graph of :mod:`whyalive.analysis.uncollectable` as a report (``uncollectable``;
-    ``cycles`` when ``freed``: loops the collector frees); the graph is released."""
+    """The loops of a graph of :mod:`whyalive.analysis.uncollectable` as a report
+    (``uncollectable``; ``cycles`` when ``freed``: loops the collector frees); the graph
+    is released."""
     with _collector_off():
         progress = Progress(len(graph), options.progress_after)
         report = _report_of(graph, KindResolver(), options, progress)
