@@ -151,25 +151,22 @@ return {
 SIZES = [(1280, 800), (1920, 1080), (900, 560)]
 
 
-def _inner(driver: Any, outer: tuple[int, int]) -> list[int]:
-    """The inner size once the window has taken the outer size it was given."""
-    deadline = time.monotonic() + HANG_S
-    while True:
-        size = driver.get_window_size()
-        inner: list[int] = driver.execute_script("return [innerWidth, innerHeight]")
-        if (size["width"], size["height"]) == outer or time.monotonic() > deadline:
-            return inner
-        time.sleep(0.02)
+def _viewport(driver: Any, width: int, height: int) -> None:
+    """The page's viewport exactly ``width`` x ``height`` CSS pixels, whatever the window.
 
-
-def _resize(driver: Any, width: int, height: int) -> None:
-    """The window's inner size exactly ``width`` x ``height`` (whatever its frame adds)."""
-    driver.set_window_size(width, height)
-    inner = _inner(driver, (width, height))
-    if inner != [width, height]:
-        outer = (2 * width - inner[0], 2 * height - inner[1])
-        driver.set_window_size(*outer)
-        _inner(driver, outer)
+    Chromium's DevTools emulation sets the viewport itself, so the size does not depend on
+    when the window manager has finished resizing a window (a busy machine made a resize
+    read back the old inner size). Returns once the page reports the new size.
+    """
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
+    _wait_for(
+        driver,
+        f"return innerWidth === {width} && innerHeight === {height}",
+        f"the viewport never became {width}x{height}",
+    )
 
 
 def _torch_demo() -> Report:
@@ -246,7 +243,7 @@ def test_what_a_person_sees_on_open(
     if page not in page_reports:
         page_reports[page] = PAGES[page]()
     report = page_reports[page]
-    _resize(browser, *size)
+    _viewport(browser, *size)
     try:
         seen = _open(browser, report, tmp_path / f"{page}.html")
         _wait_until_fitted(browser)
@@ -254,7 +251,7 @@ def test_what_a_person_sees_on_open(
         ARTIFACTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / f"whyalive-{page}-{size[0]}x{size[1]}.png"))
     finally:
-        _resize(browser, 1280, 800)
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert sees["window"] == list(size)
     assert sees["heavy"] >= 1, sees
     assert sees["heavy_inside"], sees
@@ -561,6 +558,17 @@ def test_monitor_page_draws_the_timeline(browser: Any, tmp_path: Path) -> None:
     assert len(series) == 1
     assert browser.find_element(By.CSS_SELECTOR, "#timeline svg").rect["height"] > 100
     assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline svg circle")) == 6
+    # Every axis label and legend entry lies inside the viewBox, which is all a window
+    # narrower than the picture shows (it scales the viewBox to its width).
+    clipped = browser.execute_script(
+        """const box = document.querySelector("#timeline svg").viewBox.baseVal;
+        return Array.from(document.querySelectorAll("#timeline svg text"), t => [
+            t.textContent, t.getBBox()]).filter(([_, b]) =>
+            b.x < box.x || b.x + b.width > box.x + box.width).map(([words]) => words);"""
+    )
+    assert clipped == []
+    legend = report.cycles[0].pattern
+    assert legend in browser.find_element(By.CSS_SELECTOR, "#timeline svg").text
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")) == 3
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "whyalive-monitor-timeline.png"))
