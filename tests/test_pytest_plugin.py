@@ -350,6 +350,66 @@ def test_a_bad_size_is_a_one_line_usage_error(pytester: pytest.Pytester, size: s
     assert "Traceback" not in result.stderr.str()
 
 
+BAD_MARKERS = """
+import pytest
+
+
+@pytest.fixture
+def resource():
+    yield "opened"
+    print("resource closed")
+
+
+@pytest.mark.whyalive(min_bytes="lots")
+def test_bad_size(resource):
+    pass
+
+
+@pytest.mark.whyalive(on_leak="explode")
+def test_bad_on_leak():
+    pass
+
+
+@pytest.mark.whyalive(min_bytes="2 KiB")
+def test_good_marker():
+    pass
+
+
+def test_unmarked():
+    pass
+"""
+
+
+def test_a_bad_marker_errors_that_test_in_one_line(pytester: pytest.Pytester) -> None:
+    """`whyalive(min_bytes="lots")` or a bad `on_leak`: that test errors at setup with one
+    line naming the argument and the value, no traceback, no second error at teardown; its
+    fixtures are torn down and the other tests run."""
+    pytester.makepyfile(test_markers=BAD_MARKERS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", "-s")
+    result.assert_outcomes(passed=2, errors=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert "KeyError" not in out
+    assert "ERROR at teardown" not in out
+    assert out.count("resource closed") == 1
+    result.stdout.fnmatch_lines(
+        [
+            "_* ERROR at setup of test_bad_size _*",
+            "whyalive marker: min_bytes='lots' is not a size (use 1048576, 1MB or 1.5 MiB)",
+            "_* ERROR at setup of test_bad_on_leak _*",
+            "whyalive marker: on_leak='explode' is not 'fail' or 'warn'",
+            "=* PASSES =*",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR test_markers.py::test_bad_size - Failed: whyalive marker: min_bytes='lots'*",
+            "ERROR test_markers.py::test_bad_on_leak - Failed: whyalive marker: on_leak=*",
+        ]
+    )
+
+
 IDIOMS = """
 import numpy
 import pytest

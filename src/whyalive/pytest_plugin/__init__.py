@@ -21,6 +21,7 @@ from whyalive.pytest_plugin.settings import (
     MARKER_CHECK,
     MARKER_SKIP,
     STATE,
+    BadMarker,
     add_options,
     options_for,
     read_settings,
@@ -44,7 +45,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """Open the test's bracket before any fixture runs."""
     state = item.config.stash[STATE]
-    options = options_for(item, state)
+    bad_marker: str | None = None
+    try:
+        options = options_for(item, state)
+    except BadMarker as error:
+        options, bad_marker = None, str(error)
+    if bad_marker is not None:
+        # Failed after pytest's own setup ran, so its teardown finds what it expects: the
+        # test errors with this one line and the session goes on.
+        yield
+        pytest.fail(bad_marker, pytrace=False)
     if options is None:
         return (yield)
     path, line, name = item.location
