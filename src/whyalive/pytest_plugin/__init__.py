@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from whyalive.pytest_plugin.findings import act_on_leaks, write_summary
+from whyalive.pytest_plugin.findings import LeakFailed, act_on_leaks, write_summary
 from whyalive.pytest_plugin.settings import (
     MARKER_CHECK,
     MARKER_SKIP,
@@ -136,6 +136,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
             state.current = None
     act_on_leaks(item, state, watch, raise_now=True)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A leak's report is its message alone, so the short summary line reads
+    ``FAILED test_model.py::test_cache - whyalive: 2.0 MiB, cut Cache.cb at ...``: pytest
+    would put ``Failed:`` first and cut the line at the terminal's width."""
+    report = yield
+    if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, LeakFailed):
+        report.longrepr = str(call.excinfo.value.msg)
+    return report
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

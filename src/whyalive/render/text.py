@@ -58,21 +58,23 @@ def _cut_brief(report: Report, cycle: CycleReport) -> str | None:
 
 
 def leak_line(report: Report) -> str:
-    """The line a CI log shows for a failed check: bytes, pattern, the cut and where.
+    """The line a CI log shows for a failed check: bytes, the cut, where, then the pattern.
 
-    ``whyalive: 2.0 MiB kept by bound-method-on-self, cut Cache.cb at test_model.py:9``,
-    for the biggest cycle, then how many more there are.
+    ``whyalive: 2.0 MiB, cut Cache.cb at test_model.py:9 (bound-method-on-self)``, for the
+    biggest cycle, then how many more there are. Ordered by use: pytest cuts its summary
+    line at the terminal's width, and the bytes and the reference to cut should survive.
     """
     if not report.cycles:
         return f"whyalive: {report_headline(report)}"
     top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
-    line = f"whyalive: {size_to_words(top.total_bytes)} kept by {top.pattern}"
+    line = f"whyalive: {size_to_words(top.total_bytes)}"
     cut = _cut_brief(report, top)
     if cut is not None:
         line += f", cut {cut}"
     place = cycle_place(report, top) or report.run.where
     if place:
         line += f" at {place}"
+    line += f" ({top.pattern})"
     others = [c for c in report.cycles if c is not top]
     if others:
         extra = sum(c.total_bytes for c in others)
