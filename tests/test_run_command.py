@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -311,14 +312,21 @@ def test_run_counts_agree_between_text_json_and_html(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
 ) -> None:
     """`whyalive run -o report.json`: what the text says is what the JSON and HTML hold."""
+    light = "\nfor _ in range(5):\n    light = []\n    light.append(light)\n"  # nothing heavy
     script = write(
-        tmp_path, "train.py", LEAKY.replace("\ntrain_step()", "\n[train_step() for _ in 'abc']")
+        tmp_path,
+        "train.py",
+        LEAKY.replace("\ntrain_step()", "\n[train_step() for _ in 'abc']") + light,
     )
     out = tmp_path / "report.json"
     assert main(["run", mode, "-o", str(out), script]) == 1
     capsys.readouterr()
     said = counts_said(Report.load(out))
     assert (said.cycles, said.heavy, said.size) == (3, 3, "23.4 KiB")
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["reported_cycle_count"] == 3
+    assert data["light_cycle_count"] >= 4  # the last `light` is still alive at the end
+    assert data["cycle_count"] >= data["light_cycle_count"] + 3
 
 
 def test_binary_output_format_is_written(tmp_path: Path) -> None:
