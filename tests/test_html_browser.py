@@ -315,6 +315,10 @@ def test_viewer_opens_readable_with_a_legend_and_the_texts_words(
     said = " ".join(cut_sentence(cycle.cut).replace("`", "").split())  # HTML folds spaces
     assert cut == f"Cut: {said}"
     assert said in " ".join(report.render("text", width=1000).replace("`", "").split())
+    # The red arrow is labelled as the Cut line names it, not by the cell's slot.
+    arrow = browser.find_element(By.CSS_SELECTOR, "#graph .edge.cut").text
+    assert arrow == "closure variable"
+    assert said.startswith(f"the {arrow} ")
 
 
 def test_viewer_folds_a_50_node_cycle_and_shows_it_whole_on_a_click(
