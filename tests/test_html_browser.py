@@ -351,9 +351,22 @@ def test_viewer_pans_and_zooms(browser: Any, tmp_path: Path) -> None:
     zoomed = world.get_attribute("transform")
     assert zoomed != before
     pane = browser.find_element(By.ID, "graph")
-    # Offsets count from the pane's centre: start on empty paper near its lower left corner.
+    # Start the drag on empty paper (a drag on a box or a label does not pan), wherever the
+    # layout leaves some: the first point of a grid over the pane that hits no drawing.
+    paper = browser.execute_script(
+        """const pane = document.getElementById("graph").getBoundingClientRect();
+        for (let y = pane.top + 40; y < pane.bottom - 60; y += 20)
+          for (let x = pane.left + 20; x < pane.right - 80; x += 20) {
+            const hit = document.elementFromPoint(x, y);
+            if (hit && hit.closest("#graph") && !hit.closest(".node, .edge, #legend, #toolbar"))
+              return [x - (pane.left + pane.width / 2), y - (pane.top + pane.height / 2)];
+          }
+        return null;"""
+    )
+    assert paper is not None, "the zoomed picture leaves no empty paper to drag"
+    # Offsets count from the pane's centre.
     webdriver.ActionChains(browser).move_to_element_with_offset(
-        pane, -pane.rect["width"] // 2 + 30, pane.rect["height"] // 2 - 80
+        pane, round(paper[0]), round(paper[1])
     ).click_and_hold().move_by_offset(60, 40).release().perform()
     assert world.get_attribute("transform") != zoomed
 
