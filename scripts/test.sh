@@ -40,9 +40,11 @@ say "setting up .venv (scripts/setup-env.sh)"
 bash scripts/setup-env.sh || { say "setting up .venv FAILED: no test ran"; exit 1; }
 
 export PYTHONDEVMODE=1
-say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 5 minutes on 2 cores)"
+say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 2.5 min on 2 quiet cores)"
 # Dogfooding: the suite runs under its own plugin, so a test that leaks tensors fails.
-# test-artifacts/ keeps the browser tests' screenshots for CI to publish.
+# test-artifacts/ (at the repository root) keeps the browser tests' screenshots, one per
+# page and window size, for CI to publish; a line after the last leg says how many.
+rm -rf test-artifacts  # only this run's screenshots
 leg "full suite on Python 3.11" \
   .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
@@ -75,6 +77,9 @@ done
 say "core tests on CPython 3.14 (Pyodide under node, pure-Python core; install, then offline)"
 # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
 leg "core tests on CPython 3.14 (Pyodide)" bash scripts/test-pyodide.sh -q --whyalive $CORE_TESTS
+
+shots=$(find test-artifacts -name '*.png' 2>/dev/null | wc -l)
+say "browser screenshots: $shots PNG file(s) in $(pwd)/test-artifacts/"
 
 if [ "${#FAILED[@]}" -gt 0 ]; then
   say "${#FAILED[@]} leg(s) failed:"

@@ -62,6 +62,33 @@ def test_heavy_objects_shared_by_cycles_are_counted_once() -> None:
     assert (said.cycles, said.heavy, said.size) == (3, 14, "56.0 KiB")
 
 
+@needs_numpy
+def test_the_json_counts_the_headlines_cycles_beside_every_cycle_found() -> None:
+    """Light cycles and one under min_bytes are in the JSON's cycle_count; its
+    reported_cycle_count is the headline's (text, JSON and HTML agree on it)."""
+    import numpy
+
+    def leaks() -> None:
+        for _ in range(3):
+            light: list[object] = []
+            light.append(light)
+        small: list[object] = [numpy.zeros(16)]
+        small.append(small)
+        for _ in range(2):
+            big: list[object] = [numpy.zeros(8192)]
+            big.append(big)
+
+    with check_leaks(on_leak="ignore", min_bytes="32 KiB") as check:
+        leaks()
+    assert check.report is not None
+    said = counts_said(check.report)
+    assert (said.cycles, said.heavy, said.size) == (2, 2, "128.0 KiB")
+    data = check.report.to_dict()
+    assert data["reported_cycle_count"] == 2
+    assert data["cycle_count"] == 6
+    assert data["light_cycle_count"] == 3
+
+
 @pytest.mark.parametrize("size", [4096, "4096", "4 KiB", "4KB", "0.004 MB", "4k"])
 def test_min_bytes_takes_sizes_with_units(size: object) -> None:
     """min_bytes=4096, "4 KiB", "4KB" (1024-based, as pytest-memray reads them) are one size."""

@@ -20,6 +20,7 @@ from scenarios.modules import throwaway_module
 from whyalive import Report, explain, find_leaks
 from whyalive.distributed import RankCycle, summarize
 from whyalive.monitor.view import MAX_POINTS, MAX_ROWS, Timeline, combine_reports
+from whyalive.render.timeline import timeline_svg
 from whyalive.report import TimelinePoint
 
 numpy = pytest.importorskip("numpy")
@@ -173,6 +174,7 @@ def test_print_monitor_fits_one_screen_after_50_steps(tmp_path: Path) -> None:
     page = report.render("html")
     assert '<section id="timeline"><svg' in page
     assert page.count("<circle") == 5
+    assert ">recursive-closure 200.0 KiB</text>" in page  # the legend: pattern whole, bytes
     (written,) = tmp_path.glob("*.html")
     assert '<section id="timeline"><svg' in written.read_text()
     assert "<iframe srcdoc=" in mon._repr_html_()
@@ -207,6 +209,13 @@ def test_print_monitor_with_many_signatures_stays_on_one_screen() -> None:
     assert lines[-2] == f"  ... and {len(signatures) - MAX_ROWS} more signatures"
     report = mon.report()
     assert {c.signature for c in report.cycles} == {s.cycle.signature for s in signatures}
+    # The timeline's legend names each line by its whole pattern; lines that share one are
+    # told apart by their signature's start, the full signature in the tooltip.
+    legend = re.findall(r'fill="#111827"><title>(\w+)</title>([^<]+)</text>', timeline_svg(report))
+    assert len(legend) == 8
+    for signature, words in legend:
+        pattern = next(c.pattern for c in report.cycles if c.signature == signature)
+        assert words.startswith(f"{pattern} {signature[:8]} "), words
     for cycle in report.cycles:  # node ids renumbered consistently across the joined reports
         heavy = report.node(cycle.holder_paths[0].heavy_node)
         assert heavy.heavy

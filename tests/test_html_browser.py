@@ -151,25 +151,22 @@ return {
 SIZES = [(1280, 800), (1920, 1080), (900, 560)]
 
 
-def _inner(driver: Any, outer: tuple[int, int]) -> list[int]:
-    """The inner size once the window has taken the outer size it was given."""
-    deadline = time.monotonic() + HANG_S
-    while True:
-        size = driver.get_window_size()
-        inner: list[int] = driver.execute_script("return [innerWidth, innerHeight]")
-        if (size["width"], size["height"]) == outer or time.monotonic() > deadline:
-            return inner
-        time.sleep(0.02)
+def _viewport(driver: Any, width: int, height: int) -> None:
+    """The page's viewport exactly ``width`` x ``height`` CSS pixels, whatever the window.
 
-
-def _resize(driver: Any, width: int, height: int) -> None:
-    """The window's inner size exactly ``width`` x ``height`` (whatever its frame adds)."""
-    driver.set_window_size(width, height)
-    inner = _inner(driver, (width, height))
-    if inner != [width, height]:
-        outer = (2 * width - inner[0], 2 * height - inner[1])
-        driver.set_window_size(*outer)
-        _inner(driver, outer)
+    Chromium's DevTools emulation sets the viewport itself, so the size does not depend on
+    when the window manager has finished resizing a window (a busy machine made a resize
+    read back the old inner size). Returns once the page reports the new size.
+    """
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )
+    _wait_for(
+        driver,
+        f"return innerWidth === {width} && innerHeight === {height}",
+        f"the viewport never became {width}x{height}",
+    )
 
 
 def _torch_demo() -> Report:
@@ -246,7 +243,7 @@ def test_what_a_person_sees_on_open(
     if page not in page_reports:
         page_reports[page] = PAGES[page]()
     report = page_reports[page]
-    _resize(browser, *size)
+    _viewport(browser, *size)
     try:
         seen = _open(browser, report, tmp_path / f"{page}.html")
         _wait_until_fitted(browser)
@@ -254,7 +251,7 @@ def test_what_a_person_sees_on_open(
         ARTIFACTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / f"whyalive-{page}-{size[0]}x{size[1]}.png"))
     finally:
-        _resize(browser, 1280, 800)
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert sees["window"] == list(size)
     assert sees["heavy"] >= 1, sees
     assert sees["heavy_inside"], sees
@@ -318,6 +315,10 @@ def test_viewer_opens_readable_with_a_legend_and_the_texts_words(
     said = " ".join(cut_sentence(cycle.cut).replace("`", "").split())  # HTML folds spaces
     assert cut == f"Cut: {said}"
     assert said in " ".join(report.render("text", width=1000).replace("`", "").split())
+    # The red arrow is labelled as the Cut line names it, not by the cell's slot.
+    arrow = browser.find_element(By.CSS_SELECTOR, "#graph .edge.cut").text
+    assert arrow == "closure variable"
+    assert said.startswith(f"the {arrow} ")
 
 
 def test_viewer_folds_a_50_node_cycle_and_shows_it_whole_on_a_click(
@@ -350,9 +351,22 @@ def test_viewer_pans_and_zooms(browser: Any, tmp_path: Path) -> None:
     zoomed = world.get_attribute("transform")
     assert zoomed != before
     pane = browser.find_element(By.ID, "graph")
-    # Offsets count from the pane's centre: start on empty paper near its lower left corner.
+    # Start the drag on empty paper (a drag on a box or a label does not pan), wherever the
+    # layout leaves some: the first point of a grid over the pane that hits no drawing.
+    paper = browser.execute_script(
+        """const pane = document.getElementById("graph").getBoundingClientRect();
+        for (let y = pane.top + 40; y < pane.bottom - 60; y += 20)
+          for (let x = pane.left + 20; x < pane.right - 80; x += 20) {
+            const hit = document.elementFromPoint(x, y);
+            if (hit && hit.closest("#graph") && !hit.closest(".node, .edge, #legend, #toolbar"))
+              return [x - (pane.left + pane.width / 2), y - (pane.top + pane.height / 2)];
+          }
+        return null;"""
+    )
+    assert paper is not None, "the zoomed picture leaves no empty paper to drag"
+    # Offsets count from the pane's centre.
     webdriver.ActionChains(browser).move_to_element_with_offset(
-        pane, -pane.rect["width"] // 2 + 30, pane.rect["height"] // 2 - 80
+        pane, round(paper[0]), round(paper[1])
     ).click_and_hold().move_by_offset(60, 40).release().perform()
     assert world.get_attribute("transform") != zoomed
 
@@ -561,6 +575,17 @@ def test_monitor_page_draws_the_timeline(browser: Any, tmp_path: Path) -> None:
     assert len(series) == 1
     assert browser.find_element(By.CSS_SELECTOR, "#timeline svg").rect["height"] > 100
     assert len(browser.find_elements(By.CSS_SELECTOR, "#timeline svg circle")) == 6
+    # Every axis label and legend entry lies inside the viewBox, which is all a window
+    # narrower than the picture shows (it scales the viewBox to its width).
+    clipped = browser.execute_script(
+        """const box = document.querySelector("#timeline svg").viewBox.baseVal;
+        return Array.from(document.querySelectorAll("#timeline svg text"), t => [
+            t.textContent, t.getBBox()]).filter(([_, b]) =>
+            b.x < box.x || b.x + b.width > box.x + box.width).map(([words]) => words);"""
+    )
+    assert clipped == []
+    legend = report.cycles[0].pattern
+    assert legend in browser.find_element(By.CSS_SELECTOR, "#timeline svg").text
     assert len(browser.find_elements(By.CSS_SELECTOR, "#graph .node.member")) == 3
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "whyalive-monitor-timeline.png"))

@@ -154,3 +154,17 @@ def test_loop_through_autograd_shows_as_uncollectable(executed_notebook: Any) ->
     assert "--.grad_fn (C++)--> ExpBackward0" in text
     assert "y.register_hook(lambda grad, *, y=weakref.proxy(y): grad * y.sum())" in text, text
     assert external_references(bundle["text/html"]) == []
+
+
+def test_min_bytes_takes_a_quoted_size_with_a_space(executed_notebook: Any) -> None:
+    """`%%whyalive --min-bytes "1 MiB"` (or '1 MiB') is read as a shell would: 64 bytes left
+    in cyclic garbage are under it and show nothing, 2 MiB show; an unclosed quote is a
+    one-line usage error."""
+    assert [o.output_type for o in outputs(executed_notebook, 13)] == ["stream"]
+    assert stdout(executed_notebook, 13) == "under 1 MiB\n"
+    [bundle] = rich(executed_notebook, 14, "display_data")
+    assert "2.0 MiB" in bundle["text/plain"]
+    usage = "".join(o.text for o in outputs(executed_notebook, 15) if o.output_type == "stream")
+    assert usage.strip() == (
+        "UsageError: cannot read the options '--min-bytes \"1 MiB': No closing quotation"
+    ), usage

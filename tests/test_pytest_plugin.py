@@ -96,8 +96,8 @@ def test_leaks_fail_with_explanation_and_are_blamed_on_test_and_fixture(
     result.assert_outcomes(passed=7, failed=2, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*whyalive: 16.0 KiB kept by recursive-closure, cut the closure variable "
-            "extract_tensors_with_grads at test_suite.py:*",
+            "*whyalive: 16.0 KiB, cut the closure variable extract_tensors_with_grads at "
+            "test_suite.py:* (recursive-closure)",
             "*Leak found in the call of test_suite.py::test_recursive_closure:",
             "*recursive-closure*",
             "*Cut:*extract_tensors_with_grads*",
@@ -193,10 +193,7 @@ def test_ini_twin_warn_mode_and_report_directory(pytester: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["whyalive: checking every test (min_bytes=0, on_leak=warn)"])
     result.stdout.fnmatch_lines(
-        [
-            "*LeakWarning: whyalive: 512 B kept by self-containing-container, "
-            "cut dict[[]'self'[]] at *"
-        ]
+        ["*LeakWarning: whyalive: 512 B, cut dict[[]'self'[]] at * (self-containing-container)"]
     )
     (written,) = (pytester.path / "leak-reports").glob("*.json")
     report = Report.load(written)
@@ -332,7 +329,7 @@ def test_min_bytes_takes_sizes_with_units(
     result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider", *args)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(["whyalive: checking every test (min_bytes=1048576, *"])
-    result.stdout.fnmatch_lines(["FAILED test_sizes.py::test_big - Failed: whyalive: 4.0 MiB*"])
+    result.stdout.fnmatch_lines(["FAILED test_sizes.py::test_big - whyalive: 4.0 MiB*"])
     result.stdout.fnmatch_lines(["FAILED test_sizes.py::test_marked_small - *"])
 
 
@@ -348,6 +345,115 @@ def test_a_bad_size_is_a_one_line_usage_error(pytester: pytest.Pytester, size: s
         ["ERROR: whyalive_min_bytes must be a size such as 1048576, 1MB or 1.5 MiB*"]
     )
     assert "Traceback" not in result.stderr.str()
+
+
+CACHE_LEAK = """
+import numpy
+
+
+class Cache:
+    def __init__(self):
+        self.data = numpy.zeros(1 << 18)
+        self.cb = self.on_step
+
+    def on_step(self):
+        return self.data
+
+
+def test_cache_leaks():
+    Cache()
+"""
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_failed_line_leads_with_bytes_and_cut(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """The short summary's FAILED line, cut by pytest at the terminal's width, keeps the
+    bytes and the reference to cut at 80 columns (no `Failed:` before them); a wide
+    terminal shows where and the pattern too. The failure itself has no traceback."""
+    for ci in ("CI", "BUILD_NUMBER"):  # on CI pytest does not cut the line at all
+        monkeypatch.delenv(ci, raising=False)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    pytester.makepyfile(test_model=CACHE_LEAK)
+    result = pytester.runpytest_subprocess("--whyalive", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    [line] = [x for x in result.stdout.lines if x.startswith("FAILED ")]
+    assert len(line) <= columns
+    head = "FAILED test_model.py::test_cache_leaks - whyalive: 2.0 MiB, cut Cache.cb at "
+    if columns == 80:
+        assert line.startswith(head), line
+    else:
+        assert line == f"{head}test_model.py:7 (bound-method-on-self)"
+    result.stdout.fnmatch_lines(
+        [
+            "_* test_cache_leaks _*",
+            "whyalive: 2.0 MiB, cut Cache.cb at test_model.py:7 (bound-method-on-self)",
+            "Leak found in the call of test_model.py::test_cache_leaks:",
+        ],
+        consecutive=True,
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+BAD_MARKERS = """
+import pytest
+
+
+@pytest.fixture
+def resource():
+    yield "opened"
+    print("resource closed")
+
+
+@pytest.mark.whyalive(min_bytes="lots")
+def test_bad_size(resource):
+    pass
+
+
+@pytest.mark.whyalive(on_leak="explode")
+def test_bad_on_leak():
+    pass
+
+
+@pytest.mark.whyalive(min_bytes="2 KiB")
+def test_good_marker():
+    pass
+
+
+def test_unmarked():
+    pass
+"""
+
+
+def test_a_bad_marker_errors_that_test_in_one_line(pytester: pytest.Pytester) -> None:
+    """`whyalive(min_bytes="lots")` or a bad `on_leak`: that test errors at setup with one
+    line naming the argument and the value, no traceback, no second error at teardown; its
+    fixtures are torn down and the other tests run."""
+    pytester.makepyfile(test_markers=BAD_MARKERS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", "-s")
+    result.assert_outcomes(passed=2, errors=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out
+    assert "KeyError" not in out
+    assert "ERROR at teardown" not in out
+    assert out.count("resource closed") == 1
+    result.stdout.fnmatch_lines(
+        [
+            "_* ERROR at setup of test_bad_size _*",
+            "whyalive marker: min_bytes='lots' is not a size (use 1048576, 1MB or 1.5 MiB)",
+            "_* ERROR at setup of test_bad_on_leak _*",
+            "whyalive marker: on_leak='explode' is not 'fail' or 'warn'",
+            "=* PASSES =*",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR test_markers.py::test_bad_size - Failed: whyalive marker: min_bytes='lots'*",
+            "ERROR test_markers.py::test_bad_on_leak - Failed: whyalive marker: on_leak=*",
+        ]
+    )
 
 
 IDIOMS = """

@@ -41,3 +41,12 @@ def test_the_readme_states_how_long_setup_takes() -> None:
     for script in ("scripts/demo.sh", "scripts/test.sh"):
         line = next(line for line in head.splitlines() if script in line)
         assert re.search(r"\d+ min", line), line
+
+
+def test_the_readme_and_test_sh_give_one_time_for_the_full_suite() -> None:
+    """The time test.sh announces for the Python 3.11 suite is the README's."""
+    script = (README.parent / "scripts" / "test.sh").read_text(encoding="utf-8")
+    said = re.search(r'say "full suite on Python 3\.11 \(.*?about ([\d.]+ min)', script)
+    assert said is not None
+    readme = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"full suite on Python 3.11 (about {said.group(1)})" in readme

@@ -188,11 +188,14 @@ def test_schema_rejects_a_wrong_report() -> None:
 
 
 def test_schema_lists_every_report_field() -> None:
-    """Each dataclass field of Report and its parts is in the schema (so it is kept in step)."""
+    """Each dataclass field of Report and its parts is in the schema (so it is kept in step),
+    and each key that to_dict derives (the headline's cycle count)."""
     from dataclasses import fields
 
     schema = _schema()
-    assert {f.name for f in fields(Report)} == set(schema["properties"])
+    derived = {"reported_cycle_count"}
+    assert {f.name for f in fields(Report)} | derived == set(schema["properties"])
+    assert derived <= set(Report().to_dict())
     for cls in (RunInfo, Node, Edge, HeavyObject, HolderPath, Cut, CycleReport, AliveObject):
         assert {f.name for f in fields(cls)} == set(schema["$defs"][cls.__name__]["properties"])
 
@@ -447,20 +450,25 @@ def test_demo_puts_cut_and_fix_in_its_first_eight_lines_and_fits_in_forty(
     assert sum("Note: whyalive sees what Python's cyclic GC sees" in line for line in lines) == 1
 
 
-# A line allowed past the width: a hop of a loop or holder path, the node a path starts
-# from, or one backtick span (code the user pastes) with its punctuation.
-_CODE_OR_PATH = re.compile(r"\s*(--.*-->.*|\W*`[^`]*`\W*)")
+# A line allowed past the width: one hop token alone (`--name-->`, never broken), a node's
+# label alone (a path's start, or the node under a hop that did not fit beside it), or one
+# backtick span (code the user pastes) with its punctuation.
+_HOP = re.compile(r"\s*--.*-->")
+_CODE = re.compile(r"\s*\W*`[^`]*`\W*")
 
 
 def _over_width(text: str, width: int) -> list[str]:
-    """Lines of ``text`` longer than ``width`` that are neither code nor a path."""
+    """Lines of ``text`` longer than ``width`` that are neither code nor one part of a path."""
     lines = text.splitlines()
     over = []
     for index, line in enumerate(lines):
+        if len(line) <= width or _HOP.fullmatch(line) or _CODE.fullmatch(line):
+            continue
         following = lines[index + 1].lstrip() if index + 1 < len(lines) else ""
-        # A path's first node is the line its first hop (`--name--> ...`) follows.
-        path_start = following.startswith("--")
-        if len(line) > width and not _CODE_OR_PATH.fullmatch(line) and not path_start:
+        before = lines[index - 1] if index else ""
+        path_start = following.startswith("--")  # the node its first hop leaves from
+        under_a_hop = bool(_HOP.fullmatch(before)) and "-->" not in line
+        if not (path_start or under_a_hop):
             over.append(line)
     return over
 
@@ -469,12 +477,60 @@ def _over_width(text: str, width: int) -> list[str]:
 def test_demo_fits_the_terminal_but_for_code_and_paths(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
 ) -> None:
-    """`whyalive demo` in a terminal of N columns: no line over N except code and paths."""
+    """`whyalive demo` in a terminal of N columns: no line over N except code and paths;
+    a hop that does not fit beside its node goes on its own line, the node under it."""
     monkeypatch.setenv("COLUMNS", str(columns))
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
     assert _over_width(out, columns) == [], out
+    assert [line for line in out.splitlines() if len(line) > columns] == []
     assert max(len(line) for line in out.splitlines()) > columns - 20, "it uses the width"
+    if columns == 80:
+        assert (
+            "      --__closure__[0] extract_tensors_with_grads-->\n"
+            "          cell extract_tensors_with_grads\n"
+        ) in out
+
+
+# `whyalive demo` where torch cannot be imported: the NumPy backend, as a user without torch
+# sees it.
+_WITHOUT_TORCH = """
+import sys
+
+
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is hidden from this run")
+        return None
+
+
+sys.meta_path.insert(0, NoTorch())
+from whyalive.cli import main
+
+sys.exit(main(["demo"]))
+"""
+
+
+def test_numpy_demo_fits_80_columns_but_for_code_and_paths() -> None:
+    """The NumPy demo at 80 columns: no line over 80 except code and paths."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("numpy")
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TORCH],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "numpy backend" in done.stdout
+    assert _over_width(done.stdout, 80) == [], done.stdout
+    assert [line for line in done.stdout.splitlines() if len(line) > 80] == [], done.stdout
 
 
 def test_text_width_is_a_render_option() -> None:

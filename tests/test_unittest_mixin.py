@@ -76,7 +76,8 @@ def test_leaking_test_fails_with_the_explanation() -> None:
     result = run_case(Cases, "test_leaks")
     assert not result.errors
     ((_, message),) = result.failures
-    assert "whyalive: 7.8 KiB kept by self-containing-container, cut list[1]" in message
+    assert "whyalive: 7.8 KiB, cut list[1] at " in message
+    assert " (self-containing-container)\n" in message
     assert "Leak found in " in message
     assert "Cases.test_leaks" in message
     assert "self-containing-container" in message

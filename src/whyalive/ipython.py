@@ -6,6 +6,8 @@ the core keeps working without it. See ``docs/notebook.md``.
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import sys
 from types import FrameType
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError as IPythonUsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from whyalive.check import check_leaks
@@ -58,7 +60,7 @@ class WhyaliveMagics(Magics):
         The explanation is displayed, not raised: no traceback. A clean cell shows
         nothing extra. The cell's own output and errors show as usual.
         """
-        args = parse_argstring(self.whyalive, line)
+        args = _parse_line(self.whyalive, line)
         try:
             if args.report is not None:
                 from whyalive.render import renderer_for_path
@@ -115,6 +117,20 @@ class WhyaliveMagics(Magics):
             raise IPythonUsageError(
                 f"cannot evaluate {expression!r}: {type(error).__name__}: {error}"
             ) from None
+
+
+def _parse_line(magic: Any, line: str) -> argparse.Namespace:
+    """The magic's options as a shell would split them: ``--min-bytes "1 MiB"``.
+
+    IPython's own splitter keeps the quotes (``'"1 MiB"'``), so a size with a space could
+    not be written at all.
+    """
+    try:
+        argv = shlex.split(line)
+    except ValueError as error:  # an unclosed quote
+        raise IPythonUsageError(f"cannot read the options {line.strip()!r}: {error}") from None
+    namespace: argparse.Namespace = magic.parser.parse_args(argv)
+    return namespace
 
 
 def _numbered_as_shown(body: str) -> str:

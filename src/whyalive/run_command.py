@@ -18,18 +18,19 @@ makes no report either: its parent does.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING
 
 from whyalive.errors import EXIT_FOUND, EXIT_OK, UsageError
-from whyalive.report import Report
+from whyalive.report import CycleReport, Report
 from whyalive.words import size_from_words
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ def _syntax_words(error: SyntaxError | ValueError) -> str:
     return str(error)
 
 
-def _module_runner(name: str, argv: list[str]) -> Callable[[], None]:
-    """Check the module exists and compiles, then return a call that runs it as __main__."""
+def _module_runner(name: str, argv: list[str]) -> tuple[Callable[[], None], str | None]:
+    """Check the module exists and compiles; a call that runs it as __main__, and its file."""
     import runpy
 
     try:
@@ -121,26 +122,45 @@ def _module_runner(name: str, argv: list[str]) -> Callable[[], None]:
         sys.argv[:] = [spec.origin or name, *argv]
         runpy.run_module(name, run_name="__main__", alter_sys=True)
 
-    return run_module
+    return run_module, spec.origin if spec.has_location else None
 
 
-def _script_runner(path: str, argv: list[str]) -> Callable[[], None]:
+def _script_runner(path: str, argv: list[str], main: ModuleType) -> Callable[[], None]:
     code = _compile_script(path)
 
     def run_script() -> None:
         sys.argv[:] = [path, *argv]
         sys.path[0] = os.path.dirname(os.path.abspath(path))
-        main_globals = {
-            "__name__": "__main__",
-            "__file__": path,
-            "__package__": None,
-            "__spec__": None,
-            "__cached__": None,
-            "__builtins__": __builtins__,
-        }
-        exec(code, main_globals)
+        main.__dict__.update(
+            __file__=path, __package__=None, __spec__=None, __cached__=None,
+            __builtins__=__builtins__,
+        )  # fmt: skip
+        exec(code, main.__dict__)
 
     return run_script
+
+
+@contextlib.contextmanager
+def _program_main(filename: str | None) -> Iterator[ModuleType]:
+    """``sys.modules["__main__"]`` is the program's module while it runs and is analysed.
+
+    As under ``python script.py``: the program's classes (``__module__ == "__main__"``)
+    resolve to its file, so the analysis finds the line that made a cycle of them
+    (``a.other = b``). ``-m`` runs put runpy's module there while the module runs; this one,
+    naming the module's file, stands in for the analysis after it.
+    """
+    module = ModuleType("__main__")
+    if filename is not None:
+        module.__file__ = filename
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        yield module
+    finally:
+        if saved is None:
+            sys.modules.pop("__main__", None)
+        else:
+            sys.modules["__main__"] = saved
 
 
 def _call(program: Callable[[], None]) -> tuple[BaseException | None, int | None]:
@@ -221,27 +241,44 @@ def _every_step(
     return monitor.summary_reports(), error, code
 
 
-def _placed(report: Report, program: str) -> Report:
+def _placed(report: Report, program: str, *, over_a_run: bool = False) -> Report:
     """The report with its place: the line that made the biggest cycle, in the program's terms.
 
     A whole program has no one line a check ran at; the line a user goes to is where its
     biggest cycle was made (``train.py:14``), said with the program when it is elsewhere.
+    ``--every-step`` reports are over the run: ``the run of train.py, made at train.py:14``.
     """
     from dataclasses import replace
-
-    from whyalive.render.text import cycle_place
 
     if not report.cycles:
         return report
     top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
-    place = cycle_place(report, top)
-    if place is None:  # plain containers carry no line; say so rather than end on "train.py:"
+    place = _cycle_line(report, top)
+    if over_a_run:
+        where = f"the run of {program}"
+        if place is not None:
+            biggest = "the biggest " if len(report.cycles) > 1 else ""
+            where += f", {biggest}made at {place}"
+    elif place is None:  # plain containers carry no line; say so rather than end on "train.py:"
         where = f"{program} (line not known)"
     elif place.startswith(f"{program}:"):
         where = place
     else:
         where = f"{place} (in a run of {program})"
     return replace(report, run=replace(report.run, where=where))
+
+
+def _cycle_line(report: Report, cycle: CycleReport) -> str | None:
+    """Where the cycle was made: its cut's statement or the start of its loop, else where the
+    first of its heavy objects with a known site was allocated."""
+    from whyalive.render.text import cycle_place
+
+    place = cycle_place(report, cycle)
+    if place is not None:
+        return place
+    held = set(cycle.heavy)
+    sites = (h.allocation_site for h in report.heavy_objects if h.node_id in held)
+    return next((site for site in sites if site), None)
 
 
 def _write_outputs(reports: list[Report], output: str) -> list[Path]:
@@ -267,15 +304,23 @@ def run(args: argparse.Namespace) -> int:
 
         renderer_for_path(args.output)  # a bad suffix is a usage error before the program runs
     if args.module:
-        program, where = _module_runner(target, argv), f"module {target}"
+        program, filename = _module_runner(target, argv)
+        where = f"module {target}"
     else:
-        program, where = _script_runner(target, argv), os.path.basename(target)
+        filename, where = target, os.path.basename(target)
+    with _program_main(filename) as main:
+        if not args.module:
+            program = _script_runner(target, argv, main)
+        return _run_and_report(args, program, where)
+
+
+def _run_and_report(args: argparse.Namespace, program: Callable[[], None], where: str) -> int:
     parent = os.getpid()
     if args.every_step:
         reports, error, code = _every_step(program, where, args.min_bytes)
     else:
         reports, error, code = _on_exit(program, where, args.min_bytes)
-        reports = [_placed(report, where) for report in reports]
+    reports = [_placed(report, where, over_a_run=args.every_step) for report in reports]
     if os.getpid() != parent:
         # A child the program forked returned here: its parent reports, not it.
         return _program_failed(error, code) if error is not None or code else EXIT_OK
@@ -288,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(blind_spot_note())
     if args.output and (found or reports):
         for path in _write_outputs(found or reports[:1], args.output):
-            sys.stderr.write(f"whyalive: wrote {path}\n")
+            sys.stderr.write(f"Wrote {path}\n")  # as `whyalive render` says it
     if error is not None or code not in (None, EXIT_OK):
         return _program_failed(error, code)
     if found:

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from whyalive.pytest_plugin.findings import act_on_leaks, write_summary
+from whyalive.pytest_plugin.findings import LeakFailed, act_on_leaks, write_summary
 from whyalive.pytest_plugin.settings import (
     MARKER_CHECK,
     MARKER_SKIP,
     STATE,
+    BadMarker,
     add_options,
     options_for,
     read_settings,
@@ -44,7 +45,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """Open the test's bracket before any fixture runs."""
     state = item.config.stash[STATE]
-    options = options_for(item, state)
+    bad_marker: str | None = None
+    try:
+        options = options_for(item, state)
+    except BadMarker as error:
+        options, bad_marker = None, str(error)
+    if bad_marker is not None:
+        # Failed after pytest's own setup ran, so its teardown finds what it expects: the
+        # test errors with this one line and the session goes on.
+        yield
+        pytest.fail(bad_marker, pytrace=False)
     if options is None:
         return (yield)
     path, line, name = item.location
@@ -126,6 +136,19 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
             state.current = None
     act_on_leaks(item, state, watch, raise_now=True)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A leak's report is its message alone, so the short summary line reads
+    ``FAILED test_model.py::test_cache - whyalive: 2.0 MiB, cut Cache.cb at ...``: pytest
+    would put ``Failed:`` first and cut the line at the terminal's width."""
+    report = yield
+    if report.failed and call.excinfo is not None and isinstance(call.excinfo.value, LeakFailed):
+        report.longrepr = str(call.excinfo.value.msg)
+    return report
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

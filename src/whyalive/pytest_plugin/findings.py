@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 _PROPERTY = "whyalive"
 
 
+class LeakFailed(pytest.fail.Exception):  # type: ignore[name-defined,misc]  # a value, not a name
+    """A checked test left heavy objects in cyclic garbage: shown without a traceback, and
+    in the short summary without pytest's ``Failed:`` (see ``pytest_runtest_makereport``)."""
+
+
 def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_now: bool) -> None:
     """Record new findings on the item (for the summary and xdist) and fail or warn.
 
@@ -79,7 +84,7 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
         else:
             item.add_report_section(first_phase.split()[0], "whyalive", message)
         return
-    pytest.fail(message, pytrace=False)
+    raise LeakFailed(message, pytrace=False)
 
 
 _OUTPUTS = (".json", ".html")

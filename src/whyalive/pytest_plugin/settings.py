@@ -146,23 +146,35 @@ def read_settings(config: pytest.Config) -> PluginState:
     )
 
 
+class BadMarker(Exception):
+    """A ``whyalive`` marker with a bad argument: that test errors with this one line."""
+
+
 def options_for(item: pytest.Item, state: PluginState) -> TestOptions | None:
-    """The test's settings, or None when it is not checked."""
+    """The test's settings, or None when it is not checked; :class:`BadMarker` when its
+    ``whyalive`` marker has a bad argument."""
     if item.get_closest_marker("whyalive_skip") is not None:
         return None
     marker = item.get_closest_marker("whyalive")
     if marker is None:
         return state.defaults if state.check_all else None
+    from whyalive.errors import UsageError
+    from whyalive.words import size_from_words
+
     allow = marker.kwargs.get("allow", ())
     on_leak = marker.kwargs.get("on_leak", state.defaults.on_leak)
     if on_leak not in ("fail", "warn"):
-        raise pytest.UsageError(f"{item.nodeid}: whyalive on_leak must be 'fail' or 'warn'")
+        raise BadMarker(f"whyalive marker: on_leak={on_leak!r} is not 'fail' or 'warn'")
+    size = marker.kwargs.get("min_bytes", state.defaults.min_bytes)
+    try:
+        min_bytes = size_from_words(size)
+    except UsageError:
+        raise BadMarker(
+            f"whyalive marker: min_bytes={size!r} is not a size (use 1048576, 1MB or 1.5 MiB)"
+        ) from None
     return dataclasses.replace(
         state.defaults,
-        min_bytes=_size(
-            marker.kwargs.get("min_bytes", state.defaults.min_bytes),
-            f"{item.nodeid}: whyalive min_bytes",
-        ),
+        min_bytes=min_bytes,
         allow=state.defaults.allow + ((allow,) if isinstance(allow, str) else tuple(allow)),
         on_leak=on_leak,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from whyalive.report import Edge, Report
+from whyalive.words import edge_kinds as ek
 from whyalive.words import shorten
 
 # Characters in a line of a box, and in an edge's label.
@@ -56,12 +57,15 @@ class Picture:
     """Objects the fold boxes stand for that ``crop=False`` would draw."""
 
 
-def edge_text(edge: Edge) -> str:
+def edge_text(edge: Edge, *, cut: bool = False) -> str:
     """An arrow's label: the reference's name, a closure slot without its variable (the cell
-    it points to is named after it), shortened."""
+    it points to is named after it), shortened. The cut of a closure variable says so, as
+    the text's ``Cut:`` line does, not ``cell_contents`` (the cell above names the variable)."""
     name = edge.name or "(unnamed reference)"
-    if edge.kind == "closure":
+    if edge.kind == ek.CLOSURE:
         name = name.split(" ", 1)[0]
+    elif cut and edge.kind == ek.CELL:
+        name = "closure variable"
     return shorten(name, EDGE_CHARS)
 
 

@@ -143,7 +143,7 @@ def _draw_loop(picture: PictureBuilder, cycle: CycleReport, keep: set[int], crop
             picture.edge(
                 picture.node(edge.source, "member"),
                 picture.node(edge.target, "member"),
-                edge_text(edge),
+                edge_text(edge, cut=(edge.source, edge.target, edge.name) in cut),
                 cut=(edge.source, edge.target, edge.name) in cut,
             )
         for member in cycle.members:
@@ -180,7 +180,7 @@ def _draw_loop(picture: PictureBuilder, cycle: CycleReport, keep: set[int], crop
                 previous, run = fold, []
                 picture.loop.append(fold)
             target = picture.node(edge.target, "member")
-            picture.edge(previous, target, edge_text(edge), cut=is_cut, closing=closing)
+            picture.edge(previous, target, edge_text(edge, cut=is_cut), cut=is_cut, closing=closing)
             previous = target
             if not closing:
                 picture.loop.append(target)

@@ -30,11 +30,30 @@ def edge_words(report: Report, edge: Edge) -> str:
     return f"--{edge_label(edge.kind, edge.name)}--> {report.node(edge.target).label}"
 
 
-def path_lines(report: Report, path: HolderPath, end: str = "") -> list[str]:
-    """A holder path hop by hop, as the loop is printed: the start, then ``--name--> node``."""
+def hop_lines(report: Report, edge: Edge, width: int | None = None, end: str = "") -> list[str]:
+    """``  --name--> node``; past ``width``, the hop on its line and the node under it.
+
+    Neither the hop (``--__closure__[0] fn-->``) nor the node's label is ever broken.
+    """
+    hop = f"--{edge_label(edge.kind, edge.name)}-->"
+    target = f"{report.node(edge.target).label}{end}"
+    one = f"  {hop} {target}"
+    if width is None or len(one) <= width:
+        return [one]
+    return [f"  {hop}", f"      {target}"]
+
+
+def path_lines(
+    report: Report, path: HolderPath, end: str = "", width: int | None = None
+) -> list[str]:
+    """A holder path hop by hop, as the loop is printed: the start, then ``--name--> node``
+    (``end`` after the last node); each hop fits ``width`` where it can."""
     lines = [report.node(path.nodes[0]).label]
-    lines.extend(f"  {edge_words(report, e)}" for e in path.edges)
-    lines[-1] += end
+    if not path.edges:
+        return [lines[0] + end]
+    last = len(path.edges) - 1
+    for index, edge in enumerate(path.edges):
+        lines.extend(hop_lines(report, edge, width, end if index == last else ""))
     return lines
 
 
@@ -58,21 +77,23 @@ def _cut_brief(report: Report, cycle: CycleReport) -> str | None:
 
 
 def leak_line(report: Report) -> str:
-    """The line a CI log shows for a failed check: bytes, pattern, the cut and where.
+    """The line a CI log shows for a failed check: bytes, the cut, where, then the pattern.
 
-    ``whyalive: 2.0 MiB kept by bound-method-on-self, cut Cache.cb at test_model.py:9``,
-    for the biggest cycle, then how many more there are.
+    ``whyalive: 2.0 MiB, cut Cache.cb at test_model.py:9 (bound-method-on-self)``, for the
+    biggest cycle, then how many more there are. Ordered by use: pytest cuts its summary
+    line at the terminal's width, and the bytes and the reference to cut should survive.
     """
     if not report.cycles:
         return f"whyalive: {report_headline(report)}"
     top = max(report.cycles, key=lambda c: (c.total_bytes, c.occurrences))
-    line = f"whyalive: {size_to_words(top.total_bytes)} kept by {top.pattern}"
+    line = f"whyalive: {size_to_words(top.total_bytes)}"
     cut = _cut_brief(report, top)
     if cut is not None:
         line += f", cut {cut}"
     place = cycle_place(report, top) or report.run.where
     if place:
         line += f" at {place}"
+    line += f" ({top.pattern})"
     others = [c for c in report.cycles if c is not top]
     if others:
         extra = sum(c.total_bytes for c in others)
@@ -88,13 +109,15 @@ def blind_spot_note(width: int | None = None) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
-    """The cycle as one closed loop, hop by hop, then what else is in it."""
+def loop_lines(report: Report, cycle: CycleReport, width: int | None = None) -> list[str]:
+    """The cycle as one closed loop, hop by hop (each fitting ``width`` where it can), then
+    what else is in it."""
     loop = cycle.loop
     if not loop and cycle.members:  # a report from before loops were recorded
         first = report.node(cycle.members[0])
         loc = f" ({first.location})" if first.location else ""
-        return [f"{first.label}{loc}", *(f"  {edge_words(report, e)}" for e in cycle.edges)]
+        hops = [line for e in cycle.edges for line in hop_lines(report, e, width)]
+        return [f"{first.label}{loc}", *hops]
     if not loop:
         return []
     first = report.node(loop[0].source)
@@ -103,7 +126,7 @@ def loop_lines(report: Report, cycle: CycleReport) -> list[str]:
     for index, edge in enumerate(loop):
         if cycle.loop_hidden and index == cycle.loop_hidden_after:
             lines.append(f"  {loop_gap_line(cycle.loop_hidden)}")
-        lines.append(f"  {edge_words(report, edge)}")
+        lines.extend(hop_lines(report, edge, width))
     more = more_members_words(cycle)
     if more:
         lines.append(more)
@@ -216,7 +239,8 @@ class TextRenderer:
         if alive.paths:
             lines.append("  Holder paths:")
             for path in alive.paths:
-                lines.extend(f"    {line}" for line in path_lines(report, path))
+                hops = path_lines(report, path, width=self._width - 4)
+                lines.extend(f"    {line}" for line in hops)
         if alive.note:
             lines.extend(self._wrapped(f"Note: {alive.note}", "  "))
         if alive.allocation_site:
@@ -261,13 +285,14 @@ class TextRenderer:
             where = f"Allocated: {heavy.description} at {heavy.allocation_site}"
             lines.extend(self._wrapped(where, "  "))
         lines.append("  Loop:")
-        lines.extend(f"    {line}" for line in loop_lines(report, cycle))
+        lines.extend(f"    {line}" for line in loop_lines(report, cycle, self._width - 4))
         paths = cycle.holder_paths if full else cycle.holder_paths[:1]
         if paths:
             lines.append("  Holder paths:" if full else "  Holder path, for example:")
             for path in paths:
                 size = f" ({size_to_words(report.node(path.heavy_node).size)})"
-                lines.extend(f"    {line}" for line in path_lines(report, path, size))
+                hops = path_lines(report, path, size, self._width - 4)
+                lines.extend(f"    {line}" for line in hops)
             hidden = cycle.heavy_count - len(cycle.holder_paths)
             if full and hidden > 0:
                 lines.append(f"    {more_words(hidden, 'more heavy object')}")

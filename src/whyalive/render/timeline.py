@@ -16,8 +16,10 @@ from whyalive.words import plural, size_to_words
 
 MAX_LINES = 8
 _COLORS = ("#dc2626", "#2563eb", "#059669", "#d97706", "#7c3aed", "#db2777", "#0891b2", "#4b5563")
-_WIDTH, _HEIGHT = 860, 170
-_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 250, 14, 28
+_WIDTH, _HEIGHT = 930, 170
+_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 320, 14, 28
+# Characters of 11 px monospace (about 6.7 px each) that fit beside the plot.
+_LEGEND_CHARS = (_RIGHT - 28 - 4) * 10 // 67
 
 
 def _nice_ceiling(nbytes: int) -> int:
@@ -102,12 +104,12 @@ def timeline_svg(report: Report) -> str:
             + "</g>"
         )
         legend_y = _TOP + 8 + index * 15
-        name = f"{signature} {patterns.get(signature, '')}".strip()
         parts.append(
             f'<rect x="{_WIDTH - _RIGHT + 12}" y="{legend_y - 8}" width="10" height="10" '
             f'fill="{color}"/><text x="{_WIDTH - _RIGHT + 28}" y="{legend_y + 1}" '
             f'font-family="ui-monospace, monospace" font-size="11" fill="#111827">'
-            f"{html.escape(name[:30])} {size_to_words(totals[signature])}</text>"
+            f"<title>{html.escape(signature)}</title>"
+            f"{html.escape(_legend_words(signature, patterns, drawn, totals[signature]))}</text>"
         )
     hidden = len(totals) - len(drawn)
     if hidden:
@@ -117,3 +119,19 @@ def timeline_svg(report: Report) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _legend_words(signature: str, patterns: dict[str, str], drawn: list[str], nbytes: int) -> str:
+    """``attribute-loop 90.0 KiB``: the pattern whole, as the cycle list names it.
+
+    The signature (in the entry's tooltip) is added only where two drawn lines share a
+    pattern; only then, and only if the line would not fit, is the pattern shortened.
+    """
+    pattern = patterns.get(signature) or signature
+    size = size_to_words(nbytes)
+    shared = sum(patterns.get(s) == patterns.get(signature) for s in drawn) > 1
+    tag = f" {signature[:8]}" if shared and pattern != signature else ""
+    room = _LEGEND_CHARS - len(tag) - len(size) - 1
+    if len(pattern) > room:
+        pattern = pattern[: room - 1] + "\u2026"
+    return f"{pattern}{tag} {size}"

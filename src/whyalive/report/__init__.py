@@ -267,13 +267,22 @@ class Report:
         was reported."""
         return bool(self.cycles) or bool(self.alive) or bool(self.uncollectable)
 
+    @property
+    def reported_cycle_count(self) -> int:
+        """The reference cycles the headline counts, in the text, the viewer and the JSON:
+        the reported cycles' occurrences summed. ``cycle_count`` counts every cycle the
+        collection found, also those holding nothing heavy and those left out."""
+        return sum(c.occurrences for c in self.cycles)
+
     def node(self, node_id: int) -> Node:
         """The node with this id."""
         return self.nodes[node_id]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (lists, dicts, str, int, bool, None)."""
+        """Plain JSON-ready data (lists, dicts, str, int, bool, None); with
+        ``reported_cycle_count``, derived, which :meth:`from_dict` does not read back."""
         plain: dict[str, Any] = _to_plain(asdict(self))
+        plain["reported_cycle_count"] = self.reported_cycle_count
         return plain
 
     @classmethod

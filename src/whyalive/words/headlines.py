@@ -147,7 +147,7 @@ def report_headline(report: Report) -> str:
 def _cycles_headline(report: Report) -> str:
     held = {n for c in report.cycles for n in c.heavy}
     return cycles_headline(
-        sum(c.occurrences for c in report.cycles),
+        report.reported_cycle_count,
         len(report.cycles),
         heavy_count_words(
             report.heavy_count or sum(c.heavy_count for c in report.cycles),
