@@ -4,8 +4,10 @@ Every ``import`` of a whyalive module, at module level or inside a function, is 
 ``ast`` from the sources (``import whyalive.x``, ``from whyalive.x import y``,
 ``from whyalive import x``, relative imports, ``importlib.import_module("whyalive.x")``).
 Imports under ``if TYPE_CHECKING:`` are annotations only and never run, so they are not
-counted. There are no exceptions: no import goes up a layer and none closes a circle, a
-package's ``__init__`` and its own submodules included.
+counted. An import runs more than the module it names: ``import whyalive.a.b.c`` from
+outside ``a`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first, so those count as
+imported too. There are no exceptions: no import goes up a layer and none closes a circle,
+a package's ``__init__`` and its own submodules included.
 """
 
 from __future__ import annotations
@@ -94,8 +96,30 @@ def _imported(name: str) -> str:
     return name
 
 
+def _started(module: str) -> set[str]:
+    """The packages whose ``__init__`` has begun before ``module`` runs: those above it,
+    and itself when it is a package (``""`` is whyalive itself, which every import begins)."""
+    parts = module.split(".") if module else []
+    started = {".".join(parts[:i]) for i in range(len(parts))}
+    if MODULES[module].name == "__init__.py":
+        started.add(module)
+    return started
+
+
+def _runs(target: str, importer: str) -> list[str]:
+    """What importing ``target`` from ``importer`` may run: the module itself and the
+    ``__init__`` of every package above it that has not begun (importing ``a.b.c`` runs
+    ``a/__init__``, ``a/b/__init__`` and ``a/b/c``)."""
+    parts = target.split(".") if target else []
+    above = [".".join(parts[:i]) for i in range(1, len(parts))]
+    started = _started(importer)
+    # The target itself counts even when it has begun: its names may not be defined yet.
+    return [name for name in above if name not in started] + [target]
+
+
 def imports_of(module: str) -> list[str]:
-    """The whyalive modules one module imports, at module level or deferred."""
+    """The whyalive modules one module's imports run, at module level or deferred: each
+    imported module and the ``__init__`` of every package above it that the import runs."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[str] = []
@@ -106,7 +130,7 @@ def imports_of(module: str) -> list[str]:
             return
         if is_module and name not in MODULES:
             return  # a C extension (graph._fastgraph): no Python module runs
-        found.append(_imported(name))
+        found.extend(_runs(_imported(name), module))
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _type_checking_only(node):
@@ -232,6 +256,17 @@ def test_the_layering_test_sees_circles_and_upward_imports() -> None:
     # Deferred imports count; TYPE_CHECKING ones do not.
     assert "analysis" in imports_of("unittest")
     assert "report" not in imports_of("errors")
+    # An import runs the __init__ of each package above the module it names, except those
+    # the importer is inside (they have begun already).
+    assert {"analysis", "analysis.naming"} <= set(imports_of("report.builder.advice"))
+    assert "analysis.diagnose" in imports_of("report.builder.cycles")
+    assert _runs("analysis.diagnose.patterns.base", "analysis.cuts") == [
+        "analysis.diagnose",
+        "analysis.diagnose.patterns",
+        "analysis.diagnose.patterns.base",
+    ]
+    assert _runs("analysis.diagnose", "analysis.diagnose.patterns") == ["analysis.diagnose"]
+    assert _runs("", "check") == [""]
 
 
 def test_renderers_import_no_capture_or_analysis_module() -> None:
