@@ -16,9 +16,14 @@ import ast
 import importlib
 import pathlib
 import re
+import sys
+import warnings
 import weakref
 
-from whyalive import Report, find_leaks
+import pytest
+
+import whyalive
+from whyalive import MOVED_MODULES, Report, find_leaks, moved_to
 
 PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").parent
 ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
@@ -330,3 +335,70 @@ def test_no_user_object_survives_in_a_report() -> None:
     assert [r() for r in refs] == [None, None, None]
     # The report is data: it round-trips through JSON unchanged.
     assert Report.from_dict(report.to_dict()) == report
+
+
+def forget_old_paths() -> None:
+    """Drop the old paths earlier tests imported, so the next import of one warns again."""
+    for name in [m for m in sys.modules if moved_to(m)]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_an_old_import_path_is_the_module_at_its_new_one(old: str) -> None:
+    """``import whyalive.summary`` (the tree before one package per layer) still works: it
+    is the very module at ``whyalive.report.summary``, and it warns where it is written."""
+    name, new = f"whyalive.{old}", f"whyalive.{MOVED_MODULES[old]}"
+    assert not (PACKAGE / f"{old.replace('.', '/')}.py").exists()
+    assert not (PACKAGE / old.replace(".", "/")).is_dir()
+    forget_old_paths()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(name)
+    assert module is importlib.import_module(new)
+    assert (module.__name__, module.__spec__.name) == (new, new)
+    assert [(w.category, w.filename) for w in caught][-1:] == [(DeprecationWarning, __file__)]
+    assert f"{name} moved to {new}" in str(caught[-1].message)
+
+
+def test_documented_old_paths_give_the_same_objects() -> None:
+    """The paths users were shown before the move: docs/patterns.md's remedies, the
+    benchmarks' ``pipeline``, a distributed ``Summary``, a pattern author's modules."""
+    forget_old_paths()
+    with pytest.deprecated_call():
+        from whyalive.diagnose.naming import label
+        from whyalive.diagnose.patterns import PATTERNS
+        from whyalive.fix_edits import WEAKEN, build_rewrite
+        from whyalive.pipeline import analyze
+        from whyalive.summary import Summary
+    from whyalive.analysis import fix_edits, naming
+    from whyalive.analysis.diagnose import patterns
+    from whyalive.report import pipeline, summary
+
+    assert (build_rewrite, WEAKEN) == (fix_edits.build_rewrite, fix_edits.WEAKEN)
+    assert (analyze, Summary) == (pipeline.analyze, summary.Summary)
+    assert (label, PATTERNS) == (naming.label, patterns.PATTERNS)
+    assert whyalive.report.Report is Report  # never moved
+
+
+def test_an_old_path_under_warnings_as_errors_fails_and_changes_nothing() -> None:
+    """With ``-W error`` an old path raises the DeprecationWarning; the module it names is
+    left as it was, and nothing is recorded under the old name."""
+    from whyalive.report import verdict
+
+    spec = verdict.__spec__
+    forget_old_paths()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DeprecationWarning, match=r"whyalive\.verdict moved"):
+            importlib.import_module("whyalive.verdict")
+    assert "whyalive.verdict" not in sys.modules
+    assert verdict.__spec__ is spec
+    assert moved_to("whyalive.verdict.fails") == "whyalive.report.verdict.fails"
+    assert moved_to("whyalive.report") is None
+    assert moved_to("whyalive.diagnose.naming") == "whyalive.analysis.naming"
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("whyalive.no_such_module")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(ModuleNotFoundError, match="not a package"):
+            importlib.import_module("whyalive.summary.no_such_module")
