@@ -7,12 +7,18 @@ from typing import Any
 
 def heavy(*shape: int) -> Any:
     """A float32 NumPy array, 4 KiB unless ``shape`` says otherwise: the heavy payload
-    (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed)."""
-    import numpy
+    (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed). Where
+    NumPy is missing, a bytearray of 1 MiB or more instead."""
+    from scenarios.payload import float32s, track
 
-    from scenarios.payload import track
+    return track(float32s(*(shape or (1024,))))
 
-    return track(numpy.zeros(shape or (1024,), dtype=numpy.float32))
+
+def heavy_bytes(*shape: int) -> int:
+    """The bytes :func:`heavy` of ``shape`` holds, here (NumPy's or the bytearray's)."""
+    from scenarios.payload import float32s_nbytes
+
+    return float32s_nbytes(*(shape or (1024,)))
 
 
 def stage_backward(outputs: list[Any]) -> None:
