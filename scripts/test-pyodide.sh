@@ -23,6 +23,7 @@ python="${PYTHON:-python3}"
 
 installed="$(node -p "try { require('./$cache/node_modules/pyodide/package.json').version } catch { '' }")"
 if [ "$installed" != "$PYODIDE_VERSION" ]; then
+  rm -rf "$cache/numpy" # a wheel, or the reason there is none, for another Pyodide's ABI
   npm install --prefix "$cache" --no-save --no-audit --no-fund --loglevel=error \
     "pyodide@$PYODIDE_VERSION" >/dev/null
 fi
