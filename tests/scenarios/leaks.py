@@ -9,9 +9,14 @@ def heavy(*shape: int) -> Any:
     """A float32 NumPy array, 4 KiB unless ``shape`` says otherwise: the heavy payload
     (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed). Where
     NumPy is missing, a bytearray of 1 MiB or more instead."""
-    from scenarios.payload import float32s, track
+    from scenarios.payload import float32s_nbytes, numpy_or_none, track
 
-    return track(float32s(*(shape or (1024,))))
+    # Made here: a recorded allocation site is this function, and the scenarios that call
+    # it in this file are where the source search looks next.
+    numpy = numpy_or_none()
+    if numpy is None:
+        return track(bytearray(float32s_nbytes(*(shape or (1024,)))))
+    return track(numpy.zeros(shape or (1024,), dtype=numpy.float32))
 
 
 def heavy_bytes(*shape: int) -> int:
