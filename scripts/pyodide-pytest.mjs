@@ -2,12 +2,14 @@
 //
 //   node scripts/pyodide-pytest.mjs CACHE [pytest arguments]
 //
-// CACHE holds node_modules/pyodide and site/ (pure-Python wheels unpacked), both
-// installed by scripts/test-pyodide.sh. The repository (the working directory) and
+// CACHE holds node_modules/pyodide, site/ (pure-Python wheels unpacked) and numpy/ (a
+// NumPy wheel for Pyodide's ABI when a registry had one, else the reason it is missing),
+// all installed by scripts/test-pyodide.sh. The repository (the working directory) and
 // site/ are mounted at their own paths; whyalive is imported from src/ as an editable
 // install would, with its entry points (the pytest plugin) read from pyproject.toml.
 // pytest runs as a promising call, so asyncio.run() can switch stacks (JSPI); the
 // exit code is pytest's.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -24,7 +26,18 @@ const env = { HOME: "/home/pyodide" };
 for (const name of ["PYTHONDEVMODE", "PYTHONWARNINGS", "PYTHONHASHSEED"]) {
   if (process.env[name] !== undefined) env[name] = process.env[name];
 }
+// NumPy, where the install found a wheel for this ABI; else why not, for the skip reasons.
+const numpyDir = resolve(cache, "numpy");
+const numpyWheel = existsSync(numpyDir)
+  ? readdirSync(numpyDir).find((name) => name.startsWith("numpy-") && name.endsWith(".whl"))
+  : undefined;
+if (!numpyWheel && existsSync(resolve(numpyDir, "reason"))) {
+  env.WHYALIVE_NUMPY_MISSING = readFileSync(resolve(numpyDir, "reason"), "utf8").trim();
+}
 const pyodide = await loadPyodide({ env });
+if (numpyWheel) {
+  await pyodide.loadPackage(resolve(numpyDir, numpyWheel), { messageCallback: () => {} });
+}
 for (const path of [repo, site]) {
   pyodide.FS.mkdirTree(path);
   pyodide.mountNodeFS(path, path);

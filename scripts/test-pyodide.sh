@@ -10,9 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every pyodide 314.x ships CPython 3.14.0 or 3.14.2: the incremental collector of 3.14.0-3.14.4.
 PYODIDE_VERSION=314.0.8
-# No NumPy or torch: neither has a wheel for Pyodide's ABI on PyPI or npm, so the tests that
-# need them skip, saying so. jsonschema 4.18+ needs rpds-py (no such wheel either); 4.17 is
-# pure Python.
+# Pure-Python wheels only: jsonschema 4.18+ needs rpds-py (no wheel for Pyodide); 4.17 is
+# pure Python. NumPy is looked for below; torch has no Pyodide build.
 WHEELS=("pytest>=8" "hypothesis>=6" "jsonschema>=4.17,<4.18")
 cache=.cache/pyodide
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -24,6 +23,7 @@ python="${PYTHON:-python3}"
 
 installed="$(node -p "try { require('./$cache/node_modules/pyodide/package.json').version } catch { '' }")"
 if [ "$installed" != "$PYODIDE_VERSION" ]; then
+  rm -rf "$cache/numpy" # a wheel, or the reason there is none, for another Pyodide's ABI
   npm install --prefix "$cache" --no-save --no-audit --no-fund --loglevel=error \
     "pyodide@$PYODIDE_VERSION" >/dev/null
 fi
@@ -34,6 +34,37 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${WHEELS[*]}" ]; then
     --only-binary=:all: --platform any --implementation py --python-version 3.14 \
     --no-compile "${WHEELS[@]}"
   echo "${WHEELS[*]}" >"$stamp"
+fi
+
+# NumPy: Pyodide's lock names the wheel its ABI takes (numpy-2.4.6-cp314-cp314-
+# pyemscripten_2026_0_wasm32.whl for 314.0.8) but the npm package does not ship it, and PyPI
+# had none when this was written. So at most once a day, until one is found, look for a
+# numpy wheel with the lock's tags in the npm package, then on PyPI (pip download with the
+# platform tag); found, it is kept in $cache/numpy and loaded before pytest. Otherwise the
+# NumPy tests skip, and their reason (in $cache/numpy/reason) says what was asked and when.
+numpy_dir="$cache/numpy"
+mkdir -p "$numpy_dir"
+if ! compgen -G "$numpy_dir/numpy-*.whl" >/dev/null &&
+  [ -z "$(find "$numpy_dir/reason" -mmin -1440 2>/dev/null)" ]; then
+  lock="$cache/node_modules/pyodide/pyodide-lock.json"
+  # The lock's numpy file name, else its ABI's tags: cp314-cp314-pyemscripten_2026_0_wasm32.
+  numpy_file="$(node -p "const l = require('./$lock'); (l.packages.numpy || {}).file_name ||
+    'numpy-0-cp314-cp314-pyemscripten_' + l.info.abi_version + '_' + l.info.arch + '.whl'")"
+  tags="${numpy_file%.whl}"
+  tags="${tags#numpy-*-}"                  # cp314-cp314-pyemscripten_2026_0_wasm32
+  abi="${tags#*-}" && abi="${abi%%-*}"     # cp314
+  platform="${tags##*-}"                   # pyemscripten_2026_0_wasm32
+  if [ -f "$cache/node_modules/pyodide/$numpy_file" ]; then
+    cp "$cache/node_modules/pyodide/$numpy_file" "$numpy_dir/"
+  else
+    "$python" -m pip download --quiet --disable-pip-version-check --no-deps --timeout 15 \
+      --retries 1 --only-binary=:all: --implementation cp --python-version 3.14 \
+      --abi "$abi" --platform "$platform" --dest "$numpy_dir" numpy >/dev/null 2>&1 || true
+  fi
+  if ! compgen -G "$numpy_dir/numpy-*.whl" >/dev/null; then
+    echo "needs NumPy: no numpy wheel tagged $tags was found in the pyodide npm package" \
+      "or on PyPI (asked $(date -u +%Y-%m-%d))" >"$numpy_dir/reason"
+  fi
 fi
 
 node_flags=()

@@ -16,16 +16,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from capabilities import NUMPY_MISSING, needs_subprocess
-from scenarios import Trainer, heavy, stage_backward, stage_backward_fixed
+from capabilities import TORCH_MISSING, needs_numpy, needs_subprocess
+from scenarios import Trainer, heavy, heavy_bytes, stage_backward, stage_backward_fixed
 from whyalive import check_leaks, find_leaks
 from whyalive.analysis.diagnose import diagnose
 from whyalive.analysis.paths import CycleView, view_cycle
 from whyalive.graph import build_graph
 from whyalive.kinds import KindResolver
 from whyalive.report import CycleReport
-
-numpy = pytest.importorskip("numpy", reason=NUMPY_MISSING)
 
 
 def only_cycle(fn: Callable[..., object], *args: object, **kwargs: object) -> CycleReport:
@@ -335,8 +333,10 @@ def test_closable_generator_cycle_is_broken_by_the_collector() -> None:
     held: list[weakref.ref[object]] = []
 
     def make(payload: object) -> Iterator[object]:
-        held.append(weakref.ref(payload))
-        return worker(payload)
+        # Only the generator's frame holds the payload: the frame gone, the payload is freed.
+        gen = worker(payload)
+        held.append(weakref.ref(gen))
+        return gen
 
     report = find_leaks(generator_holding_itself, cycle=True, make=make)
     assert not report.found
@@ -511,7 +511,7 @@ def test_class_level_cache_of_a_local_class() -> None:
 
 def test_autograd_ctx_attribute_holding_the_output() -> None:
     """A custom Function storing its output on `ctx`: the cut is that ctx attribute."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason=TORCH_MISSING)
 
     class Double(torch.autograd.Function):
         @staticmethod
@@ -544,7 +544,7 @@ def test_autograd_ctx_attribute_holding_the_output() -> None:
 def test_hooks_on_autograd_nodes_are_uncollectable_loops_not_cyclic_garbage() -> None:
     """A grad_fn hook capturing its tensor is owned by C++: not cyclic garbage, but a loop
     through the autograd graph, reported as uncollectable (the blind spot note says so)."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason=TORCH_MISSING)
 
     def step() -> None:
         x = torch.randn(8, requires_grad=True)
@@ -620,7 +620,7 @@ def test_hostile_objects_degrade_to_a_report() -> None:
     """Raising dunders and names inside a cycle never raise out of the analysis."""
     report = find_leaks(hostile_cycle)
     assert report.found
-    assert report.total_bytes == 1024 * 4
+    assert report.total_bytes == heavy_bytes()
     assert report.cycles[0].pattern
     assert str(report)
 
@@ -693,6 +693,7 @@ def _signature_in_subprocess(size: int, tmp_path: object) -> str:
     return out.stdout.strip()
 
 
+@needs_numpy
 @needs_subprocess
 def test_signature_equal_across_processes(tmp_path: object) -> None:
     """Two processes running the same scenario report the same signature."""

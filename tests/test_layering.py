@@ -4,8 +4,10 @@ Every ``import`` of a whyalive module, at module level or inside a function, is 
 ``ast`` from the sources (``import whyalive.x``, ``from whyalive.x import y``,
 ``from whyalive import x``, relative imports, ``importlib.import_module("whyalive.x")``).
 Imports under ``if TYPE_CHECKING:`` are annotations only and never run, so they are not
-counted. There are no exceptions: no import goes up a layer and none closes a circle, a
-package's ``__init__`` and its own submodules included.
+counted. An import runs more than the module it names: ``import whyalive.a.b.c`` from
+outside ``a`` runs ``a/__init__.py`` and ``a/b/__init__.py`` first, so those count as
+imported too. There are no exceptions: no import goes up a layer and none closes a circle,
+a package's ``__init__`` and its own submodules included.
 """
 
 from __future__ import annotations
@@ -14,9 +16,14 @@ import ast
 import importlib
 import pathlib
 import re
+import sys
+import warnings
 import weakref
 
-from whyalive import Report, find_leaks
+import pytest
+
+import whyalive
+from whyalive import MOVED_MODULES, Report, find_leaks, moved_to
 
 PACKAGE = pathlib.Path(importlib.import_module("whyalive").__file__ or "").parent
 ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
@@ -94,8 +101,30 @@ def _imported(name: str) -> str:
     return name
 
 
+def _started(module: str) -> set[str]:
+    """The packages whose ``__init__`` has begun before ``module`` runs: those above it,
+    and itself when it is a package (``""`` is whyalive itself, which every import begins)."""
+    parts = module.split(".") if module else []
+    started = {".".join(parts[:i]) for i in range(len(parts))}
+    if MODULES[module].name == "__init__.py":
+        started.add(module)
+    return started
+
+
+def _runs(target: str, importer: str) -> list[str]:
+    """What importing ``target`` from ``importer`` may run: the module itself and the
+    ``__init__`` of every package above it that has not begun (importing ``a.b.c`` runs
+    ``a/__init__``, ``a/b/__init__`` and ``a/b/c``)."""
+    parts = target.split(".") if target else []
+    above = [".".join(parts[:i]) for i in range(1, len(parts))]
+    started = _started(importer)
+    # The target itself counts even when it has begun: its names may not be defined yet.
+    return [name for name in above if name not in started] + [target]
+
+
 def imports_of(module: str) -> list[str]:
-    """The whyalive modules one module imports, at module level or deferred."""
+    """The whyalive modules one module's imports run, at module level or deferred: each
+    imported module and the ``__init__`` of every package above it that the import runs."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[str] = []
@@ -106,7 +135,7 @@ def imports_of(module: str) -> list[str]:
             return
         if is_module and name not in MODULES:
             return  # a C extension (graph._fastgraph): no Python module runs
-        found.append(_imported(name))
+        found.extend(_runs(_imported(name), module))
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _type_checking_only(node):
@@ -164,14 +193,23 @@ def test_the_top_level_shows_the_layers() -> None:
     assert sorted(stray) == packages
 
 
-def test_every_package_is_in_the_module_map() -> None:
-    """docs/architecture.md's module map names every package and every top-level module."""
+def module_map() -> set[str]:
+    """The paths docs/architecture.md's module map names (files, and folders ending in ``/``)."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    named = set(re.findall(r"`([\w/]+(?:\.py|\.c|/))", text))
-    for path in MODULES.values():
+    section = text[text.index("## Module map") : text.index("## Invariants")]
+    return set(re.findall(r"`([\w/]+(?:\.py|\.c|/))`", section))
+
+
+def test_every_package_is_in_the_module_map() -> None:
+    """docs/architecture.md's module map names every module, by its path or its folder's,
+    and every path it names exists as written (a bare ``base.py`` is no path)."""
+    named = module_map()
+    missing = [p for p in sorted(named) if not (PACKAGE / p).exists()]
+    assert missing == [], f"the module map names paths that do not exist: {missing}"
+    for path in [*MODULES.values(), *PACKAGE.rglob("*.c")]:
         rel = path.relative_to(PACKAGE).as_posix()
-        folder, _, name = rel.rpartition("/")
-        assert {rel, f"{folder}/", name} & named, f"{rel} is not in the module map"
+        folder = rel.rpartition("/")[0]
+        assert {rel, f"{folder}/"} & named, f"{rel} is not in the module map"
 
 
 def test_no_import_goes_up_a_layer() -> None:
@@ -232,6 +270,17 @@ def test_the_layering_test_sees_circles_and_upward_imports() -> None:
     # Deferred imports count; TYPE_CHECKING ones do not.
     assert "analysis" in imports_of("unittest")
     assert "report" not in imports_of("errors")
+    # An import runs the __init__ of each package above the module it names, except those
+    # the importer is inside (they have begun already).
+    assert {"analysis", "analysis.naming"} <= set(imports_of("report.builder.advice"))
+    assert "analysis.diagnose" in imports_of("report.builder.cycles")
+    assert _runs("analysis.diagnose.patterns.base", "analysis.cuts") == [
+        "analysis.diagnose",
+        "analysis.diagnose.patterns",
+        "analysis.diagnose.patterns.base",
+    ]
+    assert _runs("analysis.diagnose", "analysis.diagnose.patterns") == ["analysis.diagnose"]
+    assert _runs("", "check") == [""]
 
 
 def test_renderers_import_no_capture_or_analysis_module() -> None:
@@ -286,3 +335,70 @@ def test_no_user_object_survives_in_a_report() -> None:
     assert [r() for r in refs] == [None, None, None]
     # The report is data: it round-trips through JSON unchanged.
     assert Report.from_dict(report.to_dict()) == report
+
+
+def forget_old_paths() -> None:
+    """Drop the old paths earlier tests imported, so the next import of one warns again."""
+    for name in [m for m in sys.modules if moved_to(m)]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_an_old_import_path_is_the_module_at_its_new_one(old: str) -> None:
+    """``import whyalive.summary`` (the tree before one package per layer) still works: it
+    is the very module at ``whyalive.report.summary``, and it warns where it is written."""
+    name, new = f"whyalive.{old}", f"whyalive.{MOVED_MODULES[old]}"
+    assert not (PACKAGE / f"{old.replace('.', '/')}.py").exists()
+    assert not (PACKAGE / old.replace(".", "/")).is_dir()
+    forget_old_paths()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(name)
+    assert module is importlib.import_module(new)
+    assert (module.__name__, module.__spec__.name) == (new, new)
+    assert [(w.category, w.filename) for w in caught][-1:] == [(DeprecationWarning, __file__)]
+    assert f"{name} moved to {new}" in str(caught[-1].message)
+
+
+def test_documented_old_paths_give_the_same_objects() -> None:
+    """The paths users were shown before the move: docs/patterns.md's remedies, the
+    benchmarks' ``pipeline``, a distributed ``Summary``, a pattern author's modules."""
+    forget_old_paths()
+    with pytest.deprecated_call():
+        from whyalive.diagnose.naming import label
+        from whyalive.diagnose.patterns import PATTERNS
+        from whyalive.fix_edits import WEAKEN, build_rewrite
+        from whyalive.pipeline import analyze
+        from whyalive.summary import Summary
+    from whyalive.analysis import fix_edits, naming
+    from whyalive.analysis.diagnose import patterns
+    from whyalive.report import pipeline, summary
+
+    assert (build_rewrite, WEAKEN) == (fix_edits.build_rewrite, fix_edits.WEAKEN)
+    assert (analyze, Summary) == (pipeline.analyze, summary.Summary)
+    assert (label, PATTERNS) == (naming.label, patterns.PATTERNS)
+    assert whyalive.report.Report is Report  # never moved
+
+
+def test_an_old_path_under_warnings_as_errors_fails_and_changes_nothing() -> None:
+    """With ``-W error`` an old path raises the DeprecationWarning; the module it names is
+    left as it was, and nothing is recorded under the old name."""
+    from whyalive.report import verdict
+
+    spec = verdict.__spec__
+    forget_old_paths()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DeprecationWarning, match=r"whyalive\.verdict moved"):
+            importlib.import_module("whyalive.verdict")
+    assert "whyalive.verdict" not in sys.modules
+    assert verdict.__spec__ is spec
+    assert moved_to("whyalive.verdict.fails") == "whyalive.report.verdict.fails"
+    assert moved_to("whyalive.report") is None
+    assert moved_to("whyalive.diagnose.naming") == "whyalive.analysis.naming"
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("whyalive.no_such_module")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(ModuleNotFoundError, match="not a package"):
+            importlib.import_module("whyalive.summary.no_such_module")

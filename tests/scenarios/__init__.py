@@ -1,4 +1,5 @@
-"""Leak scenarios shared by the test files: real garbage, NumPy payloads (no torch needed).
+"""Leak scenarios shared by the test files: real garbage, NumPy payloads (no torch needed;
+bytearrays of 1 MiB where NumPy is missing).
 
 Import them as ``from scenarios import ...`` (pytest puts ``tests/`` on the path). A
 scenario is a function or class that, called, leaves one known cycle behind, written
@@ -14,6 +15,7 @@ from scenarios.leaks import (
     Ring,
     Trainer,
     heavy,
+    heavy_bytes,
     nothing,
     pipeline_step,
     ring,
@@ -29,6 +31,7 @@ __all__ = [
     "Trainer",
     "counts_said",
     "heavy",
+    "heavy_bytes",
     "nothing",
     "pipeline_step",
     "ring",

@@ -7,12 +7,23 @@ from typing import Any
 
 def heavy(*shape: int) -> Any:
     """A float32 NumPy array, 4 KiB unless ``shape`` says otherwise: the heavy payload
-    (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed)."""
-    import numpy
+    (tracked by ``scenarios.payload``, so a fix-proof test can tell it was freed). Where
+    NumPy is missing, a bytearray of 1 MiB or more instead."""
+    from scenarios.payload import float32s_nbytes, numpy_or_none, track
 
-    from scenarios.payload import track
-
+    # Made here: a recorded allocation site is this function, and the scenarios that call
+    # it in this file are where the source search looks next.
+    numpy = numpy_or_none()
+    if numpy is None:
+        return track(bytearray(float32s_nbytes(*(shape or (1024,)))))
     return track(numpy.zeros(shape or (1024,), dtype=numpy.float32))
+
+
+def heavy_bytes(*shape: int) -> int:
+    """The bytes :func:`heavy` of ``shape`` holds, here (NumPy's or the bytearray's)."""
+    from scenarios.payload import float32s_nbytes
+
+    return float32s_nbytes(*(shape or (1024,)))
 
 
 def stage_backward(outputs: list[Any]) -> None:

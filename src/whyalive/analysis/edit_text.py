@@ -12,7 +12,7 @@ import ast
 import textwrap
 from dataclasses import dataclass, field
 
-from whyalive.analysis.diagnose.naming import is_python
+from whyalive.analysis.naming import is_python
 from whyalive.analysis.statements import DEF_NODES, ParsedFile, SourceHit
 
 # An edit spans at most this many lines (two labels stored in one `__init__`).

@@ -18,7 +18,7 @@ import types
 from collections.abc import Iterator
 
 from whyalive.analysis.cuts import is_registry_attribute
-from whyalive.analysis.diagnose.naming import cell_variable, is_instance_node, variable_of
+from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.statements import StoreTarget
 from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace

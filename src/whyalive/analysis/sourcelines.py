@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from whyalive.analysis.diagnose.naming import is_instance_node
+from whyalive.analysis.naming import is_instance_node
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import (
     codes_to_search,

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from whyalive.analysis.cuts import CutProof, is_registry_attribute, proven_alternatives
 from whyalive.analysis.diagnose import Diagnosis
-from whyalive.analysis.diagnose.naming import cell_variable, is_instance_node, variable_of
 from whyalive.analysis.fix_edits import (
     DELETE,
     DROP_TRACEBACK,
@@ -29,6 +28,7 @@ from whyalive.analysis.fix_edits import (
     build_rewrite,
 )
 from whyalive.analysis.fix_edits import weak_referenceable as weakable
+from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
 from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines

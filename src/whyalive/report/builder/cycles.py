@@ -8,7 +8,8 @@ from collections import Counter, defaultdict
 
 from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.analysis.diagnose import Diagnosis
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.edges import variable_name
+from whyalive.analysis.naming import (
     cell_variable,
     enclosing_function,
     expression,
@@ -17,7 +18,6 @@ from whyalive.analysis.diagnose.naming import (
     qualname_of,
     short_name,
 )
-from whyalive.analysis.edges import variable_name
 from whyalive.analysis.origin import CODE_TYPES, made_inside
 from whyalive.analysis.paths import CycleView, NamedEdge, closed_loop
 from whyalive.analysis.sourcelines import SourceLines

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import sys
 
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import WORDS_ONLY
+from whyalive.analysis.naming import (
     chain,
     expression,
     label,
     qualname_of,
     reference_code,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import WORDS_ONLY
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_qualname, type_short_name
 from whyalive.kinds.autograd_graph import NODE_HOOKS, NODE_PREHOOKS, TENSOR_HOOKS

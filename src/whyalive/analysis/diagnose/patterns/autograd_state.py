@@ -3,7 +3,6 @@ attributes, a node's ``metadata`` (the hooks are :mod:`.autograd`'s)."""
 
 from __future__ import annotations
 
-from whyalive.analysis.diagnose.naming import chain, label, short_name
 from whyalive.analysis.diagnose.patterns.autograd import (
     METADATA,
     edges_named,
@@ -15,6 +14,7 @@ from whyalive.analysis.diagnose.patterns.autograd import (
 )
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import SAVE_FOR_BACKWARD, WORDS_ONLY
+from whyalive.analysis.naming import chain, label, short_name
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_namespace, type_qualname, type_short_name
 from whyalive.words import edge_kinds as ek

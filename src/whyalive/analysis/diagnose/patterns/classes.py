@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from whyalive.analysis.diagnose.naming import enclosing_function, short_name
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.naming import enclosing_function, short_name
 from whyalive.analysis.paths import CycleView
 from whyalive.guarded import type_qualname
 from whyalive.words import edge_kinds as ek

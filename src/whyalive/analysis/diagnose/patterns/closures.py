@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import types
 
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import DELETE, WEAKEN, weak_referenceable
+from whyalive.analysis.naming import (
     captured_variables,
     chain,
     enclosing_function,
@@ -13,8 +15,6 @@ from whyalive.analysis.diagnose.naming import (
     qualname_of,
     short_name,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import DELETE, WEAKEN, weak_referenceable
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.guarded import type_short_name

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from whyalive.analysis.cuts import is_back_reference
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.naming import (
     expression,
     holder_code,
     is_instance_node,
     is_python,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_qualname, type_short_name
 from whyalive.words import a_code

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from whyalive.analysis.cuts import choose_cut
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.naming import (
     enclosing_function,
     label,
     qualname_of,
     reference_code,
     short_name,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.words import edge_kinds as ek
 from whyalive.words import plural

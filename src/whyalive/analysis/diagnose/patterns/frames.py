@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import types
 
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK
+from whyalive.analysis.naming import (
     chain,
     label,
     path_words,
     reference_code,
     variable_of,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK
 from whyalive.analysis.paths import CycleView
 from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
 from whyalive.words import a_code

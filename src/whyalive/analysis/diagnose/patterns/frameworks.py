@@ -6,9 +6,9 @@ import os
 import sys
 import types
 
-from whyalive.analysis.diagnose.naming import variable_of
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import DELETE
+from whyalive.analysis.naming import variable_of
 from whyalive.analysis.paths import CycleView
 from whyalive.guarded import type_module, type_qualname, type_short_name
 from whyalive.words import edge_kinds as ek

@@ -5,9 +5,9 @@ from __future__ import annotations
 import types
 
 from whyalive.analysis.cuts import is_registry_attribute
-from whyalive.analysis.diagnose.naming import chain, qualname_of, short_name
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.naming import chain, qualname_of, short_name
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_qualname
 from whyalive.words import a_code

@@ -7,7 +7,9 @@ import functools
 import inspect
 import types
 
-from whyalive.analysis.diagnose.naming import (
+from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.naming import (
     chain,
     enclosing_function,
     expression,
@@ -16,8 +18,6 @@ from whyalive.analysis.diagnose.naming import (
     qualname_of,
     short_name,
 )
-from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_mro, type_namespace, type_qualname
 from whyalive.words import a_code

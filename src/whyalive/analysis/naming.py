@@ -1,8 +1,8 @@
-"""How a diagnosis finds the user's names: closure variables, code expressions, chains.
+"""How the analysis finds the user's names: closure variables, code expressions, chains.
 
 It reads the live cycle; the phrasing of what it finds is :mod:`whyalive.words`.
-Shared by the patterns and the report builder, so a cycle is named the same way in
-its summary, its cut and its fix.
+Shared by the patterns, the source-line search and the report builder, so a cycle is
+named the same way in its summary, its cut and its fix.
 """
 
 from __future__ import annotations
