@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from whyalive.analysis.cuts import is_back_reference
+from whyalive.analysis.cuts import is_back_reference, is_payload_reference
 from whyalive.analysis.edges import EdgeName, is_owned_part, name_edge, names_of
 from whyalive.analysis.paths import CUT_SCORE, NamedEdge, named_path
 from whyalive.graph import ObjectGraph
@@ -203,8 +203,11 @@ def _link_for(
     return link
 
 
-def _cut_rank(link: Link) -> tuple[int, int, int]:
-    return (0 if is_back_reference(link.name) else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
+def _cut_rank(link: Link) -> tuple[int, int, int, int]:
+    """Back references first, a container's payload (``.value``) after other attributes."""
+    back = 0 if is_back_reference(link.name) else 1
+    payload = 1 if is_payload_reference(link.name) else 0
+    return (back, payload, -CUT_SCORE.get(link.name.kind, 0), link.count)
 
 
 def _find_cut(

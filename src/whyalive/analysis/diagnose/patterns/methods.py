@@ -92,14 +92,22 @@ class BoundMethodOnSelfPattern:
         stored = f"`{code}`" if code else _stored_words(view, steps)
         summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
-        explanation = (
-            f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
-            f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
-            f"method hold the object, so neither is freed by reference counting."
-        )
         function = view.obj(method)
         own = type(function) is types.MethodType and any(
             function.__func__ in type_namespace(c).values() for c in type_mro(type(view.obj(owner)))
+        )
+        # Only the class's own method is `self.name`; a function bound to the object from
+        # outside (`MethodType(fp32_forward, model)`) is named as the function it is.
+        made = (
+            f"Storing `self.{method_name}` on the same `{cls}` object (in {stored})"
+            if own
+            else f"Binding `{short_name(func)}` to the `{cls}` object and storing the bound "
+            f"method on that same object (in {stored})"
+        )
+        explanation = (
+            f"A bound method holds its instance in `__self__`. {made} makes the object hold "
+            "the method and the method hold the object, so neither is freed by reference "
+            "counting."
         )
         bound = (
             f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
@@ -119,17 +127,9 @@ class BoundMethodOnSelfPattern:
             if e.name.kind == ek.ATTRIBUTE
         )
         lint = "WAL204" if patched else "WAL201"
+        cut = _written_step(steps)
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            _written_step(steps),
-            lint,
-            None,
-            WEAKEN,
-            also,
+            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
         )
 
     def _closure(
@@ -168,17 +168,9 @@ class BoundMethodOnSelfPattern:
         own = any(
             made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
         )
+        cut, lint = captured[:1] or _written_step(steps), "WAL202" if own else "WAL204"
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            captured[:1] or _written_step(steps),
-            "WAL202" if own else "WAL204",
-            None,
-            WEAKEN,
-            also,
+            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
         )
 
 
