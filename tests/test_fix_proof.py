@@ -357,6 +357,16 @@ def test_why_and_cut_name_only_what_exists(scenario: Scenario) -> None:
             assert not unknown, (where, span, unknown, text)
 
 
+@pytest.mark.parametrize("scenario", params())
+def test_the_fix_says_each_thing_once(scenario: Scenario) -> None:
+    """What a `weakref.proxy` does is said once, however many statements the edit changes."""
+    _available(scenario)
+    fix = the_cycle(scenario).fix
+    assert fix.count("a `weakref.proxy`") <= 1, fix
+    sentences = [s.strip().lower() for s in re.split(r"(?<=[.:])\s+", fix) if s.strip()]
+    assert len(sentences) == len(set(sentences)), fix
+
+
 @pytest.mark.whyalive_skip  # the original scenarios leak on purpose
 @pytest.mark.parametrize("scenario", params())
 def test_fix_edit_applied_keeps_the_result_and_frees_the_payload(

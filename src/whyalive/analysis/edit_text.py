@@ -72,7 +72,7 @@ class EditBuffer:
 
     def say(self, action: str, note: str) -> None:
         self.actions.append(action)
-        if note not in self.notes:
+        if note and note not in self.notes:
             self.notes.append(note)
 
     def cover(self, first: int, last: int) -> None:

@@ -135,7 +135,9 @@ _INSIDE = (
 def _written(edit: EditBuffer, statement: ast.stmt, note: str) -> None:
     """The statement is changed: its lines are in the edit, and the fix says what to write."""
     edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-    edit.say(f"write `{new_text(edit, statement)}`", note)
+    # Two statements, one wrapped and one weak inside: the proxy is explained once.
+    said = _WRAPPED in edit.notes or _INSIDE in edit.notes
+    edit.say(f"write `{new_text(edit, statement)}`", "" if said else note)
 
 
 def _owner_names(hit: SourceHit, receiver: ast.expr | None) -> set[str]:
