@@ -19,6 +19,8 @@ def weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: boo
     captured object as a keyword-only default holding a weak proxy, not as a closure cell."""
     if not isinstance(function, (*DEF_NODES, ast.Lambda)):
         return False
+    if not _bound_before(edit, function, variable):
+        return False
     if isinstance(function, DEF_NODES):  # its own statement: the import goes above it
         decorated = [function.lineno, *(d.lineno for d in function.decorator_list)]
         edit.at(min(decorated), edit.parsed.enclosing(function))
@@ -99,3 +101,30 @@ def _parameters_end(edit: EditBuffer, function: ast.AST) -> tuple[int, int, bool
         return (line, opening + 1, True) if opening >= 0 else None
     keyword = text.find("lambda", start)
     return (line, keyword + len("lambda"), True) if keyword >= 0 else None
+
+
+def _bound_before(edit: EditBuffer, function: ast.AST, variable: str) -> bool:
+    """Whether a default can take the variable's value where the function is made: it is
+    bound before the ``def`` (a parameter, or assigned above it) and never again after it
+    (the closure would see the new value, the default the old one)."""
+    scope = edit.parsed.enclosing(function)
+    if scope is None or isinstance(scope, ast.Module):
+        return False  # a module global is no closure cell
+    first = function.lineno  # type: ignore[attr-defined]
+    if any(
+        isinstance(node, (ast.Nonlocal, ast.Global)) and variable in node.names
+        for node in ast.walk(function)
+    ):
+        return False
+    params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}  # type: ignore[attr-defined]
+    stores = [
+        node.lineno
+        for node in ast.walk(scope)
+        if isinstance(node, ast.Name)
+        and node.id == variable
+        and isinstance(node.ctx, ast.Store)
+        and edit.parsed.enclosing(node) is scope
+    ]
+    if any(line >= first for line in stores):
+        return False
+    return variable in params or bool(stores)

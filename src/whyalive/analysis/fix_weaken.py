@@ -281,8 +281,7 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
         if isinstance(node, ast.Lambda):
             used = sorted(owners & {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name)})
             if used and not (parameters(node) & set(used)):
-                weak_capture(edit, node, used[0], say=False)
-                changed = True
+                changed = weak_capture(edit, node, used[0], say=False) or changed
             continue
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in owners and node.attr in methods and not callee(node):
