@@ -139,8 +139,9 @@ def clear_in_handler(edit: EditBuffer, target: Target) -> bool:
     first = body[0]  # nothing in the handler reads the exception: drop the frames first
     edit.insert(first.lineno, 0, f"{indent_of(edit.parsed.lines[first.lineno - 1])}{cleanup}\n")
     edit.cover(handler.lineno, first.lineno)
-    written = "except" if handler.type is None else f"except {edit.source(handler.type)}"
-    edit.say(f"write `{cleanup}` first in `{written} as {name}:`", note)
+    caught = "" if handler.type is None else f" {edit.source(handler.type)}"
+    named = "" if handler.name else f" (now except{caught} as {name})"
+    edit.say(f"write `{cleanup}` first in the handler{named}", note)
     return True
 
 

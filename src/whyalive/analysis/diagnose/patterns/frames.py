@@ -12,7 +12,7 @@ from whyalive.analysis.diagnose.naming import (
     variable_of,
 )
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK
+from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK, WORDS_ONLY
 from whyalive.analysis.paths import CycleView
 from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
 from whyalive.words import a_code
@@ -294,6 +294,10 @@ class GeneratorFramePattern:
             f"Do not keep the {kind} in its own frame"
             f"{f' (`{local}`)' if local else ''}: pass what it needs instead of the {kind} "
             "itself, or hold it through `weakref.ref`; and let `GeneratorExit` propagate "
-            "(never yield after catching it) so `gen.close()` can clear the frame."
+            "(never yield after catching it), so that closing it can clear the frame."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
+        # Words only: a weak reference to a suspended generator would end it at once, and
+        # the loop through its own frame is the code's to restructure.
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, None, None, WORDS_ONLY
+        )
