@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import types
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -49,11 +50,15 @@ def container_loop() -> object:
 
 
 def closure_loop() -> object:
-    rows = [heavy(1024), heavy(1024)]
-    # The lazy pipeline's step reads the pipeline itself (to count what is left).
-    pipeline: Iterator[int] | None = None
-    pipeline = map(lambda row: row.size + (pipeline is None), rows)  # noqa: C417
-    return next(pipeline)
+    # A plugin made as a module at run time; its handler reads the module it lives in.
+    plugin = types.ModuleType("plugin")
+    plugin.table = heavy(1024)
+
+    def handler() -> str:
+        return f"{plugin.__name__}: {plugin.table.size}"
+
+    plugin.handler = handler
+    return plugin.handler()
 
 
 class ParseError(Exception):

@@ -45,10 +45,19 @@ def is_payload_reference(name: EdgeName) -> bool:
     return name.kind == ek.ATTRIBUTE and _attribute_name(name) in PAYLOAD_NAMES
 
 
+# Words that say "back to the owner" as the first or last part of a longer name
+# (`parent_run`, `root_node`, `run_parent`); not `module`/`model`, which start many names.
+_BACK_PARTS = frozenset(("parent", "owner", "root", "prev", "previous", "manager", "master"))
+
+
 def is_back_reference(name: EdgeName) -> bool:
-    """``.parent``, ``._owner``, ``._Dict__parent``: an attribute whose name says it points
-    back to an owner."""
-    return name.kind == ek.ATTRIBUTE and _attribute_name(name) in BACK_NAMES
+    """``.parent``, ``._owner``, ``._Dict__parent``, ``.parent_run``: an attribute whose name
+    says it points back to an owner."""
+    if name.kind != ek.ATTRIBUTE:
+        return False
+    attribute = _attribute_name(name)
+    parts = attribute.split("_")
+    return attribute in BACK_NAMES or parts[0] in _BACK_PARTS or parts[-1] in _BACK_PARTS
 
 
 def is_registry_attribute(name: EdgeName) -> bool:

@@ -69,6 +69,8 @@ class EditBuffer:
     """What to write, one phrase per statement: "write `...`"."""
     notes: list[str] = field(default_factory=list)
     """Why the program still works and the loop is gone, once per kind of change."""
+    deleted: list[str] = field(default_factory=list)
+    """The variables the edit deletes (their note names them all, once)."""
 
     def say(self, action: str, note: str) -> None:
         self.actions.append(action)

@@ -98,14 +98,16 @@ def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
         return None
     first = targets[0].hit
     edit = EditBuffer(first.parsed, first.filename)
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int, str | None]] = set()
     for target in targets:
         hit = target.hit
         if hit.filename != edit.filename:
             return None  # two files: no single edit
-        if (hit.filename, hit.lineno) in seen:
+        # One statement is rewritten once; two variables it binds are each deleted.
+        key = (hit.filename, hit.lineno, target.variable if remedy == DELETE else None)
+        if key in seen:
             continue
-        seen.add((hit.filename, hit.lineno))
+        seen.add(key)
         done = {
             WEAKEN: weaken,
             DELETE: _delete,
@@ -224,9 +226,25 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
     else:
         users = _users(scope, variable)
         uses = [s for s in after if any(uses_name(s, name) for name in users)] or [binding]
-    done = f"once it has been used, nothing holds `{variable}` and the loop is gone."
+    done = _deleted_note(edit, variable)
     after_last_use(edit, uses[-1], f"del {variable}", done)
     return True
+
+
+def _deleted_note(edit: EditBuffer, variable: str) -> str:
+    """Why the deletes free the loop: said once for every variable the edit deletes."""
+    old = _deleted_words(edit.deleted)
+    edit.deleted.append(variable)
+    if old in edit.notes:
+        edit.notes.remove(old)
+    return _deleted_words(edit.deleted)
+
+
+def _deleted_words(variables: list[str]) -> str:
+    named = " or ".join(f"`{name}`" for name in dict.fromkeys(variables))
+    if len(variables) == 1:
+        return f"once it has been used, nothing holds {named} and the loop is gone."
+    return f"once they have been used, nothing holds {named} and the loops are gone."
 
 
 def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
@@ -304,8 +322,22 @@ def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile, checking: set[st
             and parent.func.id in _HARMLESS_CALLS
         ):
             continue
+        if _reads_only(parent):
+            continue
         return True
     return False
+
+
+def _reads_only(node: ast.AST | None) -> bool:
+    """``traceback.format_tb(tb)``: a function of the ``traceback`` module reads the frames
+    and keeps nothing of them."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "traceback"
+        and func.attr.startswith(("format_", "print_", "extract_"))
+    )
 
 
 def _function_around(parsed: ParsedFile, node: ast.AST) -> ast.AST | None:

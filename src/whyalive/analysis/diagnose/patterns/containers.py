@@ -154,10 +154,12 @@ def _entry_to_owner(
         if type(view.obj(edge.source)) not in _CONTAINERS:
             continue
         for into in view.edges_into(edge.source):
+            # The container's holder holds no heavy data itself (an adapter, a log): a
+            # tree's node holding its children's list is an owner, its items forward links.
             if (
                 into.name.kind == ek.ATTRIBUTE
                 and into.source in instances
-                and into.source != edge.target
+                and into.source not in owners
             ):
                 return edge, [into, edge]
     return None

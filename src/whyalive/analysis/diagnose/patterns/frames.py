@@ -51,7 +51,7 @@ class ExceptionTracebackPattern:
         summary = f"`{exc_name}` exception keeps its traceback (frames: {frame_words}); {held_by}"
         locals_held = sorted(
             {
-                edge.name.name
+                variable_of(edge)
                 for _, path_edges in view.holder_paths
                 for edge in path_edges
                 if edge.name.kind == ek.LOCAL
@@ -89,18 +89,25 @@ class ExceptionTracebackPattern:
                 "with_traceback method (given None) before storing it."
             )
             also = ""
+        # `exc, tb = sys.exc_info()[1:]`: the frame's own locals keep the exception and its
+        # traceback; deleting them (every one: each closes a loop) is the edit.
+        kept_locally = [e for e in holders if e.name.kind == ek.LOCAL]
+        if holders and len(kept_locally) == len(holders):
+            cut = kept_locally + [
+                e
+                for node in view.shown
+                if type(view.obj(node)) is types.TracebackType
+                for e in view.edges_into(node)
+                if e.name.kind == ek.LOCAL
+            ]
+            return PatternMatch(
+                self.name, self.title, summary, explanation, fix, cut, "WAL301", None, DELETE,
+                also,
+            )  # fmt: skip
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            holders[:1],
-            "WAL301",
-            None,
-            DROP_TRACEBACK,
-            also,
-        )
+            self.name, self.title, summary, explanation, fix, holders[:1], "WAL301", None,
+            DROP_TRACEBACK, also,
+        )  # fmt: skip
 
 
 def _is_future(obj: object) -> bool:

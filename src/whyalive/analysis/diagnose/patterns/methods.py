@@ -8,6 +8,7 @@ import inspect
 import types
 
 from whyalive.analysis.diagnose.naming import (
+    accessor,
     chain,
     enclosing_function,
     expression,
@@ -19,7 +20,7 @@ from whyalive.analysis.diagnose.naming import (
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.paths import CycleView, NamedEdge
-from whyalive.guarded import type_mro, type_namespace, type_qualname
+from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
 
@@ -90,6 +91,12 @@ class BoundMethodOnSelfPattern:
         func = qualname_of(view.obj(method))
         code = expression("self", steps)
         stored = f"`{code}`" if code else _stored_words(view, steps)
+        spelled = [accessor(step) for step in steps]
+        named = spelled.index(None) if None in spelled else len(steps)
+        if not code and named:
+            # `self.widgets['time'].callback`, then a reference code has no name for.
+            inside = type_short_name(type(view.obj(steps[named].source)))
+            stored = f"`self{''.join(p or '' for p in spelled[:named])}`, inside {a_code(inside)}"
         summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
         function = view.obj(method)
@@ -142,7 +149,8 @@ class BoundMethodOnSelfPattern:
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
         variable = closure.name.name.split(" ", 1)[1]
-        code = expression("self", steps)
+        # The captured variable is the code's own name for the object (`cd`, `self`).
+        code = expression(variable if variable.isidentifier() else "self", steps)
         where = f"`{code}`" if code else _stored_words(view, steps)
         summary = (
             f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
