@@ -114,6 +114,8 @@ SHAPES = (
     _shape("linked_structure", "linked-structure"),
     _shape("generator_frame", "generator-frame", record_allocations=True, unraisable=True),
     _shape("task_exception", "exception-in-future"),
+    _shape("future_reraised", "exception-in-future"),
+    _shape("logger_adapter", "parent-child"),
     _shape("autograd_node", "autograd-node", needs=("torch",)),
 )
 

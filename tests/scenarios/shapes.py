@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import types
 from collections import deque
 from collections.abc import Iterator
@@ -145,6 +146,51 @@ def task_exception() -> object:
         return loop.run_until_complete(Fetcher().start())
     finally:
         loop.close()
+
+
+class Request:
+    """A request hands the future it owns the exception it caught; the caller re-raises it
+    synchronously (``run_until_complete``), in a frame that holds the future too."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.body = heavy(8192)
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def parse(self) -> None:
+        try:
+            int("not a number")
+        except ValueError as err:
+            self.done.set_exception(err)
+
+
+def future_reraised() -> object:
+    loop = asyncio.new_event_loop()
+    try:
+        request = Request(loop)
+        request.parse()
+        try:
+            loop.run_until_complete(request.done)
+        except ValueError as error:
+            return type(error).__name__
+        return "parsed"
+    finally:
+        loop.close()
+
+
+class Service:
+    """A service logs through an adapter whose extra context is the service itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cache = heavy(4096)
+        self.log = logging.LoggerAdapter(logging.getLogger("svc"), {"service": self})
+
+    def describe(self) -> str:
+        return str(self.log.extra["service"].name).upper()
+
+
+def logger_adapter() -> object:
+    return Service("alpha").describe()
 
 
 def autograd_node() -> object:
