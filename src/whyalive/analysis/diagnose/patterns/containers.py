@@ -125,15 +125,18 @@ class ParentChildPattern:
             # Every child's back reference of that name: together they free the tree.
             backs = [e for e in attr_edges if e.name.name == back.name.name]
         else:
+            # Class names and the entry in plain words: the child may be a library's class
+            # (`LoggerAdapter`), which no name at the line that made the cut spells.
             fix = (
-                f"Hold the back reference (`{where}`) weakly: store a `weakref.proxy` of the "
-                f"`{parent}` there (it reads like the object), or remove it when the `{child}` "
-                "is done."
-                if is_python(f"x{where}")
-                else "Hold the back reference weakly (a `weakref.proxy`), or clear it when the "
-                "child is detached."
+                f"Hold the back reference weakly (the entry {where} of the {child} object): "
+                f"store a `weakref.proxy` of the {parent} object there (it reads like the "
+                f"object), or remove the entry when you are done with the {child} object."
             )
-            also = f"Or remove the entry when the `{child}` is done." if path != [back] else ""
+            also = (
+                f"Or remove the entry when you are done with the {child} object."
+                if path != [back]
+                else ""
+            )
             backs = [back]
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, backs, "WAL901", None, WEAKEN, also
