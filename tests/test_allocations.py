@@ -45,6 +45,22 @@ def test_numpy_site_is_the_creating_line() -> None:
     assert sites == {f"{HERE}:{line_of('# numpy allocation here')}"}
 
 
+def many_alike() -> None:
+    ring: list[object] = [numpy.zeros(64) for _ in range(40)]  # forty alike here
+    ring.append(ring)
+
+
+def test_alike_objects_from_one_site_are_said_once() -> None:
+    """Forty arrays made by one line: one `Allocated:` line with their count, which is the
+    number of heavy objects the JSON gives that site."""
+    report = checked(many_alike, record_allocations=True)
+    text = report.render("text", width=200)
+    said = [line.strip() for line in text.splitlines() if line.strip().startswith("Allocated:")]
+    site = f"{HERE}:{line_of('# forty alike here')}"
+    assert said == [f"Allocated: ndarray(float64[64]) at {site} (40 of them)"]
+    assert sum(1 for h in report.heavy_objects if h.allocation_site == site) == 40
+
+
 def test_sites_are_not_recorded_when_off() -> None:
     """Without record_allocations no site is recorded and tracemalloc stays off."""
     report = checked(numpy_leak)

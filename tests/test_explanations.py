@@ -412,3 +412,20 @@ def test_cycles_made_by_torch_fx_tracing_read_right() -> None:
             ast.parse(span.strip())
         assert "`del self`" not in cycle.fix
         assert "->" not in " ".join(backticked(cycle.fix + cycle.explanation))
+
+
+def lazy_pipeline() -> None:
+    rows = [heavy(), heavy()]
+    pipeline = None
+    pipeline = map(lambda row: row.size + (pipeline is None), rows)  # noqa: C417
+    next(pipeline)
+
+
+def test_no_weak_reference_is_offered_to_what_cannot_have_one() -> None:
+    """A closure over a `map` object (no weak references): the fix passes it as an argument
+    or clears it, and never offers `weakref.ref(pipeline)`, which would raise TypeError."""
+    [cycle] = find_leaks(lazy_pipeline).cycles
+    assert cycle.pattern == "closure-loop"
+    assert "weakref" not in cycle.fix
+    assert "`pipeline = None`" in cycle.fix
+    assert cycle.fix_edit is None

@@ -3,9 +3,10 @@
 A scenario is a function of a module here, called with no arguments (or with
 arguments made fresh for each call). ``case_*.py`` modules each re-create a leak
 from a public bug report (the module's docstring cites it) and name it ``run``; the
-older ``leaks.py`` functions and the loops through the autograd graph of
-``autograd_loops.py`` are listed by hand. The fix-proof tests apply each
-report's ``fix_edit`` to the module's source and run the fixed function.
+older ``leaks.py`` functions, the loops through the autograd graph of
+``autograd_loops.py`` and the patterns' own shapes of ``shapes.py`` are listed by
+hand. The fix-proof tests apply each report's ``fix_edit`` to the module's source and
+run the fixed function.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class Scenario:
     """Modules the scenario imports (the test skips it when one is missing)."""
     forever: bool = False
     """The leak is a loop through C++ that no collection frees: it outlives the test."""
+    unraisable: bool = False
+    """The collector reports an exception while it finalizes the cycle (a generator that
+    ignores ``GeneratorExit``): the shape itself, not a failure of the test."""
 
     def load(self) -> Callable[..., Any]:
         """The scenario's function from its module as imported."""
@@ -95,6 +99,27 @@ AUTOGRAD = (
 )
 
 
+def _shape(function: str, pattern: str, **options: Any) -> Scenario:
+    """One of ``shapes.py``: a pattern of docs/patterns.md no re-created report covers."""
+    return Scenario(f"shapes.{function}", "scenarios.shapes", function, pattern, **options)
+
+
+SHAPES = (
+    _shape("self_in_own_container", "self-in-own-container"),
+    # The job dicts are made in a helper outside the loop: its allocation site finds it.
+    _shape("container_loop", "container-loop", record_allocations=True),
+    _shape("closure_loop", "closure-loop"),
+    _shape("frame_loop", "frame-loop"),
+    _shape("reference_loop", "reference-loop"),
+    _shape("linked_structure", "linked-structure"),
+    _shape("generator_frame", "generator-frame", record_allocations=True, unraisable=True),
+    _shape("task_exception", "exception-in-future"),
+    _shape("future_reraised", "exception-in-future"),
+    _shape("logger_adapter", "parent-child"),
+    _shape("autograd_node", "autograd-node", needs=("torch",)),
+)
+
+
 def _case(path: Path) -> Scenario:
     name = f"scenarios.{path.stem}"
     source = path.read_text(encoding="utf-8")
@@ -112,15 +137,25 @@ def _constant(source: str, name: str) -> str | None:
 
 
 CASES = tuple(_case(path) for path in sorted(HERE.glob("case_*.py")))
-SCENARIOS = LEAKS + AUTOGRAD + CASES
+SCENARIOS = LEAKS + AUTOGRAD + SHAPES + CASES
 
 
-def params() -> list[Any]:
+def params(*, plain: bool = False) -> list[Any]:
     """Every scenario as a pytest parameter, named; one that leaks forever is not checked by
-    the plugin (``pytest --whyalive`` would report its leak as the test's own)."""
+    the plugin (``pytest --whyalive`` would report its leak as the test's own). ``plain``:
+    only the scenarios that need no optional module."""
     import pytest
 
+    unraisable = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
     return [
-        pytest.param(s, id=s.name, marks=[pytest.mark.whyalive_skip] if s.forever else [])
+        pytest.param(
+            s,
+            id=s.name,
+            marks=[
+                *([pytest.mark.whyalive_skip] if s.forever else []),
+                *([unraisable] if s.unraisable else []),
+            ],
+        )
         for s in SCENARIOS
+        if not (plain and s.needs)
     ]

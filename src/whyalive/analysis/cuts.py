@@ -25,17 +25,39 @@ BACK_NAMES = frozenset(
         *("prev", "previous", "back", "manager", "master", "container"),
     )
 )
+# Attribute names that hold a container's payload (a list node's `.value`): the structure's
+# own, often only, reference to what it holds. Cut them last among attributes: weakening
+# one would free what only the structure keeps.
+PAYLOAD_NAMES = frozenset(
+    ("value", "val", "data", "item", "payload", "element", "elem", "obj", "object", "content")
+)
 
 
-def is_back_reference(name: EdgeName) -> bool:
-    """``.parent``, ``._owner``, ``._Dict__parent``: an attribute whose name says it points
-    back to an owner."""
-    if name.kind != ek.ATTRIBUTE:
-        return False
+def _attribute_name(name: EdgeName) -> str:
     attribute = name.name.lstrip(".")
     if attribute.startswith("_") and "__" in attribute[1:]:
         attribute = attribute[1:].partition("__")[2]  # a private (mangled) name
-    return attribute.lstrip("_").lower() in BACK_NAMES
+    return attribute.lstrip("_").lower()
+
+
+def is_payload_reference(name: EdgeName) -> bool:
+    """``.value``, ``._data``: an attribute whose name says it holds a container's payload."""
+    return name.kind == ek.ATTRIBUTE and _attribute_name(name) in PAYLOAD_NAMES
+
+
+# Words that say "back to the owner" as the first or last part of a longer name
+# (`parent_run`, `root_node`, `run_parent`); not `module`/`model`, which start many names.
+_BACK_PARTS = frozenset(("parent", "owner", "root", "prev", "previous", "manager", "master"))
+
+
+def is_back_reference(name: EdgeName) -> bool:
+    """``.parent``, ``._owner``, ``._Dict__parent``, ``.parent_run``: an attribute whose name
+    says it points back to an owner."""
+    if name.kind != ek.ATTRIBUTE:
+        return False
+    attribute = _attribute_name(name)
+    parts = attribute.split("_")
+    return attribute in BACK_NAMES or parts[0] in _BACK_PARTS or parts[-1] in _BACK_PARTS
 
 
 def is_registry_attribute(name: EdgeName) -> bool:
@@ -46,11 +68,14 @@ def is_registry_attribute(name: EdgeName) -> bool:
 
 def cut_rank(edge: NamedEdge) -> int:
     """How good a cut ``edge`` makes: what the user wrote and can undo ranks high; a back
-    reference before the owner's link; a hook registry below one entry of it."""
+    reference before the owner's link; a container's payload (``.value``) after other
+    attributes; a hook registry below one entry of it."""
     if is_registry_attribute(edge.name):
         return CUT_SCORE[ek.INDEX] - 5
     if is_back_reference(edge.name):
         return CUT_SCORE[ek.ATTRIBUTE] + 5
+    if is_payload_reference(edge.name):
+        return CUT_SCORE[ek.ATTRIBUTE] - 6  # below a local, above a dict entry
     return edge.score
 
 

@@ -31,6 +31,10 @@ class Target:
     """Whether that object (the one a proxy would point to) supports weak references."""
     value_weak: bool = True
     """Whether the stored value supports weak references (for wrapping the value)."""
+    value_shared: bool = False
+    """Other objects of the cycle refer to the stored value too (a list's node that its
+    neighbours link to): the value is not a new object built for the holder, so the holder
+    may be owned through it and must not be made weak inside it."""
     labels: frozenset[str] = frozenset()
     """Attribute names every one of which this fix weakens (reads of them are weak already)."""
     capture: ast.AST | None = None
@@ -65,10 +69,12 @@ class EditBuffer:
     """What to write, one phrase per statement: "write `...`"."""
     notes: list[str] = field(default_factory=list)
     """Why the program still works and the loop is gone, once per kind of change."""
+    deleted: list[str] = field(default_factory=list)
+    """The variables the edit deletes (their note names them all, once)."""
 
     def say(self, action: str, note: str) -> None:
         self.actions.append(action)
-        if note not in self.notes:
+        if note and note not in self.notes:
             self.notes.append(note)
 
     def cover(self, first: int, last: int) -> None:
@@ -240,3 +246,48 @@ def imports_module(tree: ast.Module, module: str) -> bool:
         and any(alias.name == module and alias.asname in (None, module) for alias in node.names)
         for node in tree.body
     )
+
+
+def uses_name(node: ast.AST, variable: str) -> bool:
+    """``variable`` read or written in ``node`` (a ``del`` of it is no use)."""
+    return any(
+        isinstance(n, ast.Name) and n.id == variable and not isinstance(n.ctx, ast.Del)
+        for n in ast.walk(node)
+    )
+
+
+def exits(statement: ast.stmt) -> bool:
+    """A ``return`` or ``raise`` in the statement (not in a function nested in it)."""
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Raise)):
+            return True
+        if not isinstance(node, (*DEF_NODES, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def after_last_use(edit: EditBuffer, last: ast.stmt, cleanup: str, note: str) -> None:
+    """``cleanup`` (``del fn``) right after ``last``, or, when ``last`` leaves the block (a
+    ``return``, a ``raise``), in a ``finally`` around it: it runs on the way out."""
+    indent = indent_of(edit.parsed.lines[last.lineno - 1])
+    end = last.end_lineno or last.lineno
+    if exits(last):
+        text = edit.source(last)
+        first, *rest = text.splitlines()
+        # The first line starts at the statement's column; the others carry their indent.
+        body = f"{indent}    {first}" + "".join(
+            f"\n    {line}" if line.strip() else "\n" for line in rest
+        )
+        edit.replace(last, f"try:\n{body}\n{indent}finally:\n{indent}    {cleanup}")
+        edit.cover(last.lineno, end)
+        edit.say(
+            f"wrap `{first_line(text)}` in try/finally and `{cleanup}` in the finally block",
+            note,
+        )
+        return
+    line_text = edit.parsed.lines[end - 1]
+    edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}{cleanup}")
+    edit.cover(end, end)
+    edit.say(f"add `{cleanup}` after its last use (`{first_line(edit.source(last))}`)", note)

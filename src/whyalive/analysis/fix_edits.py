@@ -16,6 +16,8 @@ the cut, said by the pattern or read from the cut's kind):
   ``finally`` around a ``return``), when the variable does not escape the function.
 - ``drop-traceback``: an exception is kept without its frames:
   ``fut.set_exception(exc.with_traceback(None))``.
+- ``clear-traceback``: the handler that catches an exception a future re-raised drops the
+  traceback that re-raise gave it (``error.__traceback__ = None``), on its way out.
 - ``save-for-backward``: a custom ``autograd.Function`` keeps a tensor as a ``ctx``
   attribute (``ctx.y = y``): ``ctx.save_for_backward(y)`` in its forward, and each read
   of ``ctx.y`` in its backward becomes ``ctx.saved_tensors[0]``.
@@ -31,19 +33,19 @@ changes, so the rest of each line (comments, spacing) is kept.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from whyalive.analysis.edit_text import (
     EditBuffer,
     Target,
-    first_line,
-    indent_of,
-    new_text,
+    after_last_use,
     parameters,
     parses_in_place,
+    uses_name,
     weak_referenceable,
 )
+from whyalive.analysis.fix_traceback import clear_in_handler, drop_traceback
 from whyalive.analysis.fix_weaken import weaken
 from whyalive.analysis.node_names import source_place
 from whyalive.analysis.statements import DEF_NODES, ParsedFile
@@ -51,8 +53,9 @@ from whyalive.analysis.statements import DEF_NODES, ParsedFile
 WEAKEN = "weaken"
 DELETE = "delete"
 DROP_TRACEBACK = "drop-traceback"
+CLEAR_TRACEBACK = "clear-traceback"
 SAVE_FOR_BACKWARD = "save-for-backward"
-REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK, SAVE_FOR_BACKWARD)
+REMEDIES = (WEAKEN, DELETE, DROP_TRACEBACK, CLEAR_TRACEBACK, SAVE_FOR_BACKWARD)
 WORDS_ONLY = "words"
 """A pattern's remedy when no mechanical edit keeps the program working (a tensor that
 must be detached, a ``ctx`` attribute that backward reads): the fix stays in words."""
@@ -62,6 +65,7 @@ _HARMLESS_CALLS = frozenset({"print", "len", "repr", "str", "isinstance", "id", 
 
 
 __all__ = [
+    "CLEAR_TRACEBACK",
     "DELETE",
     "DROP_TRACEBACK",
     "REMEDIES",
@@ -94,18 +98,21 @@ def build_rewrite(targets: Sequence[Target], remedy: str) -> Rewrite | None:
         return None
     first = targets[0].hit
     edit = EditBuffer(first.parsed, first.filename)
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int, str | None]] = set()
     for target in targets:
         hit = target.hit
         if hit.filename != edit.filename:
             return None  # two files: no single edit
-        if (hit.filename, hit.lineno) in seen:
+        # One statement is rewritten once; two variables it binds are each deleted.
+        key = (hit.filename, hit.lineno, target.variable if remedy == DELETE else None)
+        if key in seen:
             continue
-        seen.add((hit.filename, hit.lineno))
+        seen.add(key)
         done = {
             WEAKEN: weaken,
             DELETE: _delete,
-            DROP_TRACEBACK: _drop_traceback,
+            DROP_TRACEBACK: drop_traceback,
+            CLEAR_TRACEBACK: clear_in_handler,
             SAVE_FOR_BACKWARD: _save_for_backward,
         }[remedy](edit, target)
         if not done:
@@ -218,34 +225,26 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
         uses = [s for s in after if _uses_attribute(s, base, attribute)] or [binding]
     else:
         users = _users(scope, variable)
-        uses = [s for s in after if any(_uses(s, name) for name in users)] or [binding]
-    last = uses[-1]
-    indent = indent_of(edit.parsed.lines[last.lineno - 1])
-    end = last.end_lineno or last.lineno
-    if _exits(last):
-        # The loop is made on the way out (a `raise`, a `return`): delete it in a `finally`.
-        text = edit.source(last)
-        first, *rest = text.splitlines()
-        # The first line starts at the statement's column; the others carry their indent.
-        body = f"{indent}    {first}" + "".join(
-            f"\n    {line}" if line.strip() else "\n" for line in rest
-        )
-        edit.replace(last, f"try:\n{body}\n{indent}finally:\n{indent}    del {variable}")
-        edit.cover(last.lineno, end)
-        edit.say(
-            f"wrap `{first_line(text)}` in try/finally and `del {variable}` in the finally block",
-            f"once it has been used, nothing holds `{variable}` and the loop is gone.",
-        )
-        return True
-    line_text = edit.parsed.lines[end - 1]
-    edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}del {variable}")
-    edit.cover(end, end)
-    used = first_line(edit.source(last))
-    edit.say(
-        f"add `del {variable}` after its last use (`{used}`)",
-        f"once it has been used, nothing holds `{variable}` and the loop is gone.",
-    )
+        uses = [s for s in after if any(uses_name(s, name) for name in users)] or [binding]
+    done = _deleted_note(edit, variable)
+    after_last_use(edit, uses[-1], f"del {variable}", done)
     return True
+
+
+def _deleted_note(edit: EditBuffer, variable: str) -> str:
+    """Why the deletes free the loop: said once for every variable the edit deletes."""
+    old = _deleted_words(edit.deleted)
+    edit.deleted.append(variable)
+    if old in edit.notes:
+        edit.notes.remove(old)
+    return _deleted_words(edit.deleted)
+
+
+def _deleted_words(variables: list[str]) -> str:
+    named = " or ".join(f"`{name}`" for name in dict.fromkeys(variables))
+    if len(variables) == 1:
+        return f"once it has been used, nothing holds {named} and the loop is gone."
+    return f"once they have been used, nothing holds {named} and the loops are gone."
 
 
 def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
@@ -256,13 +255,6 @@ def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
         if isinstance(block, list) and statement in block:
             return block
     return None
-
-
-def _uses(node: ast.AST, variable: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == variable and not isinstance(n.ctx, ast.Del)
-        for n in ast.walk(node)
-    )
 
 
 def _deleted(scope: ast.AST, variable: str) -> bool:
@@ -293,23 +285,11 @@ def _users(scope: ast.AST, variable: str) -> set[str]:
         grew = False
         for function in nested:
             if function.name not in users and any(
-                _uses(s, u) for s in function.body for u in users
+                uses_name(s, u) for s in function.body for u in users
             ):
                 users.add(function.name)
                 grew = True
     return users
-
-
-def _exits(statement: ast.stmt) -> bool:
-    """A ``return`` or ``raise`` in the statement (not in a function nested in it)."""
-    stack: list[ast.AST] = [statement]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Return, ast.Raise)):
-            return True
-        if not isinstance(node, (*DEF_NODES, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile, checking: set[str]) -> bool:
@@ -342,8 +322,22 @@ def _escapes(scope: ast.AST, variable: str, parsed: ParsedFile, checking: set[st
             and parent.func.id in _HARMLESS_CALLS
         ):
             continue
+        if _reads_only(parent):
+            continue
         return True
     return False
+
+
+def _reads_only(node: ast.AST | None) -> bool:
+    """``traceback.format_tb(tb)``: a function of the ``traceback`` module reads the frames
+    and keeps nothing of them."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "traceback"
+        and func.attr.startswith(("format_", "print_", "extract_"))
+    )
 
 
 def _function_around(parsed: ParsedFile, node: ast.AST) -> ast.AST | None:
@@ -351,44 +345,3 @@ def _function_around(parsed: ParsedFile, node: ast.AST) -> ast.AST | None:
     while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Lambda, ast.Module)):
         parent = parsed.parents.get(parent)
     return parent
-
-
-# --- drop the traceback -----------------------------------------------------------------
-
-
-def _drop_traceback(edit: EditBuffer, target: Target) -> bool:
-    hit = target.hit
-    statement = hit.statement
-    handler = _handler_around(edit.parsed, statement)
-    if handler is None or not handler.name:
-        return False
-    name = handler.name
-    holders: Iterable[ast.expr]
-    if isinstance(hit.store, ast.Call):
-        holders = [*hit.store.args, *(k.value for k in hit.store.keywords)]
-    elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
-        holders = [statement.value]
-    else:
-        return False
-    found = [n for v in holders for n in ast.walk(v) if isinstance(n, ast.Name) and n.id == name]
-    if not found:
-        return False
-    for node in found:
-        edit.replace(node, f"{name}.with_traceback(None)")
-    edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-    edit.say(
-        f"write `{new_text(edit, statement)}`",
-        f"the exception is kept without the frames of its traceback (`str({name})` and its "
-        "type still say what went wrong), so no frame and none of its locals stay alive "
-        "with it.",
-    )
-    return True
-
-
-def _handler_around(parsed: ParsedFile, node: ast.AST) -> ast.ExceptHandler | None:
-    parent = parsed.parents.get(node)
-    while parent is not None and not isinstance(parent, (*DEF_NODES, ast.Module)):
-        if isinstance(parent, ast.ExceptHandler):
-            return parent
-        parent = parsed.parents.get(parent)
-    return None

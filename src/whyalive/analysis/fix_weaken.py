@@ -6,8 +6,10 @@ object built around the holder (a bound method, ``partial``, ``MethodType``, a l
 display, a registered hook) refers to the holder weakly inside it:
 ``types.MethodType(type(self).on_step, weakref.proxy(self))``, ``lambda *,
 self=weakref.proxy(self): ...``. A nested ``def`` that captures the holder takes it as a
-keyword-only default holding a proxy instead. Nothing that only the cycle keeps alive is
-made weak, and reads and calls work as before.
+keyword-only default holding a proxy instead. A stored value that other objects of the
+cycle refer to as well (``self.node = table.append(self)``: the table's node) is held
+weakly as a whole, never the holder inside it, which may be owned only through it. Nothing
+that only the cycle keeps alive is made weak, and reads and calls work as before.
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ import ast
 from whyalive.analysis.edit_text import (
     EditBuffer,
     Target,
-    chars,
-    header_text,
     new_text,
     parameters,
 )
-from whyalive.analysis.statements import DEF_NODES, SourceHit, stored_target
+from whyalive.analysis.fix_capture import weak_capture
+from whyalive.analysis.statements import DEF_NODES, SourceHit, displayed_entry, stored_target
 from whyalive.guarded import type_mro, type_namespace
 
 
@@ -32,9 +33,11 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
     hit = target.hit
     store = hit.store
     if target.capture is not None and target.variable and target.value_weak:
-        return _weak_capture(edit, target.capture, target.variable)
+        return weak_capture(edit, target.capture, target.variable)
     statement = hit.statement
     edit.at(statement.lineno, hit.scope)
+    if isinstance(store, (ast.Dict, ast.List, ast.Tuple, ast.BinOp)):
+        return _weaken_entry(edit, target, store)
     if isinstance(store, ast.Call):
         receiver = store.func.value if isinstance(store.func, ast.Attribute) else None
         owners = _owner_names(hit, receiver)
@@ -75,9 +78,47 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         edit.need("weakref")
         _written(edit, statement, _WRAPPED)
         return True
+    if target.value_shared:
+        # `self.node = table.append(self)`: the table owns the node, and through it maybe the
+        # holder too: hold the stored result weakly, never the holder inside it.
+        if not target.value_weak or isinstance(value, (ast.Lambda, *_DISPLAYS)):
+            return False
+        edit.replace(value, f"weakref.proxy({edit.source(value)})")
+        edit.need("weakref")
+        _written(edit, statement, _WRAPPED)
+        return True
     if not target.holder_weak or not _weaken_inside(edit, target, value, owners):
         return False
     _written(edit, statement, _INSIDE)
+    return True
+
+
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def _weaken_entry(edit: EditBuffer, target: Target, display: ast.AST) -> bool:
+    """``{"service": self}`` -> ``{"service": weakref.proxy(self)}``: only the display's entry
+    that the cut names is held weakly (the holder itself, or a value the caller keeps)."""
+    hit = target.hit
+    entry = displayed_entry(display, hit.target)
+    if entry is None:
+        return False
+    stored = stored_target(hit.statement)
+    owners = _owner_names(
+        hit, stored.value if isinstance(stored, (ast.Attribute, ast.Subscript)) else None
+    )
+    kept_by_caller = _borrowed(entry, hit, owners, target.labels)
+    if kept_by_caller is not None:
+        if not target.value_weak:
+            return False
+        for leaf in kept_by_caller:
+            _wrap_leaf(edit, hit, leaf)
+        edit.need("weakref")
+        _written(edit, hit.statement, _WRAPPED)
+        return True
+    if not target.holder_weak or not _weaken_inside(edit, target, entry, owners):
+        return False
+    _written(edit, hit.statement, _INSIDE)
     return True
 
 
@@ -94,7 +135,9 @@ _INSIDE = (
 def _written(edit: EditBuffer, statement: ast.stmt, note: str) -> None:
     """The statement is changed: its lines are in the edit, and the fix says what to write."""
     edit.cover(statement.lineno, statement.end_lineno or statement.lineno)
-    edit.say(f"write `{new_text(edit, statement)}`", note)
+    # Two statements, one wrapped and one weak inside: the proxy is explained once.
+    said = _WRAPPED in edit.notes or _INSIDE in edit.notes
+    edit.say(f"write `{new_text(edit, statement)}`", "" if said else note)
 
 
 def _owner_names(hit: SourceHit, receiver: ast.expr | None) -> set[str]:
@@ -238,8 +281,7 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
         if isinstance(node, ast.Lambda):
             used = sorted(owners & {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name)})
             if used and not (parameters(node) & set(used)):
-                _weak_capture(edit, node, used[0], say=False)
-                changed = True
+                changed = weak_capture(edit, node, used[0], say=False) or changed
             continue
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in owners and node.attr in methods and not callee(node):
@@ -275,90 +317,3 @@ def _method_names(target: Target) -> set[str]:
     if isinstance(parent, ast.ClassDef):
         names.update(n.name for n in parent.body if isinstance(n, DEF_NODES))
     return names
-
-
-def _weak_capture(edit: EditBuffer, function: ast.AST, variable: str, *, say: bool = True) -> bool:
-    """``def f(a):`` -> ``def f(a, *, self=weakref.proxy(self)):``: the function takes the
-    captured object as a keyword-only default holding a weak proxy, not as a closure cell."""
-    if not isinstance(function, (*DEF_NODES, ast.Lambda)):
-        return False
-    if isinstance(function, DEF_NODES):  # its own statement: the import goes above it
-        decorated = [function.lineno, *(d.lineno for d in function.decorator_list)]
-        edit.at(min(decorated), edit.parsed.enclosing(function))
-    else:  # a lambda: the import goes above the statement that holds it
-        written = edit.parsed.statement_of(function)
-        edit.at(written.lineno, edit.parsed.enclosing(written))
-    args = function.args
-    default = f"{variable}=weakref.proxy({variable})"
-    has_star = args.vararg is not None or bool(args.kwonlyargs)
-    if args.kwarg is not None:
-        line, col = args.kwarg.lineno, chars(edit.parsed, args.kwarg.lineno, args.kwarg.col_offset)
-        edit.insert(line, col - 2, f"{'' if has_star else '*, '}{default}, ")
-    else:
-        position = _parameters_end(edit, function)
-        if position is None:
-            return False
-        line, col, empty = position
-        text = default if has_star else f"*, {default}"
-        if not empty:
-            text = f", {text}"
-        elif isinstance(function, ast.Lambda):
-            text = f" {text}"  # `lambda: x` -> `lambda *, self=...: x`
-        edit.insert(line, col, text)
-    edit.need("weakref")
-    header = function.lineno
-    first = min([header, *(d.lineno for d in getattr(function, "decorator_list", []))])
-    statement = edit.parsed.statement_of(function)
-    edit.cover(first if isinstance(function, DEF_NODES) else statement.lineno, max(header, line))
-    if not say:
-        return True
-    code = (
-        f"{header_text(edit, function)} ..."
-        if isinstance(function, DEF_NODES)
-        else new_text(edit, statement)
-    )
-    edit.say(
-        f"write `{code}`",
-        f"`{variable}` is then a keyword-only default holding a `weakref.proxy` instead of a "
-        f"captured variable: the function reads `{variable}` as before, but no longer keeps "
-        "the object alive.",
-    )
-    return True
-
-
-def _parameters_end(edit: EditBuffer, function: ast.AST) -> tuple[int, int, bool] | None:
-    """Where a new parameter goes: just before ``)`` of a ``def``, or before ``:`` of a
-    lambda; and whether the parameter list is empty."""
-    args = function.args  # type: ignore[attr-defined]
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    every += [a for a in (args.vararg,) if a is not None]
-    ends = [(a.end_lineno, a.end_col_offset) for a in every]
-    ends += [
-        (d.end_lineno, d.end_col_offset)
-        for d in (*args.defaults, *args.kw_defaults)
-        if d is not None
-    ]
-    lines = edit.parsed.lines
-    if ends:
-        line, byte = max(ends)
-        col = chars(edit.parsed, line, byte)
-        # Past a `/` or a trailing comma before the closing bracket or colon.
-        rest = lines[line - 1][col:]
-        closer = ")" if isinstance(function, DEF_NODES) else ":"
-        stop = rest.find(closer)
-        if stop < 0:
-            return None
-        between = rest[:stop]
-        if between.strip() in ("", ",", ", /", ",/"):
-            if "/" in between:
-                col += between.index("/") + 1
-            return line, col, False
-        return None
-    line = function.lineno  # type: ignore[attr-defined]
-    text = lines[line - 1]
-    start = chars(edit.parsed, line, function.col_offset)  # type: ignore[attr-defined]
-    if isinstance(function, DEF_NODES):
-        opening = text.find("(", start)
-        return (line, opening + 1, True) if opening >= 0 else None
-    keyword = text.find("lambda", start)
-    return (line, keyword + len("lambda"), True) if keyword >= 0 else None

@@ -16,6 +16,7 @@ import functools
 import sys
 import types
 from collections.abc import Iterator
+from typing import cast
 
 from whyalive.analysis.cuts import is_registry_attribute
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
@@ -55,7 +56,11 @@ def store_target(view: CycleView, edge: NamedEdge) -> StoreTarget | None:
             return StoreTarget("hook", ("<lambda>", fn.__code__.co_firstlineno))
         return StoreTarget("hook", str(fn.__name__))
     if kind == ek.INDEX and name[1:-1].isdigit():
-        return StoreTarget("item", int(name[1:-1]))
+        index = int(name[1:-1])
+        container = view.obj(edge.source)
+        exact = type(container) is list or type(container) is tuple
+        size = len(cast("list[object]", container)) if exact else None
+        return StoreTarget("item", index, size - 1 - index if size is not None else None)
     if kind == ek.TRACEBACK and name == "__traceback__":
         return StoreTarget("exception", "")
     if kind != ek.KEY:

@@ -135,6 +135,12 @@ class SourceLines:
             return None, None
         made = function_names(view)
         searched = False
+        if target.what in ("item", "key"):
+            # The display assigned to the attribute that holds the container is exact; a
+            # search of the cycle's code for any `append` is not.
+            hit = self._display(view, edge, target, sites)
+            if hit is not None:
+                return hit, None
         for code, scope_up in codes_to_search(view, edge):
             parsed = self.parsed(code.co_filename)
             if parsed is None:
@@ -180,10 +186,6 @@ class SourceLines:
             hit = self._set_from_outside(view, edge, target)
             if hit is not None:
                 return hit, None
-        if target.what in ("item", "key"):
-            hit = self._display(view, edge, target, sites)
-            if hit is not None:
-                return hit, None
         pins = "; `check_leaks(record_allocations=True)` records where each payload was made"
         what = (
             f"no function in the cycle shows where {target.spelled()} is stored"
@@ -201,11 +203,14 @@ class SourceLines:
             if into.name.kind != ek.ATTRIBUTE or not is_instance_node(view.obj(into.source)):
                 continue
             hit, _ = self.find(view, into, sites)
-            if hit is not None and any(
-                stores(node, target, hit.scope) for node in ast.walk(hit.statement)
-            ):
+            if hit is None:
+                continue
+            display = next(
+                (node for node in ast.walk(hit.statement) if stores(node, target, hit.scope)), None
+            )
+            if display is not None:
                 return SourceHit(
-                    hit.filename, hit.lineno, hit.statement, hit.statement, hit.scope,
+                    hit.filename, hit.lineno, hit.statement, display, hit.scope,
                     hit.parsed, target, hit.rule,
                 )  # fmt: skip
         return None

@@ -129,6 +129,9 @@ class StoreTarget:
 
     what: str
     name: object
+    from_end: int | None = None
+    """For an item: its position counted from the container's end (``[self]`` added last,
+    as in ``self.nodes + [self]``), when the container's length is known."""
 
     def spelled(self) -> str:
         """How a note names it: `` `.cb` ``, `` `['k']` ``, `` `xs` ``."""
@@ -233,15 +236,37 @@ def stores(node: ast.AST, store: StoreTarget, scope: ast.AST) -> bool:
         )
     elif isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load):
         # `self.members = [self]`: a display that puts a variable at that position.
-        return (
-            what == "item"
-            and isinstance(name, int)
-            and len(node.elts) > name
-            and (isinstance(node.elts[name], ast.Name))
-        )
+        return what == "item" and isinstance(displayed_entry(node, store), ast.Name)
+    elif isinstance(node, ast.BinOp):
+        # `self.nodes + [self]`: a display added last, the item counted from the end.
+        return what == "item" and isinstance(displayed_entry(node, store), ast.Name)
     elif isinstance(node, ast.Call):
         return _call_stores(node, store)
     return any(_stored(t, store) for t in targets)
+
+
+def displayed_entry(display: ast.AST, store: StoreTarget) -> ast.expr | None:
+    """The expression a display puts where ``store`` names: ``self`` in ``{"me": self}`` for
+    the key ``'me'``, in ``[self]`` for the item 0, in ``a + [self]`` for the last item."""
+    name = store.name
+    if isinstance(display, ast.Dict) and store.what == "key":
+        for key, value in zip(display.keys, display.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == name:
+                return value
+        return None
+    if store.what != "item" or not isinstance(name, int):
+        return None
+    if isinstance(display, (ast.List, ast.Tuple)):
+        return display.elts[name] if len(display.elts) > name else None
+    if (
+        isinstance(display, ast.BinOp)
+        and isinstance(display.op, ast.Add)
+        and isinstance(display.right, (ast.List, ast.Tuple))
+        and store.from_end is not None
+        and store.from_end < len(display.right.elts)
+    ):
+        return display.right.elts[len(display.right.elts) - 1 - store.from_end]
+    return None
 
 
 def _hook_words(name: object) -> str:

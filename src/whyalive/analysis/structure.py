@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from whyalive.analysis.cuts import is_back_reference
+from whyalive.analysis.cuts import is_back_reference, is_payload_reference
 from whyalive.analysis.edges import EdgeName, is_owned_part, name_edge, names_of
 from whyalive.analysis.paths import CUT_SCORE, NamedEdge, named_path
 from whyalive.graph import ObjectGraph
@@ -203,8 +203,17 @@ def _link_for(
     return link
 
 
-def _cut_rank(link: Link) -> tuple[int, int, int]:
-    return (0 if is_back_reference(link.name) else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
+def _cut_rank(link: Link, links: list[Link]) -> tuple[int, int, int, int, int]:
+    """Back references first, a container's payload (``.value``) after other attributes;
+    among equals, a link to objects other links hold too (a timer's ``.node``, an XML
+    helper's ``.node``) before one to objects only it holds (the node's ``.T``): cut, the
+    first leaves its targets owned, the second would leave them to the cut alone."""
+    back = 0 if is_back_reference(link.name) else 1
+    payload = 1 if is_payload_reference(link.name) else 0
+    shared = any(
+        other is not link and set(other.target_types) & set(link.target_types) for other in links
+    )
+    return (back, payload, 0 if shared else 1, -CUT_SCORE.get(link.name.kind, 0), link.count)
 
 
 def _find_cut(
@@ -217,7 +226,7 @@ def _find_cut(
     """The fewest reference names whose removal leaves the component without a loop."""
     candidates = sorted(
         (link for link in links if link.removable and link.name.kind in ek.USER_KINDS),
-        key=_cut_rank,
+        key=lambda link: _cut_rank(link, links),
     )[:_MAX_TRIES]
 
     def frees(chosen: list[Link]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import ClassVar, Literal
 
 from whyalive.render.wrap import DEFAULT_WIDTH, terminal_width, wrap
@@ -278,12 +279,16 @@ class TextRenderer:
                 lines.append(f"    {more_words(places, 'more place')}")
         if cycle.bytes_shared:
             lines.extend(self._wrapped(f"Shared: {shared_words(cycle.bytes_shared)}", "  "))
-        allocated = [
-            h for h in report.heavy_objects if h.node_id in cycle.heavy and h.allocation_site
-        ]
-        for heavy in allocated[:3]:
-            where = f"Allocated: {heavy.description} at {heavy.allocation_site}"
-            lines.extend(self._wrapped(where, "  "))
+        # One line per description and site: 1,365 arrays made by one line are said once.
+        held = set(cycle.heavy)
+        allocated = Counter(
+            (h.description, h.allocation_site)
+            for h in report.heavy_objects
+            if h.node_id in held and h.allocation_site
+        )
+        for (description, site), count in list(allocated.items())[:3]:
+            many = f" ({count:,} of them)" if count > 1 else ""
+            lines.extend(self._wrapped(f"Allocated: {description} at {site}{many}", "  "))
         lines.append("  Loop:")
         lines.extend(f"    {line}" for line in loop_lines(report, cycle, self._width - 4))
         paths = cycle.holder_paths if full else cycle.holder_paths[:1]

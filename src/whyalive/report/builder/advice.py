@@ -10,13 +10,11 @@ edit is offered only for a proven cut: the fix promises what the proof showed.
 from __future__ import annotations
 
 import ast
-import functools
 import os
 import re
-import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from whyalive.analysis.cuts import CutProof, is_registry_attribute, proven_alternatives
+from whyalive.analysis.cuts import CutProof, proven_alternatives
 from whyalive.analysis.diagnose import Diagnosis
 from whyalive.analysis.fix_edits import (
     DELETE,
@@ -24,17 +22,15 @@ from whyalive.analysis.fix_edits import (
     WEAKEN,
     WORDS_ONLY,
     Rewrite,
-    Target,
-    build_rewrite,
 )
-from whyalive.analysis.fix_edits import weak_referenceable as weakable
-from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
 from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines
-from whyalive.analysis.statements import SourceHit, hit_for, stored_target
+from whyalive.analysis.statements import SourceHit, stored_target
 from whyalive.analysis.structure import Structure
 from whyalive.report import FixEdit
+from whyalive.report.builder.edit_targets import build
+from whyalive.report.builder.future_advice import future_cut
 from whyalive.words import edge_kinds as ek
 
 # The remedy a cut's kind asks for when the pattern names none.
@@ -62,6 +58,11 @@ class Advice:
     """The cut the edit undoes, when it is another proven cut than the diagnosis's (the
     pattern's cut had no mechanical edit): the report then states this one."""
     proof: CutProof | None = None
+    cut_words: str | None = None
+    """How that other cut reads, when its references alone would not say it."""
+    explanation: str | None = None
+    """The pattern's Why, its code spelled as the statement that made the cut spells the
+    holder (``model.forward``, not ``self.forward``); None: the pattern's own words."""
 
 
 def advise(
@@ -91,16 +92,39 @@ def advise(
         made = _class_made(view, sources)
         if made is not None:
             return Advice((made.quote,), None, made.rule, match.fix)
+    holder = _holder_spelling(found[0][1]) if found else None
+    why = _respell(match.explanation, holder)
+    advice = _advice(view, diagnosis, structure, sources, sites, user_root, found, labels, note)
+    return replace(advice, explanation=why) if advice.cut is None else advice
+
+
+def _advice(
+    view: CycleView,
+    diagnosis: Diagnosis,
+    structure: Structure | None,
+    sources: SourceLines,
+    sites: list[str],
+    user_root: str,
+    found: list[tuple[NamedEdge, SourceHit]],
+    labels: list[NamedEdge],
+    note: str | None,
+) -> Advice:
+    """The quotes and the fix once the statements of the cut's labels are found."""
+    match = diagnosis.match
     quotes = tuple(dict.fromkeys(hit.quote for _, hit in found))
     rule = found[0][1].rule if found else None
     holder = _holder_spelling(found[0][1]) if found else None
     words = _respell(match.fix, holder)
     if match.remedy == WORDS_ONLY:
         return Advice(quotes, note, rule, words)
+    if match.pattern == "exception-in-future":
+        return _future_advice(view, diagnosis, found, sources, user_root) or Advice(
+            quotes, note, rule, words
+        )
     rewrite = None
     remedy = match.remedy or (_REMEDY_BY_KIND.get(labels[0].name.kind) if labels else None)
     if diagnosis.proof.proven and len(found) == len(labels):
-        rewrite = _rewrite(view, remedy, found, sources, user_root)
+        rewrite = _rewrite(view, remedy, found, sources, user_root, structure)
     if rewrite is not None:
         fix = f"{rewrite.words} {_respell(match.also, holder)}".strip()
         return Advice(quotes, note, rule, fix, _fix_edit(rewrite, user_root))
@@ -122,6 +146,31 @@ def advise(
                 edit = _fix_edit(other, user_root)
                 return Advice((hit.quote,), None, hit.rule, fix, edit, tuple(cut), proof)
     return Advice(quotes, note, rule, words)
+
+
+def _future_advice(
+    view: CycleView,
+    diagnosis: Diagnosis,
+    found: list[tuple[NamedEdge, SourceHit]],
+    sources: SourceLines,
+    user_root: str,
+) -> Advice | None:
+    """An exception kept by a future: the edit where it works (``set_exception``, or the
+    handler that caught the future's re-raise) and the cut it removes; None: words only."""
+    handed = found[0][1] if found else None
+    choice = future_cut(view, diagnosis, handed, sources)
+    if choice is None:
+        return None
+    rewrite = _rewrite(view, choice.remedy, [(choice.cut[0], choice.hit)], sources, user_root)
+    if rewrite is None:
+        return None
+    other = choice.cut != diagnosis.cut
+    return Advice(
+        (choice.hit.quote,), None, choice.hit.rule,
+        f"{rewrite.words} {diagnosis.match.also}".strip(), _fix_edit(rewrite, user_root),
+        tuple(choice.cut) if other else None, choice.proof if other else None,
+        cut_words=choice.words,
+    )  # fmt: skip
 
 
 def _class_made(view: CycleView, sources: SourceLines) -> SourceHit | None:
@@ -158,6 +207,7 @@ def _rewrite(
     found: list[tuple[NamedEdge, SourceHit]],
     sources: SourceLines,
     user_root: str,
+    structure: Structure | None = None,
 ) -> Rewrite | None:
     """The edit, or None when none is safe; never raises. Only the user's own code is
     edited: a line inside an installed package is quoted, not rewritten."""
@@ -166,102 +216,9 @@ def _rewrite(
     if any(installed_part(hit.filename, user_root) is not None for _, hit in found):
         return None
     try:
-        return _build(view, remedy, found, sources)
+        return build(view, remedy, found, sources, structure)
     except Exception:  # an edit that cannot be built is left out, never half-made
         return None
-
-
-def _build(
-    view: CycleView,
-    remedy: str,
-    found: list[tuple[NamedEdge, SourceHit]],
-    sources: SourceLines,
-) -> Rewrite | None:
-    labels = frozenset(edge.name.name[1:] for edge, _ in found if edge.name.kind == ek.ATTRIBUTE)
-    targets = []
-    for edge, hit in found:
-        target = _target(view, edge, hit, labels, remedy, sources)
-        if target is None:
-            return None
-        targets.append(target)
-    return build_rewrite(targets, remedy)
-
-
-def _target(
-    view: CycleView,
-    edge: NamedEdge,
-    hit: SourceHit,
-    labels: frozenset[str],
-    remedy: str,
-    sources: SourceLines,
-) -> Target | None:
-    holder = _holder_object(view, edge)
-    value = view.obj(edge.target)
-    variable = None
-    capture: ast.AST | None = None
-    if edge.name.kind == ek.CELL:
-        variable = cell_variable(view, edge.source)
-        if remedy == WEAKEN and weakable(value) and not _transient(value):
-            function = _closure_function(view, edge.source)
-            if function is None:
-                return None
-            capture = sources.function_node(function.__code__)
-            if capture is None:
-                return None
-            parsed = sources.parsed(function.__code__.co_filename)
-            if parsed is not None:  # the `def` (or lambda) that captures the variable
-                hit = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
-    elif edge.name.kind == ek.LOCAL:
-        variable = variable_of(edge)
-    elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
-        stored = _stored_on(hit)
-        variable = ast.unparse(stored) if stored is not None else None
-    return Target(
-        hit=hit,
-        holder_class=type(holder) if holder is not None else None,
-        holder_weak=holder is not None and weakable(holder),
-        value_weak=weakable(value) and not _transient(value),
-        labels=labels,
-        capture=capture,
-        variable=variable,
-    )
-
-
-def _transient(value: object) -> bool:
-    """A callable made where it is stored (a bound method, a partial, a function): only the
-    reference that holds it keeps it alive, so a weak reference to it would die at once."""
-    return type(value) in (types.MethodType, types.FunctionType, functools.partial)
-
-
-def _holder_object(view: CycleView, edge: NamedEdge) -> object | None:
-    """The object a proxy in the fixed statement would point to: the attribute's owner, the
-    module whose hook registry holds the entry, the owner of the list an item is in."""
-    source = view.obj(edge.source)
-    if edge.name.kind == ek.ATTRIBUTE and is_instance_node(source):
-        return source
-    for into in view.edges_into(edge.source):
-        if into.name.kind == ek.ATTRIBUTE and (
-            is_registry_attribute(into.name) or edge.name.kind == ek.INDEX
-        ):
-            return view.obj(into.source)
-    owners = [view.obj(n) for n in view.shown if is_instance_node(view.obj(n))]
-    return owners[0] if owners else None
-
-
-def _closure_function(view: CycleView, cell: int) -> types.FunctionType | None:
-    for into in view.edges_into(cell):
-        fn = view.obj(into.source)
-        if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
-            return fn
-    return None
-
-
-def _stored_on(hit: SourceHit) -> ast.Attribute | None:
-    """``probe.frame`` in ``probe.frame = sys._getframe()``: an attribute of a variable."""
-    stored = stored_target(hit.statement)
-    if isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name):
-        return stored
-    return None
 
 
 def _holder_spelling(hit: SourceHit) -> str | None:

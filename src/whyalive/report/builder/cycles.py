@@ -256,9 +256,12 @@ def cycle_report(
         edges = list(advice.cut) if advice.cut else diagnosis.cut
         cut = Cut(
             tuple(table.edge(e) for e in edges),
-            _cut_words(view, edges)
-            if advice.cut
-            else _cut_description(view, diagnosis, group.structure is not None),
+            advice.cut_words
+            or (
+                _cut_words(view, edges)
+                if advice.cut
+                else _cut_description(view, diagnosis, group.structure is not None)
+            ),
             all(e.name.kind in ek.USER_KINDS for e in edges),
             advice.source_lines[0] if advice.source_lines else None,
             advice.source_note,
@@ -285,7 +288,7 @@ def cycle_report(
         pattern=match.pattern,
         title=match.title,
         summary=summary,
-        explanation=match.explanation,
+        explanation=advice.explanation or match.explanation,
         fix=advice.fix,
         members=tuple(table.ids[n] for n in view.shown),
         edges=tuple(cycle_edges),

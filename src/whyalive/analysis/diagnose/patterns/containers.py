@@ -86,10 +86,12 @@ class ParentChildPattern:
             return None
         if len({e.name.name for e in view.edges}) == 1:
             return None  # one link repeated (a ring of `.next`): not owner and member
-        back = next(
-            (e for e in attr_edges if is_back_reference(e.name)),
-            None,
-        )
+        back = next((e for e in attr_edges if is_back_reference(e.name)), None)
+        path: list[NamedEdge] = []
+        if back is None:
+            entry = _entry_to_owner(view, set(instances))
+            if entry is not None:
+                back, path = entry
         if back is None:
             # The back reference is the direct attribute pointing at an object that holds
             # its children through a container (the child-side link).
@@ -98,36 +100,72 @@ class ParentChildPattern:
                 e for e in attr_edges if e.target in instance_set and e.source in instance_set
             ]
             back = direct[-1] if direct else attr_edges[-1]
-        child = type_qualname(type(view.obj(back.source)))
+        if not path:
+            path = [back]
+        child = type_qualname(type(view.obj(path[0].source)))
         parent = type_qualname(type(view.obj(back.target)))
-        attr = back.name.name.lstrip(".")
+        where = expression("", path) or back.name.name
         summary = (
             f"{a_code(parent)} object and {a_code(child)} object refer to each other "
-            f"(the `{child}` holds its `{parent}` in `.{attr}`)"
+            f"(the `{child}` holds its `{parent}` in `{where}`)"
         )
         explanation = (
             f"The `{parent}` reaches the `{child}` and the `{child}` points back through "
-            f"`.{attr}`. Two-way links between owner and member keep both alive until the "
+            f"`{where}`. Two-way links between owner and member keep both alive until the "
             f"cyclic collector runs."
         )
-        fix = (
-            f"Hold the back reference `self.{attr}` weakly: store a `weakref.proxy` of the "
-            f"`{parent}` there (it reads like the object), or clear it (`self.{attr} = None`) "
-            f"when the `{child}` is detached."
-            if attr.isidentifier()
-            else "Hold the back reference weakly (a `weakref.proxy`), or clear it when the "
-            "child is detached."
-        )
-        also = (
-            f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
-            if attr.isidentifier()
-            else ""
-        )
-        # Every child's back reference of that name: together they free the tree.
-        backs = [e for e in attr_edges if e.name.name == back.name.name]
+        attr = back.name.name.lstrip(".") if back.name.kind == ek.ATTRIBUTE else ""
+        if attr.isidentifier():
+            fix = (
+                f"Hold the back reference `self.{attr}` weakly: store a `weakref.proxy` of the "
+                f"`{parent}` there (it reads like the object), or clear it (`self.{attr} = "
+                f"None`) when the `{child}` is detached."
+            )
+            also = f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
+            # Every child's back reference of that name: together they free the tree.
+            backs = [e for e in attr_edges if e.name.name == back.name.name]
+        else:
+            # Class names and the entry in plain words: the child may be a library's class
+            # (`LoggerAdapter`), which no name at the line that made the cut spells.
+            fix = (
+                f"Hold the back reference weakly (the entry {where} of the {child} object): "
+                f"store a `weakref.proxy` of the {parent} object there (it reads like the "
+                f"object), or remove the entry when you are done with the {child} object."
+            )
+            also = (
+                f"Or remove the entry when you are done with the {child} object."
+                if path != [back]
+                else ""
+            )
+            backs = [back]
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, backs, "WAL901", None, WEAKEN, also
         )
+
+
+def _entry_to_owner(
+    view: CycleView, instances: set[int]
+) -> tuple[NamedEdge, list[NamedEdge]] | None:
+    """A dict entry or list item that points back to an object holding heavy data, in a
+    container that another object of the cycle holds by an attribute
+    (``LoggerAdapter.extra['service']`` -> the ``Service``): that entry is the back reference,
+    not the owner's own attribute. The entry, and the path from that other object to it."""
+    owners = {nodes[0] for nodes, _ in view.holder_paths} & instances
+    for edge in view.edges:
+        if edge.name.kind not in (ek.KEY, ek.INDEX) or edge.target not in owners:
+            continue
+        if type(view.obj(edge.source)) not in _CONTAINERS:
+            continue
+        for into in view.edges_into(edge.source):
+            # The container's holder holds no heavy data itself (an adapter, a log): a
+            # tree's node holding its children's list is an owner, its items forward links.
+            if (
+                into.name.kind == ek.ATTRIBUTE
+                and into.source in instances
+                and into.source not in owners
+            ):
+                return edge, [into, edge]
+    return None
 
 
 class SelfContainingContainerPattern:
@@ -160,8 +198,8 @@ class SelfContainingContainerPattern:
             )
             cut = forward[:1] or back[:1]
         explanation = (
-            "A container reachable from its own items (a state dict such as "
-            "`param_group['intermediates']` whose entries refer back to the group) is a "
+            "A container reachable from its own items (a list that holds itself, or a state "
+            "dict whose entries refer back to it, as an optimizer's parameter group can) is a "
             "cycle: reference counting cannot free it, so everything inside waits for the "
             "collector."
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from whyalive.analysis.cuts import choose_cut
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.fix_edits import weak_referenceable
 from whyalive.analysis.naming import (
     enclosing_function,
     label,
@@ -52,7 +53,7 @@ FAMILY_WORDS = {
     "attributes": ("attribute-loop", "loop through objects' attributes"),
     "container": ("container-loop", "loop through a container"),
     "closure": ("closure-loop", "loop through a closure"),
-    "frame": ("frame-loop", "loop through a frame's locals"),
+    "frame": ("frame-loop", "loop through frames, tracebacks or chained exceptions"),
     "internal": ("reference-loop", "loop through interpreter references"),
 }
 
@@ -84,7 +85,25 @@ class ReferenceLoopPattern:
         return PatternMatch(name, title, summary, explanation, fix, cut, None)
 
 
+def ring_words(code: str) -> str:
+    """The fix for a ring whose one link is each object's only holder: weakened, the link
+    would free the objects at once."""
+    return (
+        f"`{code}` is the only reference to each object of the ring: held weakly, they would "
+        f"be freed at once. Break the ring when you are done with it (`{code} = None` on one "
+        "of them), or keep the objects in a list that owns them and link them weakly."
+    )
+
+
+def _is_ring(view: CycleView) -> bool:
+    """Every object of the loop is held by exactly one reference of it, all of one name."""
+    names = {e.name for e in view.edges}
+    return len(names) == 1 and all(len(view.edges_into(n)) == 1 for n in view.shown)
+
+
 def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str | None) -> str:
+    if family == "attributes" and code and edge is not None and _is_ring(view):
+        return ring_words(code)
     if family == "attributes" and code and edge is not None and edge.name.kind == ek.ATTRIBUTE:
         return (
             f"Hold `{code}` weakly (store a `weakref.proxy` of the value there: it reads like "
@@ -97,15 +116,25 @@ def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str 
         )
     if family == "closure" and code and edge is not None:
         outer = short_name(enclosing_function(qualname_of(_cell_owner(view, edge.source))))
+        # A weak reference only to what can be weakly referenced (not a `map` object).
+        weak = (
+            f", capture `weakref.ref({code})`" if weak_referenceable(view.obj(edge.target)) else ""
+        )
         return (
-            f"Do not let the nested function capture `{code}`: pass it as an argument, capture "
-            f"`weakref.ref({code})`, or set `{code} = None` in `{outer}` when done."
+            f"Do not let the nested function capture `{code}`: pass it as an argument{weak}, "
+            f"or set `{code} = None` in `{outer}` when done."
         )
     if family == "frame" and code:
         return f"`del {code}` when done (in a finally block), or do not keep it in this frame."
+    if family == "frame" and edge is not None and edge.name.name in ("__context__", "__cause__"):
+        return (
+            f"Break the chain of exceptions where it loops: set the `{edge.name.name}` named in "
+            "the cut to None once the exceptions have been reported (an exception's context "
+            "or cause is an exception or None: it cannot be held weakly)."
+        )
     return (
-        "Remove the reference named in the cut when done, or hold it with `weakref.ref`; the "
-        "printed loop shows each reference in turn."
+        "Remove the reference named in the cut when done: the printed loop shows each "
+        "reference in turn, and the first one your code made is where to break it."
     )
 
 

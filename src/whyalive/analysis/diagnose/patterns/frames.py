@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK
+from whyalive.analysis.fix_edits import DELETE, DROP_TRACEBACK, WORDS_ONLY
 from whyalive.analysis.naming import (
     chain,
     label,
@@ -51,7 +51,7 @@ class ExceptionTracebackPattern:
         summary = f"`{exc_name}` exception keeps its traceback (frames: {frame_words}); {held_by}"
         locals_held = sorted(
             {
-                edge.name.name
+                variable_of(edge)
                 for _, path_edges in view.holder_paths
                 for edge in path_edges
                 if edge.name.kind == ek.LOCAL
@@ -89,18 +89,25 @@ class ExceptionTracebackPattern:
                 "with_traceback method (given None) before storing it."
             )
             also = ""
+        # `exc, tb = sys.exc_info()[1:]`: the frame's own locals keep the exception and its
+        # traceback; deleting them (every one: each closes a loop) is the edit.
+        kept_locally = [e for e in holders if e.name.kind == ek.LOCAL]
+        if holders and len(kept_locally) == len(holders):
+            cut = kept_locally + [
+                e
+                for node in view.shown
+                if type(view.obj(node)) is types.TracebackType
+                for e in view.edges_into(node)
+                if e.name.kind == ek.LOCAL
+            ]
+            return PatternMatch(
+                self.name, self.title, summary, explanation, fix, cut, "WAL301", None, DELETE,
+                also,
+            )  # fmt: skip
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            holders[:1],
-            "WAL301",
-            None,
-            DROP_TRACEBACK,
-            also,
-        )
+            self.name, self.title, summary, explanation, fix, holders[:1], "WAL301", None,
+            DROP_TRACEBACK, also,
+        )  # fmt: skip
 
 
 def _is_future(obj: object) -> bool:
@@ -138,21 +145,23 @@ class ExceptionInFuturePattern:
             f"`{exc_name}` exception is kept by {a_code(what)} object, and its traceback "
             f"({frame_words}) reaches the {what.lower()} again"
         )
+        thing = what.lower()
         explanation = (
-            f"`set_exception()` (or a task that failed) stores the exception in the "
-            f"{what.lower()}. The exception's `__traceback__` holds the frame that caught or "
-            f"raised it, the frame holds its locals, and a local (`self`, the "
-            f"{what.lower()} itself) holds the {what.lower()}: a loop that only the collector "
-            "frees."
+            f"The {thing} keeps the exception it was handed (by `set_exception()`, or its "
+            "coroutine raised it), and the exception keeps its `__traceback__`: every frame it "
+            "passed through, each with its locals, the frames that waited for the "
+            f"{thing} and got the exception back included. Here {_frame_back(view, exc, future)} "
+            f"reaches the {thing} again: a loop that only the collector frees."
         )
         fix = (
-            f"Hand the {what.lower()} the exception without the frames of its traceback (call "
-            "its with_traceback method with None as you pass it), or do not keep the "
-            f"{what.lower()} where the frames that handle the exception can reach it."
+            f"Drop the exception's frames where the {thing} hands it back: in the except clause "
+            f"that catches it from the {thing} (await, result()), set its __traceback__ to None "
+            f"on the way out; where the exception is handed to a {thing}, hand it over without "
+            f"them (with_traceback(None)); or do not keep the {thing} where those frames can "
+            "reach it."
         )
         also = (
-            f"Or do not keep the {what.lower()} where the frames that handle the exception can "
-            "reach it."
+            f"Or do not keep the {thing} where the frames that handle the exception can reach it."
         )
         cut = [e for e in view.edges_from(exc) if e.name.name == "__traceback__"]
         held = [e for e in view.edges_into(exc) if e.source == future]
@@ -175,6 +184,20 @@ class ExceptionInFuturePattern:
             DROP_TRACEBACK,
             also,
         )
+
+
+def _frame_back(view: CycleView, exc: int, future: int) -> str:
+    """ "the frame of `Client.start` (its local `self`)": the frame on the way from the
+    exception back to the future, and its local that leads there."""
+    for step in chain(view, exc, future):
+        frame = view.obj(step.source)
+        if step.name.kind == ek.LOCAL and type(frame) is types.FrameType:
+            code = frame.f_code
+            name = getattr(code, "co_qualname", code.co_name)
+            variable = variable_of(step)
+            local = f" (its local `{variable}`)" if variable.isidentifier() else ""
+            return f"the frame of `{name}`{local}"
+    return "one of those frames"
 
 
 class FrameKeptPattern:
@@ -278,6 +301,10 @@ class GeneratorFramePattern:
             f"Do not keep the {kind} in its own frame"
             f"{f' (`{local}`)' if local else ''}: pass what it needs instead of the {kind} "
             "itself, or hold it through `weakref.ref`; and let `GeneratorExit` propagate "
-            "(never yield after catching it) so `gen.close()` can clear the frame."
+            "(never yield after catching it), so that closing it can clear the frame."
         )
-        return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
+        # Words only: a weak reference to a suspended generator would end it at once, and
+        # the loop through its own frame is the code's to restructure.
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, None, None, WORDS_ONLY
+        )

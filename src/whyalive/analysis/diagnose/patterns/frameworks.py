@@ -39,13 +39,17 @@ class PytestIdiomPattern:
         holders = [e for n in shown for e in view.edges_into(n) if e.name.kind in ek.USER_KINDS]
         held_by = f" in `{holders[0].name.name}`" if holders else ""
         summary = f"pytest's `{what}` is kept by the test{held_by} and refers back to its frame"
-        explanation = (
-            f"`with pytest.raises(...) as excinfo:` keeps the exception, whose traceback holds "
-            f"the test's own frame, which holds `excinfo` (`pytest.warns` and fixtures' frames "
-            f"do the same). pytest's `{what}` closes the loop. The cycle is freed with the "
-            f"test's frame at the next collection, so it does not fail the test by default."
-        )
         local = variable_of(holders[0]) if holders and holders[0].name.kind == ek.LOCAL else None
+        # The test's own name for what pytest made (`err`), never one it does not have.
+        kept = local if local and local.isidentifier() else None
+        bound = f" as {kept}" if kept else ""
+        explanation = (
+            f"`with pytest.raises(...){bound}:` keeps the exception, whose traceback holds "
+            f"the test's own frame, which holds {f'`{kept}`' if kept else 'it'} (`pytest.warns` "
+            f"and fixtures' frames do the same). pytest's `{what}` closes the loop. The cycle "
+            "is freed with the test's frame at the next collection, so it does not fail the "
+            "test by default."
+        )
         drop = (
             f"`del {local}`" if local and local.isidentifier() else "delete the local that keeps it"
         )

@@ -10,6 +10,7 @@ import types
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.naming import (
+    accessor,
     chain,
     enclosing_function,
     expression,
@@ -19,7 +20,7 @@ from whyalive.analysis.naming import (
     short_name,
 )
 from whyalive.analysis.paths import CycleView, NamedEdge
-from whyalive.guarded import type_mro, type_namespace, type_qualname
+from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
 
@@ -90,16 +91,30 @@ class BoundMethodOnSelfPattern:
         func = qualname_of(view.obj(method))
         code = expression("self", steps)
         stored = f"`{code}`" if code else _stored_words(view, steps)
+        spelled = [accessor(step) for step in steps]
+        named = spelled.index(None) if None in spelled else len(steps)
+        if not code and named:
+            # `self.widgets['time'].callback`, then a reference code has no name for.
+            inside = type_short_name(type(view.obj(steps[named].source)))
+            stored = f"`self{''.join(p or '' for p in spelled[:named])}`, inside {a_code(inside)}"
         summary = f"{a_code(cls)} object stores its own bound method `{func}` in {stored}"
         method_name = func.rsplit(".", 1)[-1]
-        explanation = (
-            f"A bound method holds its instance in `__self__`. Storing `self.{method_name}` "
-            f"on the same `{cls}` object (in {stored}) makes the object hold the method and the "
-            f"method hold the object, so neither is freed by reference counting."
-        )
         function = view.obj(method)
         own = type(function) is types.MethodType and any(
             function.__func__ in type_namespace(c).values() for c in type_mro(type(view.obj(owner)))
+        )
+        # Only the class's own method is `self.name`; a function bound to the object from
+        # outside (`MethodType(fp32_forward, model)`) is named as the function it is.
+        made = (
+            f"Storing `self.{method_name}` on the same `{cls}` object (in {stored})"
+            if own
+            else f"Binding `{short_name(func)}` to the `{cls}` object and storing the bound "
+            f"method on that same object (in {stored})"
+        )
+        explanation = (
+            f"A bound method holds its instance in `__self__`. {made} makes the object hold "
+            "the method and the method hold the object, so neither is freed by reference "
+            "counting."
         )
         bound = (
             f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
@@ -119,17 +134,9 @@ class BoundMethodOnSelfPattern:
             if e.name.kind == ek.ATTRIBUTE
         )
         lint = "WAL204" if patched else "WAL201"
+        cut = _written_step(steps)
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            _written_step(steps),
-            lint,
-            None,
-            WEAKEN,
-            also,
+            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
         )
 
     def _closure(
@@ -142,7 +149,8 @@ class BoundMethodOnSelfPattern:
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
         variable = closure.name.name.split(" ", 1)[1]
-        code = expression("self", steps)
+        # The captured variable is the code's own name for the object (`cd`, `self`).
+        code = expression(variable if variable.isidentifier() else "self", steps)
         where = f"`{code}`" if code else _stored_words(view, steps)
         summary = (
             f"{a_code(cls)} object stores in {where} {label(view, fn)}, whose closure captures "
@@ -168,17 +176,9 @@ class BoundMethodOnSelfPattern:
         own = any(
             made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
         )
+        cut, lint = captured[:1] or _written_step(steps), "WAL202" if own else "WAL204"
         return PatternMatch(
-            self.name,
-            self.title,
-            summary,
-            explanation,
-            fix,
-            captured[:1] or _written_step(steps),
-            "WAL202" if own else "WAL204",
-            None,
-            WEAKEN,
-            also,
+            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from whyalive.analysis.cuts import is_back_reference
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.diagnose.patterns.containers import ParentChildPattern
+from whyalive.analysis.diagnose.patterns.fallbacks import ring_words
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.paths import CycleView
 from whyalive.analysis.structure import Link, Structure
@@ -71,7 +72,11 @@ class LinkedStructurePattern:
                     "no single reference name frees the whole structure; the most common link "
                     f"is {cut_words}"
                 )
-        fix = _structure_fix(cut if structure.verified else cut[:1])
+        # A ring of one link: that link is each object's only holder (never held weakly).
+        ring = structure.verified and [link.name for link in structure.links] == [
+            link.name for link in cut
+        ]
+        fix = _structure_fix(cut if structure.verified else cut[:1], ring=ring)
         pattern = ParentChildPattern if back else LinkedStructurePattern
         lint = "WAL901" if back else None
         loop_cut = view.edges[:1]
@@ -123,10 +128,12 @@ def _structure_also(links: list[Link]) -> str:
     )
 
 
-def _structure_fix(links: list[Link]) -> str:
+def _structure_fix(links: list[Link], *, ring: bool = False) -> str:
     if not links:
         return "Hold the links that point back into the structure weakly (a `weakref.proxy`)."
     codes = _attribute_codes(links)
+    if ring and len(codes) == 1:
+        return ring_words(codes[0])
     if codes and len(codes) == len(links):
         held = joined([f"`{code}`" for code in codes])
         return (

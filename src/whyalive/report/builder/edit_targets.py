@@ -1,0 +1,132 @@
+"""The live facts an edit is built on: for each label of a cut, which object a proxy in the
+fixed statement would point to, whether it and the stored value can be weakly referenced,
+whether the stored value is the holder's own or shared with the rest of the cycle, and the
+``def`` that captures a closure variable. :mod:`whyalive.analysis.fix_edits` builds the edit
+from these :class:`~whyalive.analysis.fix_edits.Target` facts and the statements found.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import types
+
+from whyalive.analysis.cuts import is_registry_attribute
+from whyalive.analysis.fix_edits import DELETE, WEAKEN, Rewrite, Target, build_rewrite
+from whyalive.analysis.fix_edits import weak_referenceable as weakable
+from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
+from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.analysis.sourcelines import SourceLines
+from whyalive.analysis.statements import SourceHit, hit_for, stored_target
+from whyalive.analysis.structure import Structure, type_words
+from whyalive.words import edge_kinds as ek
+
+
+def build(
+    view: CycleView,
+    remedy: str,
+    found: list[tuple[NamedEdge, SourceHit]],
+    sources: SourceLines,
+    structure: Structure | None,
+) -> Rewrite | None:
+    """The one edit that applies ``remedy`` at every statement found, or None."""
+    labels = frozenset(edge.name.name[1:] for edge, _ in found if edge.name.kind == ek.ATTRIBUTE)
+    targets = []
+    for edge, hit in found:
+        target = _target(view, edge, hit, labels, remedy, sources, structure)
+        if target is None:
+            return None
+        targets.append(target)
+    return build_rewrite(targets, remedy)
+
+
+def _target(
+    view: CycleView,
+    edge: NamedEdge,
+    hit: SourceHit,
+    labels: frozenset[str],
+    remedy: str,
+    sources: SourceLines,
+    structure: Structure | None,
+) -> Target | None:
+    holder = _holder_object(view, edge)
+    value = view.obj(edge.target)
+    variable = None
+    capture: ast.AST | None = None
+    if edge.name.kind == ek.CELL:
+        variable = cell_variable(view, edge.source)
+        if remedy == WEAKEN and weakable(value) and not _transient(value):
+            function = _closure_function(view, edge.source)
+            if function is None:
+                return None
+            capture = sources.function_node(function.__code__)
+            if capture is None:
+                return None
+            parsed = sources.parsed(function.__code__.co_filename)
+            if parsed is not None:  # the `def` (or lambda) that captures the variable
+                hit = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
+    elif edge.name.kind == ek.LOCAL:
+        variable = variable_of(edge)
+    elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
+        stored = _stored_on(hit)
+        variable = ast.unparse(stored) if stored is not None else None
+    return Target(
+        hit=hit,
+        holder_class=type(holder) if holder is not None else None,
+        holder_weak=holder is not None and weakable(holder),
+        value_weak=weakable(value) and not _transient(value),
+        value_shared=_shared(view, edge, structure),
+        labels=labels,
+        capture=capture,
+        variable=variable,
+    )
+
+
+def _shared(view: CycleView, edge: NamedEdge, structure: Structure | None) -> bool:
+    """Whether another object of the cycle than the holder refers to the stored value (a
+    node of a linked list that its neighbours link to): then it is not a new object made for
+    the holder. A structure says it by its links: another name leads to the value's type."""
+    if structure is not None:
+        kind = type_words(view.obj(edge.target))
+        return any(link.name != edge.name and kind in link.target_types for link in structure.links)
+    return any(into.source != edge.source for into in view.edges_into(edge.target))
+
+
+def _transient(value: object) -> bool:
+    """A callable made where it is stored (a bound method, a partial, a function): only the
+    reference that holds it keeps it alive, so a weak reference to it would die at once."""
+    return type(value) in (types.MethodType, types.FunctionType, functools.partial)
+
+
+def _holder_object(view: CycleView, edge: NamedEdge) -> object | None:
+    """The object a proxy in the fixed statement would point to: the attribute's owner, the
+    module whose hook registry holds the entry, the owner of the list an item is in."""
+    source = view.obj(edge.source)
+    if edge.name.kind == ek.ATTRIBUTE and is_instance_node(source):
+        return source
+    for into in view.edges_into(edge.source):
+        if into.name.kind == ek.ATTRIBUTE and (
+            is_registry_attribute(into.name) or edge.name.kind == ek.INDEX
+        ):
+            return view.obj(into.source)
+    owners = [view.obj(n) for n in view.shown if is_instance_node(view.obj(n))]
+    return owners[0] if owners else None
+
+
+def _closure_function(view: CycleView, cell: int) -> types.FunctionType | None:
+    for into in view.edges_into(cell):
+        fn = view.obj(into.source)
+        if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
+            return fn
+    return None
+
+
+def _stored_on(hit: SourceHit) -> ast.Attribute | None:
+    """``probe.frame`` in ``probe.frame = sys._getframe()``: an attribute of a variable."""
+    stored = stored_target(hit.statement)
+    if isinstance(stored, ast.Attribute) and isinstance(stored.value, ast.Name):
+        return stored
+    return None
+
+
+__all__ = ["build"]
