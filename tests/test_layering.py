@@ -272,7 +272,7 @@ def test_the_layering_test_sees_circles_and_upward_imports() -> None:
     assert "report" not in imports_of("errors")
     # An import runs the __init__ of each package above the module it names, except those
     # the importer is inside (they have begun already).
-    assert {"analysis", "analysis.naming"} <= set(imports_of("report.builder.advice"))
+    assert {"analysis", "analysis.naming"} <= set(imports_of("report.builder.edit_targets"))
     assert "analysis.diagnose" in imports_of("report.builder.cycles")
     assert _runs("analysis.diagnose.patterns.base", "analysis.cuts") == [
         "analysis.diagnose",
