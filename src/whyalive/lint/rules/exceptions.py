@@ -8,13 +8,28 @@ reach (a local, a list, ``self``) closes the cycle.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, snippet
-from whyalive.lint.rules.shapes import bindings, enclosing_function, held_values, store_sites
+from whyalive.lint.rules.shapes import (
+    STORE_METHODS,
+    bindings,
+    enclosing_function,
+    held_values,
+    store_sites,
+)
 from whyalive.lint.scopes import Context, Frame, Rule, own_scope_nodes, walk_nodes
+from whyalive.lint.texttests import keeps_caught
 
 _KEEPING_CALLS = frozenset({"set_exception"})
+
+
+def _keeps_exception(callee: str) -> bool:
+    """Calls whose argument a handler's store keeps (`errors.append(err)`)."""
+    return callee in STORE_METHODS or callee in _KEEPING_CALLS
+
+
 _HANDLER_TYPES: tuple[type[ast.AST], ...] = (ast.ExceptHandler,)
 
 
@@ -129,6 +144,7 @@ EXCEPTION_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_exception_kept,
+    may_report=lambda text: keeps_caught(text, _keeps_exception),
     explanation="""\
 `except E as err:` deletes `err` at the end of the block for a reason: `err.__traceback__`
 holds the frame that caught it, and the frame holds all its locals. Keeping the exception in
@@ -148,6 +164,10 @@ the object where it is raised.""",
 )
 
 _FRAME_CALLS = {("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace")}
+# The text of those calls and of `sys._getframe` (WAL303's test on the text; each pattern
+# starts with a literal, which the engine finds fast).
+_FRAME_CALL = re.compile(r"inspect\s*\.\s*(?:currentframe|stack|trace)(?!\w)")
+_GETFRAME = re.compile(r"sys\s*\.\s*_getframe(?!\w)")
 
 
 def _call_name(expr: ast.AST) -> tuple[str, str] | None:
@@ -217,6 +237,7 @@ TRACEBACK_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_traceback_kept,
+    may_report=lambda text: text.has_word("except") and text.has_word("exc_info", "__traceback__"),
     explanation="""\
 The Python documentation of `sys.exc_info()` warns about this one: assigning the traceback
 (or the whole `exc_info()` tuple) to a local of the function that handles the exception
@@ -276,6 +297,7 @@ FRAME_KEPT = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_frame_kept,
+    may_report=lambda text: text.search_whole(_FRAME_CALL) or text.search_whole(_GETFRAME),
     explanation="""\
 `frame = inspect.currentframe()` (or `inspect.stack()`, `inspect.trace()`,
 `sys._getframe()`) stores the running frame in one of its own locals: frame -> local ->
