@@ -118,7 +118,9 @@ class Rule:
     """A lint rule: its code, message template, the node types it inspects and its check.
 
     ``may_report`` is its test on the text: false only for a file the rule cannot report
-    on, which then need not be parsed for it (``None``: every file is parsed)."""
+    on, which then need not be parsed for it (``None``: every file is parsed). ``offers``
+    names every fix its messages can offer (``Advice.key``); each has a case that runs it in
+    tests/lint_cases/advice."""
 
     code: str
     name: str
@@ -128,6 +130,7 @@ class Rule:
     default_enabled: bool = True
     explanation: str = ""
     may_report: Callable[[CodeText], bool] | None = None
+    offers: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)

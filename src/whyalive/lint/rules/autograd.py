@@ -102,6 +102,7 @@ HOOK_CAPTURES_OWNER = Rule(
     ),
     node_types=(ast.Call,),
     check=_check_hook,
+    offers=("weak-owner", "use-arguments", "remove-handle"),
     may_report=may_register_hook,
     explanation="""\
 `t.register_hook(lambda grad: grad * t.scale)` stores the lambda on `t` (for a non-leaf
@@ -161,6 +162,7 @@ CLOSURE_ON_AUTOGRAD_NODE = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_node_attr,
+    offers=("weak-owner", "keep-outside"),
     may_report=lambda text: text.has_word(*_NODE_ATTRS),
     explanation="""\
 Attributes set on `t.grad_fn` (or nodes reached through `next_functions`) live as long as the

@@ -182,6 +182,7 @@ METHOD_CACHE = Rule(
     ),
     node_types=FUNCTION_NODES,
     check=_check_method_cache,
+    offers=("instance-memo", "module-function"),
     may_report=_may_cache,
     explanation="""\
 `functools.lru_cache` and `functools.cache` on a method key the cache by the arguments,

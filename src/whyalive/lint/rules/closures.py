@@ -163,6 +163,7 @@ RECURSIVE_CLOSURE = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=("pass-itself", "del-in-finally", "module-level", "helper-takes-itself"),
     may_report=recursive_nested_functions,
     explanation="""\
 A nested function that calls itself by name reads that name from a closure cell of the
@@ -199,6 +200,7 @@ MUTUAL_CLOSURES = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=("del-in-finally", "pass-as-arguments", "module-level"),
     may_report=recursive_nested_functions,
     explanation="""\
 Two (or more) nested functions of one enclosing function that call each other by name each
@@ -220,6 +222,13 @@ LIGHT_RECURSION = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=(
+        "pass-itself",
+        "del-in-finally",
+        "pass-as-arguments",
+        "module-level",
+        "helper-takes-itself",
+    ),
     default_enabled=False,
     may_report=recursive_nested_functions,
     explanation="""\

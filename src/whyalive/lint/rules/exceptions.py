@@ -76,7 +76,9 @@ def _exception_advice(
         return (
             Advice("del-in-finally", f"`del {kept}` in a `finally` when done")
             if isinstance(where, ast.Name)
-            else Advice("clear-when-done", f"drop `{kept}` from this frame when done"),
+            else Advice(
+                "clear-when-done", f"clear `{kept}` when done with the future (`{kept} = None`)"
+            ),
         )
     if raised and isinstance(where, ast.Name):
         return (
@@ -144,6 +146,7 @@ EXCEPTION_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_exception_kept,
+    offers=("keep-text", "strip-traceback", "del-in-finally", "clear-when-done", "clear-on-raise"),
     may_report=lambda text: keeps_caught(text, _keeps_exception),
     explanation="""\
 `except E as err:` deletes `err` at the end of the block for a reason: `err.__traceback__`
@@ -237,6 +240,7 @@ TRACEBACK_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_traceback_kept,
+    offers=("format", "del-in-finally"),
     may_report=lambda text: text.has_word("except") and text.has_word("exc_info", "__traceback__"),
     explanation="""\
 The Python documentation of `sys.exc_info()` warns about this one: assigning the traceback
@@ -297,6 +301,7 @@ FRAME_KEPT = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_frame_kept,
+    offers=("del-in-finally", "keep-what-you-need"),
     may_report=lambda text: text.search_whole(_FRAME_CALL) or text.search_whole(_GETFRAME),
     explanation="""\
 `frame = inspect.currentframe()` (or `inspect.stack()`, `inspect.trace()`,

@@ -132,6 +132,7 @@ def patch_advice(
     obj: ast.AST,
     where: str,
     own_method: bool,
+    proxy_safe: bool = False,
 ) -> tuple[Advice, ...]:
     """The fixes for a store ``node`` on ``obj`` (at ``where``, ``obj.attr``, or ``""`` for a
     container) of a callable that holds ``held`` (``obj`` or an object it is reached from) in
@@ -139,7 +140,8 @@ def patch_advice(
     ``patches._Holding``). ``del obj.attr`` restores the class's method only when ``attr``
     was not set on the object before; a wrapper of one of the class's own methods
     (``own_method``) can be applied once in the class; the class's function is offered for a
-    saved bound method only when nothing patched it before."""
+    saved bound method only when nothing patched it before; a weak proxy only where the code
+    given the object uses it through attributes alone (``proxy_safe``)."""
     method = method or ""
     owner = object_text(obj)
     attr = where.rsplit(".", 1)[-1] if where else ""
@@ -190,7 +192,7 @@ def patch_advice(
             ),
             undo,
         )
-    if kind in ("binds", "captures"):
+    if kind in ("binds", "captures") and proxy_safe:
         verb = "bind" if kind == "binds" else "capture"
         return (undo, Advice("weak-proxy", f"{verb} `weakref.proxy({held})` instead of `{held}`"))
     return (undo,)

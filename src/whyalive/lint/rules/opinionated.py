@@ -59,6 +59,7 @@ ANY_CLOSURE_ON_SELF = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign, ast.Call),
     check=_check_any_closure_on_self,
+    offers=("method",),
     may_report=may_store_closure,
     default_enabled=False,
     explanation="""\
@@ -120,6 +121,7 @@ HOOK_CLOSURE = Rule(
     ),
     node_types=(ast.Call,),
     check=_check_any_hook_closure,
+    offers=("weak-ref",),
     may_report=may_register_hook,
     default_enabled=False,
     explanation="""\

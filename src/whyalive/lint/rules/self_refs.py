@@ -156,6 +156,7 @@ BOUND_METHOD_ON_SELF = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_bound_methods),
+    offers=("weak-forwarder", "dispatch-in-method"),
     may_report=may_store_bound_method,
     explanation="""\
 `self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
@@ -210,6 +211,7 @@ CLOSURE_ON_SELF = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_closures_on_self),
+    offers=("weak-self", "method"),
     may_report=may_store_closure,
     explanation="""\
 `self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
@@ -274,6 +276,7 @@ CALLBACK_ON_OWNED = Rule(
     message=("WAL203 `{call}` registers a {what} on `{receiver}`; {chain}: a cycle. {advice}"),
     node_types=(ast.Call,),
     check=_checking(_registered, _may_register_call),
+    offers=("weak-forwarder", "weak-self", "remove-when-done"),
     may_report=may_register,
     explanation="""\
 Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
@@ -305,6 +308,7 @@ PATCHED_METHOD = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_patched_methods),
+    offers=("undo", "save-function", "wrap-in-class", "weak-proxy"),
     may_report=may_patch,
     explanation="""\
 Monkey-patching a method onto one object binds the object into the new callable and then
@@ -320,7 +324,9 @@ or classes).
 Fix: undo the patch when done: `del model.forward` (the class's method shows through again)
 when `forward` was not in `vars(model)` before the patch, rather than assigning the old bound
 method back; when it was (an earlier patch, a compiled `forward`), put that earlier value
-back, as `del` would drop it. Or bind a `weakref.proxy(model)` instead of the model; save the
+back, as `del` would drop it. Or bind a `weakref.proxy(model)` instead of the model, where the
+function given it (or the closure) is in the file and uses it only through attributes (a
+proxy is no instance of the class, cannot be hashed and breaks C calls); save the
 class's function (`type(model).forward`, called with the model) instead of the bound method
 when nothing patched it before; wrap a method of the class once, in the class, rather than
 per instance (callers keep calling `obj.method(...)`).""",
@@ -357,6 +363,17 @@ LIGHT_SELF_CYCLE = Rule(
     ),
     node_types=_STORE_NODES,
     check=_check_light,
+    offers=(
+        "weak-forwarder",
+        "dispatch-in-method",
+        "weak-self",
+        "method",
+        "remove-when-done",
+        "undo",
+        "save-function",
+        "wrap-in-class",
+        "weak-proxy",
+    ),
     default_enabled=False,
     may_report=may_patch,
     explanation="""\
