@@ -152,7 +152,9 @@ def _holdings(
             yield _Holding(bound, what, proxy_safe=function_takes_proxy(ctx, expr.args[0], 0))
         elif is_partial(expr):
             assert isinstance(expr, ast.Call)
-            given = [(i - 1, None, a) for i, a in enumerate(expr.args)]
+            given: list[tuple[int | None, str | None, ast.expr]] = [
+                (i - 1, None, a) for i, a in enumerate(expr.args)
+            ]
             given += [(None, k.arg, k.value) for k in expr.keywords]
             for index, keyword, arg in given:
                 if object_chain(arg) is not None:
