@@ -109,14 +109,49 @@ def _params() -> Iterator[object]:
             yield pytest.param(case, key, id=f"{case.stem}.{key}", marks=marks)
 
 
-def test_every_rule_with_advice_has_a_case() -> None:
-    """Each default rule, and each opt-in rule that offers fixes of its own, has a case."""
+def test_every_fix_a_rule_offers_has_a_case() -> None:
+    """Each fix a rule's messages can offer (``Rule.offers``) runs in a case of that rule,
+    so a new fix without a case fails here. WAL903/904/905 offer their original rule's
+    fixes (or none), run through those cases."""
     from whyalive.lint import RULES
 
-    covered = {_codes(c.read_text(encoding="utf-8"))[0] for c in CASES}
-    # WAL903/904/905 offer their original rule's fixes (or none), run through those cases.
-    wanted = {r.code for r in RULES} - {"WAL903", "WAL904", "WAL905"}
-    assert wanted <= covered
+    run = set()
+    for case in CASES:
+        text = case.read_text(encoding="utf-8")
+        code = _codes(text)[0]
+        for finding in _flagged(text, case, code):
+            fixed = set(_fixes(case)) | ({"pass-itself"} if finding.edits else set())
+            run.update((code, key) for key in finding.advice if key in fixed)
+    light = {"WAL903", "WAL904", "WAL905"}
+    wanted = {(r.code, key) for r in RULES if r.code not in light for key in r.offers}
+    assert wanted - run == set()
+
+
+def test_rules_offer_only_the_fixes_they_declare() -> None:
+    """Every fix the rule modules can build is declared by a rule, and every finding of the
+    lint cases offers only fixes its rule declares."""
+    import ast
+
+    from whyalive.lint import RULES
+
+    rules_dir = Path(__file__).parent.parent / "src" / "whyalive" / "lint" / "rules"
+    built = {
+        node.args[0].value
+        for path in rules_dir.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Advice"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    declared = {key for rule in RULES for key in rule.offers}
+    assert built == declared
+    offers = {rule.code: set(rule.offers) for rule in RULES}
+    cases = [*ADVICE.parent.glob("*.py"), *ADVICE.glob("*.py")]
+    for case in cases:
+        for finding in lint_source(case.read_text(encoding="utf-8"), str(case), select="WAL,WAL9"):
+            assert set(finding.advice) <= offers[finding.code], (case.name, finding.line)
 
 
 @pytest.mark.parametrize(("case", "key"), list(_params()))

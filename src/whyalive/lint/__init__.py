@@ -18,6 +18,7 @@ import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from whyalive.errors import UsageError
+from whyalive.lint.codetext import CodeText
 from whyalive.lint.config import LintConfig
 from whyalive.lint.engine import lint_tree
 from whyalive.lint.findings import LintFinding
@@ -36,6 +37,7 @@ __all__ = [
     "iter_python_files",
     "lint_paths",
     "lint_source",
+    "rules_for",
     "select_rules",
 ]
 
@@ -113,7 +115,23 @@ def _input_problem(path: str, code: str, detail: str, line: int = 1, col: int = 
     return LintFinding(path, line, col, code, f"{code} {name}: {detail}")
 
 
-def _lint_with(source: str, filename: str, rules: Sequence[Rule]) -> list[LintFinding]:
+def rules_for(source: str, rules: Iterable[Rule]) -> tuple[Rule, ...] | None:
+    """The rules of ``rules`` that can report on this source, by their tests on its text; all
+    of them when the text could be lexed otherwise by Python (only parsing tells), and
+    ``None`` when none can: parsing it would find nothing."""
+    text = CodeText(source)
+    wanted = tuple(rule for rule in rules if rule.may_report is None or rule.may_report(text))
+    if text.unsure:
+        return tuple(rules)
+    return wanted or None
+
+
+def _lint_with(
+    source: str, filename: str, rules: Sequence[Rule], check_syntax: bool = False
+) -> list[LintFinding]:
+    wanted = rules_for(source, rules)
+    if wanted is None and not check_syntax:
+        return []
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:
@@ -124,7 +142,7 @@ def _lint_with(source: str, filename: str, rules: Sequence[Rule]) -> list[LintFi
         ]
     except (ValueError, RecursionError, MemoryError) as exc:
         return [_input_problem(filename, "WAL003", str(exc) or type(exc).__name__)]
-    return _without_noqa(lint_tree(tree, source, filename, rules), source)
+    return _without_noqa(lint_tree(tree, source, filename, wanted or ()), source)
 
 
 def _without_noqa(findings: list[LintFinding], source: str) -> list[LintFinding]:
@@ -150,9 +168,12 @@ def lint_source(
     *,
     select: Iterable[str] | str | None = None,
     ignore: Iterable[str] | str | None = None,
+    check_syntax: bool = False,
 ) -> list[LintFinding]:
-    """Lint one module's source text; a syntax error comes back as a WAL003 finding."""
-    findings = _lint_with(source, filename, select_rules(select, ignore))
+    """Lint one module's source text; a syntax error comes back as a WAL003 finding when the
+    text is parsed: always with ``check_syntax``, else when a rule could report on it (or the
+    text fails a quick lexical check: unbalanced brackets, an unterminated string)."""
+    findings = _lint_with(source, filename, select_rules(select, ignore), check_syntax)
     dropped = _codes(ignore)
     return [f for f in findings if not (f.code in INPUT_PROBLEMS and f.code in dropped)]
 
@@ -218,18 +239,21 @@ def _read_regular_file(path: str) -> bytes | None:
         return stream.read()
 
 
-def _lint_file(job: tuple[str, tuple[str, ...], bool]) -> tuple[list[LintFinding], str | None]:
+_Job = tuple[str, tuple[str, ...], bool, bool]
+
+
+def _lint_file(job: _Job) -> tuple[list[LintFinding], str | None]:
     """Lint one file with the rules of the given codes: its findings, and its text when asked
     (run in a worker process: rules travel by code)."""
-    path, codes, keep_source = job
+    path, codes, keep_source, check_syntax = job
     source = read_source(path)
     if isinstance(source, LintFinding):
         return [source], None
     rules = tuple(rule for rule in RULES if rule.code in codes)
-    return _lint_with(source, path, rules), source if keep_source else None
+    return _lint_with(source, path, rules, check_syntax), source if keep_source else None
 
 
-def _file_size(job: tuple[str, tuple[str, ...], bool]) -> float:
+def _file_size(job: _Job) -> float:
     try:
         return float(os.stat(job[0]).st_size)
     except OSError:
@@ -244,13 +268,17 @@ def lint_paths(
     config: LintConfig | None = None,
     sources: dict[str, str] | None = None,
     jobs: int | None = None,
+    check_syntax: bool = False,
 ) -> list[LintFinding]:
     """Lint files and directories; unreadable or unparsable files become 0xx findings.
 
     ``select`` replaces ``config.select`` and ``ignore`` adds to ``config.ignore``; the
     config's ``per-file-ignores`` and ``extend-exclude`` apply too. When ``sources`` is given,
     the text of each file read is stored in it (``--fix`` edits that text). ``jobs`` processes
-    share a big tree (``None``: one per available core; 1: this process only).
+    share a big tree (``None``: one per available core; 1: this process only). A file is
+    parsed only when the text of a rule's finding could be in it (see
+    :mod:`whyalive.lint.codetext`), so a syntax error elsewhere goes unreported unless
+    ``check_syntax`` asks to parse every file.
 
     Raises:
         UsageError: for an unknown code in ``select``, ``ignore`` or the config.
@@ -266,7 +294,7 @@ def lint_paths(
     files = list(iter_python_files(paths, config.excluded if config.extend_exclude else None))
     jobs_done = map_in_workers(
         _lint_file,
-        [(path, codes, sources is not None) for path in files],
+        [(path, codes, sources is not None, check_syntax) for path in files],
         worker_count(jobs, len(files)),
         cost=_file_size,
     )

@@ -61,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="processes to lint with (default or 0: one per core; 1: this process only)",
     )
+    parser.add_argument(
+        "--check-syntax",
+        action="store_true",
+        help="parse every file, to report any syntax error as WAL003 (by default a file is "
+        "parsed only when its text could hold a finding)",
+    )
     config = parser.add_mutually_exclusive_group()
     config.add_argument(
         "--config", default=None, metavar="PYPROJECT", help="read [tool.whyalive.lint] from here"
@@ -169,6 +175,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             config=_config(args),
             sources=sources if changing else None,
             jobs=args.jobs,
+            check_syntax=args.check_syntax,
         )
     except UsageError as error:
         err.write(f"whyalive lint: {error}\n")

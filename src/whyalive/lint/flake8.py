@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from importlib import metadata
 from typing import Any
 
+from whyalive.lint import rules_for
 from whyalive.lint.engine import lint_tree
 from whyalive.lint.rules import RULES
 
@@ -46,7 +47,9 @@ class Flake8Checker:
         return code[:4] not in _OFF_BY_DEFAULT or any(code.startswith(c) for c in self._explicit)
 
     def run(self) -> Iterator[tuple[int, int, str, type[Flake8Checker]]]:
-        """Yield ``(line, col, message, type)`` for each finding, as flake8 expects."""
-        for finding in lint_tree(self._tree, self._source, self._filename, RULES):
+        """Yield ``(line, col, message, type)`` for each finding, as flake8 expects (flake8
+        parsed the file; only the rules whose tests on its text pass walk the tree)."""
+        rules = rules_for(self._source, RULES) or ()
+        for finding in lint_tree(self._tree, self._source, self._filename, rules):
             if self._wanted(finding.code):
                 yield finding.line, finding.col, finding.message, type(self)

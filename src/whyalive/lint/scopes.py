@@ -11,6 +11,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from whyalive.lint.codetext import CodeText
 from whyalive.lint.findings import Advice, Capture, LintFinding, TextEdit, advice_sentence
 from whyalive.lint.symbols import (
     COMPREHENSION_NODES,
@@ -114,7 +115,12 @@ _SCOPE_TYPES = frozenset(SCOPE_NODES)
 
 @dataclass(frozen=True)
 class Rule:
-    """A lint rule: its code, message template, the node types it inspects and its check."""
+    """A lint rule: its code, message template, the node types it inspects and its check.
+
+    ``may_report`` is its test on the text: false only for a file the rule cannot report
+    on, which then need not be parsed for it (``None``: every file is parsed). ``offers``
+    names every fix its messages can offer (``Advice.key``); each has a case that runs it in
+    tests/lint_cases/advice."""
 
     code: str
     name: str
@@ -123,6 +129,8 @@ class Rule:
     check: Callable[[ast.AST, Context], Iterable[LintFinding]]
     default_enabled: bool = True
     explanation: str = ""
+    may_report: Callable[[CodeText], bool] | None = None
+    offers: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)

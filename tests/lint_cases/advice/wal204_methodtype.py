@@ -10,7 +10,7 @@ HOLD = "gc"
 
 
 def _doubled_forward(self, x):
-    return nn.Linear.forward(self, x) * 2
+    return nn.functional.linear(x, self.weight, self.bias) * 2
 
 
 def doubled(model, x):

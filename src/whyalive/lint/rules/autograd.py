@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
+from whyalive.lint.codetext import CodeText
 from whyalive.lint.findings import Advice, LintFinding, snippet
 from whyalive.lint.rules.shapes import closure_frees, enclosing_function, held_values, root_name
 from whyalive.lint.scopes import Context, Frame, Rule, own_scope_nodes
@@ -16,6 +18,15 @@ def is_hook_registrar(attr: str) -> bool:
     """Whether ``attr`` names a hook registration method (``register_forward_hook``, ...)."""
     name = attr.lstrip("_")
     return name.startswith("register") and name.endswith("hook")
+
+
+_HOOK_REGISTRAR = re.compile(r"\.\s*_*register\w*hook(?!\w)")
+
+
+def may_register_hook(text: CodeText) -> bool:
+    """The test on the text of the hook rules: an attribute that :func:`is_hook_registrar`
+    accepts."""
+    return text.search(_HOOK_REGISTRAR)
 
 
 def _removed_handles(ctx: Context, frame: Frame) -> frozenset[int]:
@@ -91,6 +102,8 @@ HOOK_CAPTURES_OWNER = Rule(
     ),
     node_types=(ast.Call,),
     check=_check_hook,
+    offers=("weak-owner", "use-arguments", "remove-handle"),
+    may_report=may_register_hook,
     explanation="""\
 `t.register_hook(lambda grad: grad * t.scale)` stores the lambda on `t` (for a non-leaf
 tensor, on its autograd node in C++) while the lambda's closure holds `t`. The same holds for
@@ -149,6 +162,8 @@ CLOSURE_ON_AUTOGRAD_NODE = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_node_attr,
+    offers=("weak-owner", "keep-outside"),
+    may_report=lambda text: text.has_word(*_NODE_ATTRS),
     explanation="""\
 Attributes set on `t.grad_fn` (or nodes reached through `next_functions`) live as long as the
 autograd graph, and the graph lives as long as `t`. Setting a closure that captures `t` (or

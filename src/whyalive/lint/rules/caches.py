@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
+from whyalive.lint.codetext import CodeText
 from whyalive.lint.findings import Advice, LintFinding
 from whyalive.lint.rules.annotations import light_annotation
 from whyalive.lint.rules.instances import is_module_class, light_instance
@@ -13,6 +15,19 @@ from whyalive.lint.scopes import FUNCTION_NODES, Context, Rule, own_scope_nodes,
 
 _CACHES = frozenset({"lru_cache", "cache"})
 _NOT_INSTANCE = frozenset({"staticmethod", "classmethod"})
+
+
+def _may_cache(text: CodeText) -> bool:
+    """A cache decorator on an indented ``def`` (a method's decorator line is indented and
+    holds the decorator's name, unless it opens a bracket it does not close on the line)."""
+    return text.has_word(*_CACHES) and any(
+        line.count("(") != line.count(")") or any(_word_in(w, line) for w in _CACHES)
+        for line in text.indented_decorators()
+    )
+
+
+def _word_in(word: str, line: str) -> bool:
+    return re.search(r"(?<!\w)" + word + r"(?!\w)", line) is not None
 
 
 def _decorator_name(deco: ast.AST) -> tuple[str, str] | None:
@@ -167,6 +182,8 @@ METHOD_CACHE = Rule(
     ),
     node_types=FUNCTION_NODES,
     check=_check_method_cache,
+    offers=("instance-memo", "module-function"),
+    may_report=_may_cache,
     explanation="""\
 `functools.lru_cache` and `functools.cache` on a method key the cache by the arguments,
 `self` included. The cache belongs to the function on the class, which lives as long as the
@@ -192,6 +209,7 @@ LIGHT_METHOD_CACHE = Rule(
     node_types=FUNCTION_NODES,
     check=_check_method_cache,
     default_enabled=False,
+    may_report=_may_cache,
     explanation="""\
 A WAL501 method cache where everything the cache keeps is light: the instances (their class
 stores only strings, numbers, flags, `None`, code and loggers on `self`, see WAL904), the

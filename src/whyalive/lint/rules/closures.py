@@ -15,6 +15,7 @@ from whyalive.lint.findings import Advice, Capture, LintFinding, TextEdit
 from whyalive.lint.fixes import SourceTokens, is_fixable_def, self_argument_edits
 from whyalive.lint.rules.recursion import RecursionGroup, recursion_groups
 from whyalive.lint.scopes import FUNCTION_NODES, Context, Frame, Rule
+from whyalive.lint.texttests import recursive_nested_functions
 
 _SHOWN = 4
 
@@ -162,6 +163,8 @@ RECURSIVE_CLOSURE = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=("pass-itself", "del-in-finally", "module-level", "helper-takes-itself"),
+    may_report=recursive_nested_functions,
     explanation="""\
 A nested function that calls itself by name reads that name from a closure cell of the
 enclosing function. The cell holds the function and the function holds the cell (through
@@ -197,6 +200,8 @@ MUTUAL_CLOSURES = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=("del-in-finally", "pass-as-arguments", "module-level"),
+    may_report=recursive_nested_functions,
     explanation="""\
 Two (or more) nested functions of one enclosing function that call each other by name each
 hold the other's closure cell: `f -> cell(g) -> g -> cell(f) -> f`. Like WAL101, the cycle
@@ -217,7 +222,15 @@ LIGHT_RECURSION = Rule(
     ),
     node_types=_NODE_TYPES,
     check=_check_recursion,
+    offers=(
+        "pass-itself",
+        "del-in-finally",
+        "pass-as-arguments",
+        "module-level",
+        "helper-takes-itself",
+    ),
     default_enabled=False,
+    may_report=recursive_nested_functions,
     explanation="""\
 A recursive nested function (or a group of mutually recursive ones) whose closure holds
 nothing but itself and light values: functions, classes, modules, strings, numbers, flags,

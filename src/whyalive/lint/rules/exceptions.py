@@ -8,13 +8,28 @@ reach (a local, a list, ``self``) closes the cycle.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, snippet
-from whyalive.lint.rules.shapes import bindings, enclosing_function, held_values, store_sites
+from whyalive.lint.rules.shapes import (
+    STORE_METHODS,
+    bindings,
+    enclosing_function,
+    held_values,
+    store_sites,
+)
 from whyalive.lint.scopes import Context, Frame, Rule, own_scope_nodes, walk_nodes
+from whyalive.lint.texttests import keeps_caught
 
 _KEEPING_CALLS = frozenset({"set_exception"})
+
+
+def _keeps_exception(callee: str) -> bool:
+    """Calls whose argument a handler's store keeps (`errors.append(err)`)."""
+    return callee in STORE_METHODS or callee in _KEEPING_CALLS
+
+
 _HANDLER_TYPES: tuple[type[ast.AST], ...] = (ast.ExceptHandler,)
 
 
@@ -61,7 +76,9 @@ def _exception_advice(
         return (
             Advice("del-in-finally", f"`del {kept}` in a `finally` when done")
             if isinstance(where, ast.Name)
-            else Advice("clear-when-done", f"drop `{kept}` from this frame when done"),
+            else Advice(
+                "clear-when-done", f"clear `{kept}` when done with the future (`{kept} = None`)"
+            ),
         )
     if raised and isinstance(where, ast.Name):
         return (
@@ -129,6 +146,8 @@ EXCEPTION_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_exception_kept,
+    offers=("keep-text", "strip-traceback", "del-in-finally", "clear-when-done", "clear-on-raise"),
+    may_report=lambda text: keeps_caught(text, _keeps_exception),
     explanation="""\
 `except E as err:` deletes `err` at the end of the block for a reason: `err.__traceback__`
 holds the frame that caught it, and the frame holds all its locals. Keeping the exception in
@@ -148,6 +167,10 @@ the object where it is raised.""",
 )
 
 _FRAME_CALLS = {("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace")}
+# The text of those calls and of `sys._getframe` (WAL303's test on the text; each pattern
+# starts with a literal, which the engine finds fast).
+_FRAME_CALL = re.compile(r"inspect\s*\.\s*(?:currentframe|stack|trace)(?!\w)")
+_GETFRAME = re.compile(r"sys\s*\.\s*_getframe(?!\w)")
 
 
 def _call_name(expr: ast.AST) -> tuple[str, str] | None:
@@ -217,6 +240,8 @@ TRACEBACK_KEPT = Rule(
     ),
     node_types=_HANDLER_TYPES,
     check=_check_traceback_kept,
+    offers=("format", "del-in-finally"),
+    may_report=lambda text: text.has_word("except") and text.has_word("exc_info", "__traceback__"),
     explanation="""\
 The Python documentation of `sys.exc_info()` warns about this one: assigning the traceback
 (or the whole `exc_info()` tuple) to a local of the function that handles the exception
@@ -276,6 +301,8 @@ FRAME_KEPT = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign),
     check=_check_frame_kept,
+    offers=("del-in-finally", "keep-what-you-need"),
+    may_report=lambda text: text.search_whole(_FRAME_CALL) or text.search_whole(_GETFRAME),
     explanation="""\
 `frame = inspect.currentframe()` (or `inspect.stack()`, `inspect.trace()`,
 `sys._getframe()`) stores the running frame in one of its own locals: frame -> local ->

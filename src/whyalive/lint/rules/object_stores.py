@@ -4,13 +4,58 @@ and which stored values can hold a callable at all."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
+from whyalive.lint.codetext import CodeText
 from whyalive.lint.findings import Advice, snippet
-from whyalive.lint.rules.patch_facts import is_dunder, object_text
-from whyalive.lint.rules.shapes import STORE_METHODS
+from whyalive.lint.rules.patch_facts import MODULE_METHODS, is_dunder, object_text
+from whyalive.lint.rules.shapes import STORE_METHODS, is_registrar, keeps_argument
+from whyalive.lint.texttests import stores_closure, stores_method
 
-__all__ = ["MAY_HOLD", "may_store_on_object", "object_stores", "patch_advice", "undo_text"]
+__all__ = [
+    "MAY_HOLD",
+    "may_patch",
+    "may_register",
+    "may_store_bound_method",
+    "may_store_closure",
+    "may_store_on_object",
+    "object_stores",
+    "patch_advice",
+    "undo_text",
+]
+
+
+# Attribute names that register a callback (`is_registrar` decides), and the calls that bind
+# an object into a new callable.
+_REGISTRAR = re.compile(r"(?i)\.\s*(_*(?:register|subscribe|add_)\w*)")
+_BINDERS = ("MethodType", "partial", "update_wrapper", "wraps")
+
+
+def may_store_bound_method(text: CodeText) -> bool:
+    """WAL201's test on the text: a method read as a bound method in a store."""
+    return stores_method(text, keeps_argument)
+
+
+def may_store_closure(text: CodeText) -> bool:
+    """WAL202's (and WAL901's) test on the text: a closure in a store."""
+    return stores_closure(text, keeps_argument)
+
+
+def may_register(text: CodeText) -> bool:
+    """WAL203's test on the text: a registrar called, and a bound method or closure kept."""
+    return any(is_registrar(m) for m in _REGISTRAR.findall(text.code)) and (
+        stores_method(text, keeps_argument) or stores_closure(text, keeps_argument)
+    )
+
+
+def may_patch(text: CodeText) -> bool:
+    """WAL204's test (and WAL904's, which the other three tests' files all pass)."""
+    return (
+        stores_closure(text, keeps_argument)
+        or text.has_word(*_BINDERS)
+        or stores_method(text, keeps_argument, MODULE_METHODS, any_target=True)
+    )
 
 
 def may_store_on_object(node: ast.AST) -> bool:
@@ -87,6 +132,7 @@ def patch_advice(
     obj: ast.AST,
     where: str,
     own_method: bool,
+    proxy_safe: bool = False,
 ) -> tuple[Advice, ...]:
     """The fixes for a store ``node`` on ``obj`` (at ``where``, ``obj.attr``, or ``""`` for a
     container) of a callable that holds ``held`` (``obj`` or an object it is reached from) in
@@ -94,7 +140,8 @@ def patch_advice(
     ``patches._Holding``). ``del obj.attr`` restores the class's method only when ``attr``
     was not set on the object before; a wrapper of one of the class's own methods
     (``own_method``) can be applied once in the class; the class's function is offered for a
-    saved bound method only when nothing patched it before."""
+    saved bound method only when nothing patched it before; a weak proxy only where the code
+    given the object uses it through attributes alone (``proxy_safe``)."""
     method = method or ""
     owner = object_text(obj)
     attr = where.rsplit(".", 1)[-1] if where else ""
@@ -145,7 +192,7 @@ def patch_advice(
             ),
             undo,
         )
-    if kind in ("binds", "captures"):
+    if kind in ("binds", "captures") and proxy_safe:
         verb = "bind" if kind == "binds" else "capture"
         return (undo, Advice("weak-proxy", f"{verb} `weakref.proxy({held})` instead of `{held}`"))
     return (undo,)

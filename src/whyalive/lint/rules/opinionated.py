@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, snippet
 from whyalive.lint.rules.annotations import last_name
-from whyalive.lint.rules.autograd import is_hook_registrar
+from whyalive.lint.rules.autograd import is_hook_registrar, may_register_hook
+from whyalive.lint.rules.object_stores import may_store_closure
 from whyalive.lint.rules.shapes import (
     closure_frees,
     enclosing_function,
@@ -58,6 +59,8 @@ ANY_CLOSURE_ON_SELF = Rule(
     ),
     node_types=(ast.Assign, ast.AnnAssign, ast.Call),
     check=_check_any_closure_on_self,
+    offers=("method",),
+    may_report=may_store_closure,
     default_enabled=False,
     explanation="""\
 Any lambda or nested function stored on `self`, even one that does not capture `self`.
@@ -118,6 +121,8 @@ HOOK_CLOSURE = Rule(
     ),
     node_types=(ast.Call,),
     check=_check_any_hook_closure,
+    offers=("weak-ref",),
+    may_report=may_register_hook,
     default_enabled=False,
     explanation="""\
 Any closure registered as a hook keeps what it captures alive as long as the hook is

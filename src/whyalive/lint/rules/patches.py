@@ -36,6 +36,7 @@ from whyalive.lint.rules.patch_facts import (
     object_chain,
     object_text,
 )
+from whyalive.lint.rules.proxies import closure_takes_proxy, function_takes_proxy
 from whyalive.lint.rules.shapes import (
     MethodSelf,
     closure_frees,
@@ -88,6 +89,8 @@ class _Holding(NamedTuple):
     """``binds`` (``MethodType``, ``partial``), ``captures`` (a closure over it),
     ``calls-saved`` (a closure calling its saved bound method), ``saved`` (the bound method
     itself) or ``rewrap`` (a wrapper around it), which decides the fixes offered."""
+    proxy_safe: bool = False
+    """The code that receives ``obj`` uses it through attributes alone (:mod:`.proxies`)."""
 
 
 class _Facts:
@@ -145,13 +148,20 @@ def _holdings(
     for expr in pending:
         if isinstance(expr, ast.Call) and call_name(expr) == "MethodType" and len(expr.args) == 2:
             bound = object_text(expr.args[1])
-            yield _Holding(bound, f"`{snippet(expr, 50)}`, a method bound to `{bound}`")
+            what = f"`{snippet(expr, 50)}`, a method bound to `{bound}`"
+            yield _Holding(bound, what, proxy_safe=function_takes_proxy(ctx, expr.args[0], 0))
         elif is_partial(expr):
             assert isinstance(expr, ast.Call)
-            for arg in (expr.func, *expr.args, *(k.value for k in expr.keywords)):
+            given: list[tuple[int | None, str | None, ast.expr]] = [
+                (i - 1, None, a) for i, a in enumerate(expr.args)
+            ]
+            given += [(None, k.arg, k.value) for k in expr.keywords]
+            for index, keyword, arg in given:
                 if object_chain(arg) is not None:
                     held = object_text(arg)
-                    yield _Holding(held, f"a `partial` that holds `{held}`")
+                    safe = bool(expr.args) and (index is None or index >= 0)
+                    safe = safe and function_takes_proxy(ctx, expr.args[0], index, keyword)
+                    yield _Holding(held, f"a `partial` that holds `{held}`", proxy_safe=safe)
             pending.extend((*expr.args, *(k.value for k in expr.keywords)))
         elif isinstance(expr, ast.NamedExpr):
             pending.append(expr.value)
@@ -226,7 +236,11 @@ def _holdings(
                     yield _Holding(saved.rsplit(".", 1)[0], what, kind="calls-saved")
                 else:
                     yield _Holding(
-                        free, f"a {kind} that captures `{free}`", captured=True, kind="captures"
+                        free,
+                        f"a {kind} that captures `{free}`",
+                        captured=True,
+                        kind="captures",
+                        proxy_safe=closure_takes_proxy(ctx, expr, free),
                     )
 
 
@@ -378,6 +392,8 @@ def _find_patches(node: ast.AST, ctx: Context) -> Iterator[Patch]:
             own = is_self and method in own_methods
             # A closure that captures the object and calls its saved method is fixed as the
             # second: a weak proxy for the first would leave the bound method.
-            worst = max((h for h in holdings if h.obj == held), key=_kind_rank)
-            advice = patch_advice(worst.kind, held, worst.method, node, obj, where, own)
+            these = [h for h in holdings if h.obj == held]
+            worst = max(these, key=_kind_rank)
+            proxy = all(h.proxy_safe for h in these)
+            advice = patch_advice(worst.kind, held, worst.method, node, obj, where, own, proxy)
             yield Patch(held, what, advice, me if is_self else None)

@@ -8,7 +8,13 @@ from collections.abc import Callable, Iterable, Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, advice_sentence, snippet
 from whyalive.lint.rules.instances import light_instance
-from whyalive.lint.rules.object_stores import may_store_on_object
+from whyalive.lint.rules.object_stores import (
+    may_patch,
+    may_register,
+    may_store_bound_method,
+    may_store_closure,
+    may_store_on_object,
+)
 from whyalive.lint.rules.patch_facts import MODULE_METHODS
 from whyalive.lint.rules.patches import patch_of
 from whyalive.lint.rules.shapes import (
@@ -16,6 +22,7 @@ from whyalive.lint.rules.shapes import (
     bound_method_of,
     closure_frees,
     held_values,
+    is_registrar,
     method_self,
     released_in_finally,
     root_name,
@@ -46,9 +53,9 @@ def _heavy(finder: _Finder, node: ast.AST, ctx: Context) -> Iterator[LintFinding
             yield ctx.report(node, fields, advice=advice)
 
 
-def _may_register(node: ast.AST) -> bool:
+def _may_register_call(node: ast.AST) -> bool:
     func = getattr(node, "func", None)
-    return isinstance(func, ast.Attribute) and _is_registrar(func.attr)
+    return isinstance(func, ast.Attribute) and is_registrar(func.attr)
 
 
 def _checking(
@@ -149,6 +156,8 @@ BOUND_METHOD_ON_SELF = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_bound_methods),
+    offers=("weak-forwarder", "dispatch-in-method"),
+    may_report=may_store_bound_method,
     explanation="""\
 `self.cb = self.on_step` (or appending `self.on_step` to a list or dict that `self` owns)
 stores a bound method on the instance it is bound to. A bound method holds `__self__`, so
@@ -202,6 +211,8 @@ CLOSURE_ON_SELF = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_closures_on_self),
+    offers=("weak-self", "method"),
+    may_report=may_store_closure,
     explanation="""\
 `self.f = lambda: self.x`, or a nested `def` that uses `self` stored on `self`, puts `self`
 into a closure cell that `self` then holds through the stored function: a cycle.
@@ -212,20 +223,11 @@ Fix, keeping every call as it is: capture a weak reference (`ref = weakref.ref(s
 )
 
 
-def _is_registrar(attr: str) -> bool:
-    name = attr.lstrip("_").lower()
-    if name.startswith("register") or name in ("subscribe", "add_done_callback"):
-        return True
-    return name.startswith("add_") and any(
-        word in name for word in ("hook", "callback", "listener", "handler", "observer")
-    )
-
-
 def _registered(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     if not isinstance(node, ast.Call):
         return
     func = node.func
-    if not isinstance(func, ast.Attribute) or not _is_registrar(func.attr):
+    if not isinstance(func, ast.Attribute) or not is_registrar(func.attr):
         return
     owner = method_self(ctx)
     if owner is None or root_name(func.value) != owner.name:
@@ -273,7 +275,9 @@ CALLBACK_ON_OWNED = Rule(
     name="callback-on-owned-object",
     message=("WAL203 `{call}` registers a {what} on `{receiver}`; {chain}: a cycle. {advice}"),
     node_types=(ast.Call,),
-    check=_checking(_registered, _may_register),
+    check=_checking(_registered, _may_register_call),
+    offers=("weak-forwarder", "weak-self", "remove-when-done"),
+    may_report=may_register,
     explanation="""\
 Registering `self.on_event` (a bound method) or a closure over `self` as a hook or callback
 on `self` or on an object reached from `self` (`self.register_forward_hook(self._hook)`,
@@ -304,6 +308,8 @@ PATCHED_METHOD = Rule(
     ),
     node_types=_STORE_NODES,
     check=_checking(_patched_methods),
+    offers=("undo", "save-function", "wrap-in-class", "weak-proxy"),
+    may_report=may_patch,
     explanation="""\
 Monkey-patching a method onto one object binds the object into the new callable and then
 stores that callable on the same object: `model.forward = MethodType(new_forward, model)`,
@@ -318,7 +324,9 @@ or classes).
 Fix: undo the patch when done: `del model.forward` (the class's method shows through again)
 when `forward` was not in `vars(model)` before the patch, rather than assigning the old bound
 method back; when it was (an earlier patch, a compiled `forward`), put that earlier value
-back, as `del` would drop it. Or bind a `weakref.proxy(model)` instead of the model; save the
+back, as `del` would drop it. Or bind a `weakref.proxy(model)` instead of the model, where the
+function given it (or the closure) is in the file and uses it only through attributes (a
+proxy is no instance of the class, cannot be hashed and breaks C calls); save the
 class's function (`type(model).forward`, called with the model) instead of the bound method
 when nothing patched it before; wrap a method of the class once, in the class, rather than
 per instance (callers keep calling `obj.method(...)`).""",
@@ -355,7 +363,19 @@ LIGHT_SELF_CYCLE = Rule(
     ),
     node_types=_STORE_NODES,
     check=_check_light,
+    offers=(
+        "weak-forwarder",
+        "dispatch-in-method",
+        "weak-self",
+        "method",
+        "remove-when-done",
+        "undo",
+        "save-function",
+        "wrap-in-class",
+        "weak-proxy",
+    ),
     default_enabled=False,
+    may_report=may_patch,
     explanation="""\
 A WAL201, WAL202, WAL203 or WAL204 cycle through an instance whose class stores only light values
 on `self`: strings, numbers, flags, `None`, functions, bound methods, loggers, containers of

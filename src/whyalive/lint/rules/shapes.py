@@ -22,6 +22,22 @@ STORE_METHODS: dict[str, int] = {
 }
 
 
+def is_registrar(attr: str) -> bool:
+    """Whether a method named ``attr`` registers a callback (``register_*``, ``add_*_hook``)."""
+    name = attr.lstrip("_").lower()
+    if name.startswith("register") or name in ("subscribe", "add_done_callback"):
+        return True
+    return name.startswith("add_") and any(
+        word in name for word in ("hook", "callback", "listener", "handler", "observer")
+    )
+
+
+def keeps_argument(callee: str) -> bool:
+    """Whether a call of this name keeps what it is given: a container method of
+    :data:`STORE_METHODS`, ``setattr`` or a registrar (the rules' tests on the text)."""
+    return callee in STORE_METHODS or callee == "setattr" or is_registrar(callee)
+
+
 def root_name(expr: ast.AST) -> str | None:
     """The variable an attribute/subscript chain starts from: ``self`` for ``self.a[0].b``."""
     while isinstance(expr, (ast.Attribute, ast.Subscript)):

@@ -1,0 +1,24 @@
+"""WAL501: a bounded cache (`maxsize=2`) on a method that reads the instance: the instances
+of its last two calls stay alive."""
+
+import functools
+
+import torch
+
+CODE = "WAL501"
+HOLD = "cache"
+
+
+class Embedder:
+    def __init__(self, table):
+        self.table = table
+
+    @functools.lru_cache(maxsize=2)
+    def row(self, i):
+        return float(self.table[i].sum())
+
+
+def scenario(keep):
+    embedder = Embedder(torch.ones(4, 2))
+    keep(embedder.table)
+    return [embedder.row(1), embedder.row(1), embedder.row(2)]
