@@ -158,3 +158,35 @@ def test_clear_objects_survives_objects_without_tp_clear() -> None:
     assert holder == []
     assert objects == [None, None, None]  # each dropped once cleared
     gc.collect()
+
+
+@needs_c
+def test_clear_objects_frees_a_ring_and_clears_what_live_code_holds() -> None:
+    """A ring's links are freed by reference counting once the first is cleared (the
+    others are only in the list by then); an object live code also holds is cleared
+    in place, and what it held is freed."""
+    assert c_impl is not None
+    assert c_impl.clear_objects is not None
+    gc.disable()
+    try:
+        ring = [Payload() for _ in range(1000)]
+        for link, following in zip(ring, ring[1:] + ring[:1], strict=True):
+            link.next = following  # type: ignore[attr-defined]
+        refs = [weakref.ref(link) for link in ring]
+        kept: list[object] = [ring[500]]
+        held = Payload()
+        kept.append(kept)  # a list in a cycle with itself, also held by this test
+        kept.append(held)
+        held_ref = weakref.ref(held)
+        del held
+        objects: list[object] = list(ring)
+        objects.append(kept)
+        ring.clear()
+        del link, following
+        c_impl.clear_objects(objects)
+        assert objects == [None] * 1001
+        assert kept == []  # cleared, though it stays alive
+        assert held_ref() is None
+        assert [ref() is None for ref in refs].count(False) == 0
+    finally:
+        gc.enable()

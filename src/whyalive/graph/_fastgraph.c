@@ -1420,8 +1420,13 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         inquiry clear = Py_TYPE(op)->tp_clear;
         /* Saved garbage is tracked. An untracked object is no garbage of a
          * cycle (a graph's extra left behind, a dict untracked since): clearing
-         * it could empty a container that live code still uses. */
-        if (clear != NULL && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+         * it could empty a container that live code still uses. An object only
+         * this list still holds (an earlier one's tp_clear dropped the rest) is
+         * freed by the decref below, its deallocator dropping what it holds,
+         * exactly as after a tp_clear: the call is saved (a ring then costs one
+         * tp_clear in all, as in the collector's own delete_garbage()). */
+        if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) &&
+            PyObject_GC_IsTracked(op)) {
             Py_INCREF(op);
             (void)clear(op);
             if (PyErr_Occurred()) {
