@@ -190,3 +190,47 @@ def test_clear_objects_frees_a_ring_and_clears_what_live_code_holds() -> None:
         assert [ref() is None for ref in refs].count(False) == 0
     finally:
         gc.enable()
+
+
+@needs_c
+def test_big_arrays_are_reused_while_the_scratch_is_held() -> None:
+    """While an analysis holds the scratch, the C core's freed big arrays are kept and
+    cut into its next ones (no fresh pages); all are unmapped when it lets go."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert c_impl is not None
+    assert _fastgraph.scratch_pieces() == (0, 0)
+    gc.disable()
+    try:
+        ring = [Payload() for _ in range(100_000)]  # a table of 3 MiB: a mapped array
+        for link, following in zip(ring, ring[1:] + ring[:1], strict=True):
+            link.next = following  # type: ignore[attr-defined]
+        objects: list[object] = [*ring, *(vars(link) for link in ring)]
+        expected = py_impl.cycle_candidates(*py_impl.build_graph(objects, (), (), False)[1:3], None)
+        with graphcore.scratch_held():
+            nodes, offsets, targets, _ = c_impl.build_graph(objects, (), (), False)
+            count, kept = _fastgraph.scratch_pieces()
+            assert count >= 1
+            assert kept >= 3 << 20  # the build's table, kept
+            for _ in range(3):
+                component_of, cycles, members = c_impl.cycle_candidates(offsets, targets, None)
+                assert component_of.tolist() == expected[0].tolist()
+                assert (cycles, members.tolist()) == (expected[1], expected[2].tolist())
+                del component_of, members
+                # Every array of the search was cut from the pieces and went back to them
+                # (less the pages a shrunk one gave back): a fresh mapping would have
+                # added its pages.
+                assert kept - (64 << 10) < _fastgraph.scratch_pieces()[1] <= kept
+        assert _fastgraph.scratch_pieces() == (0, 0)
+        del nodes, offsets, targets
+    finally:
+        gc.enable()
+    # An analysis leaves nothing kept.
+    analyze_objects([[1], [2]])
+    assert _fastgraph.scratch_pieces() == (0, 0)
+
+
+def analyze_objects(objects: list[object]) -> None:
+    from whyalive.report.pipeline import analyze
+
+    analyze(objects)

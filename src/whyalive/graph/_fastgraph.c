@@ -49,6 +49,94 @@ typedef struct {
     size_t maplen; /* 0: from PyMem_RawMalloc */
 } big_header;
 
+/* Fresh pages cost the kernel's zeroing and a fault each: at 10^6 objects an
+ * analysis maps over 100 MiB, and that was a quarter of its time. While an
+ * analysis holds the scratch (hold_scratch()), mapped arrays it frees are
+ * kept here and its next arrays are cut from them (best fit; the rest of a
+ * piece stays for later ones); all of it is unmapped when it lets go. Pieces
+ * stay in the tracemalloc domain, so memory profiles still see them. The
+ * GIL guards this state; a build without one keeps no pieces. */
+#define POOL_PIECES 32
+#define POOL_MIN ((size_t)1 << 18) /* smaller arrays come from the heap */
+#define PAGE_ROUND(x) (((x) + 4095) & ~(size_t)4095)
+typedef struct {
+    char *base;
+    size_t len;
+} pool_piece;
+static pool_piece pool[POOL_PIECES];
+static int pool_count;
+static Py_ssize_t pool_holds;
+
+#if defined(__linux__) && defined(MAP_ANONYMOUS) && !defined(Py_GIL_DISABLED)
+#define USE_POOL 1
+#else
+#define USE_POOL 0
+#endif
+
+static void
+pool_unmap(char *base, size_t len)
+{
+#if USE_POOL
+    (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+    munmap(base, len);
+#else
+    (void)base;
+    (void)len;
+#endif
+}
+
+/* A piece of at least total bytes, or NULL; *maplen gets its length. */
+static char *
+pool_take(size_t total, size_t *maplen)
+{
+    int best = -1;
+    for (int k = 0; k < pool_count; k++) {
+        if (pool[k].len >= total && (best < 0 || pool[k].len < pool[best].len)) {
+            best = k;
+        }
+    }
+    if (best < 0) {
+        return NULL;
+    }
+    char *base = pool[best].base;
+    size_t len = pool[best].len, used = PAGE_ROUND(total);
+    if (len - (used < len ? used : len) >= POOL_MIN) {
+        /* The rest stays a piece of its own (munmap takes any page range). */
+        pool[best].base = base + used;
+        pool[best].len = len - used;
+        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+        (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)base, used);
+        (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)(base + used), len - used);
+        len = used;
+    } else {
+        pool[best] = pool[--pool_count];
+    }
+    *maplen = len;
+    return base;
+}
+
+/* Keeps a freed mapping while the scratch is held; 0 when it was not kept. */
+static int
+pool_keep(char *base, size_t maplen)
+{
+    if (!USE_POOL || pool_holds <= 0 || pool_count == POOL_PIECES) {
+        return 0;
+    }
+    pool[pool_count].base = base;
+    pool[pool_count].len = maplen;
+    pool_count++;
+    return 1;
+}
+
+static void
+pool_flush(void)
+{
+    while (pool_count > 0) {
+        pool_count--;
+        pool_unmap(pool[pool_count].base, pool[pool_count].len);
+    }
+}
+
 static void *
 big_alloc(size_t nbytes, int zeroed)
 {
@@ -59,8 +147,16 @@ big_alloc(size_t nbytes, int zeroed)
         PyErr_NoMemory();
         return NULL;
     }
+#if USE_POOL
+    if (pool_count > 0 && total >= POOL_MIN) {
+        base = pool_take(total, &maplen);
+        if (base != NULL && zeroed) {
+            memset(base, 0, total);
+        }
+    }
+#endif
 #if defined(__linux__) && defined(MAP_ANONYMOUS)
-    if (total >= BIG_MAP_MIN) {
+    if (base == NULL && total >= BIG_MAP_MIN) {
         void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m != MAP_FAILED) {
 #ifdef MADV_HUGEPAGE
@@ -94,8 +190,10 @@ big_free(void *data)
     size_t maplen = ((big_header *)base)->maplen;
 #if defined(__linux__) && defined(MAP_ANONYMOUS)
     if (maplen != 0) {
-        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
-        munmap(base, maplen);
+        if (!pool_keep(base, maplen)) {
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+            munmap(base, maplen);
+        }
         return;
     }
 #endif
@@ -2657,9 +2755,8 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
     }
     /* The members' order lives in queue; the peeling needs its own queue. */
-    peel = (uint32_t *)PyMem_RawMalloc(((size_t)nmembers + 1) * sizeof(uint32_t));
+    peel = (uint32_t *)big_alloc(((size_t)nmembers + 1) * sizeof(uint32_t), 0);
     if (peel == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     /* The edges kept, one bit per edge position: decided once, with their class
@@ -2718,7 +2815,7 @@ done:
     Py_XDECREF(seq);
     Py_XDECREF(edges);
     PyMem_RawFree(extra);
-    PyMem_RawFree(peel);
+    big_free(peel);
     PyMem_RawFree(kept);
     classes_free(&c);
     return result;
@@ -2774,7 +2871,43 @@ static PyTypeObject Workspace_Type = {
 
 /* ------------------------------------------------------------------ */
 
+/* hold_scratch(held) -> int: the holds left. True: mapped arrays freed from
+ * now on are kept for the next ones (see pool_keep); False: one hold given
+ * back, and with the last one every kept piece is unmapped. */
+static PyObject *
+fg_hold_scratch(PyObject *self, PyObject *held)
+{
+    (void)self;
+    int hold = PyObject_IsTrue(held);
+    if (hold < 0) {
+        return NULL;
+    }
+    if (hold) {
+        pool_holds++;
+    } else if (pool_holds > 0 && --pool_holds == 0) {
+        pool_flush();
+    }
+    return PyLong_FromSsize_t(pool_holds);
+}
+
+/* scratch_pieces() -> (count, bytes): the pieces kept right now. */
+static PyObject *
+fg_scratch_pieces(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    size_t bytes = 0;
+    for (int k = 0; k < pool_count; k++) {
+        bytes += pool[k].len;
+    }
+    return Py_BuildValue("(in)", pool_count, (Py_ssize_t)bytes);
+}
+
 static PyMethodDef fg_methods[] = {
+    {"hold_scratch", fg_hold_scratch, METH_O,
+     "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
+    {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
+     "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
      "build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)"},
     {"find_components", (PyCFunction)(void (*)(void))fg_find_components, METH_FASTCALL,
