@@ -116,6 +116,8 @@ def _report_of(
         findings = find_cycles(graph, resolver, options, progress)
         if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
             return counts_report(findings, options)
+        if findings.reused:  # the words need the views and walks that counting skipped
+            findings = find_cycles(graph, resolver, options, progress, reuse=False)
         progress.stage("writing the report")
         return build_report(findings, options)
     finally:
