@@ -115,11 +115,28 @@ pool_take(size_t total, size_t *maplen)
     return base;
 }
 
-/* Keeps a freed mapping while the scratch is held; 0 when it was not kept. */
+/* Keeps a freed mapping while the scratch is held; 0 when it was not kept.
+ * A piece that touches another (both cut from one mapping) joins it, so the
+ * arrays of one stage, freed together, serve a bigger array of the next. */
 static int
 pool_keep(char *base, size_t maplen)
 {
-    if (!USE_POOL || pool_holds <= 0 || pool_count == POOL_PIECES) {
+    if (!USE_POOL || pool_holds <= 0) {
+        return 0;
+    }
+    maplen = PAGE_ROUND(maplen);
+    for (int k = 0; k < pool_count; k++) {
+        if (pool[k].base + pool[k].len == base || base + maplen == pool[k].base) {
+            char *start = pool[k].base < base ? pool[k].base : base;
+            size_t len = pool[k].len + maplen;
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)pool[k].base);
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+            pool[k] = pool[--pool_count];
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)start, len);
+            return pool_keep(start, len) || (pool_unmap(start, len), 1);
+        }
+    }
+    if (pool_count == POOL_PIECES) {
         return 0;
     }
     pool[pool_count].base = base;
@@ -152,6 +169,11 @@ big_alloc(size_t nbytes, int zeroed)
         base = pool_take(total, &maplen);
         if (base != NULL && zeroed) {
             memset(base, 0, total);
+        }
+        if (base == NULL && total >= BIG_MAP_MIN) {
+            /* Fresh pages now: what is kept goes first, so the memory held never
+             * exceeds what freeing at once would hold (the peak a profile sees). */
+            pool_flush();
         }
     }
 #endif
@@ -1230,14 +1252,16 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
         PyErr_SetString(PyExc_MemoryError, "too many nodes for one graph (at most 2**32 - 3)");
         return -1;
     }
-    /* 32-bit per-node state: half the memory the search misses the cache on. */
+    /* 32-bit per-node state: half the memory the search misses the cache on.
+     * The biggest arrays first: kept pieces then serve them before they are cut
+     * for the smaller ones (see pool_take). */
+    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     uint32_t *index = (uint32_t *)big_alloc(sz, 1);
     uint32_t *low = (uint32_t *)big_alloc(sz, 0);
     uint32_t *stack = (uint32_t *)big_alloc(sz, 0);
     uint32_t *cs_node = (uint32_t *)big_alloc(sz, 0);
-    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     uint8_t *flags = (uint8_t *)big_alloc((size_t)n + 1, 1);
-    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     /* At most n components; mapped memory costs only the pages touched. */
     uint8_t *cyclic = (uint8_t *)big_alloc((size_t)n + 1, 1);
     uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
@@ -2104,8 +2128,8 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     size_t n = (size_t)w->g.n + 1;
-    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
     w->member = (uint64_t *)big_alloc(n * sizeof(uint64_t), 1);
+    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
     w->parent = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
     w->queue = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
     if (w->stamp == NULL || w->member == NULL || w->parent == NULL || w->queue == NULL) {
