@@ -215,7 +215,8 @@ def find_cycles(
             key = _quick_key(nodes, members, component)
         found.append((key, members, retained))
     known: dict[object, Repeat] = {}
-    memo = options.repeats
+    # A probe's loops run through the autograd graph (C++ references): never remembered.
+    memo = options.repeats if not graph.cpp_edges else None
     if memo is not None and reuse:
         for key, members in {key: members for key, members, _ in reversed(found)}.items():
             hit = memo.lookup(key, graph, members)
