@@ -784,3 +784,43 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         with pytest.raises(ValueError, match="closed"):
             work.reach(sources, None, None)
     assert all(r == results[0] for r in results)
+
+
+@needs_c
+def test_workspace_reads_member_types_from_the_build() -> None:
+    """A workspace over a built graph takes each member's type from the build's record
+    (no object header read per member), with the same edge classes and peeling as the
+    twin; paired with another node list, it reads the objects again."""
+    assert C is not None
+    gc.disable()
+    try:
+        ring: list[object] = [_Left() if i % 3 else _Right() for i in range(300)]
+        for index, link in enumerate(ring):
+            link.next = ring[(index + 1) % len(ring)]  # type: ignore[attr-defined]
+            link.back = ring[index - 1] if index % 5 == 0 else None  # type: ignore[attr-defined]
+        lists = [[ring[i], ring[(i * 7) % 300]] for i in range(0, 300, 10)]
+        objects: list[object] = [*ring, *(vars(link) for link in ring), *lists]
+        results = []
+        for impl in IMPLS:
+            nodes, offsets, targets, _ = impl.build_graph(list(objects), (), (), False)
+            comp, _, members = impl.cycle_candidates(offsets, targets, None)
+            work = impl.workspace(nodes, offsets, targets, comp)
+            keys, counts, samples = work.edge_classes(members, 4)
+            cut = [key for key in keys if key[0] is not list]
+            results.append(
+                (keys, counts, samples, work.acyclic_without(members, cut, None), members.tolist())
+            )
+            if impl is C:
+                assert work.build_types  # type: ignore[attr-defined]
+                # The same offsets with other objects: their types are read from them.
+                others: list[object] = [_Right() if type(n) is _Left else n for n in nodes]
+                other_work = C.workspace(others, offsets, targets, comp)
+                assert not other_work.build_types  # type: ignore[attr-defined]
+                other_keys = other_work.edge_classes(members, 4)[0]
+                assert all(key[0] is not _Left and key[1] is not _Left for key in other_keys)
+                other_work.close()
+            work.close()
+        assert results[0] == results[-1]
+        assert len(results[0][0]) > 3
+    finally:
+        gc.enable()

@@ -406,3 +406,146 @@ def test_forked_child_muted_and_shutdown_quiet() -> None:
     assert result.returncode == 0, result.stderr
     assert "child 0" in result.stdout
     assert result.stderr == ""
+
+
+class _Pair:
+    """Two of these refer to each other (a leak whose reference names the test picks)."""
+
+
+def _pairs(name: str, count: int) -> list[object]:
+    """``count`` pairs, each two _Pair objects holding each other by ``name`` and a 1 MiB
+    buffer, captured as garbage."""
+    from whyalive.capture import GarbageWatch
+
+    watch = GarbageWatch()
+    watch.begin()
+    for _ in range(count):
+        first, second = _Pair(), _Pair()
+        setattr(first, name, second)
+        setattr(second, name, first)
+        first.payload = bytearray(1 << 20)  # type: ignore[attr-defined]
+        del first, second
+    captured = watch.end()
+    objects = list(captured.objects)
+    captured.objects.clear()
+    watch.finish()
+    return objects
+
+
+def test_a_group_seen_before_is_counted_with_what_its_full_analysis_found() -> None:
+    """Analyses that only count reuse a group's diagnosis while its shape is the same:
+    the same references, by name, between the same classes; words always come from a
+    full analysis."""
+    from whyalive.analysis import AnalysisOptions
+    from whyalive.analysis.repeats import RepeatMemo
+    from whyalive.report.pipeline import analyze
+
+    memo = RepeatMemo()
+    options = AnalysisOptions(progress_after=None, autograd_walks=1, repeats=memo)
+    plain = AnalysisOptions(progress_after=None, autograd_walks=1)
+    first = analyze(_pairs("other", 3), options, words_for=lambda _: True)
+    assert (memo.full, memo.reused) == (1, 0)
+    counted = analyze(_pairs("other", 4), options, words_for=lambda _: False)
+    assert (memo.full, memo.reused) == (1, 1)
+    (cycle,) = counted.cycles
+    assert (cycle.signature, cycle.occurrences, cycle.total_bytes) == (
+        first.cycles[0].signature,
+        4,
+        4 << 20,
+    )
+    # The same classes, other names: a shape of its own, diagnosed in full.
+    renamed = analyze(_pairs("partner", 2), options, words_for=lambda _: False)
+    assert memo.full == 2
+    fresh = analyze(_pairs("partner", 2), plain, words_for=lambda _: False)
+    assert renamed.cycles[0].signature == fresh.cycles[0].signature != cycle.signature
+    # Words wanted for a group counted from the memo: the full analysis runs again, and the
+    # report is the one an analysis without the memo writes.
+    worded = analyze(_pairs("other", 2), options, words_for=lambda _: True)
+    unmemoized = analyze(_pairs("other", 2), plain, words_for=lambda _: True)
+    assert worded.cycles == unmemoized.cycles
+
+
+def test_a_repeated_leak_is_diagnosed_and_walked_once_per_refresh(
+    gc_off: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leak every step (tensors with their consumed autograd graph, as in a training
+    loop): its group is diagnosed and one occurrence's graph walked at the first analysis
+    and once every REFRESH_EVERY analyses after, and counted as a monitor without the memo
+    counts it."""
+    torch = pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from whyalive.analysis.repeats import REFRESH_EVERY
+    from whyalive.kinds.torch import AutogradWalk
+
+    walks: list[object] = []
+    visit = AutogradWalk.visit
+
+    def counted(self: AutogradWalk, node: int, tensor: object) -> None:
+        walks.append(node)
+        visit(self, node, tensor)
+
+    monkeypatch.setattr(AutogradWalk, "visit", counted)
+    layer = torch.nn.Linear(8, 8)
+    steps = 2 * REFRESH_EVERY + 4
+    results = []
+    for memo in (True, False):
+        walks.clear()
+        mon = whyalive.monitor(log=False, log_interval=3600)
+        if not memo:
+            mon.options = replace(mon.options, repeats=None)
+        with mon:
+            for _ in range(steps):
+                out = layer(torch.ones(4, 8))
+                loss = out.sum()
+                loss.backward()
+                stage_backward([out, [loss]])
+                del out, loss
+                mon.step(collect=True)
+        assert mon.stats.analyses >= steps
+        (seen,) = mon.signatures()
+        results.append((seen.cycle.occurrences, seen.cycle.total_bytes, len(walks)))
+        if memo:
+            repeats = mon.options.repeats
+            assert repeats is not None
+            assert repeats.full == 3  # analyses 1, 2 + REFRESH_EVERY, 3 + 2 * REFRESH_EVERY
+            assert repeats.reused == steps - 3
+    (memo_run, plain_run) = results
+    assert memo_run[:2] == plain_run[:2] == (steps, memo_run[1])
+    assert memo_run[1] > steps * 4 * 8 * 4  # the graphs' saved tensors are counted too
+    assert plain_run[2] == 2 * steps  # out and loss walked at every analysis
+    assert memo_run[2] == 2 * 3
+
+
+def test_full_saving_collections_after_a_batch_stay_within_their_budget() -> None:
+    """A batch promoted to the old generation is freed by tp_clear; the full collection
+    that looks for other old cycles with it runs within a share of ``max_overhead``:
+    with almost none, only the first one runs; every leak is still counted and freed."""
+    full: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(1)
+
+    results = []
+    for budget in (1e-9, 1.0):
+        full.clear()
+        gc.callbacks.append(count)
+        try:
+            with whyalive.monitor(log=False, max_overhead=budget) as mon:
+                refs = []
+                for _ in range(30):
+                    array = numpy.zeros(1024)
+                    refs.append(weakref.ref(array))
+                    stage_backward([array])
+                    del array
+                    gc.collect(0)
+                    gc.collect(1)  # what the callback saved is now in the old generation
+                    mon.step()
+        finally:
+            gc.callbacks.remove(count)
+        assert occurrences(mon) == {"recursive-closure": 30}
+        assert all(r() is None for r in refs)
+        results.append(len(full))
+    assert results[0] == 1
+    assert results[1] >= 20

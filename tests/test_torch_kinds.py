@@ -389,3 +389,37 @@ def test_a_numpy_view_of_a_tensor_slice_keeps_the_whole_storage() -> None:
     pytest.importorskip("numpy")
     report = find_leaks(_held_by_a_cycle(lambda: torch.zeros(1 << 20)[500:].numpy()))
     assert report.total_bytes == 4 << 20
+
+
+def test_the_short_way_describes_plain_tensors_as_the_general_way_does() -> None:
+    """A plain strided tensor is described the short way (the monitor describes every
+    step's tensors); it says exactly what the general way says, for every kind of tensor."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from whyalive.kinds.torch import TorchKind
+
+    class Tagged(torch.Tensor):
+        pass
+
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    with FakeTensorMode():
+        fake = torch.zeros(3, 5)
+    tensors = [
+        torch.zeros(5),
+        torch.tensor(3.0),
+        torch.zeros(2, 3, dtype=torch.int8),
+        base,
+        base.t(),
+        base[1:, ::2],
+        torch.nn.Parameter(torch.ones(7)),
+        torch.ones(3, requires_grad=True) * 2,
+        base.as_subclass(Tagged),
+        torch.zeros(0, 4),
+        torch.zeros(4, device="meta"),
+        fake,
+        torch.zeros(3, 3).to_sparse(),
+        torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)]),
+    ]
+    kind = TorchKind()
+    for tensor in tensors:
+        assert kind.describe(tensor) == kind.describe_any(tensor), tensor

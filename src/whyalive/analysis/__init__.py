@@ -21,6 +21,7 @@ from typing import cast
 from whyalive.analysis.diagnose import Diagnosis, diagnose
 from whyalive.analysis.edge_namer import EdgeNamer
 from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, NamedEdge, named_path, view_cycle
+from whyalive.analysis.repeats import Repeat, RepeatMemo, sampled_walk
 from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
@@ -54,6 +55,9 @@ class AnalysisOptions:
     # (None: all). The others are credited what the walked ones held, on average: the
     # monitor sees one leak every step, and a walk costs Python work per graph node.
     autograd_walks: int | None = None
+    # What earlier analyses found about groups of alike cycles, for analyses that only
+    # count (the monitor's): see whyalive.analysis.repeats.
+    repeats: RepeatMemo | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -99,6 +103,8 @@ class Findings:
     cycle_count: int
     heavy_cycles: int
     notes: list[str]
+    reused: bool = False
+    """Whether some group was counted with what an earlier analysis found (no view)."""
 
 
 class Progress:
@@ -154,9 +160,19 @@ def _quick_key(
 
 
 def find_cycles(
-    graph: ObjectGraph, resolver: KindResolver, options: AnalysisOptions, progress: Progress
+    graph: ObjectGraph,
+    resolver: KindResolver,
+    options: AnalysisOptions,
+    progress: Progress,
+    *,
+    reuse: bool = True,
 ) -> Findings:
-    """The heavy objects, and the cycle groups to report (diagnosed, filtered, sorted)."""
+    """The heavy objects, and the cycle groups to report (diagnosed, filtered, sorted).
+
+    With ``options.repeats``, a group an earlier analysis found is counted with its
+    diagnosis and autograd share (unless ``reuse`` is False: then every group is analysed
+    in full, and remembered).
+    """
     nodes = graph.nodes
     facts: dict[int, HeavyFacts] = {}
     walk = AutogradWalk() if "torch" in sys.modules else None
@@ -198,9 +214,21 @@ def find_cycles(
         else:
             key = _quick_key(nodes, members, component)
         found.append((key, members, retained))
-    estimated: dict[object, list[tuple[int, str]]] = {}
+    known: dict[object, Repeat] = {}
+    # A probe's loops run through the autograd graph (C++ references): never remembered.
+    memo = options.repeats if not graph.cpp_edges else None
+    if memo is not None and reuse:
+        for key, members in {key: members for key, members, _ in reversed(found)}.items():
+            hit = memo.lookup(key, graph, members)
+            if hit is not None:
+                known[key] = hit
+    estimated = {key: hit.estimate for key, hit in known.items()}
+    walked_first = dict.fromkeys(estimated, 0)  # occurrences walked, per group: none here
     if walk is not None and sampled:
-        facts, estimated = _sampled_walk(walk, found, facts, nodes, graph.garbage_count, options)
+        limit = options.autograd_walks or 0
+        walked, facts = sampled_walk(walk, found, facts, nodes, graph.garbage_count, limit, known)
+        estimated.update(walked)
+        walked_first.update(dict.fromkeys(walked, limit))
     facts = merge_shared_memory(facts)
 
     storage_users: dict[object, int] = defaultdict(int)
@@ -217,7 +245,7 @@ def find_cycles(
         for node in retained:
             for fact in facts[node].held():
                 group.storages[fact.storage] = (fact.nbytes, fact.device)
-        if key in estimated and group.occurrences > (options.autograd_walks or 0):
+        if key in estimated and group.occurrences > walked_first[key]:
             # Not walked: what a walked occurrence's autograd graphs held, on average.
             for number, share in enumerate(estimated[key]):
                 group.storages[("estimated", id(group), group.occurrences, number)] = share
@@ -226,11 +254,16 @@ def find_cycles(
     # The costly per-cycle work (views, structures, patterns) only for what is reported.
     by_signature: dict[str, CycleGroup] = {}
     below = 0
-    for group in sorted(quick.values(), key=lambda g: -g.total_bytes):
+    for key, group in sorted(quick.items(), key=lambda kg: -kg[1].total_bytes):
         if group.total_bytes < options.min_bytes:
             below += 1
             continue
-        _diagnose_group(graph, group, facts, progress)
+        if key in known:
+            group.diagnosis = known[key].diagnosis
+        else:
+            _diagnose_group(graph, group, facts, progress)
+            if memo is not None and group.diagnosis is not None:
+                memo.learn(key, graph, group.members, group.diagnosis, estimated.get(key, []))
         assert group.diagnosis is not None
         same = by_signature.get(group.diagnosis.signature)
         if same is None:
@@ -256,39 +289,9 @@ def find_cycles(
         notes.append(unshown_note(len(kept) - options.max_cycles))
         kept = kept[: options.max_cycles]
 
-    return Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
-
-
-def _sampled_walk(
-    walk: AutogradWalk,
-    found: list[tuple[object, Sequence[int], list[int]]],
-    facts: dict[int, HeavyFacts],
-    nodes: list[object],
-    garbage_count: int,
-    options: AnalysisOptions,
-) -> tuple[dict[int, HeavyFacts], dict[object, list[tuple[int, str]]]]:
-    """Walk the autograd graphs of the first ``options.autograd_walks`` occurrences of
-    each group; returns the facts and, per group, what one walked occurrence held."""
-    limit = options.autograd_walks or 0
-    walked_of: dict[object, list[list[int]]] = defaultdict(list)
-    for key, _, retained in found:
-        if len(walked_of[key]) < limit:
-            walked_of[key].append(retained)
-            for node in retained:
-                if facts[node].kind == "torch.Tensor":
-                    walk.visit(node, nodes[node])
-    facts = walk.finish(facts, nodes[:garbage_count])
-    estimated: dict[object, list[tuple[int, str]]] = {}
-    for key, occurrences in walked_of.items():
-        # One occurrence's share of what the walked graphs held, per device.
-        by_device: dict[str, int] = defaultdict(int)
-        for retained in occurrences:
-            for node in retained:
-                for extra in facts[node].through_autograd:
-                    by_device[extra.device] += extra.nbytes
-        if by_device:
-            estimated[key] = [(t // len(occurrences), d) for d, t in by_device.items()]
-    return facts, estimated
+    findings = Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
+    findings.reused = bool(known)
+    return findings
 
 
 def _members_by_component(

@@ -271,7 +271,14 @@ class GcOwner:
             if collection.record is not None:
                 lease.records.append(collection.record)
             else:
-                objects.extend(collection.objects or ())
+                saved = collection.objects or []
+                if objects:
+                    objects.extend(saved)
+                else:
+                    # The first list is taken whole: extending an empty list would change
+                    # every object's reference count twice (once in, once when the
+                    # collection's list goes), a cache miss each at 10^6 objects.
+                    objects = saved
                 lease.user_keeps = lease.user_keeps or collection.user_keeps
             collection.objects = []  # cleared ones (analysed in the collection) go now
         return objects

@@ -49,6 +49,111 @@ typedef struct {
     size_t maplen; /* 0: from PyMem_RawMalloc */
 } big_header;
 
+/* Fresh pages cost the kernel's zeroing and a fault each: at 10^6 objects an
+ * analysis maps over 100 MiB, and that was a quarter of its time. While an
+ * analysis holds the scratch (hold_scratch()), mapped arrays it frees are
+ * kept here and its next arrays are cut from them (best fit; the rest of a
+ * piece stays for later ones); all of it is unmapped when it lets go. Pieces
+ * stay in the tracemalloc domain, so memory profiles still see them. The
+ * GIL guards this state; a build without one keeps no pieces. */
+#define POOL_PIECES 32
+#define POOL_MIN ((size_t)1 << 18) /* smaller arrays come from the heap */
+#define PAGE_ROUND(x) (((x) + 4095) & ~(size_t)4095)
+typedef struct {
+    char *base;
+    size_t len;
+} pool_piece;
+static pool_piece pool[POOL_PIECES];
+static int pool_count;
+static Py_ssize_t pool_holds;
+
+#if defined(__linux__) && defined(MAP_ANONYMOUS) && !defined(Py_GIL_DISABLED)
+#define USE_POOL 1
+#else
+#define USE_POOL 0
+#endif
+
+static void
+pool_unmap(char *base, size_t len)
+{
+#if USE_POOL
+    (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+    munmap(base, len);
+#else
+    (void)base;
+    (void)len;
+#endif
+}
+
+/* A piece of at least total bytes, or NULL; *maplen gets its length. */
+static char *
+pool_take(size_t total, size_t *maplen)
+{
+    int best = -1;
+    for (int k = 0; k < pool_count; k++) {
+        if (pool[k].len >= total && (best < 0 || pool[k].len < pool[best].len)) {
+            best = k;
+        }
+    }
+    if (best < 0) {
+        return NULL;
+    }
+    char *base = pool[best].base;
+    size_t len = pool[best].len, used = PAGE_ROUND(total);
+    if (len - (used < len ? used : len) >= POOL_MIN) {
+        /* The rest stays a piece of its own (munmap takes any page range). */
+        pool[best].base = base + used;
+        pool[best].len = len - used;
+        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+        (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)base, used);
+        (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)(base + used), len - used);
+        len = used;
+    } else {
+        pool[best] = pool[--pool_count];
+    }
+    *maplen = len;
+    return base;
+}
+
+/* Keeps a freed mapping while the scratch is held; 0 when it was not kept.
+ * A piece that touches another (both cut from one mapping) joins it, so the
+ * arrays of one stage, freed together, serve a bigger array of the next. */
+static int
+pool_keep(char *base, size_t maplen)
+{
+    if (!USE_POOL || pool_holds <= 0) {
+        return 0;
+    }
+    maplen = PAGE_ROUND(maplen);
+    for (int k = 0; k < pool_count; k++) {
+        if (pool[k].base + pool[k].len == base || base + maplen == pool[k].base) {
+            char *start = pool[k].base < base ? pool[k].base : base;
+            size_t len = pool[k].len + maplen;
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)pool[k].base);
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+            pool[k] = pool[--pool_count];
+            (void)PyTraceMalloc_Track(BIG_TRACE_DOMAIN, (uintptr_t)start, len);
+            return pool_keep(start, len) || (pool_unmap(start, len), 1);
+        }
+    }
+    if (pool_count == POOL_PIECES) {
+        return 0;
+    }
+    pool[pool_count].base = base;
+    pool[pool_count].len = maplen;
+    pool_count++;
+    return 1;
+}
+
+static void
+pool_flush(void)
+{
+    while (pool_count > 0) {
+        pool_count--;
+        pool_unmap(pool[pool_count].base, pool[pool_count].len);
+    }
+}
+
 static void *
 big_alloc(size_t nbytes, int zeroed)
 {
@@ -59,8 +164,21 @@ big_alloc(size_t nbytes, int zeroed)
         PyErr_NoMemory();
         return NULL;
     }
+#if USE_POOL
+    if (pool_count > 0 && total >= POOL_MIN) {
+        base = pool_take(total, &maplen);
+        if (base != NULL && zeroed) {
+            memset(base, 0, total);
+        }
+        if (base == NULL && total >= BIG_MAP_MIN) {
+            /* Fresh pages now: what is kept goes first, so the memory held never
+             * exceeds what freeing at once would hold (the peak a profile sees). */
+            pool_flush();
+        }
+    }
+#endif
 #if defined(__linux__) && defined(MAP_ANONYMOUS)
-    if (total >= BIG_MAP_MIN) {
+    if (base == NULL && total >= BIG_MAP_MIN) {
         void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m != MAP_FAILED) {
 #ifdef MADV_HUGEPAGE
@@ -94,8 +212,10 @@ big_free(void *data)
     size_t maplen = ((big_header *)base)->maplen;
 #if defined(__linux__) && defined(MAP_ANONYMOUS)
     if (maplen != 0) {
-        (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
-        munmap(base, maplen);
+        if (!pool_keep(base, maplen)) {
+            (void)PyTraceMalloc_Untrack(BIG_TRACE_DOMAIN, (uintptr_t)base);
+            munmap(base, maplen);
+        }
         return;
     }
 #endif
@@ -156,12 +276,21 @@ typedef struct {
     PyObject_HEAD
     void *data;
     Py_ssize_t nbytes;
+    /* Offsets of a built graph also carry each node's type, as an index into
+     * node_type_objects (a tuple): a workspace then marks 10^6 members from
+     * this array instead of reading 10^6 object headers (cache misses). */
+    uint32_t *node_types;
+    Py_ssize_t ntyped;
+    PyObject *node_type_objects;
 } BigArray;
 
 static void
 bigarray_dealloc(PyObject *self)
 {
-    big_free(((BigArray *)self)->data);
+    BigArray *a = (BigArray *)self;
+    big_free(a->data);
+    big_free(a->node_types);
+    Py_XDECREF(a->node_type_objects);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -197,6 +326,9 @@ view_of(void **data, Py_ssize_t nbytes, const char *fmt)
     }
     owner->data = *data;
     owner->nbytes = nbytes;
+    owner->node_types = NULL;
+    owner->ntyped = 0;
+    owner->node_type_objects = NULL;
     *data = NULL;
     PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
     Py_DECREF(owner);
@@ -386,6 +518,79 @@ table_grow(ptrtable *t)
 }
 
 /* ------------------------------------------------------------------ */
+/* Small tables: types by index, edge classes by key                    */
+
+static inline size_t
+mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9E3779B97F4A7C15ULL;
+    return (size_t)(x ^ (x >> 29));
+}
+
+#define CLASS_CAP 15
+#define CLASS_EMPTY UINT64_MAX
+
+/* Types by small index, and edge classes by 64-bit key, in open-addressing tables. */
+typedef struct {
+    PyTypeObject **types;
+    size_t ntypes, tcap;
+    size_t *tslots; /* index + 1, 0 empty */
+    uint64_t *keys; /* CLASS_EMPTY when empty */
+    int64_t *ids;
+    size_t kcap, nclasses;
+} classes_t;
+
+static void
+classes_free(classes_t *c)
+{
+    PyMem_RawFree(c->types);
+    PyMem_RawFree(c->tslots);
+    PyMem_RawFree(c->keys);
+    PyMem_RawFree(c->ids);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Index of a type, added when new; -1 with MemoryError. */
+static int64_t
+type_index(classes_t *c, PyTypeObject *tp)
+{
+    if (2 * (c->ntypes + 1) > c->tcap) {
+        size_t ncap = c->tcap ? 2 * c->tcap : 64;
+        size_t *slots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
+        PyTypeObject **types = (PyTypeObject **)PyMem_RawRealloc(c->types, ncap / 2 * sizeof(*types));
+        if (types != NULL) {
+            c->types = types;
+        }
+        if (slots == NULL || types == NULL) {
+            PyMem_RawFree(slots);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; i < c->ntypes; i++) {
+            size_t h = mix64((uint64_t)(uintptr_t)c->types[i]) & (ncap - 1);
+            while (slots[h] != 0) {
+                h = (h + 1) & (ncap - 1);
+            }
+            slots[h] = i + 1;
+        }
+        PyMem_RawFree(c->tslots);
+        c->tslots = slots;
+        c->tcap = ncap;
+    }
+    size_t h = mix64((uint64_t)(uintptr_t)tp) & (c->tcap - 1);
+    while (c->tslots[h] != 0) {
+        if (c->types[c->tslots[h] - 1] == tp) {
+            return (int64_t)(c->tslots[h] - 1);
+        }
+        h = (h + 1) & (c->tcap - 1);
+    }
+    c->types[c->ntypes] = tp;
+    c->tslots[h] = ++c->ntypes;
+    return (int64_t)(c->ntypes - 1);
+}
+
+/* ------------------------------------------------------------------ */
 /* Graph builder                                                       */
 
 #define TYPE_CACHE_SIZE 64
@@ -405,9 +610,14 @@ table_grow(ptrtable *t)
 
 typedef struct {
     ptrtable table;
-    PyObject **nodes;     /* [0, n_input) borrowed from the input sequence,
-                             [n_input, nnodes) strong references (extras) */
-    int64_t *offsets;     /* same capacity as nodes, plus one */
+    PyObject **input;     /* the input sequence's items, borrowed (nodes [0, n_input)) */
+    PyObject **extras;    /* nodes [n_input, nnodes): strong references */
+    int extras_handed;    /* those references now belong to the result list */
+    int64_t *offsets;     /* cap_nodes + 1 entries */
+    uint32_t *node_types; /* cap_nodes entries: each node's index in types */
+    classes_t types;      /* the nodes' types, by index (borrowed: nodes hold them) */
+    PyTypeObject *last_type;
+    int64_t last_type_index;
     Py_ssize_t nnodes;
     Py_ssize_t cap_nodes;
     Py_ssize_t n_input;
@@ -508,16 +718,21 @@ reserve_node(builder *b)
 {
     if (b->nnodes == b->cap_nodes) {
         Py_ssize_t ncap = b->cap_nodes * 2 + 64;
-        PyObject **nn = (PyObject **)big_grow(b->nodes, (size_t)ncap * sizeof(PyObject *));
+        PyObject **nn = (PyObject **)big_grow(b->extras, (size_t)(ncap - b->n_input) * sizeof(PyObject *));
         if (nn == NULL) {
             return -1;
         }
-        b->nodes = nn;
+        b->extras = nn;
         int64_t *no = (int64_t *)big_grow(b->offsets, (size_t)(ncap + 1) * sizeof(int64_t));
         if (no == NULL) {
             return -1;
         }
         b->offsets = no;
+        uint32_t *nty = (uint32_t *)big_grow(b->node_types, (size_t)ncap * sizeof(uint32_t));
+        if (nty == NULL) {
+            return -1;
+        }
+        b->node_types = nty;
         b->cap_nodes = ncap;
     }
     return 0;
@@ -556,7 +771,7 @@ resolve_referent(builder *b, PyObject *o)
     }
     int64_t idx = (int64_t)b->nnodes;
     Py_INCREF(o);
-    b->nodes[b->nnodes++] = o;
+    b->extras[b->nnodes++ - b->n_input] = o;
     s->key = o;
     s->index = idx;
     b->table.used++;
@@ -611,13 +826,15 @@ static void
 builder_release(builder *b)
 {
     Py_ssize_t i;
-    if (b->nodes != NULL) {
+    if (b->extras != NULL && !b->extras_handed) {
         for (i = b->n_input; i < b->nnodes; i++) {
-            Py_DECREF(b->nodes[i]);
+            Py_DECREF(b->extras[i - b->n_input]);
         }
     }
-    big_free(b->nodes);
+    big_free(b->extras);
     big_free(b->offsets);
+    big_free(b->node_types);
+    classes_free(&b->types);
     big_free(b->targets);
     PyMem_Free(b->follow);
     PyMem_Free(b->marked);
@@ -638,6 +855,41 @@ check_types(PyObject *types, const char *name)
     }
     PyErr_Format(PyExc_TypeError, "%s must be a tuple of types", name);
     return -1;
+}
+
+/* The offsets as a memoryview whose array also carries the node types (see
+ * BigArray); without the types when they cannot be handed over. */
+static PyObject *
+offsets_with_types(builder *b)
+{
+    PyObject *types = PyTuple_New((Py_ssize_t)b->types.ntypes);
+    if (types == NULL) {
+        return NULL;
+    }
+    for (size_t k = 0; k < b->types.ntypes; k++) {
+        Py_INCREF(b->types.types[k]);
+        PyTuple_SET_ITEM(types, (Py_ssize_t)k, (PyObject *)b->types.types[k]);
+    }
+    BigArray *owner = PyObject_New(BigArray, &BigArray_Type);
+    if (owner == NULL) {
+        Py_DECREF(types);
+        return NULL;
+    }
+    owner->data = b->offsets;
+    owner->nbytes = (b->nnodes + 1) * (Py_ssize_t)sizeof(int64_t);
+    owner->node_types = b->node_types;
+    owner->ntyped = b->nnodes;
+    owner->node_type_objects = types;
+    b->offsets = NULL;
+    b->node_types = NULL;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
+    Py_DECREF(owner);
+    if (mv == NULL) {
+        return NULL;
+    }
+    PyObject *cast = PyObject_CallMethod(mv, "cast", "s", "q");
+    Py_DECREF(mv);
+    return cast;
 }
 
 /* in_place: objects is a list that becomes the node list, the extras appended
@@ -684,15 +936,19 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
         goto done;
     }
     b.cap_nodes = n + n / 8 + 64;
-    b.nodes = (PyObject **)big_alloc((size_t)b.cap_nodes * sizeof(PyObject *), 0);
+    /* The input's own items are the first nodes: a copy of 10^6 pointers
+     * would be megabytes of fresh memory (page faults) and a pass over them. */
+    b.extras = (PyObject **)big_alloc((size_t)(b.cap_nodes - n) * sizeof(PyObject *), 0);
     b.offsets = (int64_t *)big_alloc((size_t)(b.cap_nodes + 1) * sizeof(int64_t), 0);
+    b.node_types = (uint32_t *)big_alloc((size_t)b.cap_nodes * sizeof(uint32_t), 0);
     b.cap_targets = 2 * n + 64;
     b.targets = (int64_t *)big_alloc((size_t)b.cap_targets * sizeof(int64_t), 0);
-    if (b.nodes == NULL || b.offsets == NULL || b.targets == NULL) {
+    if (b.extras == NULL || b.offsets == NULL || b.node_types == NULL || b.targets == NULL) {
         goto done;
     }
     {
         PyObject **items = PySequence_Fast_ITEMS(seq);
+        b.input = items;
         for (i = 0; i < n; i++) {
             PyObject *o = items[i];
             slot_t *s = table_lookup(&b.table, o);
@@ -703,7 +959,6 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 s->index = i;
                 b.table.used++;
             }
-            b.nodes[i] = o;
         }
         b.nnodes = n;
         b.n_input = n;
@@ -722,14 +977,25 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                     break;
                 }
             }
-            PyObject *o = b.nodes[i];
-            if (i + 8 < b.nnodes) {
-                PREFETCH(b.nodes[i + 8]);
+            PyObject *o = i < b.n_input ? b.input[i] : b.extras[i - b.n_input];
+            if (i + 8 < b.n_input) {
+                PREFETCH(b.input[i + 8]);
             }
             if (enqueue(&b, NULL) < 0) {
                 failed = 1;
                 break;
             }
+            PyTypeObject *tp = Py_TYPE(o);
+            if (tp != b.last_type) {
+                int64_t t = type_index(&b.types, tp);
+                if (t < 0) {
+                    failed = 1;
+                    break;
+                }
+                b.last_type = tp;
+                b.last_type_index = t;
+            }
+            b.node_types[i] = (uint32_t)b.last_type_index;
             /* The type is read here anyway: selecting marked nodes now saves
              * the caller a pass that would miss the cache on every object. */
             if (b.nmark > 0 && (type_flags(&b, Py_TYPE(o)) & TYPE_MARKED) && push_marked(&b, i) < 0) {
@@ -766,7 +1032,7 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 nodes_list = seq;
                 Py_INCREF(nodes_list);
                 for (i = b.n_input; i < b.nnodes; i++) {
-                    if (PyList_Append(nodes_list, b.nodes[i]) < 0) {
+                    if (PyList_Append(nodes_list, b.extras[i - b.n_input]) < 0) {
                         (void)PyList_SetSlice(nodes_list, b.n_input, PyList_GET_SIZE(nodes_list),
                                               NULL);
                         Py_CLEAR(nodes_list);
@@ -778,18 +1044,17 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             }
             if (nodes_list != NULL && !in_place) {
                 for (i = 0; i < b.n_input; i++) {
-                    Py_INCREF(b.nodes[i]);
-                    PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
+                    Py_INCREF(b.input[i]);
+                    PyList_SET_ITEM(nodes_list, i, b.input[i]);
                 }
                 /* Hand our strong references to the extras over to the list. */
                 for (i = b.n_input; i < b.nnodes; i++) {
-                    PyList_SET_ITEM(nodes_list, i, b.nodes[i]);
+                    PyList_SET_ITEM(nodes_list, i, b.extras[i - b.n_input]);
                 }
-                b.n_input = b.nnodes;
+                b.extras_handed = 1;
             }
             if (nodes_list != NULL) {
-                offsets_mv = view_of((void **)&b.offsets,
-                                     (b.nnodes + 1) * (Py_ssize_t)sizeof(int64_t), "q");
+                offsets_mv = offsets_with_types(&b);
                 if (offsets_mv != NULL) {
                     targets_mv = view_of((void **)&b.targets,
                                          b.ntargets * (Py_ssize_t)sizeof(int64_t), "q");
@@ -987,14 +1252,16 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
         PyErr_SetString(PyExc_MemoryError, "too many nodes for one graph (at most 2**32 - 3)");
         return -1;
     }
-    /* 32-bit per-node state: half the memory the search misses the cache on. */
+    /* 32-bit per-node state: half the memory the search misses the cache on.
+     * The biggest arrays first: kept pieces then serve them before they are cut
+     * for the smaller ones (see pool_take). */
+    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
+    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     uint32_t *index = (uint32_t *)big_alloc(sz, 1);
     uint32_t *low = (uint32_t *)big_alloc(sz, 0);
     uint32_t *stack = (uint32_t *)big_alloc(sz, 0);
     uint32_t *cs_node = (uint32_t *)big_alloc(sz, 0);
-    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     uint8_t *flags = (uint8_t *)big_alloc((size_t)n + 1, 1);
-    int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     /* At most n components; mapped memory costs only the pages touched. */
     uint8_t *cyclic = (uint8_t *)big_alloc((size_t)n + 1, 1);
     uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
@@ -1420,8 +1687,13 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         inquiry clear = Py_TYPE(op)->tp_clear;
         /* Saved garbage is tracked. An untracked object is no garbage of a
          * cycle (a graph's extra left behind, a dict untracked since): clearing
-         * it could empty a container that live code still uses. */
-        if (clear != NULL && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+         * it could empty a container that live code still uses. An object only
+         * this list still holds (an earlier one's tp_clear dropped the rest) is
+         * freed by the decref below, its deallocator dropping what it holds,
+         * exactly as after a tp_clear: the call is saved (a ring then costs one
+         * tp_clear in all, as in the collector's own delete_garbage()). */
+        if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) &&
+            PyObject_GC_IsTracked(op)) {
             Py_INCREF(op);
             (void)clear(op);
             if (PyErr_Occurred()) {
@@ -1536,76 +1808,6 @@ get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **com
     return 0;
 }
 
-static inline size_t
-mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x9E3779B97F4A7C15ULL;
-    return (size_t)(x ^ (x >> 29));
-}
-
-#define CLASS_CAP 15
-#define CLASS_EMPTY UINT64_MAX
-
-/* Types by small index, and edge classes by 64-bit key, in open-addressing tables. */
-typedef struct {
-    PyTypeObject **types;
-    size_t ntypes, tcap;
-    size_t *tslots; /* index + 1, 0 empty */
-    uint64_t *keys; /* CLASS_EMPTY when empty */
-    int64_t *ids;
-    size_t kcap, nclasses;
-} classes_t;
-
-static void
-classes_free(classes_t *c)
-{
-    PyMem_RawFree(c->types);
-    PyMem_RawFree(c->tslots);
-    PyMem_RawFree(c->keys);
-    PyMem_RawFree(c->ids);
-    memset(c, 0, sizeof(*c));
-}
-
-/* Index of a type, added when new; -1 with MemoryError. */
-static int64_t
-type_index(classes_t *c, PyTypeObject *tp)
-{
-    if (2 * (c->ntypes + 1) > c->tcap) {
-        size_t ncap = c->tcap ? 2 * c->tcap : 64;
-        size_t *slots = (size_t *)PyMem_RawCalloc(ncap, sizeof(size_t));
-        PyTypeObject **types = (PyTypeObject **)PyMem_RawRealloc(c->types, ncap / 2 * sizeof(*types));
-        if (types != NULL) {
-            c->types = types;
-        }
-        if (slots == NULL || types == NULL) {
-            PyMem_RawFree(slots);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (size_t i = 0; i < c->ntypes; i++) {
-            size_t h = mix64((uint64_t)(uintptr_t)c->types[i]) & (ncap - 1);
-            while (slots[h] != 0) {
-                h = (h + 1) & (ncap - 1);
-            }
-            slots[h] = i + 1;
-        }
-        PyMem_RawFree(c->tslots);
-        c->tslots = slots;
-        c->tcap = ncap;
-    }
-    size_t h = mix64((uint64_t)(uintptr_t)tp) & (c->tcap - 1);
-    while (c->tslots[h] != 0) {
-        if (c->types[c->tslots[h] - 1] == tp) {
-            return (int64_t)(c->tslots[h] - 1);
-        }
-        h = (h + 1) & (c->tcap - 1);
-    }
-    c->types[c->ntypes] = tp;
-    c->tslots[h] = ++c->ntypes;
-    return (int64_t)(c->ntypes - 1);
-}
-
 static inline uint64_t
 class_key(int32_t src, int32_t dst, int pos, int deg)
 {
@@ -1702,6 +1904,10 @@ typedef struct {
     uint64_t *class_keys;
     size_t nclass_keys;
     uint32_t edge_class_epoch;
+    /* Each node's type index (into types, seeded in the build's order), when
+     * the offsets came from build_graph: held through typed_by. */
+    const uint32_t *node_types;
+    PyObject *typed_by;
 } Workspace;
 
 #define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
@@ -1716,6 +1922,8 @@ ws_close_impl(Workspace *w)
     }
     Py_CLEAR(w->nodes);
     Py_CLEAR(w->marked_by);
+    w->node_types = NULL;
+    Py_CLEAR(w->typed_by);
     classes_free(&w->types);
     big_free(w->edge_class);
     w->edge_class = NULL;
@@ -1839,6 +2047,52 @@ visit_mark(void *ctx, Py_ssize_t s)
     return 0;
 }
 
+/* Reads the node types that build_graph left with the offsets, when they
+ * describe these nodes: the types are indexed in the build's order, and a
+ * sample of nodes must have the type recorded for it (the caller may have
+ * paired the offsets with another list). -1 with MemoryError. */
+static int
+adopt_node_types(Workspace *w, PyObject *offsets)
+{
+    if (!PyMemoryView_Check(offsets)) {
+        return 0;
+    }
+    PyObject *base = PyMemoryView_GET_BASE(offsets);
+    if (base == NULL || !Py_IS_TYPE(base, &BigArray_Type)) {
+        return 0;
+    }
+    BigArray *a = (BigArray *)base;
+    if (a->node_types == NULL || a->ntyped != w->g.n || w->types.ntypes != 0) {
+        return 0;
+    }
+    PyObject *types = a->node_type_objects;
+    Py_ssize_t ntypes = PyTuple_GET_SIZE(types);
+    for (Py_ssize_t k = 0; k < ntypes; k++) {
+        PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(types, k);
+        int64_t index = type_index(&w->types, tp);
+        if (index < 0) {
+            return -1;
+        }
+        if (index != k) { /* a type twice: not a build's table */
+            classes_free(&w->types);
+            return 0;
+        }
+    }
+    Py_ssize_t n = w->g.n, step = n / 61 + 1;
+    for (Py_ssize_t i = 0; i < n; i += step) {
+        uint32_t t = a->node_types[i];
+        if ((Py_ssize_t)t >= ntypes ||
+            Py_TYPE(PyList_GET_ITEM(w->nodes, i)) != (PyTypeObject *)PyTuple_GET_ITEM(types, t)) {
+            classes_free(&w->types);
+            return 0;
+        }
+    }
+    Py_INCREF(base);
+    w->typed_by = base;
+    w->node_types = a->node_types;
+    return 0;
+}
+
 static PyObject *
 ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -1869,9 +2123,13 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(w);
         return NULL;
     }
+    if (adopt_node_types(w, offsets) < 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
     size_t n = (size_t)w->g.n + 1;
-    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
     w->member = (uint64_t *)big_alloc(n * sizeof(uint64_t), 1);
+    w->stamp = (uint32_t *)big_alloc(n * sizeof(uint32_t), 1);
     w->parent = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
     w->queue = (uint32_t *)big_alloc(n * sizeof(uint32_t), 0);
     if (w->stamp == NULL || w->member == NULL || w->parent == NULL || w->queue == NULL) {
@@ -2157,18 +2415,23 @@ visit_member(void *ctx, Py_ssize_t s)
     if (ws_is_member(w, s)) {
         return 0;
     }
-    /* Members usually come ascending (as cycle_candidates lists them): the
-     * objects a few ahead are fetched while this one is read. */
-    if (s + 8 < w->g.n) {
-        PREFETCH(PyList_GET_ITEM(w->nodes, s + 8));
+    int64_t t;
+    if (w->node_types != NULL) {
+        t = (int64_t)w->node_types[s];
+    } else {
+        /* Members usually come ascending (as cycle_candidates lists them): the
+         * objects a few ahead are fetched while this one is read. */
+        if (s + 8 < w->g.n) {
+            PREFETCH(PyList_GET_ITEM(w->nodes, s + 8));
+        }
+        PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(w->nodes, s));
+        t = tp == m->last_type ? m->last_index : type_index(m->c, tp);
+        if (t < 0) {
+            return -1;
+        }
+        m->last_type = tp;
+        m->last_index = t;
     }
-    PyTypeObject *tp = Py_TYPE(PyList_GET_ITEM(w->nodes, s));
-    int64_t t = tp == m->last_type ? m->last_index : type_index(m->c, tp);
-    if (t < 0) {
-        return -1;
-    }
-    m->last_type = tp;
-    m->last_index = t;
     w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
     w->queue[m->count++] = (uint32_t)s;
     return 0;
@@ -2315,11 +2578,17 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
         }
     }
+    /* A structure's edges mostly repeat one class after another: the last key
+     * is checked before the table. */
+    uint64_t last_key = CLASS_EMPTY;
+    int64_t last_id = -1;
     FOR_MEMBER_EDGES(w, nmembers, {
-        int64_t id = class_id(&c, key, 1);
+        int64_t id = key == last_key ? last_id : class_id(&c, key, 1);
         if (id < 0) {
             goto done;
         }
+        last_key = key;
+        last_id = id;
         if (edge_class != NULL) {
             if (id < EDGE_OUTSIDE) {
                 edge_class[e] = (uint8_t)id;
@@ -2510,9 +2779,8 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
     }
     /* The members' order lives in queue; the peeling needs its own queue. */
-    peel = (uint32_t *)PyMem_RawMalloc(((size_t)nmembers + 1) * sizeof(uint32_t));
+    peel = (uint32_t *)big_alloc(((size_t)nmembers + 1) * sizeof(uint32_t), 0);
     if (peel == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     /* The edges kept, one bit per edge position: decided once, with their class
@@ -2571,7 +2839,7 @@ done:
     Py_XDECREF(seq);
     Py_XDECREF(edges);
     PyMem_RawFree(extra);
-    PyMem_RawFree(peel);
+    big_free(peel);
     PyMem_RawFree(kept);
     classes_free(&c);
     return result;
@@ -2600,6 +2868,19 @@ static PyMethodDef ws_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *
+ws_get_build_types(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((Workspace *)self)->node_types != NULL);
+}
+
+static PyGetSetDef ws_getset[] = {
+    {"build_types", ws_get_build_types, NULL,
+     "Whether members' types are read from the build's record, not from the objects.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject Workspace_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "whyalive.graph._fastgraph.Workspace",
@@ -2608,12 +2889,49 @@ static PyTypeObject Workspace_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Workspace(nodes, offsets, targets, component_of): per-component graph work.",
     .tp_methods = ws_methods,
+    .tp_getset = ws_getset,
     .tp_new = ws_new,
 };
 
 /* ------------------------------------------------------------------ */
 
+/* hold_scratch(held) -> int: the holds left. True: mapped arrays freed from
+ * now on are kept for the next ones (see pool_keep); False: one hold given
+ * back, and with the last one every kept piece is unmapped. */
+static PyObject *
+fg_hold_scratch(PyObject *self, PyObject *held)
+{
+    (void)self;
+    int hold = PyObject_IsTrue(held);
+    if (hold < 0) {
+        return NULL;
+    }
+    if (hold) {
+        pool_holds++;
+    } else if (pool_holds > 0 && --pool_holds == 0) {
+        pool_flush();
+    }
+    return PyLong_FromSsize_t(pool_holds);
+}
+
+/* scratch_pieces() -> (count, bytes): the pieces kept right now. */
+static PyObject *
+fg_scratch_pieces(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    size_t bytes = 0;
+    for (int k = 0; k < pool_count; k++) {
+        bytes += pool[k].len;
+    }
+    return Py_BuildValue("(in)", pool_count, (Py_ssize_t)bytes);
+}
+
 static PyMethodDef fg_methods[] = {
+    {"hold_scratch", fg_hold_scratch, METH_O,
+     "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
+    {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
+     "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
      "build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)"},
     {"find_components", (PyCFunction)(void (*)(void))fg_find_components, METH_FASTCALL,

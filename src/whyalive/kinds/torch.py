@@ -21,6 +21,16 @@ def _fake_tensor_type() -> type | None:
     return cls if isinstance(cls, type) else None
 
 
+def _is_fake(cls: type) -> bool:
+    fake_type = _fake_tensor_type()
+    return fake_type is not None and issubclass(cls, fake_type)
+
+
+# Words of the dtypes and devices seen (a handful per process; torch makes them once).
+_DTYPE_WORDS: dict[object, str] = {}
+_DEVICE_WORDS: dict[object, str] = {}
+
+
 class TorchKind:
     """``torch.Tensor`` and subclasses (``Parameter``, ``FakeTensor``, ...).
 
@@ -42,6 +52,50 @@ class TorchKind:
         A sparse tensor holds its indices and values (never its dense size); a nested
         one its buffer.
         """
+        torch: Any = sys.modules["torch"]
+        C = torch._C
+        base = C.TensorBase
+        # The monitor describes a step's tensors at every analysis: a plain strided tensor
+        # (nearly all of them) takes the short way, with the words of its dtype and
+        # device remembered; the result is the one the general way below gives.
+        with C.DisableTorchFunctionSubclass():
+            if (
+                base.layout.__get__(obj) is torch.strided
+                and not base.is_nested.__get__(obj)
+                and not _is_fake(type(obj))
+            ):
+                device_object = base.device.__get__(obj)
+                device = _DEVICE_WORDS.get(device_object)
+                if device is None:
+                    device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
+                if device != "meta":
+                    dtype_object = base.dtype.__get__(obj)
+                    dtype = _DTYPE_WORDS.get(dtype_object)
+                    if dtype is None:
+                        dtype = str(dtype_object).removeprefix("torch.")
+                        dtype = _DTYPE_WORDS.setdefault(dtype_object, dtype)
+                    dims = ", ".join(map(str, base.shape.__get__(obj)))
+                    storage = _storage(base, obj)
+                    cdata = int(storage._cdata)
+                    nbytes = int(storage.nbytes())
+                    start = int(storage.data_ptr())
+                    use_count = getattr(C, "_storage_Use_Count", None)
+                    # One count is the temporary storage object we hold right now.
+                    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
+                    del storage
+                    return HeavyFacts(
+                        "torch.Tensor",
+                        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
+                        nbytes,
+                        device,
+                        ("torch", device, cdata),
+                        storage_users=sharers,
+                        memory=(start, start + nbytes) if start else None,
+                    )
+        return self.describe_any(obj)
+
+    def describe_any(self, obj: object) -> HeavyFacts | None:
+        """:meth:`describe` for any layout, fake and meta tensors included."""
         torch: Any = sys.modules["torch"]
         base = torch._C.TensorBase
         with torch._C.DisableTorchFunctionSubclass():

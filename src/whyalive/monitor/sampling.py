@@ -28,6 +28,8 @@ _SAVEALL = gc.DEBUG_SAVEALL
 _OBJECT_SECONDS = 0.5e-6
 # A full release this cheap is allowed at once, whatever the budget says so far.
 _FULL_GRACE = 0.002
+# Share of max_overhead that _free's optional full saving collections may take.
+_OLDER_LOOK_SHARE = 0.25
 
 
 class GcSampler:
@@ -52,6 +54,8 @@ class GcSampler:
         self._young_seen = 0
         self._full_spent = 0.0
         self._full_cost = 0.0
+        self._older_spent = 0.0  # seconds _free spent in optional full collections
+        self._older_cost = 0.0  # the last one's
         self._saved: list[object] = []
         self._held_in = 0
         self._garbage = gc.garbage
@@ -161,6 +165,20 @@ class GcSampler:
                 self._full_spent += self._full_cost
                 self.stats.full_releases += 1
 
+    def _looks_older(self) -> bool:
+        """Whether a batch held in the old generation is freed with a full saving collection.
+
+        Ours are freed by tp_clear either way; the collection only looks for other cycles
+        that grew old there. It traverses everything made since the start that is still
+        alive (the user's, and whyalive's own lazily imported modules and caches), about
+        0.15 us an object, so it runs within a quarter of ``max_overhead``: what it would
+        find stays in the old generation until a full collection, found later, not lost.
+        """
+        elapsed = self._clock() - self._started_at
+        return (
+            self._older_spent + self._older_cost <= _OLDER_LOOK_SHARE * self.max_overhead * elapsed
+        )
+
     def _saving_collect(self, generation: int) -> None:
         """``gc.collect(generation)`` with the callback saving whatever the sampling says.
 
@@ -177,7 +195,8 @@ class GcSampler:
         """Drop ``objects`` and collect where they are, seeing what else that collection frees.
 
         While the heap is frozen a full collection is cheap, so one saving
-        collection runs: other garbage it finds (cycles promoted while they were
+        collection runs (in the old generation within a budget, see
+        :meth:`_looks_older`): other garbage it finds (cycles promoted while they were
         alive) is kept for the next safe point instead of going unseen. Ours is freed
         before it by the C core's tp_clear; without the C core the collection saves
         ours as well, picked out by id (every saved object is alive until
@@ -196,12 +215,17 @@ class GcSampler:
             # reference counting frees them, so the one saving collection below only
             # looks for others.
             clear(objects)
-        else:
-            mine.update(map(id, objects))
+            objects.clear()
+            if held_in < 2 or self._looks_older():
+                began = self._clock()
+                self._saving_collect(held_in)
+                if held_in == 2:
+                    self._older_cost = self._clock() - began
+                    self._older_spent += self._older_cost
+            return
+        mine.update(map(id, objects))
         objects.clear()
         self._saving_collect(held_in)
-        if clear is not None:
-            return
         saved, self._saved = self._saved, []
         self._saved = [o for o in saved if id(o) not in mine]
         saved.clear()

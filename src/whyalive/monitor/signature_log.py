@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from whyalive.analysis import AnalysisOptions
+from whyalive.analysis.repeats import RepeatMemo
 from whyalive.monitor.stats import MonitorStats
 from whyalive.monitor.view import Timeline
 from whyalive.report import CycleReport, Report
@@ -33,6 +34,7 @@ def analysis_options(min_bytes: int, all_cycles: bool, allow: tuple[str, ...]) -
         allow=allow,
         where="GcMonitor",
         autograd_walks=1,
+        repeats=RepeatMemo(),
     )
 
 

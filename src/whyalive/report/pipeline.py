@@ -17,7 +17,7 @@ from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.analysis.uncollectable import find_loops_among, find_uncollectable
 from whyalive.capture import GarbageWatch
 from whyalive.graph import ObjectGraph, build_graph
-from whyalive.graph.core import announce_implementation
+from whyalive.graph.core import announce_implementation, scratch_held
 from whyalive.kinds import KindResolver
 from whyalive.kinds.autograd_graph import loaded_torch
 from whyalive.report import Report
@@ -82,8 +82,9 @@ def _analyze_paused(
         progress = Progress(len(objects), options.progress_after)
         resolver = KindResolver()
         progress.stage("building the reference graph")
-        graph = build_graph(objects, resolver)
-        return _report_of(graph, resolver, options, progress, words_for)
+        with scratch_held():  # each stage's big arrays cut from the last one's
+            graph = build_graph(objects, resolver)
+            return _report_of(graph, resolver, options, progress, words_for)
     finally:
         if enabled:
             gc.enable()
@@ -115,6 +116,8 @@ def _report_of(
         findings = find_cycles(graph, resolver, options, progress)
         if words_for is not None and not words_for([_signature(g) for g in findings.kept]):
             return counts_report(findings, options)
+        if findings.reused:  # the words need the views and walks that counting skipped
+            findings = find_cycles(graph, resolver, options, progress, reuse=False)
         progress.stage("writing the report")
         return build_report(findings, options)
     finally:
