@@ -168,7 +168,7 @@ def find_cycles(
                 walk.visit(index, nodes[index])
             facts[index] = described
     if walk is not None and not sampled:
-        facts = walk.finish(facts, nodes[: graph.garbage_count])
+        facts = walk.finish(facts, nodes, graph.garbage_count)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
@@ -277,7 +277,7 @@ def _sampled_walk(
             for node in retained:
                 if facts[node].kind == "torch.Tensor":
                     walk.visit(node, nodes[node])
-    facts = walk.finish(facts, nodes[:garbage_count])
+    facts = walk.finish(facts, nodes, garbage_count)
     estimated: dict[object, list[tuple[int, str]]] = {}
     for key, occurrences in walked_of.items():
         # One occurrence's share of what the walked graphs held, per device.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -158,11 +159,13 @@ class AutogradWalk:
         return found
 
     def finish(
-        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+        self, facts: dict[int, HeavyFacts], nodes: Sequence[object], garbage_count: int
     ) -> dict[int, HeavyFacts]:
-        """``facts`` with ``through_autograd`` filled; drops every reference the walk held."""
+        """``facts`` (keyed by index in ``nodes``, the analysed graph's objects, the first
+        ``garbage_count`` of them garbage) with ``through_autograd`` filled; drops every
+        reference the walk held."""
         try:
-            return self._held_facts(facts, garbage) if self._by_root else facts
+            return self._held_facts(facts, nodes, garbage_count) if self._by_root else facts
         finally:
             self._visited.clear()
             self._found.clear()
@@ -170,9 +173,16 @@ class AutogradWalk:
             self._grad_of.clear()
 
     def _held_facts(
-        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+        self, facts: dict[int, HeavyFacts], nodes: Sequence[object], garbage_count: int
     ) -> dict[int, HeavyFacts]:
-        referrers = self._garbage_references(garbage)
+        referrers = self._garbage_references(nodes, garbage_count)
+        # A found tensor that is itself one of the graph's heavy objects (a leaf the
+        # garbage also holds) has one more reference: the graph's list of nodes.
+        found = self._found
+        for index in facts:
+            key = id(nodes[index])
+            if key in found and found[key] is nodes[index]:
+                referrers[key] = referrers.get(key, 0) + 1
         described: dict[int, HeavyFacts] = {}
         # What a reference count reads for an object only the walk holds, measured
         # rather than assumed: interpreters differ in the temporary references they keep.
@@ -217,11 +227,13 @@ class AutogradWalk:
             result[node] = own
         return result
 
-    def _garbage_references(self, garbage: Sequence[object]) -> dict[int, int]:
-        """How many references each found tensor gets from the captured garbage."""
+    def _garbage_references(self, nodes: Sequence[object], garbage_count: int) -> dict[int, int]:
+        """How many references each found tensor gets from the captured garbage (the first
+        ``garbage_count`` of ``nodes``; read in place: a copy of the list would be one
+        more reference to each)."""
         found = self._found
         counts: dict[int, int] = {}
-        for obj in garbage:
+        for obj in itertools.islice(nodes, garbage_count):
             for ref in gc.get_referents(obj):
                 key = id(ref)
                 if key in found and found[key] is ref:

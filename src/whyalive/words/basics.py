@@ -138,7 +138,8 @@ def heavy_brief(description: str) -> str:
     if _is_size(inner):
         inner = ""
     parts = [part.strip() for part in rest.split(",")] if rest else []
-    extra = ", ".join(p for p in parts if p and not _is_size(p)).replace("(s)", "s")
+    extra = ", ".join(p for p in parts if p and not _is_size(p))
+    extra = re.sub(r"\b1 (\w+)\(s\)", r"1 \1", extra).replace("(s)", "s")
     return f"{inner} ({extra})".strip() if extra else inner
 
 
