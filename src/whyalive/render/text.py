@@ -255,7 +255,11 @@ class TextRenderer:
         full = self.detail == "full"
         times = f", {plural(cycle.occurrences, 'occurrence')}" if cycle.occurrences > 1 else ""
         members = cycle.member_count or len(cycle.members)
-        place = cycle_where(report, cycle)
+        # A loop through C++ is located where the cut's reference was made: its loop often
+        # starts in the library that holds the hook (torch's `hooks.py`).
+        place = (
+            cycle_place(report, cycle) if noun == UNCOLLECTABLE_TITLE else cycle_where(report, cycle)
+        )
         at = f", at {place}" if place else ""
         lines = self._wrapped(
             f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "
