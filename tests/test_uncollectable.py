@@ -190,8 +190,6 @@ def test_explain_of_a_leaked_tensor_gives_the_same_loop_and_fix(
     [by_check] = [*checked.cycles, *checked.uncollectable]
     # A loop the collector frees is explained while it is garbage, before a collection.
     freed = not checked.uncollectable
-    if fn is loops.prehook_on_node:
-        pytest.skip("explain finds no loop here (docs/explain.md: what stays blind)")
     explained: list[Report] = []
     for ref in _leaked_tensors(fn, collect=not freed):  # one by one until one shows its loop
         explained.append(explain(ref()).report)

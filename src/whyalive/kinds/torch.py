@@ -13,7 +13,7 @@ from typing import Any
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.kinds.autograd_graph import AutogradReader
-from whyalive.words import size_to_words
+from whyalive.words import plural, size_to_words
 
 
 def _fake_tensor_type() -> type | None:
@@ -222,7 +222,8 @@ class AutogradWalk:
             own = _fewer_users(own, graph_users[own.storage])
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
-                description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
+                tensors = plural(len(held), "tensor")
+                description = f"{own.description} + autograd graph: {tensors}, {extra}"
                 own = replace(own, description=description, through_autograd=tuple(held))
             result[node] = own
         return result

@@ -119,7 +119,7 @@ def heavy_brief(description: str) -> str:
     """What a heavy object is, without its kind's name or its size (the holding says those).
 
     ``"Tensor(float32[16, 256], cpu)"`` -> ``"float32[16, 256] cpu"``; ``"bytearray(1.0 MiB)"``
-    -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensor(s), 3.0 MiB"`` ->
+    -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensors, 3.0 MiB"`` ->
     ``"float32[8] cpu (+ autograd graph: 4 tensors)"``: parentheses balanced, no size twice.
     """
     _, sep, tail = description.partition("(")

@@ -119,7 +119,7 @@ def add_autograd_holds(
         hooks = reader.hooks_dict(obj)
         if hooks is not None and not reader.is_leaf(obj):
             # register_hook() on a non-leaf also registers the tensor's dict on its node.
-            accounts.explained[hop(accounts.index[id(grad_fn)], hooks, TENSOR_HOOKS)] += 1
+            _explain(accounts, vertex, hop(vertex, hooks, TENSOR_HOOKS))
     seen: dict[int, object] = {}
     hooked: list[object] = []
     made: list[tuple[int, object]] = []
@@ -192,7 +192,7 @@ def _hook_dicts(
         for kind, hooks in held.items():
             if id(hooks) in accounts.index:
                 name = NODE_PREHOOKS if kind == PREHOOKS else NODE_HOOKS
-                accounts.explained[_add(accounts, source, hooks, name)] += 1
+                _explain(accounts, source, _add(accounts, source, hooks, name))
     if not _unexplained_dicts(accounts, left):
         return
     for hooked_node in hooked:
@@ -200,7 +200,16 @@ def _hook_dicts(
         metadata = reader.metadata(hooked_node)
         if metadata is not None and id(metadata) in accounts.index:
             source = accounts.index[id(hooked_node)]
-            accounts.explained[_add(accounts, source, metadata, ".metadata")] += 1
+            _explain(accounts, source, _add(accounts, source, metadata, ".metadata"))
+
+
+def _explain(accounts: Accounts, source: int, target: int) -> None:
+    """Count the reference ``source`` holds in C++ to ``target`` as explained, unless the
+    collector sees it too (a node nothing else holds shows its hook dicts and metadata to
+    the GC): then the graph counted it already, and counting it twice would take it for
+    a reference from outside."""
+    if source >= accounts.young or target not in successors(accounts, source):
+        accounts.explained[target] += 1
 
 
 def _add(accounts: Accounts, source: int, target: object, name: str) -> int:
