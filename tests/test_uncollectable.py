@@ -149,9 +149,7 @@ def test_bytes_count_what_the_loop_keeps_and_not_what_lives_anyway() -> None:
     report = find_leaks(leak)
     gc.collect()
     left = [
-        o
-        for o in gc.get_objects()
-        if issubclass(type(o), torch.Tensor) and id(o) not in before
+        o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and id(o) not in before
     ]
     kept = {o.untyped_storage().data_ptr(): o.untyped_storage().nbytes() for o in left}
     for live in (model.weight, model.bias, *weight_grads, model.bias.grad):

@@ -34,6 +34,15 @@ _SAVED_NAMES: dict[type, tuple[str, ...]] = {}
 # The sequence number of nodes made outside the forward pass (AccumulateGrad).
 _NO_SEQUENCE = 1 << 63
 
+SPARSE_PARTS = {
+    "sparse_coo": ("_indices", "_values"),
+    "sparse_csr": ("crow_indices", "col_indices", "values"),
+    "sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+"""The tensors a sparse layout keeps (what it holds in memory), read through TensorBase."""
+
 PREHOOKS = "prehooks"
 NODE_PREHOOKS = "register_prehook() hooks"
 NODE_HOOKS = "register_hook() hooks"
@@ -105,6 +114,32 @@ class AutogradReader:
     def is_leaf(self, tensor: object) -> bool:
         """Whether the tensor has no ``grad_fn`` (``.grad`` is only read on leaves)."""
         return bool(self.tensor_field(tensor, "is_leaf"))
+
+    def grad(self, tensor: object) -> object | None:
+        """The tensor's ``.grad`` (C++ holds it), read only where torch keeps one: a leaf, or
+        a tensor that retains its gradient (reading others warns)."""
+        if not (self.is_leaf(tensor) or self.tensor_field(tensor, "retains_grad")):
+            return None
+        found: object | None = self.tensor_field(tensor, "grad")
+        return found if self.is_tensor(found) else None
+
+    def parts(self, tensor: object) -> list[object]:
+        """The tensors whose C++ side ``tensor``'s holds: its ``_base`` (a view's), a sparse
+        tensor's indices and values."""
+        found = [self.tensor_field(tensor, "_base")]
+        layout = str(self.tensor_field(tensor, "layout"))
+        found.extend(
+            self._part(tensor, part) for part in SPARSE_PARTS.get(layout.removeprefix("torch."), ())
+        )
+        return [t for t in found if self.is_tensor(t)]
+
+    def _part(self, tensor: object, name: str) -> object | None:
+        try:
+            with self.torch._C.DisableTorchFunctionSubclass():
+                found: object = getattr(self.base, name)(tensor)
+        except Exception:
+            return None
+        return found
 
     def use_count(self, tensor: object) -> int:
         """Owners of the tensor's C++ implementation (its Python object is one of them)."""

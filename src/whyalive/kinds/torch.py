@@ -12,7 +12,7 @@ from typing import Any
 
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
-from whyalive.kinds.autograd_graph import AutogradReader
+from whyalive.kinds.autograd_graph import SPARSE_PARTS, AutogradReader
 from whyalive.words import plural, size_to_words
 
 
@@ -55,7 +55,7 @@ class TorchKind:
             description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            parts = _SPARSE_PARTS.get(layout)
+            parts = SPARSE_PARTS.get(layout)
             storages = (
                 [_storage(base, obj)]
                 if parts is None
@@ -76,16 +76,6 @@ class TorchKind:
         return HeavyFacts(
             "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
         )
-
-
-# The tensors a sparse layout keeps (what it holds in memory), read through TensorBase.
-_SPARSE_PARTS = {
-    "sparse_coo": ("_indices", "_values"),
-    "sparse_csr": ("crow_indices", "col_indices", "values"),
-    "sparse_bsr": ("crow_indices", "col_indices", "values"),
-    "sparse_csc": ("ccol_indices", "row_indices", "values"),
-    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
-}
 
 
 def _dims(base: Any, tensor: object) -> str:

@@ -258,15 +258,15 @@ class ModuleHookPattern:
 def _registrations(view: CycleView, owner: int) -> list[tuple[str, NamedEdge]]:
     """(hook dict name, its entry) for each bound method of ``owner`` that a module's hook
     dict in the loop holds: what ``handle.remove()`` takes away."""
-    found: list[tuple[str, NamedEdge]] = []
-    for bound in view.edges_into(owner):
-        if bound.name.kind != ek.BOUND_SELF:
-            continue
-        for entry in view.edges_into(bound.source):
-            for held in view.edges_into(entry.source):
-                if entry.name.kind == ek.KEY and held.name.name in _MODULE_HOOK_DICTS:
-                    found.append((held.name.name, entry))
-    return found
+    return [
+        (held.name.name, entry)
+        for bound in view.edges_into(owner)
+        if bound.name.kind == ek.BOUND_SELF
+        for entry in view.edges_into(bound.source)
+        if entry.name.kind == ek.KEY
+        for held in view.edges_into(entry.source)
+        if held.name.name in _MODULE_HOOK_DICTS
+    ]
 
 
 def kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
