@@ -213,7 +213,7 @@ def test_the_plugin_lists_it_in_the_summary_and_passes(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(
         [
             "*1 heavy object in 1 test: held by C/C++ owners whyalive cannot name*",
-            "*test_kept.py::test_gives_a_tensor_to_cpp [[]call[]]: Parameter(float32[[]256, 256[]]*",
+            "*test_kept.py::test_gives_a_tensor_to_cpp [[]call[]]: Parameter(float32*",
         ]
     )
     assert "test_keeps_in_a_module_dict [" not in result.stdout.str()
