@@ -80,6 +80,7 @@ def test_loops_the_collector_never_frees_are_in_their_own_section() -> None:
     [loop] = report.uncollectable
     # `y`, the leaf `x` its graph holds, and `x.grad` (held in C++ by `x`): all three stay.
     assert loop.bytes_by_device == {"cpu": 3 * loops.PAYLOAD_BYTES}
+    assert sum(h.nbytes for h in loop.holds) == loop.total_bytes  # each tensor at one place
     names = [e.name for e in loop.loop]
     assert ".grad_fn" in names
     assert "hooks of the tensor" in names

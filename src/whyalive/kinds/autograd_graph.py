@@ -82,13 +82,22 @@ class AutogradReader:
         graph = sys.modules.get("torch.autograd.graph")
         node_type = getattr(graph, "Node", None)
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
+        self._tensor_types: dict[type, bool] = {}  # read per object: once per type
+        self._accumulators: dict[type, bool] = {}
+        parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
+        # Types whose fields run no user code (Parameter's torch function is disabled).
+        self._plain = {torch.Tensor} | ({parameter} if isinstance(parameter, type) else set())
         self.visited = 0
         self.limit = MAX_NODES
         """Nodes the walks of this reader visit at most."""
 
     def is_tensor(self, obj: object) -> bool:
         """A ``torch.Tensor`` (or subclass), by type only."""
-        return issubclass(type(obj), self.base)
+        cls = type(obj)
+        found = self._tensor_types.get(cls)
+        if found is None:
+            found = self._tensor_types[cls] = issubclass(cls, self.base)
+        return found
 
     def is_node(self, obj: object) -> bool:
         """An autograd node (a C++ node's Python face, or a custom Function's ``ctx``)."""
@@ -101,6 +110,8 @@ class AutogradReader:
     def tensor_field(self, tensor: object, name: str) -> Any:
         """``TensorBase.<name>`` of a tensor, subclass code off; None when unreadable."""
         try:
+            if type(tensor) in self._plain:  # no subclass code to turn off: read at once
+                return getattr(self.base, name).__get__(tensor)
             with self.torch._C.DisableTorchFunctionSubclass():
                 return getattr(self.base, name).__get__(tensor)
         except Exception:
@@ -177,7 +188,11 @@ class AutogradReader:
 
     def variable(self, node: object) -> object | None:
         """The leaf an ``AccumulateGrad`` node accumulates into, else None."""
-        if type_short_name(type(node)) != "AccumulateGrad":
+        cls = type(node)
+        accumulates = self._accumulators.get(cls)
+        if accumulates is None:
+            accumulates = self._accumulators[cls] = type_short_name(cls) == "AccumulateGrad"
+        if not accumulates:
             return None
         try:
             found = node.variable  # type: ignore[attr-defined]

@@ -47,11 +47,12 @@ class TorchKind:
         base = torch._C.TensorBase
         with torch._C.DisableTorchFunctionSubclass():
             device = str(base.device.__get__(obj))
-            dtype = str(base.dtype.__get__(obj)).removeprefix("torch.")
-            layout = str(base.layout.__get__(obj)).removeprefix("torch.")
+            dtype = _name(base.dtype.__get__(obj))
+            layout = _name(base.layout.__get__(obj))
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            description = f"{type_short_name(type(obj))}({dtype}[{_dims(base, obj)}], {device}"
+            dims = _dims(base, obj, layout)
+            description = f"{type_short_name(type(obj))}({dtype}[{dims}], {device}"
             description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
@@ -61,7 +62,8 @@ class TorchKind:
                 if parts is None
                 else [_storage(base, getattr(base, part)(obj)) for part in parts]
             )
-            storages = list({int(storage._cdata): storage for storage in storages}.values())
+            if len(storages) > 1:
+                storages = list({int(storage._cdata): storage for storage in storages}.values())
             nbytes = sum(int(storage.nbytes()) for storage in storages)
             start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
             cdata = tuple(int(storage._cdata) for storage in storages)
@@ -78,13 +80,23 @@ class TorchKind:
         )
 
 
-def _dims(base: Any, tensor: object) -> str:
+# dtypes and layouts are singletons, few: each is named once ("float32", "strided").
+_NAMES: dict[object, str] = {}
+
+
+def _name(value: object) -> str:
+    found = _NAMES.get(value)
+    if found is None:
+        found = _NAMES[value] = str(value).removeprefix("torch.")
+    return found
+
+
+def _dims(base: Any, tensor: object, layout: str) -> str:
     """``16, 256``; a nested tensor has no sizes, only a count of components."""
-    if base.is_nested.__get__(tensor) and str(base.layout.__get__(tensor)) == "torch.strided":
+    if layout == "strided" and base.is_nested.__get__(tensor):
         return f"nested {int(base.size(tensor, 0))}"
-    return ", ".join(
-        str(int(d)) if isinstance(d, int) else str(d) for d in base.shape.__get__(tensor)
-    )
+    # An int or a symbolic size: either reads as its str().
+    return ", ".join(map(str, base.shape.__get__(tensor)))
 
 
 def _storage(base: Any, tensor: object) -> Any:
@@ -169,10 +181,12 @@ class AutogradWalk:
         # A found tensor that is itself one of the graph's heavy objects (a leaf the
         # garbage also holds) has one more reference: the graph's list of nodes.
         found = self._found
+        known: dict[int, HeavyFacts] = {}  # described already, as one of the graph's
         for index in facts:
             key = id(nodes[index])
             if key in found and found[key] is nodes[index]:
                 referrers[key] = referrers.get(key, 0) + 1
+                known[key] = facts[index]
         described: dict[int, HeavyFacts] = {}
         # What a reference count reads for an object only the walk holds, measured
         # rather than assumed: interpreters differ in the temporary references they keep.
@@ -186,7 +200,7 @@ class AutogradWalk:
         live_storages: set[Hashable] = set()
         for key, tensor in self._found.items():
             try:
-                fact = self._kind.describe(tensor)
+                fact = known.get(key) or self._kind.describe(tensor)
             except Exception:
                 continue
             if fact is None:
@@ -206,6 +220,8 @@ class AutogradWalk:
             for key in keys:
                 fact = described.get(key)
                 if fact is None or fact.storage in storages or fact.storage in live_storages:
+                    continue
+                if key in known:  # one of the graph's heavy objects: counted as itself
                     continue
                 storages.add(fact.storage)
                 held.append(_fewer_users(fact, graph_users[fact.storage] - 1))

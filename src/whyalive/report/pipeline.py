@@ -26,6 +26,10 @@ from whyalive.report.builder import build_report, counts_report
 from whyalive.report.merge import merge_reports
 from whyalive.report.survivors import listed_survivors
 
+PROBE_AUTOGRAD_WALKS = 4
+"""Occurrences of one loop whose autograd graphs a probe walks; the others are counted as
+holding what those held, on average."""
+
 UNPROBED_NOTE = (
     "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
     "the heap frozen at the start (gc.freeze), and objects were already frozen."
@@ -159,6 +163,10 @@ def uncollectable_report(
     """The loops of a graph of :mod:`whyalive.analysis.uncollectable` as a report
     (``uncollectable``; ``cycles`` when ``freed``: loops the collector frees); the graph
     is released."""
+    if options.autograd_walks is None:
+        # A loop leaked once per step repeats one shape: the autograd graphs of a few
+        # occurrences tell what each holds beyond itself (docs/patterns.md, "Cost").
+        options = replace(options, autograd_walks=PROBE_AUTOGRAD_WALKS)
     with _collector_off():
         progress = Progress(len(graph), options.progress_after)
         report = _report_of(graph, KindResolver(), options, progress)

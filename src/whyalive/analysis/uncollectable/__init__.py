@@ -105,14 +105,9 @@ def grads_of_live_tensors() -> set[int]:
     if torch is None:
         return set()
     reader = AutogradReader(torch)
-    is_tensor_type: dict[type, bool] = {}
     found: set[int] = set()
     for obj in gc.get_objects():
-        cls = type(obj)
-        flag = is_tensor_type.get(cls)
-        if flag is None:
-            flag = is_tensor_type[cls] = issubclass(cls, reader.base)
-        if flag:
+        if reader.is_tensor(obj):
             grad = reader.grad(obj)
             if grad is not None:
                 found.add(id(grad))
@@ -334,16 +329,24 @@ def _subgraph(accounts: Accounts, members: list[int]) -> ObjectGraph:
     offsets = [0]
     targets: list[int] = []
     names: dict[tuple[int, int], str] = {}
+    young, renumbered = accounts.young, position.get
+    # Plain lists, read once: a slice of a list per member is cheaper than of the buffer.
+    starts, following = list(accounts.offsets), list(accounts.targets)
     for vertex in members:
-        if vertex < accounts.young:
-            targets.extend(position[s] for s in successors(accounts, vertex) if s in position)
-        start = offsets[-1]
-        for target, name in cpp.get(vertex, ()):
-            new_source, new_target = position[vertex], position[target]
-            if (new_source, new_target) not in names:
-                names[new_source, new_target] = name
-                if new_target not in targets[start:]:  # seen by the GC too (one edge)
-                    targets.append(new_target)
+        start = len(targets)
+        if vertex < young:
+            found = map(renumbered, following[starts[vertex] : starts[vertex + 1]])
+            targets.extend(new for new in found if new is not None)
+        held = cpp.get(vertex)
+        if held:
+            seen = set(targets[start:])
+            for target, name in held:
+                new_source, new_target = position[vertex], position[target]
+                if (new_source, new_target) not in names:
+                    names[new_source, new_target] = name
+                    if new_target not in seen:  # seen by the GC too (one edge)
+                        seen.add(new_target)
+                        targets.append(new_target)
         offsets.append(len(targets))
     objects = [accounts.obj(v) for v in members]
     resolver = KindResolver()
