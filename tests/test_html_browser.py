@@ -614,6 +614,7 @@ def test_viewer_lists_an_uncollectable_loop_with_its_cpp_hops(browser: Any, tmp_
     assert seen == {"requests": [], "failed": [], "errors": []}
 
 
+@pytest.mark.whyalive_skip  # the loop beside the survivor is never freed: the suite's check sees it
 def test_viewer_lists_a_survivor_held_by_a_cpp_owner(browser: Any, tmp_path: Path) -> None:
     """A listed survivor (held by an unnamed C/C++ owner): its own entry after the loops,
     drawn as a heavy box, its note and size shown when picked."""

@@ -261,9 +261,8 @@ class Report:
     the objects the block made that only they keep alive; each hop C++ holds is an
     edge of kind ``autograd``."""
     held_natively: tuple[AliveObject, ...] = ()
-    """Heavy objects the block made that are still alive, held only by a C/C++ owner
-    whyalive cannot name (no Python object, no autograd node, no other tensor holds them):
-    listed with that note, never failing (``docs/patterns.md``, "Loops through C++")."""
+    """Heavy objects the block made, alive, held only by a C/C++ owner whyalive cannot
+    name: listed with that note, never failing (``docs/patterns.md``, "Loops through C++")."""
 
     @property
     def found(self) -> bool:
