@@ -6,6 +6,10 @@ several shapes and compared, side by side in one process, with a plain full
 ``gc.collect()`` of the same heap (unfrozen, as a user's collection is). The heap is
 torch's after importing it, plus a few models (about 300,000 objects).
 
+Each probe is timed in wall-clock seconds and in CPU seconds of its thread
+(``time.thread_time``), both against a full collection: on a shared, loaded machine
+the wall clock of the one stretches differently from the other's; CPU time does not.
+
 Shapes: a block that leaves nothing alive; one that keeps 100 tensors in a global
 cache (alive, rooted: the probe must look and find nothing); one that builds a small
 model and keeps it; one that leaks one tensor-hook loop; one that leaks 100.
@@ -74,17 +78,19 @@ SHAPES: dict[str, Callable[[], None]] = {
 }
 
 
-def timed_check(block: Callable[[], None]) -> tuple[float, float, bool]:
-    """(probe seconds, whole check seconds, whether the report has loops)."""
-    spent = [0.0]
+def timed_check(block: Callable[[], None]) -> tuple[float, float, bool, float]:
+    """(probe seconds, whole check seconds, whether the report has loops, probe CPU
+    seconds of this thread: what a shared machine's load does not stretch)."""
+    spent = [0.0, 0.0]
     real = pipeline.probe_block
 
     def probe(*args: Any, **kwargs: Any) -> Any:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.thread_time()
         try:
             return real(*args, **kwargs)
         finally:
             spent[0] += time.perf_counter() - began
+            spent[1] += time.thread_time() - cpu
 
     check_module.probe_block = probe  # type: ignore[attr-defined]
     try:
@@ -95,13 +101,14 @@ def timed_check(block: Callable[[], None]) -> tuple[float, float, bool]:
     finally:
         check_module.probe_block = real  # type: ignore[attr-defined]
     found = check.report is not None and bool(check.report.uncollectable)
-    return spent[0], whole, found
+    return spent[0], whole, found, spent[1]
 
 
-def full_collection() -> float:
-    began = time.perf_counter()
+def full_collection() -> tuple[float, float]:
+    """(seconds, CPU seconds of this thread) of a full collection."""
+    began, cpu = time.perf_counter(), time.thread_time()
     gc.collect()
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.thread_time() - cpu
 
 
 def main() -> None:
@@ -113,24 +120,34 @@ def main() -> None:
     gc.collect()
     print(f"heap: {len(gc.get_objects()):,} objects (torch imported)")
     probes: dict[str, list[float]] = {name: [] for name in SHAPES}
+    cpus: dict[str, list[float]] = {name: [] for name in SHAPES}
     checks: dict[str, list[float]] = {name: [] for name in SHAPES}
     found: dict[str, bool] = {}
     fulls: list[float] = []
+    full_cpus: list[float] = []
     for _ in range(args.repeats):
         for name, shape in SHAPES.items():
-            probe, whole, loops = timed_check(shape)
+            probe, whole, loops, cpu = timed_check(shape)
             probes[name].append(probe)
+            cpus[name].append(cpu)
             checks[name].append(whole)
             found[name] = loops
-            fulls.append(full_collection())
-    full = statistics.median(fulls)
-    print(f"full gc.collect() of the heap: median {full * 1e3:.1f} ms")
+            seconds, cpu = full_collection()
+            fulls.append(seconds)
+            full_cpus.append(cpu)
+    full, full_cpu = statistics.median(fulls), statistics.median(full_cpus)
+    print(
+        f"full gc.collect() of the heap: median {full * 1e3:.1f} ms "
+        f"({full_cpu * 1e3:.1f} ms of CPU)"
+    )
     for name in SHAPES:
         probe = statistics.median(probes[name])
+        cpu = statistics.median(cpus[name])
         whole = statistics.median(checks[name])
         print(
-            f"{name:36s} probe {probe * 1e3:7.2f} ms = {probe / full:5.3f}x a full collection"
-            f" (whole check {whole * 1e3:7.2f} ms; loops reported: {found[name]})"
+            f"{name:36s} probe {probe * 1e3:7.2f} ms = {probe / full:5.3f}x a full collection,"
+            f" CPU {cpu / full_cpu:5.3f}x (whole check {whole * 1e3:7.2f} ms;"
+            f" loops reported: {found[name]})"
         )
 
 

@@ -612,3 +612,32 @@ def test_viewer_lists_an_uncollectable_loop_with_its_cpp_hops(browser: Any, tmp_
     assert loop.fix.replace("`", "") in details
     assert ".grad_fn (C++)" in details
     assert seen == {"requests": [], "failed": [], "errors": []}
+
+
+@pytest.mark.whyalive_skip  # the loop beside the survivor is never freed: the suite's check sees it
+def test_viewer_lists_a_survivor_held_by_a_cpp_owner(browser: Any, tmp_path: Path) -> None:
+    """A listed survivor (held by an unnamed C/C++ owner): its own entry after the loops,
+    drawn as a heavy box, its note and size shown when picked."""
+    pytest.importorskip("torch")
+    from scenarios import autograd_loops
+    from whyalive import find_leaks
+    from whyalive.report.merge import merge_reports
+    from whyalive.report.survivors import held_natively_note
+
+    note = held_natively_note(1)
+    held = Report(
+        nodes=(Node(0, "Tensor", "Tensor(float32[256, 256], cpu)", None, 80, True),),
+        held_natively=(AliveObject(0, "Tensor(float32[256, 256], cpu)", 262144, "cpu", note=note),),
+    )
+    report = merge_reports([find_leaks(autograd_loops.tensor_hook), held])
+    seen = _open(browser, report, tmp_path / "held.html")
+    items = browser.find_elements(By.CSS_SELECTOR, "#cycles .cycle-item")
+    assert len(items) == 2
+    assert "Held by a C/C++ owner 1: Tensor(float32[256, 256], cpu)" in items[1].text
+    items[1].click()
+    details = browser.find_element(By.ID, "cycle-details").text
+    assert "256.0 KiB" in details
+    assert "held by a C/C++ owner outside Python" in details
+    node_id = report.held_natively[0].node_id
+    assert browser.find_elements(By.CSS_SELECTOR, f'#graph .node.heavy[data-node="{node_id}"]')
+    assert seen == {"requests": [], "failed": [], "errors": []}

@@ -174,7 +174,7 @@ def test_consumed_graph_is_walked_without_an_exception_per_node() -> None:
         sys.setprofile(None)
     visited = len(walk._visited)
     walk._by_root.clear()  # found: the leaves and their gradients; dropped unweighed
-    walk.finish({}, [])
+    walk.finish({}, [], 0)
     assert visited >= 8  # sum, two addmm, relu, two t, four AccumulateGrad
     assert raised == []
 

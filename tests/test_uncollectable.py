@@ -32,6 +32,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.whyalive_skip
 
 LEAKY = [(pattern, fn) for pattern, fns in loops.LEAKY.items() for fn in fns]
+LEAKY_BY_FN = [(fn, pattern) for pattern, fn in LEAKY]
 
 
 def _name(value: object) -> str:
@@ -77,7 +78,9 @@ def test_loops_the_collector_never_frees_are_in_their_own_section() -> None:
     report = find_leaks(loops.tensor_hook)
     assert not report.cycles
     [loop] = report.uncollectable
-    assert loop.bytes_by_device == {"cpu": 2 * loops.PAYLOAD_BYTES}
+    # `y`, the leaf `x` its graph holds, and `x.grad` (held in C++ by `x`): all three stay.
+    assert loop.bytes_by_device == {"cpu": 3 * loops.PAYLOAD_BYTES}
+    assert sum(h.nbytes for h in loop.holds) == loop.total_bytes  # each tensor at one place
     names = [e.name for e in loop.loop]
     assert ".grad_fn" in names
     assert "hooks of the tensor" in names
@@ -94,6 +97,68 @@ def test_loops_the_collector_never_frees_are_in_their_own_section() -> None:
     assert text.startswith("whyalive: 1 loop through the autograd graph (C++), never freed")
     html = report.render("html")
     assert "Uncollectable loop 1: tensor hook that refers back to its tensor" in html
+
+
+def test_grad_cam_is_cut_and_located_where_its_fix_edits() -> None:
+    """The cut is what the fix changes (the stored output, the hook registrations), not the
+    model the object also holds; the loop is placed at the user's line, not torch's."""
+    import inspect
+
+    report = find_leaks(loops.grad_cam)
+    [loop] = report.uncollectable
+    assert loop.cut is not None
+    assert loop.cut.proven
+    names = [e.name for e in loop.cut.edges]
+    assert names[0] == ".activations"
+    assert len(names) == 3  # and the two hook registrations, each an entry of a hook dict
+    assert ".model" not in names
+    description = loop.cut.description
+    assert "`self.activations`" in description
+    assert "register_forward_hook" in description
+    assert "register_full_backward_hook" in description
+    assert "`self.activations`" in loop.fix
+    assert "register_forward_hook" in loop.fix
+    assert sorted(line.split("  ", 1)[1] for line in loop.cut.source_lines) == [
+        "layer.register_forward_hook(self.save_activation)",
+        "layer.register_full_backward_hook(self.save_gradient)",
+        "self.activations = output",
+    ]
+    lines, first = inspect.getsourcelines(loops.GradCam)
+    stored = first + next(n for n, t in enumerate(lines) if "self.activations = output" in t)
+    heading = report.render("text").split("Uncollectable loop 1:", 1)[1].split("Cut:")[0]
+    assert f"at autograd_loops.py:{stored}" in " ".join(heading.split())
+    assert loop.loop[0].source == next(
+        n.node_id for n in report.nodes if n.label.startswith("bound method GradCam.")
+    )
+
+
+def test_bytes_count_what_the_loop_keeps_and_not_what_lives_anyway() -> None:
+    """Every tensor left alive is counted (leaves' gradients included), once; a live model's
+    parameters and their gradients are not, although the leaked graph reaches them."""
+    model = torch.nn.Linear(256, 256)
+    weight_grads: list[Any] = []
+
+    def leak() -> None:
+        x = torch.randn(256, 256, requires_grad=True)
+        y = model(x).exp()
+        y.register_hook(lambda grad: grad * y.sum())
+        y.sum().backward()
+        weight_grads.append(model.weight.grad)
+
+    gc.collect()
+    before = {id(o) for o in gc.get_objects() if issubclass(type(o), torch.Tensor)}
+    report = find_leaks(leak)
+    gc.collect()
+    left = [
+        o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and id(o) not in before
+    ]
+    kept = {o.untyped_storage().data_ptr(): o.untyped_storage().nbytes() for o in left}
+    for live in (model.weight, model.bias, *weight_grads, model.bias.grad):
+        kept.pop(live.untyped_storage().data_ptr(), None)
+    [loop] = report.uncollectable
+    # y, the leaf x (saved by the linear layer) and x.grad: 256 KiB each.
+    assert sum(kept.values()) == 3 * 256 * 256 * 4
+    assert loop.total_bytes == sum(kept.values())
 
 
 def _leaked_tensors(fn: Callable[[], None], *, collect: bool = True) -> list[weakref.ref[Any]]:
@@ -124,8 +189,6 @@ def test_explain_of_a_leaked_tensor_gives_the_same_loop_and_fix(
     [by_check] = [*checked.cycles, *checked.uncollectable]
     # A loop the collector frees is explained while it is garbage, before a collection.
     freed = not checked.uncollectable
-    if fn is loops.prehook_on_node:
-        pytest.skip("explain finds no loop here (docs/explain.md: what stays blind)")
     explained: list[Report] = []
     for ref in _leaked_tensors(fn, collect=not freed):  # one by one until one shows its loop
         explained.append(explain(ref()).report)
@@ -289,7 +352,10 @@ def test_the_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(list(reader.walk([t.grad_fn], {}))) == 10
 
 
-def test_monitor_probes_and_logs_each_signature_once(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("fn", [loops.tensor_hook, loops.grad_cam], ids=_name)
+def test_monitor_probes_and_logs_each_signature_once(
+    caplog: pytest.LogCaptureFixture, fn: Callable[[], None]
+) -> None:
     import whyalive
 
     with (
@@ -297,15 +363,47 @@ def test_monitor_probes_and_logs_each_signature_once(caplog: pytest.LogCaptureFi
         whyalive.monitor(probe_every=5, log_interval=3600) as mon,
     ):
         for _ in range(12):
-            loops.tensor_hook()
+            fn()
             mon.step()
     first = [r for r in caplog.records if "first seen" in r.getMessage()]
     assert len(first) == 1
     assert "uncollectable loop" in first[0].getMessage()
     assert mon.stats.probes == 2
     [loop] = mon.report().uncollectable
-    assert loop.pattern == "tensor-hook-loop"
+    assert loop.pattern == dict(LEAKY_BY_FN)[fn]
     assert loop.occurrences == 10  # what the last probe saw alive, not a sum over probes
+
+
+def _register_other_hooks() -> None:
+    """Hooks registered and removed elsewhere: every handle id from now on is new."""
+    for _ in range(3):
+        t = torch.randn(2, requires_grad=True).exp()
+        t.register_hook(lambda grad: grad).remove()
+        t.grad_fn.register_prehook(lambda grads: None).remove()
+        layer = torch.nn.Linear(2, 2)
+        layer.register_forward_hook(lambda *args: None).remove()
+        layer.register_full_backward_hook(lambda *args: None).remove()
+
+
+@pytest.mark.parametrize(("pattern", "fn"), LEAKY, ids=lambda v: _name(v))
+def test_a_signature_does_not_depend_on_hook_handle_ids(
+    pattern: str, fn: Callable[[], None]
+) -> None:
+    """Hook dicts are keyed by handle ids, which count up across the process: the same
+    leak has the same signature whatever was registered before it, and `allow=` holds."""
+    before = find_leaks(fn)
+    [first] = [c.signature for c in (*before.cycles, *before.uncollectable)]
+    _register_other_hooks()
+    report = find_leaks(fn)
+    assert [c.signature for c in (*report.cycles, *report.uncollectable)] == [first]
+    for cycle in (*report.cycles, *report.uncollectable):
+        assert cycle.cut is not None
+        assert not re.search(r"\[\d+\]", cycle.cut.description), cycle.cut.description
+    _register_other_hooks()
+    with check_leaks(allow=[first]) as allowed:
+        fn()
+    assert allowed.report is not None
+    assert not allowed.report.found
 
 
 def test_hostile_tensor_subclass_does_not_break_the_probe() -> None:
@@ -429,6 +527,41 @@ def test_pytest_plugin_fails_only_the_test_that_leaks_a_loop(pytester: pytest.Py
         "--whyalive", "--whyalive-baseline=.whyalive-baseline.json"
     )
     known.assert_outcomes(passed=3)
+
+
+OTHER_HOOKS_FIRST = """
+import torch
+
+
+def test_a_registers_other_hooks():
+    for _ in range(3):
+        t = torch.randn(4, requires_grad=True).exp()
+        t.register_hook(lambda grad: grad).remove()
+
+
+def test_b_leaks_a_loop():
+    x = torch.randn(4096, requires_grad=True)
+    y = x.exp()
+    y.register_hook(lambda grad: grad * y.sum())
+    y.sum().backward()
+"""
+
+
+def test_a_baseline_knows_a_loop_whatever_ran_before(pytester: pytest.Pytester) -> None:
+    """The baseline written by the whole suite still knows the loop when it runs alone
+    (its hook then gets another handle id), and the other way round."""
+    pytester.makepyfile(test_hooks=OTHER_HOOKS_FIRST)
+    written = pytester.runpytest_subprocess("--whyalive", "--whyalive-update-baseline")
+    written.assert_outcomes(passed=2)
+    baseline = "--whyalive-baseline=.whyalive-baseline.json"
+    alone = pytester.runpytest_subprocess("--whyalive", baseline, "-k", "test_b")
+    alone.assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest_subprocess("--whyalive", baseline).assert_outcomes(passed=2)
+    (pytester.path / ".whyalive-baseline.json").unlink()
+    pytester.runpytest_subprocess(
+        "--whyalive", "--whyalive-update-baseline", "-k", "test_b"
+    ).assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest_subprocess("--whyalive", baseline).assert_outcomes(passed=2)
 
 
 CTX_SHAPES = """

@@ -267,7 +267,9 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         captured.release()
         # With the garbage freed and the baseline still frozen: what is left is alive.
         site_of = recorder.site_of if recorder is not None else None
-        probed, _ = probe_block(watch, self._options(site_of=site_of))
+        # The census lists (and fails) every survivor itself: no second listing of the same.
+        listing = self._census is None
+        probed, _ = probe_block(watch, self._options(site_of=site_of), listing=listing)
         if probed is not None:
             report = merge_reports([report, probed])
         self.report = self._threads.note(report) if self._threads is not None else report

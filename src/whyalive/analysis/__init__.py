@@ -184,7 +184,7 @@ def find_cycles(
                 walk.visit(index, nodes[index])
             facts[index] = described
     if walk is not None and not sampled:
-        facts = walk.finish(facts, nodes[: graph.garbage_count])
+        facts = walk.finish(facts, nodes, graph.garbage_count)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
     component_of, cycle_count, candidates = graphcore.cycle_candidates(

@@ -91,3 +91,13 @@ def made_inside(members: Iterable[object], user_root: str) -> str | None:
             # A frame says where the cycle was being made; a function only where it is defined.
             first = f"{part}:{line}"
     return first
+
+
+def is_installed_code(obj: object) -> bool:
+    """Whether ``obj`` is a function, method, frame or generator whose code is installed
+    code (a package's or the standard library's), not the user's."""
+    found = _code_and_line(obj)
+    if found is None:
+        return False
+    filename = found[0].co_filename
+    return not filename.startswith("<") and installed_part(filename, "") is not None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from whyalive.analysis.edge_namer import EdgeNamer, name_edges
 from whyalive.analysis.edges import EdgeName, is_owned_part, names_of
+from whyalive.analysis.origin import is_installed_code
 from whyalive.graph import ObjectGraph
 from whyalive.words import edge_kinds as ek
 
@@ -246,7 +247,14 @@ def _loop_through(view: CycleView, through: NamedEdge) -> list[NamedEdge]:
         back.append(step)
         node = step.source
     loop = [through, *reversed(back)]
-    # Read from the object the user wrote first (a function, a method), as cycles list them.
+    # Read from the object the user wrote first (a function, a method), as cycles list them;
+    # the user's code before an installed package's (Grad-CAM's hook before torch's).
     order = {node: index for index, node in enumerate(view.shown)}
-    start = min(range(len(loop)), key=lambda i: order.get(loop[i].source, len(order)))
+    start = min(
+        range(len(loop)),
+        key=lambda i: (
+            is_installed_code(view.obj(loop[i].source)),
+            order.get(loop[i].source, len(order)),
+        ),
+    )
     return loop[start:] + loop[:start]

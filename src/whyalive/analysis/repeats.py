@@ -161,7 +161,7 @@ def sampled_walk(
             for node in retained:
                 if facts[node].kind == "torch.Tensor":
                     walk.visit(node, nodes[node])
-    facts = walk.finish(facts, nodes[:garbage_count])
+    facts = walk.finish(facts, nodes, garbage_count)
     estimated: dict[object, list[tuple[int, str]]] = {}
     for key, occurrences in walked_of.items():
         # One occurrence's share of what the walked graphs held, per device.

@@ -34,6 +34,15 @@ _SAVED_NAMES: dict[type, tuple[str, ...]] = {}
 # The sequence number of nodes made outside the forward pass (AccumulateGrad).
 _NO_SEQUENCE = 1 << 63
 
+SPARSE_PARTS = {
+    "sparse_coo": ("_indices", "_values"),
+    "sparse_csr": ("crow_indices", "col_indices", "values"),
+    "sparse_bsr": ("crow_indices", "col_indices", "values"),
+    "sparse_csc": ("ccol_indices", "row_indices", "values"),
+    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
+}
+"""The tensors a sparse layout keeps (what it holds in memory), read through TensorBase."""
+
 PREHOOKS = "prehooks"
 NODE_PREHOOKS = "register_prehook() hooks"
 NODE_HOOKS = "register_hook() hooks"
@@ -73,13 +82,22 @@ class AutogradReader:
         graph = sys.modules.get("torch.autograd.graph")
         node_type = getattr(graph, "Node", None)
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
+        self._tensor_types: dict[type, bool] = {}  # read per object: once per type
+        self._accumulators: dict[type, bool] = {}
+        parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
+        # Types whose fields run no user code (Parameter's torch function is disabled).
+        self._plain = {torch.Tensor} | ({parameter} if isinstance(parameter, type) else set())
         self.visited = 0
         self.limit = MAX_NODES
         """Nodes the walks of this reader visit at most."""
 
     def is_tensor(self, obj: object) -> bool:
         """A ``torch.Tensor`` (or subclass), by type only."""
-        return issubclass(type(obj), self.base)
+        cls = type(obj)
+        found = self._tensor_types.get(cls)
+        if found is None:
+            found = self._tensor_types[cls] = issubclass(cls, self.base)
+        return found
 
     def is_node(self, obj: object) -> bool:
         """An autograd node (a C++ node's Python face, or a custom Function's ``ctx``)."""
@@ -92,6 +110,8 @@ class AutogradReader:
     def tensor_field(self, tensor: object, name: str) -> Any:
         """``TensorBase.<name>`` of a tensor, subclass code off; None when unreadable."""
         try:
+            if type(tensor) in self._plain:  # no subclass code to turn off: read at once
+                return getattr(self.base, name).__get__(tensor)
             with self.torch._C.DisableTorchFunctionSubclass():
                 return getattr(self.base, name).__get__(tensor)
         except Exception:
@@ -105,6 +125,32 @@ class AutogradReader:
     def is_leaf(self, tensor: object) -> bool:
         """Whether the tensor has no ``grad_fn`` (``.grad`` is only read on leaves)."""
         return bool(self.tensor_field(tensor, "is_leaf"))
+
+    def grad(self, tensor: object) -> object | None:
+        """The tensor's ``.grad`` (C++ holds it), read only where torch keeps one: a leaf, or
+        a tensor that retains its gradient (reading others warns)."""
+        if not (self.is_leaf(tensor) or self.tensor_field(tensor, "retains_grad")):
+            return None
+        found: object | None = self.tensor_field(tensor, "grad")
+        return found if self.is_tensor(found) else None
+
+    def parts(self, tensor: object) -> list[object]:
+        """The tensors whose C++ side ``tensor``'s holds: its ``_base`` (a view's), a sparse
+        tensor's indices and values."""
+        found = [self.tensor_field(tensor, "_base")]
+        layout = str(self.tensor_field(tensor, "layout"))
+        found.extend(
+            self._part(tensor, part) for part in SPARSE_PARTS.get(layout.removeprefix("torch."), ())
+        )
+        return [t for t in found if self.is_tensor(t)]
+
+    def _part(self, tensor: object, name: str) -> object | None:
+        try:
+            with self.torch._C.DisableTorchFunctionSubclass():
+                found: object = getattr(self.base, name)(tensor)
+        except Exception:
+            return None
+        return found
 
     def use_count(self, tensor: object) -> int:
         """Owners of the tensor's C++ implementation (its Python object is one of them)."""
@@ -142,7 +188,11 @@ class AutogradReader:
 
     def variable(self, node: object) -> object | None:
         """The leaf an ``AccumulateGrad`` node accumulates into, else None."""
-        if type_short_name(type(node)) != "AccumulateGrad":
+        cls = type(node)
+        accumulates = self._accumulators.get(cls)
+        if accumulates is None:
+            accumulates = self._accumulators[cls] = type_short_name(cls) == "AccumulateGrad"
+        if not accumulates:
             return None
         try:
             found = node.variable  # type: ignore[attr-defined]

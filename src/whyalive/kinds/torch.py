@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 from collections import Counter
 from collections.abc import Hashable, Sequence
@@ -11,8 +12,8 @@ from typing import Any
 
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
-from whyalive.kinds.autograd_graph import AutogradReader
-from whyalive.words import size_to_words
+from whyalive.kinds.autograd_graph import SPARSE_PARTS, AutogradReader
+from whyalive.words import plural, size_to_words
 
 
 def _fake_tensor_type() -> type | None:
@@ -100,21 +101,23 @@ class TorchKind:
         base = torch._C.TensorBase
         with torch._C.DisableTorchFunctionSubclass():
             device = str(base.device.__get__(obj))
-            dtype = str(base.dtype.__get__(obj)).removeprefix("torch.")
-            layout = str(base.layout.__get__(obj)).removeprefix("torch.")
+            dtype = _name(base.dtype.__get__(obj))
+            layout = _name(base.layout.__get__(obj))
             fake_type = _fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
-            description = f"{type_short_name(type(obj))}({dtype}[{_dims(base, obj)}], {device}"
+            dims = _dims(base, obj, layout)
+            description = f"{type_short_name(type(obj))}({dtype}[{dims}], {device}"
             description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            parts = _SPARSE_PARTS.get(layout)
+            parts = SPARSE_PARTS.get(layout)
             storages = (
                 [_storage(base, obj)]
                 if parts is None
                 else [_storage(base, getattr(base, part)(obj)) for part in parts]
             )
-            storages = list({int(storage._cdata): storage for storage in storages}.values())
+            if len(storages) > 1:
+                storages = list({int(storage._cdata): storage for storage in storages}.values())
             nbytes = sum(int(storage.nbytes()) for storage in storages)
             start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
             cdata = tuple(int(storage._cdata) for storage in storages)
@@ -131,23 +134,23 @@ class TorchKind:
         )
 
 
-# The tensors a sparse layout keeps (what it holds in memory), read through TensorBase.
-_SPARSE_PARTS = {
-    "sparse_coo": ("_indices", "_values"),
-    "sparse_csr": ("crow_indices", "col_indices", "values"),
-    "sparse_bsr": ("crow_indices", "col_indices", "values"),
-    "sparse_csc": ("ccol_indices", "row_indices", "values"),
-    "sparse_bsc": ("ccol_indices", "row_indices", "values"),
-}
+# dtypes and layouts are singletons, few: each is named once ("float32", "strided").
+_NAMES: dict[object, str] = {}
 
 
-def _dims(base: Any, tensor: object) -> str:
+def _name(value: object) -> str:
+    found = _NAMES.get(value)
+    if found is None:
+        found = _NAMES[value] = str(value).removeprefix("torch.")
+    return found
+
+
+def _dims(base: Any, tensor: object, layout: str) -> str:
     """``16, 256``; a nested tensor has no sizes, only a count of components."""
-    if base.is_nested.__get__(tensor) and str(base.layout.__get__(tensor)) == "torch.strided":
+    if layout == "strided" and base.is_nested.__get__(tensor):
         return f"nested {int(base.size(tensor, 0))}"
-    return ", ".join(
-        str(int(d)) if isinstance(d, int) else str(d) for d in base.shape.__get__(tensor)
-    )
+    # An int or a symbolic size: either reads as its str().
+    return ", ".join(map(str, base.shape.__get__(tensor)))
 
 
 def _storage(base: Any, tensor: object) -> Any:
@@ -212,11 +215,13 @@ class AutogradWalk:
         return found
 
     def finish(
-        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+        self, facts: dict[int, HeavyFacts], nodes: Sequence[object], garbage_count: int
     ) -> dict[int, HeavyFacts]:
-        """``facts`` with ``through_autograd`` filled; drops every reference the walk held."""
+        """``facts`` (keyed by index in ``nodes``, the analysed graph's objects, the first
+        ``garbage_count`` of them garbage) with ``through_autograd`` filled; drops every
+        reference the walk held."""
         try:
-            return self._held_facts(facts, garbage) if self._by_root else facts
+            return self._held_facts(facts, nodes, garbage_count) if self._by_root else facts
         finally:
             self._visited.clear()
             self._found.clear()
@@ -224,9 +229,18 @@ class AutogradWalk:
             self._grad_of.clear()
 
     def _held_facts(
-        self, facts: dict[int, HeavyFacts], garbage: Sequence[object]
+        self, facts: dict[int, HeavyFacts], nodes: Sequence[object], garbage_count: int
     ) -> dict[int, HeavyFacts]:
-        referrers = self._garbage_references(garbage)
+        referrers = self._garbage_references(nodes, garbage_count)
+        # A found tensor that is itself one of the graph's heavy objects (a leaf the
+        # garbage also holds) has one more reference: the graph's list of nodes.
+        found = self._found
+        known: dict[int, HeavyFacts] = {}  # described already, as one of the graph's
+        for index in facts:
+            key = id(nodes[index])
+            if key in found and found[key] is nodes[index]:
+                referrers[key] = referrers.get(key, 0) + 1
+                known[key] = facts[index]
         described: dict[int, HeavyFacts] = {}
         # What a reference count reads for an object only the walk holds, measured
         # rather than assumed: interpreters differ in the temporary references they keep.
@@ -240,7 +254,7 @@ class AutogradWalk:
         live_storages: set[Hashable] = set()
         for key, tensor in self._found.items():
             try:
-                fact = self._kind.describe(tensor)
+                fact = known.get(key) or self._kind.describe(tensor)
             except Exception:
                 continue
             if fact is None:
@@ -261,21 +275,26 @@ class AutogradWalk:
                 fact = described.get(key)
                 if fact is None or fact.storage in storages or fact.storage in live_storages:
                     continue
+                if key in known:  # one of the graph's heavy objects: counted as itself
+                    continue
                 storages.add(fact.storage)
                 held.append(_fewer_users(fact, graph_users[fact.storage] - 1))
             own = _fewer_users(own, graph_users[own.storage])
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
-                description = f"{own.description} + autograd graph: {len(held)} tensor(s), {extra}"
+                tensors = plural(len(held), "tensor")
+                description = f"{own.description} + autograd graph: {tensors}, {extra}"
                 own = replace(own, description=description, through_autograd=tuple(held))
             result[node] = own
         return result
 
-    def _garbage_references(self, garbage: Sequence[object]) -> dict[int, int]:
-        """How many references each found tensor gets from the captured garbage."""
+    def _garbage_references(self, nodes: Sequence[object], garbage_count: int) -> dict[int, int]:
+        """How many references each found tensor gets from the captured garbage (the first
+        ``garbage_count`` of ``nodes``; read in place: a copy of the list would be one
+        more reference to each)."""
         found = self._found
         counts: dict[int, int] = {}
-        for obj in garbage:
+        for obj in itertools.islice(nodes, garbage_count):
             for ref in gc.get_referents(obj):
                 key = id(ref)
                 if key in found and found[key] is ref:

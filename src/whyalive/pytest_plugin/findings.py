@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from whyalive.report import CycleReport, Report
 
 _PROPERTY = "whyalive"
+_HELD = "whyalive-held"  # survivors an unnamed C/C++ owner holds: listed, in no baseline
 
 
 class LeakFailed(pytest.fail.Exception):  # type: ignore[name-defined,misc]  # a value, not a name
@@ -64,6 +65,9 @@ def act_on_leaks(item: pytest.Item, state: PluginState, watch: TestWatch, raise_
                     },
                 )
             )
+        if leak.report.held_natively:
+            held = [[h.description, h.nbytes] for h in leak.report.held_natively]
+            item.user_properties.append((_HELD, {"phase": leak.phase, "held": held}))
         if not failing:
             continue
         report = only(leak.report, failing)
@@ -94,7 +98,7 @@ def _write_report(
     state: PluginState, item: pytest.Item, phase: str, report: Report, cycles: list[CycleReport]
 ) -> list[Path]:
     """JSON and HTML of what one segment of a test left, failing and listed cycles alike."""
-    if state.report_dir is None or not (cycles or report.alive):
+    if state.report_dir is None or not (cycles or report.alive or report.held_natively):
         return []
     from whyalive.render import write_report
     from whyalive.report.verdict import only
@@ -130,6 +134,7 @@ _TESTS_NAMED = 5
 def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Failing signatures with their tests, then listed findings folded by test function."""
     by_signature = _findings(terminalreporter)
+    held = _held(terminalreporter)
     config = terminalreporter.config
     state = config.stash[STATE]
     worker = hasattr(config, "workerinput")  # xdist: the controller writes
@@ -140,7 +145,7 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"whyalive: wrote {len(by_signature)} cycle signature(s) to the baseline {written}"
         )
-    if not by_signature:
+    if not by_signature and not held:
         return
     from whyalive.render.text import blind_spot_note
     from whyalive.render.wrap import wrap
@@ -171,6 +176,8 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
         if len(ordered) > _TESTS_NAMED:
             terminalreporter.line(f"      ... and {plural(len(ordered) - _TESTS_NAMED, 'more')}")
     for line in _listed_lines(by_signature, width):
+        terminalreporter.line(line)
+    for line in _held_lines(held, width):
         terminalreporter.line(line)
     reports = {r["report"] for rows in by_signature.values() for r in rows if r.get("report")}
     if reports:
@@ -210,6 +217,53 @@ def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> 
         )
         lines.extend(wrap(head, width, indent="  "))
         lines.append(f"      {named}")
+    return lines
+
+
+def _held(terminalreporter: pytest.TerminalReporter) -> list[dict[str, Any]]:
+    """Each test's survivors that an unnamed C/C++ owner holds, once per test and phase."""
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key != _HELD or not isinstance(value, dict):
+                    continue
+                # Call and teardown reports both carry the properties recorded so far.
+                marker = (report.nodeid, repr(value))
+                if marker in seen:
+                    continue
+                seen.add(marker)
+                for what, nbytes in value.get("held", ()):
+                    rows.append(
+                        {
+                            "nodeid": report.nodeid,
+                            "phase": value.get("phase"),
+                            "what": what,
+                            "bytes": nbytes,
+                        }
+                    )
+    return rows
+
+
+def _held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
+    """The survivors held by C/C++ owners, per test: listed, never failing."""
+    from whyalive.render.wrap import wrap
+    from whyalive.words import HELD_NATIVELY_SECTION, plural, size_to_words
+
+    if not rows:
+        return []
+    tests = list(dict.fromkeys(r["nodeid"] for r in rows))
+    head = (
+        f"{plural(len(rows), 'heavy object')} in {plural(len(tests), 'test')}: "
+        f"{HELD_NATIVELY_SECTION[0].lower()}{HELD_NATIVELY_SECTION[1:]}"
+    )
+    lines = wrap(head, width, indent="  ")
+    for row in rows[:_TESTS_NAMED]:
+        size = size_to_words(int(row.get("bytes", 0)))
+        lines.append(f"      {row['nodeid']} [{row.get('phase')}]: {row.get('what')}, {size}")
+    if len(rows) > _TESTS_NAMED:
+        lines.append(f"      ... and {plural(len(rows) - _TESTS_NAMED, 'more')}")
     return lines
 
 

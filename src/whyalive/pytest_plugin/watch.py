@@ -127,13 +127,15 @@ class TestWatch:
             captured.release()
         self._captured = None
         if self._holds_freeze:
+            held: list[object] = []
             try:
                 # The body's garbage is freed and its baseline still frozen: what it left
                 # alive that only loops through the autograd graph hold is a leak too.
-                self._probe()
+                self._probe(held)
             finally:
                 self._holds_freeze = False
                 OWNER.freeze.drop(self)
+            self._list(held)
         if next_label is None:
             return
         self.label = next_label
@@ -151,13 +153,21 @@ class TestWatch:
         self._lease = self._captured = None
         self._holds_freeze = False
 
-    def _probe(self) -> None:
+    def _probe(self, held: list[object]) -> None:
         from whyalive.report.pipeline import probe_uncollectable
 
         try:
-            report = probe_uncollectable(self._mark, self._analysis_options())
+            report = probe_uncollectable(self._mark, self._analysis_options(), held=held)
         except Exception:  # the test's own outcome stands; the probe is extra
             return
+        if report is not None:
+            self.leaks.append(Leak(self.label, report))
+
+    def _list(self, held: list[object]) -> None:
+        """Once the baseline is unfrozen: the survivors only an unnamed C/C++ owner holds."""
+        from whyalive.report.pipeline import list_survivors
+
+        report = list_survivors(held, self._analysis_options())
         if report is not None:
             self.leaks.append(Leak(self.label, report))
 

@@ -78,7 +78,7 @@ def _box(lines: tuple[str, ...]) -> tuple[float, float]:
 def page_words(report: Report) -> dict[str, Any]:
     """Every sentence and size the viewer shows, phrased here: the page composes none."""
     sizes = {h.node_id: size_to_words(h.nbytes) for h in report.heavy_objects}
-    for alive in report.alive:
+    for alive in (*report.alive, *report.held_natively):
         sizes.setdefault(alive.node_id, size_to_words(alive.nbytes))
     return {
         "run": run_words(report.run),
@@ -94,6 +94,7 @@ def page_words(report: Report) -> dict[str, Any]:
             for cycle in (*report.cycles, *report.uncollectable)
         ],
         "alive": [size_to_words(alive.nbytes) for alive in report.alive],
+        "held": [size_to_words(held.nbytes) for held in report.held_natively],
         "node_sizes": [size_to_words(node.size) for node in report.nodes],
         "heavy_sizes": {str(node_id): words for node_id, words in sizes.items()},
     }

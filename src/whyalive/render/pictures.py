@@ -26,6 +26,7 @@ from whyalive.render.picture import (
 )
 from whyalive.report import CycleReport, Edge, Holding, Report
 from whyalive.words import (
+    HELD_NATIVELY_TITLE,
     UNCOLLECTABLE_TITLE,
     heavy_noun,
     loop_gap_words,
@@ -315,8 +316,26 @@ def alive_picture(report: Report, number: int) -> Picture:
     return picture.picture(f"alive-{number}", title, alive.nbytes, caption)
 
 
+def held_picture(report: Report, number: int) -> Picture:
+    """A survivor only an unnamed C/C++ owner holds: its box alone (no Python path)."""
+    held = report.held_natively[number - 1]
+    picture = PictureBuilder(report)
+    key = f"n{held.node_id}"
+    picture.nodes[key] = PictureNode(
+        key,
+        "heavy",
+        (*label_lines(report.node(held.node_id).label), size_to_words(held.nbytes)),
+        held.node_id,
+        held.nbytes,
+    )
+    caption = f"The heavy box is {size_to_words(held.nbytes)}; no Python path reaches it."
+    title = f"{HELD_NATIVELY_TITLE} {number}: {held.description}"
+    return picture.picture(f"held-{number}", title, held.nbytes, caption)
+
+
 def pictures(report: Report, *, crop: bool = True, compact: bool = False) -> tuple[Picture, ...]:
-    """One picture per cycle, per uncollectable loop, then per still-alive object."""
+    """One picture per cycle, per uncollectable loop, per still-alive object, then per
+    survivor an unnamed C/C++ owner holds."""
     return (
         *(
             cycle_picture(report, n, c, crop=crop, compact=compact)
@@ -327,4 +346,5 @@ def pictures(report: Report, *, crop: bool = True, compact: bool = False) -> tup
             for n, c in enumerate(report.uncollectable, 1)
         ),
         *(alive_picture(report, n) for n in range(1, len(report.alive) + 1)),
+        *(held_picture(report, n) for n in range(1, len(report.held_natively) + 1)),
     )

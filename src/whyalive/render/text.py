@@ -10,6 +10,8 @@ from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
 from whyalive.words import (
     BLIND_SPOTS,
     BLIND_SPOTS_SHORT,
+    HELD_NATIVELY_SECTION,
+    HELD_NATIVELY_TITLE,
     UNCOLLECTABLE_SECTION,
     UNCOLLECTABLE_TITLE,
     cut_sentence,
@@ -224,12 +226,29 @@ class TextRenderer:
         for alive in report.alive:
             lines.append("")
             lines.extend(self._alive(report, alive))
+        if report.held_natively:
+            lines.append("")
+            lines.extend(self._wrapped(f"{HELD_NATIVELY_SECTION}:"))
+        for held in report.held_natively:
+            lines.append("")
+            lines.extend(self._held(held))
         notes = [note for note in report.notes if self.detail == "full" or note != BLIND_SPOTS]
         if notes:  # a clean report too: why it may be clean (gc off, a freeze, threads)
             lines.append("")
             for note in notes:
                 lines.extend(self._wrapped(f"Note: {note}"))
         return "\n".join(lines) + "\n"
+
+    def _held(self, held: AliveObject) -> list[str]:
+        """A survivor an unnamed C/C++ owner holds: what it is, that owner, where it was made."""
+        lines = self._wrapped(
+            f"{HELD_NATIVELY_TITLE}: {held.description}, {size_to_words(held.nbytes)}"
+        )
+        if held.note:
+            lines.extend(self._wrapped(f"Note: {held.note}", "  "))
+        if held.allocation_site:
+            lines.append(f"  Allocated: {held.allocation_site}")
+        return lines
 
     def _alive(self, report: Report, alive: AliveObject) -> list[str]:
         """A still-alive object: what it is, the root that holds it, the paths, the blind spot."""
@@ -255,7 +274,13 @@ class TextRenderer:
         full = self.detail == "full"
         times = f", {plural(cycle.occurrences, 'occurrence')}" if cycle.occurrences > 1 else ""
         members = cycle.member_count or len(cycle.members)
-        place = cycle_where(report, cycle)
+        # A loop through C++ is located where the cut's reference was made: its loop often
+        # starts in the library that holds the hook (torch's `hooks.py`).
+        place = (
+            cycle_place(report, cycle)
+            if noun == UNCOLLECTABLE_TITLE
+            else cycle_where(report, cycle)
+        )
         at = f", at {place}" if place else ""
         lines = self._wrapped(
             f"{noun} {number}: {cycle.title} [{cycle.pattern}]: "

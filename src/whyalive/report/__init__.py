@@ -260,6 +260,9 @@ class Report:
     """Loops through the autograd graph (C++) that the collector can never free, with
     the objects the block made that only they keep alive; each hop C++ holds is an
     edge of kind ``autograd``."""
+    held_natively: tuple[AliveObject, ...] = ()
+    """Heavy objects the block made, alive, held only by a C/C++ owner whyalive cannot
+    name: listed with that note, never failing (``docs/patterns.md``, "Loops through C++")."""
 
     @property
     def found(self) -> bool:
@@ -383,6 +386,7 @@ _NESTED.update(
         (Report, "alive"): AliveObject,
         (Report, "timeline"): TimelinePoint,
         (Report, "uncollectable"): CycleReport,
+        (Report, "held_natively"): AliveObject,
         (AliveObject, "paths"): HolderPath,
         (CycleReport, "edges"): Edge,
         (CycleReport, "holder_paths"): HolderPath,

@@ -23,6 +23,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     uncollectable: dict[str, CycleReport] = {c.signature: c for c in first.uncollectable}
     heavy = list(first.heavy_objects)
     alive = list(first.alive)
+    held = list(first.held_natively)
     by_device: Counter[str] = Counter(first.bytes_by_device)
     notes = dict.fromkeys(first.notes)
     garbage, count, light = first.garbage_objects, first.cycle_count, first.light_cycle_count
@@ -41,6 +42,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             dataclasses.replace(h, node_id=h.node_id + shift) for h in report.heavy_objects
         )
         alive.extend(_shift_alive(a, shift) for a in report.alive)
+        held.extend(_shift_alive(a, shift) for a in report.held_natively)
         by_device.update(report.bytes_by_device)
         notes.update(dict.fromkeys(report.notes))
         garbage += report.garbage_objects
@@ -54,6 +56,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         uncollectable=_ordered(uncollectable),
         heavy_objects=tuple(heavy),
         alive=tuple(alive),
+        held_natively=tuple(held),
         total_bytes=sum(by_device.values()),
         bytes_by_device=dict(by_device),
         garbage_objects=garbage,

@@ -16,6 +16,7 @@ from dataclasses import replace
 from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.analysis.uncollectable import find_loops_among, find_uncollectable
 from whyalive.capture import GarbageWatch
+from whyalive.capture.gcstate import OWNER
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.graph.core import announce_implementation, scratch_held
 from whyalive.kinds import KindResolver
@@ -23,6 +24,11 @@ from whyalive.kinds.autograd_graph import loaded_torch
 from whyalive.report import Report
 from whyalive.report.builder import build_report, counts_report
 from whyalive.report.merge import merge_reports
+from whyalive.report.survivors import listed_survivors
+
+PROBE_AUTOGRAD_WALKS = 4
+"""Occurrences of one loop whose autograd graphs a probe walks; the others are counted as
+holding what those held, on average."""
 
 UNPROBED_NOTE = (
     "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
@@ -134,16 +140,24 @@ def probe_uncollectable(
     *,
     collect: bool = True,
     max_nodes: int | None = None,
+    held: list[object] | None = None,
 ) -> Report | None:
     """What the block left that only loops through the autograd graph hold, as a report.
 
     Call after the block's closing collection, with its baseline still frozen (see
     :func:`whyalive.analysis.uncollectable.find_uncollectable`); ``mark`` is the autograd
     sequence mark taken when the block began. The loops are in ``uncollectable``;
-    None when there are none.
+    None when there are none. ``held`` receives the block's tensors only an unnamed
+    C/C++ owner holds, for :func:`~whyalive.report.survivors.listed_survivors` to list
+    once the heap is unfrozen.
     """
-    graph = find_uncollectable(mark, collect=collect, max_nodes=max_nodes)
-    return uncollectable_report(graph, options) if graph is not None else None
+    probe = find_uncollectable(mark, collect=collect, max_nodes=max_nodes)
+    if probe is None:
+        return None
+    if held is not None:
+        held.extend(probe.held)
+    probe.held.clear()
+    return uncollectable_report(probe.graph, options) if probe.graph is not None else None
 
 
 def uncollectable_report(
@@ -152,6 +166,10 @@ def uncollectable_report(
     """The loops of a graph of :mod:`whyalive.analysis.uncollectable` as a report
     (``uncollectable``; ``cycles`` when ``freed``: loops the collector frees); the graph
     is released."""
+    if options.autograd_walks is None:
+        # A loop leaked once per step repeats one shape: the autograd graphs of a few
+        # occurrences tell what each holds beyond itself (docs/patterns.md, "Cost").
+        options = replace(options, autograd_walks=PROBE_AUTOGRAD_WALKS)
     with _collector_off():
         progress = Progress(len(graph), options.progress_after)
         report = _report_of(graph, KindResolver(), options, progress)
@@ -173,26 +191,48 @@ def uncollectable_report(
     )
 
 
-def probe_block(watch: GarbageWatch, options: AnalysisOptions) -> tuple[Report | None, bool]:
+def probe_block(
+    watch: GarbageWatch, options: AnalysisOptions, *, listing: bool = True
+) -> tuple[Report | None, bool]:
     """:func:`probe_uncollectable` for a watched block whose garbage was released, then
     :meth:`~whyalive.capture.GarbageWatch.finish`: (the loops' report, whether the
     block froze or unfroze the heap under whyalive's freeze).
 
     Only with the block's baseline frozen (otherwise what the block made cannot be
     told from the rest of the heap: a report with that note). A failure of the probe
-    never fails the check: it becomes a note.
+    never fails the check: it becomes a note. With ``listing``, the block's survivors
+    that only an unnamed C/C++ owner holds are listed (``held_natively``).
     """
+    held: list[object] = []
     try:
         if not watch.used_freeze:
             probed = Report(notes=(UNPROBED_NOTE,)) if loaded_torch() is not None else None
         else:
-            probed = probe_uncollectable(watch.autograd_mark, options)
+            wanted = held if listing else None
+            probed = probe_uncollectable(watch.autograd_mark, options, held=wanted)
     except Exception as error:  # the check's own findings stand; say what was not done
         note = f"whyalive could not look for uncollectable leaks ({type(error).__name__})."
         probed = Report(notes=(note,))
     finally:
         watch.finish()
+    listed = list_survivors(held, options)
+    if listed is not None:
+        probed = merge_reports([probed, listed]) if probed is not None else listed
     return probed, watch.freeze_changed
+
+
+def list_survivors(held: list[object], options: AnalysisOptions) -> Report | None:
+    """The listing of :func:`~whyalive.report.survivors.listed_survivors`, when the heap is
+    unfrozen (another check or the monitor holding the freeze hides the tensors whose
+    ``.grad`` they may be: then nothing is listed); ``held`` is emptied."""
+    try:
+        if not held or OWNER.freeze.frozen:
+            return None
+        return listed_survivors(held, options)
+    except Exception:  # a listing is extra: the check's findings stand without it
+        return None
+    finally:
+        held.clear()
 
 
 def with_uncollectable_loops(

@@ -56,11 +56,14 @@ def _dangling_node(report: dict[str, Any]) -> str | None:
     named: list[tuple[str, int]] = []
     for index, heavy in enumerate(report.get("heavy_objects", ())):
         named.append((f"heavy_objects[{index}].node_id", heavy["node_id"]))
-    for index, alive in enumerate(report.get("alive", ())):
-        named.append((f"alive[{index}].node_id", alive["node_id"]))
-        named.extend(_path_ids(f"alive[{index}].paths", alive.get("paths", ())))
-    for index, cycle in enumerate(report["cycles"]):
-        where = f"cycles[{index}]"
+    for key in ("alive", "held_natively"):
+        for index, alive in enumerate(report.get(key, ())):
+            named.append((f"{key}[{index}].node_id", alive["node_id"]))
+            named.extend(_path_ids(f"{key}[{index}].paths", alive.get("paths", ())))
+    cycles = [("cycles", c) for c in report["cycles"]]
+    cycles += [("uncollectable", c) for c in report.get("uncollectable", ())]
+    for index, (key, cycle) in enumerate(cycles):
+        where = f"{key}[{index if key == 'cycles' else index - len(report['cycles'])}]"
         named.extend((f"{where}.members", n) for n in cycle["members"])
         named.extend((f"{where}.heavy", n) for n in cycle["heavy"])
         for number, holding in enumerate(cycle.get("holds", ())):

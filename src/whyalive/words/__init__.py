@@ -33,6 +33,8 @@ from whyalive.words.basics import (
     verb,
 )
 from whyalive.words.headlines import (
+    HELD_NATIVELY_SECTION,
+    HELD_NATIVELY_TITLE,
     UNCOLLECTABLE_SECTION,
     UNCOLLECTABLE_TITLE,
     cut_sentence,
@@ -80,6 +82,8 @@ from whyalive.words.references import (
 __all__ = [
     "BLIND_SPOTS",
     "BLIND_SPOTS_SHORT",
+    "HELD_NATIVELY_SECTION",
+    "HELD_NATIVELY_TITLE",
     "MAX_CUT_PHRASES",
     "MAX_HOLDER_PHRASES",
     "UNCOLLECTABLE_SECTION",

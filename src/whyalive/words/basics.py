@@ -119,7 +119,7 @@ def heavy_brief(description: str) -> str:
     """What a heavy object is, without its kind's name or its size (the holding says those).
 
     ``"Tensor(float32[16, 256], cpu)"`` -> ``"float32[16, 256] cpu"``; ``"bytearray(1.0 MiB)"``
-    -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensor(s), 3.0 MiB"`` ->
+    -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensors, 3.0 MiB"`` ->
     ``"float32[8] cpu (+ autograd graph: 4 tensors)"``: parentheses balanced, no size twice.
     """
     _, sep, tail = description.partition("(")
@@ -138,7 +138,8 @@ def heavy_brief(description: str) -> str:
     if _is_size(inner):
         inner = ""
     parts = [part.strip() for part in rest.split(",")] if rest else []
-    extra = ", ".join(p for p in parts if p and not _is_size(p)).replace("(s)", "s")
+    extra = ", ".join(p for p in parts if p and not _is_size(p))
+    extra = re.sub(r"\b1 (\w+)\(s\)", r"1 \1", extra).replace("(s)", "s")
     return f"{inner} ({extra})".strip() if extra else inner
 
 

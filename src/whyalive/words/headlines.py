@@ -98,6 +98,24 @@ UNCOLLECTABLE_SECTION = (
 """The heading of the text's section of such loops."""
 
 
+HELD_NATIVELY_TITLE = "Held by a C/C++ owner"
+"""How the text and the viewer title a survivor only an unnamed C/C++ owner holds."""
+HELD_NATIVELY_SECTION = "Held by C/C++ owners whyalive cannot name (listed, not failing)"
+"""The heading of the text's section of such survivors."""
+
+
+def held_natively_words(report: Report) -> str:
+    """``"1 tensor made in the block is held by a C/C++ owner whyalive cannot name (listed,
+    not failing): 1.0 MiB"``."""
+    held = report.held_natively
+    count = len(held)
+    return (
+        f"{plural(count, 'heavy object')} made in the block {verb(count, 'is', 'are')} held "
+        f"by a C/C++ owner whyalive cannot name (listed, not failing): "
+        f"{size_to_words(sum(a.nbytes for a in held))}"
+    )
+
+
 def uncollectable_words(report: Report, where: str | None = None) -> str:
     """``"1 loop through the autograd graph (C++), never freed by the collector, keeps
     2 tensors alive at x.py:3: 7.8 KiB on cpu"``."""
@@ -137,11 +155,12 @@ def report_headline(report: Report) -> str:
         # explain() takes any object: only a heavy one has a device (a tensor, an array).
         noun = "heavy object" if all(a.device for a in report.alive) else "object"
         return f"{plural(len(report.alive), noun)} still alive{at}: {size_to_words(alive_bytes)}"
-    return (
+    clean = (
         f"no cyclic garbage holds heavy objects{at} "
         f"({plural(report.garbage_objects, 'garbage object')}, "
         f"{plural(report.light_cycle_count, 'light cycle')})"
     )
+    return f"{clean}; {held_natively_words(report)}" if report.held_natively else clean
 
 
 def _cycles_headline(report: Report) -> str:

@@ -20,6 +20,7 @@ from whyalive.analysis.diagnose.patterns import (
     Pattern,
     PatternMatch,
 )
+from whyalive.analysis.diagnose.patterns.autograd import is_hook_registry_edge
 from whyalive.analysis.node_names import name_node
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.structure import Structure
@@ -88,9 +89,12 @@ def _token(view: CycleView, node: int) -> str:
     return f"{named.label}@{named.location}" if named.location else named.type_name
 
 
-def _edge_token(edge: NamedEdge) -> str:
-    # List positions change from run to run (children appended in any order).
-    return "[]" if edge.name.kind == ek.INDEX else edge.name.name
+def _edge_token(edge: NamedEdge, registries: set[int]) -> str:
+    # List positions change from run to run (children appended in any order), and so do
+    # the keys of hook registries: handle ids, counted up across the process.
+    if edge.name.kind == ek.INDEX or (edge.name.kind == ek.KEY and edge.source in registries):
+        return "[]"
+    return edge.name.name
 
 
 def cycle_signature(view: CycleView) -> str:
@@ -100,9 +104,10 @@ def cycle_signature(view: CycleView) -> str:
     names without directories), different when the code differs.
     """
     tokens = {node: _token(view, node) for node in view.shown}
+    registries = {e.target for e in view.edges if is_hook_registry_edge(e.name)}
     parts = sorted(tokens.values())
     parts += sorted(
-        f"{tokens[e.source]} -{_edge_token(e)}-> {tokens[e.target]}"
+        f"{tokens[e.source]} -{_edge_token(e, registries)}-> {tokens[e.target]}"
         for e in view.edges
         if e.source in tokens and e.target in tokens
     )

@@ -33,11 +33,13 @@ from __future__ import annotations
 import gc
 import sys
 from collections import deque
+from dataclasses import dataclass, field
 
 from whyalive.analysis.uncollectable.accounts import (
     Accounts,
     add_autograd_holds,
     build_accounts,
+    owned_by_young_tensors,
     successors,
 )
 from whyalive.capture.gcstate import OWNER
@@ -57,17 +59,31 @@ def block_left_tensors(objects: list[object], reader: AutogradReader) -> bool:
     )
 
 
+@dataclass
+class Probe:
+    """What a probe found: the loops' graph (released by its ``release()``), and the
+    block's tensors that only a C/C++ owner whyalive cannot name holds (``held``: strong
+    references, for :func:`grads_of_live_tensors` to rule out once the heap is unfrozen)."""
+
+    graph: ObjectGraph | None
+    held: list[object] = field(default_factory=list)
+
+
 def find_uncollectable(
     mark: int | None, *, collect: bool = True, max_nodes: int | None = None
-) -> ObjectGraph | None:
+) -> Probe | None:
     """The block's objects that only loops through the autograd graph keep alive.
 
     Call with the block's baseline frozen (after its closing collection). ``mark``
     is :func:`whyalive.kinds.autograd_graph.sequence_mark` at the block's start: nodes
     made before it are held from outside. ``collect`` runs the second collection
     first; ``max_nodes`` bounds the autograd walk (what lies further is not seen).
-    None when nothing is held that way; else a graph that holds the objects until
-    its ``release()``.
+    None when nothing is held that way.
+
+    A tensor of the block that nothing the probe can read holds, yet whose C++ side has
+    more owners than its Python object, is held by a C/C++ owner outside Python (an
+    extension's registry, a TorchScript module, a communication buffer) or is the
+    ``.grad`` of an older tensor: it is returned in ``held``, never as a loop.
     """
     torch = loaded_torch()
     if torch is None or sys.is_finalizing():
@@ -82,6 +98,22 @@ def find_uncollectable(
     return _with_collector_off(gc.get_objects(), {}, reader, mark)
 
 
+def grads_of_live_tensors() -> set[int]:
+    """The ids of the ``.grad`` of every tensor the collector lists: one pass over the heap
+    (unfrozen), which rules out the gradients among :attr:`Probe.held`."""
+    torch = loaded_torch()
+    if torch is None:
+        return set()
+    reader = AutogradReader(torch)
+    found: set[int] = set()
+    for obj in gc.get_objects():
+        if reader.is_tensor(obj):
+            grad = reader.grad(obj)
+            if grad is not None:
+                found.add(id(grad))
+    return found
+
+
 def find_loops_among(
     objects: list[object], own: dict[int, int], goals: list[object]
 ) -> ObjectGraph | None:
@@ -94,7 +126,8 @@ def find_loops_among(
         objects.clear()
         return None
     wanted = {id(goal) for goal in goals}
-    return _with_collector_off(objects, own, AutogradReader(torch), None, wanted)
+    found = _with_collector_off(objects, own, AutogradReader(torch), None, wanted)
+    return found.graph if found is not None else None
 
 
 def _with_collector_off(
@@ -103,7 +136,7 @@ def _with_collector_off(
     reader: AutogradReader,
     mark: int | None,
     goals: set[int] | None = None,
-) -> ObjectGraph | None:
+) -> Probe | None:
     enabled = gc.isenabled()
     gc.disable()  # the graph holds everything it reads: a collection would traverse it for nothing
     try:
@@ -119,23 +152,24 @@ def _with_collector_off(
 
 def _uncollectable(
     accounts: Accounts, reader: AutogradReader, mark: int | None, goals: set[int] | None
-) -> ObjectGraph | None:
+) -> Probe | None:
     nodes = accounts.nodes
     rooted = _surely_rooted(accounts, reader)
     left = [node for node in range(accounts.young) if not rooted[node]]
     if not any(reader.is_tensor(nodes[n]) or reader.is_node(nodes[n]) for n in left):
         return None
     add_autograd_holds(accounts, reader, left, mark)
-    found = _held_only_by_loops(accounts, reader, left, rooted)
+    found, listed = _held_only_by_loops(accounts, reader, left, rooted, goals is None)
+    held = [nodes[n] for n in listed]
     if goals is not None:
         found = _leading_to(accounts, found, goals)
     if not any(reader.is_tensor(accounts.obj(v)) for v in found):
-        return None
+        return Probe(None, held) if held else None
     graph = _subgraph(accounts, found)
     if goals is not None and _collector_frees(accounts, found, goals):
         graph.freed_by_collector = True
         graph.cpp_edges = {}  # the collector sees these references: named as a check names them
-    return graph
+    return Probe(graph, held)
 
 
 def _collector_frees(accounts: Accounts, members: list[int], goals: set[int]) -> bool:
@@ -251,16 +285,20 @@ def _reach(
 
 
 def _held_only_by_loops(
-    accounts: Accounts, reader: AutogradReader, left: list[int], rooted: bytearray
-) -> list[int]:
-    """The vertices of ``left`` (and added ones) no unexplained outside reference reaches."""
+    accounts: Accounts, reader: AutogradReader, left: list[int], rooted: bytearray, listing: bool
+) -> tuple[list[int], list[int]]:
+    """The vertices of ``left`` (and added ones) no unexplained outside reference reaches;
+    and, when ``listing``, the tensors of ``left`` held only by an unnamed C/C++ owner."""
     nodes, outside, explained = accounts.nodes, accounts.outside, accounts.explained
+    unnamed: list[int] = []  # tensors whose only outside reference is their C++ side's
     for node in left:
         obj = nodes[node]
         if reader.is_tensor(obj):
             users = reader.use_count(obj)
             if users > 1 and accounts.impl_holders[node] >= users - 1:
                 explained[node] += 1  # its C++ implementation holds the Python object
+            elif users > 1 and outside[node] - explained[node] == 1:
+                unnamed.append(node)
     total = accounts.young + len(accounts.extra)
     edges: dict[int, list[int]] = {}
     for source, target, _ in accounts.cpp:
@@ -270,8 +308,15 @@ def _held_only_by_loops(
     # What the surely rooted part holds through autograd is rooted too.
     sources.extend(s for s in edges if s < accounts.young and rooted[s])
     reached = rooted + bytearray(total - accounts.young)
+    listed: list[int] = []
+    if listing and unnamed:
+        unnamed_set = set(unnamed) - owned_by_young_tensors(accounts, reader)
+        # Listed: what nothing else reaches (not Python, not autograd, not another of the
+        # block's tensors); the rest of the tensors' C++ owners are named.
+        _reach(accounts, [n for n in sources if n not in unnamed_set], reached, edges)
+        listed = [n for n in unnamed if n in unnamed_set and not reached[n]]
     _reach(accounts, sources, reached, edges)
-    return [v for v in range(total) if not reached[v]]
+    return [v for v in range(total) if not reached[v]], listed
 
 
 def _subgraph(accounts: Accounts, members: list[int]) -> ObjectGraph:
@@ -284,16 +329,24 @@ def _subgraph(accounts: Accounts, members: list[int]) -> ObjectGraph:
     offsets = [0]
     targets: list[int] = []
     names: dict[tuple[int, int], str] = {}
+    young, renumbered = accounts.young, position.get
+    # Plain lists, read once: a slice of a list per member is cheaper than of the buffer.
+    starts, following = list(accounts.offsets), list(accounts.targets)
     for vertex in members:
-        if vertex < accounts.young:
-            targets.extend(position[s] for s in successors(accounts, vertex) if s in position)
-        start = offsets[-1]
-        for target, name in cpp.get(vertex, ()):
-            new_source, new_target = position[vertex], position[target]
-            if (new_source, new_target) not in names:
-                names[new_source, new_target] = name
-                if new_target not in targets[start:]:  # seen by the GC too (one edge)
-                    targets.append(new_target)
+        start = len(targets)
+        if vertex < young:
+            found = map(renumbered, following[starts[vertex] : starts[vertex + 1]])
+            targets.extend(new for new in found if new is not None)
+        held = cpp.get(vertex)
+        if held:
+            seen = set(targets[start:])
+            for target, name in held:
+                new_source, new_target = position[vertex], position[target]
+                if (new_source, new_target) not in names:
+                    names[new_source, new_target] = name
+                    if new_target not in seen:  # seen by the GC too (one edge)
+                        seen.add(new_target)
+                        targets.append(new_target)
         offsets.append(len(targets))
     objects = [accounts.obj(v) for v in members]
     resolver = KindResolver()

@@ -108,6 +108,10 @@ def add_autograd_holds(
         base = reader.tensor_field(obj, "_base")
         if reader.is_tensor(base):
             accounts.impl_holders[hop(node, base, "._base")] += 1
+        grad = reader.grad(obj)
+        if grad is not None and id(grad) in accounts.index:
+            # A leaf's gradient: its C++ side keeps it (and is kept with the leaf).
+            accounts.impl_holders[hop(node, grad, ".grad")] += 1
         grad_fn = reader.grad_fn(obj)
         if grad_fn is None:
             continue
@@ -119,7 +123,7 @@ def add_autograd_holds(
         hooks = reader.hooks_dict(obj)
         if hooks is not None and not reader.is_leaf(obj):
             # register_hook() on a non-leaf also registers the tensor's dict on its node.
-            accounts.explained[hop(accounts.index[id(grad_fn)], hooks, TENSOR_HOOKS)] += 1
+            _explain(accounts, vertex, hop(vertex, hooks, TENSOR_HOOKS))
     seen: dict[int, object] = {}
     hooked: list[object] = []
     made: list[tuple[int, object]] = []
@@ -148,10 +152,29 @@ def add_autograd_holds(
             for label, tensor in reader.saved(graph_node, inputs_only=True):
                 if id(tensor) in accounts.index:
                     accounts.impl_holders[hop(vertex, tensor, label)] += 1
+                base = reader.tensor_field(tensor, "_base")
+                if reader.is_tensor(base) and id(base) in accounts.index:
+                    # A saved view (`x.t()`) holds the C++ side of the tensor it views.
+                    accounts.impl_holders[hop(vertex, base, f"{label}._base")] += 1
     for vertex in reached_nodes:
         if vertex < accounts.young:
             accounts.explained[vertex] += 1  # a node holds its own Python object
     _hook_dicts(accounts, reader, hooked, left)
+
+
+def owned_by_young_tensors(accounts: Accounts, reader: AutogradReader) -> set[int]:
+    """The block's tensors whose C++ side another of its tensors holds, wherever that one
+    is held: a view's base, a sparse tensor's parts, a gradient (one pass over the block's
+    tensors, for :mod:`whyalive.analysis.uncollectable`'s unnamed owners)."""
+    index, owned = accounts.index, set()
+    for obj in accounts.nodes:
+        if not reader.is_tensor(obj):
+            continue
+        for held in (*reader.parts(obj), reader.grad(obj)):
+            vertex = index.get(id(held)) if held is not None else None
+            if vertex is not None and vertex < accounts.young:
+                owned.add(vertex)
+    return owned
 
 
 def _unexplained_implementations(
@@ -192,7 +215,7 @@ def _hook_dicts(
         for kind, hooks in held.items():
             if id(hooks) in accounts.index:
                 name = NODE_PREHOOKS if kind == PREHOOKS else NODE_HOOKS
-                accounts.explained[_add(accounts, source, hooks, name)] += 1
+                _explain(accounts, source, _add(accounts, source, hooks, name))
     if not _unexplained_dicts(accounts, left):
         return
     for hooked_node in hooked:
@@ -200,7 +223,16 @@ def _hook_dicts(
         metadata = reader.metadata(hooked_node)
         if metadata is not None and id(metadata) in accounts.index:
             source = accounts.index[id(hooked_node)]
-            accounts.explained[_add(accounts, source, metadata, ".metadata")] += 1
+            _explain(accounts, source, _add(accounts, source, metadata, ".metadata"))
+
+
+def _explain(accounts: Accounts, source: int, target: int) -> None:
+    """Count the reference ``source`` holds in C++ to ``target`` as explained, unless the
+    collector sees it too (a node nothing else holds shows its hook dicts and metadata to
+    the GC): then the graph counted it already, and counting it twice would take it for
+    a reference from outside."""
+    if source >= accounts.young or target not in successors(accounts, source):
+        accounts.explained[target] += 1
 
 
 def _add(accounts: Accounts, source: int, target: object, name: str) -> int:

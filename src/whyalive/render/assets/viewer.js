@@ -14,7 +14,9 @@
   var words = data.words;
   var heavyById = {};
   (report.heavy_objects || []).forEach(function (h) { heavyById[h.node_id] = h; });
-  (report.alive || []).forEach(function (a) {
+  /* Still-alive objects, then survivors only an unnamed C/C++ owner holds (listed). */
+  var alives = report.alive || [], held = report.held_natively || [];
+  alives.concat(held).forEach(function (a) {
     if (!(a.node_id in heavyById)) { heavyById[a.node_id] = a; }
   });
 
@@ -125,10 +127,11 @@
       field(box, "lint rule", cycle.lint_rule);
       return;
     }
-    var alive = (report.alive || [])[i - cycles.length];
+    var k = i - cycles.length;
+    var alive = k < alives.length ? alives[k] : held[k - alives.length];
     if (alive) {
       box.appendChild(el("h2", null, views[i].title));
-      field(box, "size", words.alive[i - cycles.length]);
+      field(box, "size", k < alives.length ? words.alive[k] : words.held[k - alives.length]);
       if (alive.root) { box.appendChild(labelled("held", "Held by", alive.root)); }
       field(box, "device", alive.device);
       field(box, "note", alive.note);

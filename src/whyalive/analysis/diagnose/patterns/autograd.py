@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
+from whyalive.analysis.edges import EdgeName
 from whyalive.analysis.fix_edits import WORDS_ONLY
 from whyalive.analysis.naming import (
     chain,
@@ -36,6 +37,18 @@ _MODULE_HOOK_DICTS = {
     "._backward_pre_hooks": "register_full_backward_pre_hook",
 }
 _USER_STEPS = (ek.CELL, ek.ATTRIBUTE, ek.KEY, ek.INDEX, ek.LOCAL)
+
+
+HOOK_REGISTRIES = frozenset({TENSOR_HOOKS, NODE_PREHOOKS, NODE_HOOKS})
+"""The C++ references to hook dicts (keyed by handle ids) the autograd walk names."""
+
+
+def is_hook_registry_edge(name: EdgeName) -> bool:
+    """Whether ``name`` leads to a dict of hooks keyed by handle ids: a tensor's or a node's
+    (held in C++), or a module's ``._forward_hooks`` and the other ``._*_hooks``."""
+    return name.name in HOOK_REGISTRIES or (
+        name.name.startswith("._") and name.name.endswith("_hooks")
+    )
 
 
 def is_tensor(view: CycleView, node: int) -> bool:
@@ -157,8 +170,9 @@ class TensorHookPattern:
                 "method once the hook has run; where only the values are needed keep a "
                 "detached copy, not the tensor with its graph."
             )
-        owner = f"{name}'s" if name else "the tensor's"
-        cut_words = f"the hook in {owner} hook dict (at `{entry.name.name}`)"
+        # The registration, named by the code that made it: the hook dict's key is a
+        # handle id that means nothing to the reader.
+        cut_words = f"the hook registered with {registered}, which captures {what}"
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, [entry], "WAL401", cut_words
         )
@@ -196,7 +210,12 @@ class ModuleHookPattern:
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
         func = qualname_of(view.obj(method)).rsplit(".", 1)[-1]
-        stored = [expression("self", [e]) or e.name.name for e in kept]
+        # What the fix changes: the stores of the output (detached instead) and the
+        # registrations of the object's methods (removed through their handles).
+        outputs = [e for e in kept if is_tensor(view, e.target)] or kept
+        stored = [expression("self", [e]) or e.name.name for e in outputs]
+        registered = _registrations(view, owner)
+        registrars = list(dict.fromkeys(_MODULE_HOOK_DICTS[n] for n, _ in registered))
         summary = (
             f"{a_code(cls)} object registers its own method `{func}` with `{registrar}` and "
             f"keeps the module's output with its autograd graph in `{stored[0]}`"
@@ -208,17 +227,46 @@ class ModuleHookPattern:
             f"(`{stored[0]}`), whose graph holds the hook again. "
             f"{never_freed(view, 'The graph')}, and the module with its weights with it."
         )
+        kept_in = " and ".join(f"`{s}`" for s in stored)
+        # Unquoted: the method names are no variables at the lines the cut was made.
+        handles = " and ".join(registrars) or registrar
         fix = (
-            f"Store a detached copy in `{stored[0]}` (the output's detach method: the values "
+            f"Store a detached copy in {kept_in} (the output's detach method: the values "
             f"without the graph; the same for gradients), and remove the hooks when done: keep "
-            f"the handles {registrar} and the other registrations return and call their remove "
-            "method (in a close method, or where a with-block ends), so that the module no "
-            "longer holds the object."
+            f"the handles {handles} return and call their remove method (in a close method, "
+            "or where a with-block ends), so that the module no longer holds the object."
         )
+        hooks = " and ".join(registrars)
+        cut_words = f"the output kept in {kept_in} with its graph" + (
+            f", and the object's methods registered with {hooks}" if hooks else ""
+        )
+        cut = outputs + [entry for _, entry in registered]
         # Held weakly, the output would die with the forward pass: it must be detached.
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, kept, None, remedy=WORDS_ONLY
+            self.name,
+            self.title,
+            summary,
+            explanation,
+            fix,
+            cut,
+            None,
+            cut_words,
+            remedy=WORDS_ONLY,
         )
+
+
+def _registrations(view: CycleView, owner: int) -> list[tuple[str, NamedEdge]]:
+    """(hook dict name, its entry) for each bound method of ``owner`` that a module's hook
+    dict in the loop holds: what ``handle.remove()`` takes away."""
+    return [
+        (held.name.name, entry)
+        for bound in view.edges_into(owner)
+        if bound.name.kind == ek.BOUND_SELF
+        for entry in view.edges_into(bound.source)
+        if entry.name.kind == ek.KEY
+        for held in view.edges_into(entry.source)
+        if held.name.name in _MODULE_HOOK_DICTS
+    ]
 
 
 def kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
@@ -302,9 +350,7 @@ class NodeHookPattern:
         )
         cut = [back] if back is not None else [entry]
         cut_words = (
-            None
-            if back is not None
-            else (f"the hook in the `{registrar}` dict of `{kind}` (at `{entry.name.name}`)")
+            None if back is not None else f"the hook registered with `{registrar}` on `{kind}`"
         )
         # Autograd nodes cannot be weakly referenced: the fix is to drop or unhook.
         return PatternMatch(
