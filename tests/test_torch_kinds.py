@@ -313,7 +313,7 @@ SPARSE = {
 }
 
 
-@pytest.mark.filterwarnings("ignore:Sparse BSC tensor support is in beta")
+@pytest.mark.filterwarnings("ignore:Sparse (CSR|CSC|BSR|BSC) tensor support is in beta")
 @pytest.mark.parametrize("layout", sorted(SPARSE))
 def test_sparse_tensors_hold_their_indices_and_values(layout: str) -> None:
     """A 1000x1000 sparse matrix with 2 values holds a few KiB, never its 4 MB dense size."""
