@@ -9,7 +9,9 @@ from __future__ import annotations
 import gc
 import itertools
 import operator
+import sys
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -268,6 +270,50 @@ def py_take_tail(items: list[object], start: int) -> list[object]:
     tail = items[start:]
     del items[start:]
     return tail
+
+
+def _refcount_extra() -> int:
+    """What ``sys.getrefcount`` adds, read the way :func:`py_saved_start` reads counts."""
+    probe = [object()]
+    unique = {id(probe[0]): probe[0]}
+    (count,) = map(sys.getrefcount, unique.values())
+    return count - 2  # the probe list's reference and the dict's
+
+
+def py_saved_start(items: list[object], first: int, end: int) -> int:
+    """Pure-Python twin of ``_fastgraph.saved_start``: the first index of the longest tail
+    of ``items[first:end]`` that nothing outside that tail holds (see the C side)."""
+    end = max(0, min(end, len(items)))
+    first = max(0, min(first, end))
+    window = items[first:end]
+    unique = dict(zip(map(id, window), window, strict=True))  # first entries first
+    entries = Counter(map(id, window)) if len(unique) < len(window) else None
+    extra = _refcount_extra()
+    # Counted before anything else refers to them; less the window's and unique's refs.
+    counts = list(map(sys.getrefcount, unique.values()))
+    inside = Counter(
+        map(id, gc.get_referents(*(item for item in unique.values() if item is not items)))
+    )
+    held: set[int] = set()
+    for (key, item), count in zip(unique.items(), counts, strict=True):
+        listed = 1 if entries is None else entries[key]
+        outside = count - 2 * listed - 1 - extra - inside[key]
+        if outside > 0 or item is items or not gc.is_tracked(item):
+            held.add(key)
+    stack = list(held)
+    while stack:
+        source = unique[stack.pop()]
+        if source is items:
+            continue
+        for key in map(id, gc.get_referents(source)):
+            if key in unique and key not in held:
+                held.add(key)
+                stack.append(key)
+    if held:
+        for position in range(len(window) - 1, -1, -1):
+            if id(window[position]) in held:
+                return first + position + 1
+    return first
 
 
 def py_cycle_candidates(
