@@ -51,7 +51,8 @@ class TorchKind:
         """Shape, dtype, device and storage, with ``__torch_function__`` disabled.
 
         A sparse tensor holds its indices and values (never its dense size); a nested
-        one its buffer.
+        one its buffer; a jagged one (``layout=torch.jagged``) its packed values, offsets
+        and lengths.
         """
         torch: Any = sys.modules["torch"]
         C = torch._C
@@ -110,18 +111,13 @@ class TorchKind:
             description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            parts = SPARSE_PARTS.get(layout)
-            storages = (
-                [_storage(base, obj)]
-                if parts is None
-                else [_storage(base, getattr(base, part)(obj)) for part in parts]
-            )
+            storages = [_storage(base, part) for part in _parts(base, obj, layout)]
             if len(storages) > 1:
                 storages = list({int(storage._cdata): storage for storage in storages}.values())
             nbytes = sum(int(storage.nbytes()) for storage in storages)
             start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
             cdata = tuple(int(storage._cdata) for storage in storages)
-            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata)
+            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata or id(obj))
             sharers = 0
             use_count = getattr(torch._C, "_storage_Use_Count", None)
             if use_count is not None and len(storages) == 1:
@@ -143,6 +139,26 @@ def _name(value: object) -> str:
     if found is None:
         found = _NAMES[value] = str(value).removeprefix("torch.")
     return found
+
+
+# What a jagged nested tensor (a Python subclass whose own storage is never allocated)
+# keeps in its instance dict: its packed components and their offsets and lengths.
+_JAGGED_PARTS = ("_values", "_offsets", "_lengths")
+
+
+def _parts(base: Any, tensor: object, layout: str) -> list[object]:
+    """The tensors whose storages ``tensor`` holds: itself, or what its layout keeps."""
+    if layout == "jagged":
+        held = object.__getattribute__(tensor, "__dict__")
+        return [
+            part
+            for part in (held.get(name) for name in _JAGGED_PARTS)
+            if issubclass(type(part), base)
+        ]
+    sparse = SPARSE_PARTS.get(layout)
+    if sparse is None:
+        return [tensor]
+    return [getattr(base, part)(tensor) for part in sparse]
 
 
 def _dims(base: Any, tensor: object, layout: str) -> str:
