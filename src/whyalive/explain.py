@@ -29,7 +29,12 @@ from typing import Any
 from whyalive.analysis.edge_namer import EdgeNamer
 from whyalive.analysis.node_names import name_node
 from whyalive.analysis.paths import named_path
-from whyalive.analysis.roots import forward_search, nearest_path, reverse_search
+from whyalive.analysis.roots import (
+    forward_search,
+    nearest_path,
+    reverse_search,
+    shared_by_interpreter,
+)
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
@@ -199,7 +204,10 @@ def _report(
 ) -> Report:
     """The explanation; what can reach a target no root reaches goes into ``unrooted``."""
     holders: dict[int, list[list[int]]] = {}
+    shared = {n: w for n in graph.target_nodes if (w := shared_by_interpreter(graph.nodes[n]))}
     for target in graph.target_nodes:
+        if target in shared:
+            continue
         found = reverse_search(graph, target, max_paths)
         if found is None:  # a long chain: one forward search over the marked part instead
             holders.update(forward_search(graph, graph.reaching([target]), max_paths))
@@ -218,7 +226,9 @@ def _report(
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
         root = note = None
-        if not raw_paths:
+        if target in shared:
+            note = shared[target]
+        elif not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
             hidden = True
         elif any(n in graph.frozen_range for p in raw_paths for n in p):
