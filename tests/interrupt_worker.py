@@ -2,16 +2,20 @@
 tests/test_interrupts.py, one process per scenario and graph core.
 
 ``python tests/interrupt_worker.py SCENARIO`` (``WHYALIVE_PURE_PYTHON=1`` for the
-Python twin) prints one JSON object: the lines tried, the harm found after each
+Python twin, ``INTERRUPT_WITHOUT_COMPILED=1`` for the Python fallbacks of
+``whyalive.capture.interrupts``, ``INTERRUPT_OCCURRENCES=first`` to try only the first
+occurrence of each line) prints one JSON object: the lines tried, the harm found after each
 (gc state not the user's, a lock held, whyalive still holding or saving something,
 the scenario's garbage not freed, the interrupt swallowed), lines that a run never
 reached, and the seconds spent.
 
 A run first goes through the scenario twice untraced (imports, caches), then once
-with a tracer that records every ``(file, line)`` of ``src/whyalive`` it executes.
-Then, for each of those lines, the scenario runs again with a tracer that raises
-``KeyboardInterrupt`` the first time that line starts (the trace function is then
-unset by CPython, so one interrupt per run). Collections are kept explicit (a high
+with a tracer that counts how many times each ``(file, line)`` of ``src/whyalive``
+starts. Then, for each of those lines and each of its occurrences, the scenario runs
+again with a tracer that raises ``KeyboardInterrupt`` at that occurrence (the trace
+function is then unset, so one interrupt per run): a loop's second pass, the second
+collection of a scenario and the line a ``with`` statement runs again on its way out
+are tried as well as the first time a line runs. Collections are kept explicit (a high
 threshold) so every run executes the same lines.
 """
 
@@ -29,6 +33,10 @@ from pathlib import Path
 from types import CodeType, FrameType, FunctionType
 from typing import Any
 
+if os.environ.get("INTERRUPT_WITHOUT_COMPILED") == "1":
+    # What a machine without a C compiler runs: the Python fallbacks of capture/interrupts.py.
+    sys.modules["whyalive.capture._interrupts"] = None  # type: ignore[assignment]
+
 import whyalive
 from whyalive import check_leaks, explain
 from whyalive.capture.gcstate import OWNER
@@ -36,6 +44,7 @@ from whyalive.monitor import GcMonitor
 
 PACKAGE = os.path.dirname(os.path.abspath(whyalive.__file__)) + os.sep
 Line = tuple[str, int]
+Trial = tuple[Line, int]  # a line and which of its occurrences (1 for the first)
 
 
 class Payload:
@@ -195,28 +204,42 @@ def package_codes() -> dict[int, tuple[Any, set[int]]]:
     return codes
 
 
-def log_line(codes: dict[int, tuple[Any, set[int]]], code: Any, line: int) -> None:
+def log_line(
+    codes: dict[int, tuple[Any, set[int]]], counts: dict[Line, int], code: Any, line: int
+) -> None:
     entry = codes.get(id(code))
     if entry is None:  # made at run time: logged all the same
         entry = codes[id(code)] = (code, set())
     entry[1].add(line)
+    key = (code.co_filename, line)
+    counts[key] = counts.get(key, 0) + 1
 
 
-def injected(target: Line) -> KeyboardInterrupt:
-    return KeyboardInterrupt(f"injected at {target[0]}:{target[1]}")
+def injected(target: Line, occurrence: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt(f"injected at {target[0]}:{target[1]} (occurrence {occurrence})")
 
 
 class Tracer:
-    """What both tracers share: the code objects each executed line belongs to."""
+    """What both tracers share: the code objects each executed line belongs to, and how
+    many times each line started."""
 
     def __init__(self) -> None:
         self.codes_of: dict[Line, list[Any]] = {}
+        self.occurrences: dict[Line, int] = {}
 
     def _lines(self, codes: dict[int, tuple[Any, set[int]]]) -> list[Line]:
         for code, found in codes.values():
             for line in found:
                 self.codes_of.setdefault((code.co_filename, line), []).append(code)
         return sorted(self.codes_of)
+
+    def trials(self) -> list[Trial]:
+        """Every occurrence of every executed line, in line order."""
+        return [
+            (line, k)
+            for line in sorted(self.codes_of)
+            for k in range(1, self.occurrences[line] + 1)
+        ]
 
 
 class SetTrace(Tracer):
@@ -225,24 +248,30 @@ class SetTrace(Tracer):
 
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
+        counts = self.occurrences = {}
 
         def local(frame: FrameType, event: str, arg: object) -> Any:
             if event == "line":
-                log_line(codes, frame.f_code, frame.f_lineno)
+                log_line(codes, counts, frame.f_code, frame.f_lineno)
             return local
 
         self._run(run, lambda frame, event, arg: local if ours(frame) else None)
         return self._lines(codes)
 
-    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
-        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+    def inject(self, trial: Trial, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached the trial's occurrence of its line and
+        raised out of it."""
+        target, occurrence = trial
         fired = False
+        seen = 0
 
         def local(frame: FrameType, event: str, arg: object) -> Any:
-            nonlocal fired
+            nonlocal fired, seen
             if event == "line" and (frame.f_code.co_filename, frame.f_lineno) == target:
-                fired = True
-                raise injected(target)
+                seen += 1
+                if seen == occurrence:
+                    fired = True
+                    raise injected(target, occurrence)
             return local
 
         # Only the target's code objects are traced (one lookup per call elsewhere).
@@ -284,12 +313,13 @@ class Monitoring(Tracer):
 
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
+        counts = self.occurrences = {}
         disable = self.monitoring.DISABLE
 
         def handler(code: Any, line: int) -> Any:
             if not code.co_filename.startswith(PACKAGE):
                 return disable
-            log_line(codes, code, line)
+            log_line(codes, counts, code, line)
             return None
 
         self.handler = handler
@@ -301,19 +331,25 @@ class Monitoring(Tracer):
             self.monitoring.restart_events()
         return self._lines(codes)
 
-    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
-        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+    def inject(self, trial: Trial, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached the trial's occurrence of its line and
+        raised out of it."""
+        target, occurrence = trial
         fired = False
+        seen = 0
         line_events = self.monitoring.events.LINE
         codes = self.codes_of[target]
 
         def handler(code: Any, line: int) -> Any:
-            nonlocal fired
+            nonlocal fired, seen
             if fired or (code.co_filename, line) != target:
+                return None
+            seen += 1
+            if seen < occurrence:
                 return None
             fired = True
             self._stop(codes)  # one interrupt per run
-            raise injected(target)
+            raise injected(target, occurrence)
 
         self.handler = handler
         if everywhere:
@@ -414,11 +450,23 @@ def repair(before: tuple[object, ...]) -> None:
     gc.garbage[:] = [g for g in gc.garbage if id(g) in kept]
     if gc.get_freeze_count() and not before[4]:
         gc.unfreeze()
+    # A lock left held would be found again after every later line.
+    while OWNER._lock._is_owned():  # type: ignore[attr-defined]
+        OWNER._lock.release()
+    for monitor in MONITORS:
+        if monitor._lock.locked():
+            monitor._lock.release()
     gc.collect()
 
 
-def drive(run: Callable[[], None]) -> dict[str, Any]:
-    """Every line of one scenario, interrupted in turn; what each left behind."""
+# "all": every occurrence of every line; "first": the first of each (a cheaper pass over
+# every line, for the legs where a run costs more; tests/test_interrupts.py says which).
+OCCURRENCES = os.environ.get("INTERRUPT_OCCURRENCES", "all")
+
+
+def drive(run: Callable[[], None], occurrences: str = OCCURRENCES) -> dict[str, Any]:
+    """Every line of one scenario, interrupted in turn at each of its occurrences
+    (``occurrences="first"``: at the first only); what each run left behind."""
     thresholds = gc.get_threshold()
     gc.set_threshold(1_000_000, 1_000, 1_000)  # only the scenario's own collections
     try:
@@ -428,22 +476,24 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
         gc.collect()
         tracer = Monitoring() if sys.version_info >= (3, 12) else SetTrace()
         lines = tracer.executed(run)
+        trials = tracer.trials() if occurrences == "all" else [(line, 1) for line in lines]
         MADE.clear()
         gc.collect()
         before = gc_state()
         started = time.perf_counter()
         harmful: dict[str, list[str]] = {}
         unreached: list[str] = []
-        for target in lines:
+        for trial in trials:
             # Events only in the target's code run at full speed; a line that depends on
             # what the full tracer allocates (the heap snapshot of explain() sees its
             # objects) is tried again with events everywhere.
             for everywhere in (False, True):
-                fired, raised = tracer.inject(target, run, everywhere)
+                fired, raised = tracer.inject(trial, run, everywhere)
                 if fired:
                     break
                 MADE.clear()
-            where = f"{os.path.relpath(target[0], PACKAGE)}:{target[1]}"
+            (path, line), occurrence = trial
+            where = f"{os.path.relpath(path, PACKAGE)}:{line}#{occurrence}"
             if not fired:
                 unreached.append(where)
                 MADE.clear()
@@ -454,6 +504,8 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
                 repair(before)
         return {
             "lines": len(lines),
+            "trials": len(trials),
+            "occurrences": occurrences,
             "harmful": harmful,
             "unreached": unreached,
             "seconds": round(time.perf_counter() - started, 2),
