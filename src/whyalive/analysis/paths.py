@@ -66,6 +66,11 @@ class CycleView:
     holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
     owner_of: dict[int, int] = field(default_factory=dict)
     heavy_bytes: dict[int, int] = field(default_factory=dict)
+    siblings: dict[int, list[int]] = field(default_factory=dict)
+    """Heavy objects that one container holds side by side, beyond a few: the first one's
+    holder path stands for all (``holder_paths`` has that one), keyed by the first."""
+    sibling_indices: dict[int, list[int]] = field(default_factory=dict)
+    """For siblings held by a list or tuple: their indices in it, keyed by the first."""
     _out: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     _in: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     edge_set: frozenset[NamedEdge] = field(default_factory=frozenset, repr=False)
@@ -86,6 +91,10 @@ class CycleView:
     def obj(self, node: int) -> object:
         """The live object behind a node id (only during analysis)."""
         return self.graph.nodes[node]
+
+    def held_with(self, heavy: int) -> list[int]:
+        """The heavy objects a holder path to ``heavy`` stands for: it and its siblings."""
+        return self.siblings.get(heavy) or [heavy]
 
     def edges_from(self, node: int) -> list[NamedEdge]:
         """Shown edges leaving ``node``."""

@@ -129,6 +129,76 @@ class TorchKind:
             "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
         )
 
+    def describe_many(self, objects: Sequence[object]) -> list[HeavyFacts | None]:
+        """:meth:`describe` of many tensors: each dense tensor reads its storage, and its
+        words are formatted once per type, dtype, shape and device (10^5 alike tensors of
+        one list format one); other layouts, fake and meta tensors go one by one."""
+        torch: Any = sys.modules["torch"]
+        base = torch._C.TensorBase
+        strided = torch.strided
+        fake_type = _fake_tensor_type()
+        use_count = getattr(torch._C, "_storage_Use_Count", None)
+        words: dict[tuple[object, ...], tuple[str, str] | None] = {}
+        found: list[HeavyFacts | None] = []
+        with torch._C.DisableTorchFunctionSubclass():
+            for obj in objects:
+                try:
+                    fact = _dense_facts(base, obj, words, strided, fake_type, use_count)
+                except Exception:  # a hostile or half-dead tensor: as describe() reads it
+                    fact = None
+                found.append(fact if fact is not None else self.describe(obj))
+        return found
+
+
+def _dense_facts(
+    base: Any,
+    obj: object,
+    words: dict[tuple[object, ...], tuple[str, str] | None],
+    strided: object,
+    fake_type: type | None,
+    use_count: Any,
+) -> HeavyFacts | None:
+    """The facts of a dense tensor, its words formatted once per alike key; None for
+    another layout, a fake or a meta tensor (:meth:`TorchKind.describe` reads those)."""
+    cls = type(obj)
+    key = (
+        cls,
+        base.dtype.__get__(obj),
+        base.layout.__get__(obj),
+        base.device.__get__(obj),
+        base.shape.__get__(obj),
+    )
+    if key in words:
+        said = words[key]
+    else:
+        plain = key[2] is strided and not (fake_type is not None and issubclass(cls, fake_type))
+        said = words[key] = _dense_words(base, obj) if plain else None
+    if said is None:
+        return None
+    description, device = said
+    storage = _storage(base, obj)
+    nbytes = int(storage.nbytes())
+    start = int(storage.data_ptr())
+    sharers = int(use_count(storage._cdata)) - 1 if use_count is not None else 0
+    return HeavyFacts(
+        "torch.Tensor",
+        description,
+        nbytes,
+        device,
+        ("torch", device, int(storage._cdata)),
+        storage_users=sharers,
+        memory=(start, start + nbytes) if start else None,
+    )
+
+
+def _dense_words(base: Any, tensor: object) -> tuple[str, str] | None:
+    """(description, device) of a dense tensor, or None on the meta device (no memory)."""
+    device = str(base.device.__get__(tensor))
+    if device == "meta":
+        return None
+    dtype = str(base.dtype.__get__(tensor)).removeprefix("torch.")
+    return f"{type_short_name(type(tensor))}({dtype}[{_dims(base, tensor)}], {device})", device
+
 
 # dtypes and layouts are singletons, few: each is named once ("float32", "strided").
 _NAMES: dict[object, str] = {}

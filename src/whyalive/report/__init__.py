@@ -107,7 +107,8 @@ class Holding:
     """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
     nbytes: int
     heavy: tuple[int, ...] = ()
-    """Node ids of these heavy objects; a holder path in the cycle ends at the first."""
+    """Node ids of these heavy objects (the first 16 of a container's siblings: ``count``
+    says how many); a holder path in the cycle ends at the first."""
     autograd_bytes: int = 0
     """Of ``nbytes``, what only their autograd graph (C++) holds: saved tensors, leaves."""
     autograd_count: int = 0
@@ -200,6 +201,9 @@ class CycleReport:
     installed package or the standard library (not the user's): the user cannot fix it."""
     fix_edit: FixEdit | None = None
     """``fix`` as a mechanical edit, when one is safe; None when the fix is words only."""
+    heavy_unlisted: int = 0
+    """Heavy objects this occurrence holds that ``heavy`` leaves out: past the first 16
+    siblings of one container (a list of 10^5 arrays lists 16; its holding counts all)."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,9 @@ class Report:
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
+    heavy_objects_unlisted: int = 0
+    """Heavy objects of the shown occurrences that ``heavy_objects`` leaves out (siblings
+    past a container's first 16); their bytes are in ``total_bytes``, each storage once."""
     uncollectable: tuple[CycleReport, ...] = ()
     """Loops through the autograd graph (C++) that the collector can never free, with
     the objects the block made that only they keep alive; each hop C++ holds is an
