@@ -501,8 +501,7 @@ def _work_for_heavy_objects_in_one_list(
 ) -> dict[str, Any]:
     """Analyse one cycle holding ``count`` arrays (or tensors) in one list; count the
     per-object work."""
-    from whyalive import analysis
-    from whyalive.analysis import edge_namer, edges
+    from whyalive.analysis import edge_namer, edges, paths
     from whyalive.kinds.numpy import NumpyKind
     from whyalive.kinds.torch import TorchKind
     from whyalive.report.builder import cycles, nodes
@@ -512,7 +511,7 @@ def _work_for_heavy_objects_in_one_list(
     work: dict[str, Any] = {"named paths": 0, "node names": 0, "describe": 0}
     work.update({"list scans": [], "list reads": [], "briefs": []})
     counted = {
-        (analysis, "named_path", "named paths"),
+        (paths, "named_path", "named paths"),
         (nodes, "name_node", "node names"),
         (NumpyKind if kind == "arrays" else TorchKind, "describe", "describe"),
     }

@@ -20,8 +20,7 @@ from operator import attrgetter, itemgetter
 from typing import cast
 
 from whyalive.analysis.diagnose import Diagnosis, diagnose
-from whyalive.analysis.edge_namer import EdgeNamer, sequence_indices
-from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, NamedEdge, named_path, view_cycle
+from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, holder_paths, view_cycle
 from whyalive.analysis.repeats import Repeat, RepeatMemo, sampled_walk
 from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
 from whyalive.graph import ObjectGraph
@@ -364,56 +363,7 @@ def _diagnose_group(
         group.structure = structure
     else:
         view = view_cycle(graph, members)
-    view.holder_paths = _holder_paths(graph, view, group.retained, facts)
+    view.holder_paths = holder_paths(graph, view, group.retained, facts)
     view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
     group.view = view
     group.diagnosis = diagnose(view, structure=group.structure)
-
-
-# Heavy objects one container holds side by side: up to this many get a holder path each;
-# more are siblings of the first, whose path stands for them all (a list of 10^5 arrays is
-# one named path, one holding and a range of indices, whatever its length).
-NAMED_SIBLINGS = 16
-
-
-def _holder_paths(
-    graph: ObjectGraph,
-    view: CycleView,
-    retained: list[int],
-    facts: dict[int, HeavyFacts],
-) -> list[tuple[list[int], list[NamedEdge]]]:
-    goals = sorted(retained, key=lambda n: -facts[n].nbytes)
-    found = graph.shortest_paths(view.members, goals)
-    # Goals by the path to their holder: the siblings of one container share it.
-    by_holder: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    for goal in goals:
-        path = found.get(goal)
-        if path is not None:
-            by_holder[tuple(path[:-1])].append(goal)
-    nodes = graph.nodes
-    standing_in: set[int] = set()  # siblings whose first one's path stands for them
-    for holder, heavy in by_holder.items():
-        if len(heavy) > NAMED_SIBLINGS:
-            view.siblings[heavy[0]] = heavy
-            standing_in.update(heavy[1:])
-            indices = sequence_indices(nodes[holder[-1]], [nodes[n] for n in heavy])
-            if indices is not None:
-                view.sibling_indices[heavy[0]] = indices
-    namer = EdgeNamer()  # many paths out of one list: the list is read once
-    paths: list[tuple[list[int], list[NamedEdge]]] = []
-    for goal in goals:
-        path = found.get(goal)
-        if path is None or goal in standing_in:
-            continue
-        owner = view.owner_of.get(path[0])
-        if owner is not None:
-            path = [owner, *path]
-        paths.append(named_path(graph, path, namer))
-    # One path per holder first, so the shown paths cover every list that holds something.
-    by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
-    for named in paths:
-        by_exit[named[1][0].name.name if named[1] else ""].append(named)
-    ordered: list[tuple[list[int], list[NamedEdge]]] = []
-    for rank in range(max((len(v) for v in by_exit.values()), default=0)):
-        ordered.extend(v[rank] for v in by_exit.values() if rank < len(v))
-    return ordered

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import types
-from collections import Counter, defaultdict
-from operator import attrgetter
+from collections import Counter
 
 from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.analysis.diagnose import Diagnosis
@@ -28,6 +27,7 @@ from whyalive.kinds import HeavyFacts
 from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report.builder.advice import Advice, advise
 from whyalive.report.builder.nodes import NodeTable, holder_path_record
+from whyalive.report.builder.storages import Memo, autograd_held, bytes_of, storage_bytes
 from whyalive.words import (
     MAX_HOLDER_PHRASES,
     Reference,
@@ -53,72 +53,6 @@ MAX_HOLDINGS = 24
 # whyalive.analysis.NAMED_SIBLINGS), the first few are listed by node id (and described in
 # the report's table); the holding's count and bytes are of all of them.
 LISTED_SIBLINGS = 16
-
-
-_THROUGH_AUTOGRAD = attrgetter("through_autograd")
-_STORAGE = attrgetter("storage")
-_DEVICE = attrgetter("device")
-_NBYTES = attrgetter("nbytes")
-_STORAGE_USERS = attrgetter("storage_users")
-
-
-def storage_bytes(
-    heavy: list[int],
-    facts: dict[int, HeavyFacts],
-    storage_users: dict[object, int],
-    memo: dict[frozenset[int], list[HeavyFacts]] | None = None,
-) -> tuple[dict[str, int], int]:
-    """Bytes by device, each storage counted once, and how much of it live objects share.
-
-    ``memo`` keeps each set of heavy objects' storages: a cycle's one holding of 10^5
-    arrays is the cycle's whole set, summed in three places.
-    """
-    counted = _counted(heavy, facts, memo)
-    by_device: dict[str, int] = defaultdict(int)
-    devices = set(map(_DEVICE, counted))
-    if len(devices) == 1:  # the usual case, summed at C speed
-        by_device[devices.pop()] = sum(map(_NBYTES, counted))
-    else:
-        for fact in counted:
-            by_device[fact.device] += fact.nbytes
-    shared = 0
-    if any(map(_STORAGE_USERS, counted)):  # only a kind that counts users can share
-        for fact in counted:
-            if fact.storage_users > storage_users.get(fact.storage, 0):
-                shared += fact.nbytes
-    return dict(by_device), shared
-
-
-def _counted(
-    heavy: list[int],
-    facts: dict[int, HeavyFacts],
-    memo: dict[frozenset[int], list[HeavyFacts]] | None,
-) -> list[HeavyFacts]:
-    """Each storage's first fact: the objects' own, then what their autograd graphs hold."""
-    key = frozenset(heavy) if memo is not None and len(heavy) > 64 else None
-    if key is not None and memo is not None and key in memo:
-        return memo[key]
-    own = list(map(facts.__getitem__, heavy))
-    firsts: dict[object, HeavyFacts] = {}
-    if any(map(_THROUGH_AUTOGRAD, own)):
-        for fact in own:
-            for held in fact.held():
-                firsts.setdefault(held.storage, held)
-    else:  # at C speed (fed from the end: the first fact of a storage is the one kept)
-        own.reverse()
-        firsts = dict(zip(map(_STORAGE, own), own, strict=True))
-    counted = list(firsts.values())
-    if key is not None and memo is not None:
-        memo[key] = counted
-    return counted
-
-
-def _bytes(
-    heavy: list[int],
-    facts: dict[int, HeavyFacts],
-    memo: dict[frozenset[int], list[HeavyFacts]] | None = None,
-) -> int:
-    return sum(storage_bytes(heavy, facts, {}, memo)[0].values())
 
 
 def _reference(
@@ -149,9 +83,7 @@ def _briefs(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> set[str]:
     return {heavy_brief(d) for d in {facts[n].description for n in heavy_nodes}}
 
 
-def _holding_words(
-    view: CycleView, facts: dict[int, HeavyFacts], memo: dict[frozenset[int], list[HeavyFacts]]
-) -> str:
+def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     # One phrase per place that reads the same (`its attribute `.data``), however many
     # members hold one there: a ring of 50 is one phrase, not 50.
@@ -177,7 +109,7 @@ def _holding_words(
         :MAX_HOLDER_PHRASES
     ]:
         briefs = _briefs(heavy_nodes, facts)
-        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts, memo))
+        held = holding_phrase(kind, len(heavy_nodes), briefs, bytes_of(heavy_nodes, facts, memo))
         phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
 
@@ -212,22 +144,11 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
     return steps_words([e.name.name for e in steps]), f" of {base}", index
 
 
-def _autograd(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> tuple[int, int]:
-    """Bytes and tensors that only the autograd graphs of ``heavy_nodes`` hold (each once)."""
-    own = {facts[n].storage for n in heavy_nodes}
-    seen: dict[object, int] = {}
-    for node in heavy_nodes:
-        for fact in facts[node].through_autograd:
-            if fact.storage not in own:
-                seen.setdefault(fact.storage, fact.nbytes)
-    return sum(seen.values()), len(seen)
-
-
 def _holds(
     view: CycleView,
     facts: dict[int, HeavyFacts],
     table: NodeTable,
-    memo: dict[frozenset[int], list[HeavyFacts]],
+    memo: Memo,
 ) -> tuple[list[Holding], list[int]]:
     """Every heavy object by the place that holds it, siblings of one list folded; and the
     report ids of those listed (the first few of a container's siblings, shown or not)."""
@@ -252,14 +173,14 @@ def _holds(
             continue
         head, tail, kind, indexed = key
         briefs = _briefs(heavy_nodes, facts)
-        autograd_bytes, autograd_count = _autograd(heavy_nodes, facts)
+        autograd_bytes, autograd_count = autograd_held(heavy_nodes, facts)
         holds.append(
             Holding(
                 where=holding_place(head, index_range_words(indices) if indexed else "", tail),
                 count=len(heavy_nodes),
                 kind=kind,
                 description=holding_description(briefs),
-                nbytes=_bytes(heavy_nodes, facts, memo),
+                nbytes=bytes_of(heavy_nodes, facts, memo),
                 heavy=ids,
                 autograd_bytes=autograd_bytes,
                 autograd_count=autograd_count,
@@ -303,7 +224,7 @@ def cycle_report(
             node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None
         )
     cycle_edges = [table.edge(e) for e in view.edges]
-    memo: dict[frozenset[int], list[HeavyFacts]] = {}
+    memo: Memo = {}
     holds, listed = _holds(view, facts, table, memo)
     holder_paths = [
         holder_path_record(table, nodes, edges)
