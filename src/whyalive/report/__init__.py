@@ -1,8 +1,7 @@
 """The report: versioned plain data, the only thing that leaves the analysis.
 
-Invariant 1 of docs/architecture.md ("nothing live leaves analysis") ends here.
-
-No live object is referenced from here on. Every class round-trips through
+Invariant 1 of docs/architecture.md ("nothing live leaves analysis") ends here: no live
+object is referenced from here on. Every class round-trips through
 ``to_dict()`` / ``from_dict()`` and JSON; the JSON Schema is
 ``whyalive/schema/report.schema.json``.
 """
@@ -107,8 +106,8 @@ class Holding:
     """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
     nbytes: int
     heavy: tuple[int, ...] = ()
-    """Node ids of these heavy objects (the first 16 of a container's siblings: ``count``
-    says how many); a holder path in the cycle ends at the first."""
+    """Node ids of these heavy objects (of a container's siblings, the first 16); a holder
+    path in the cycle ends at the first."""
     autograd_bytes: int = 0
     """Of ``nbytes``, what only their autograd graph (C++) holds: saved tensors, leaves."""
     autograd_count: int = 0
@@ -202,8 +201,7 @@ class CycleReport:
     fix_edit: FixEdit | None = None
     """``fix`` as a mechanical edit, when one is safe; None when the fix is words only."""
     heavy_unlisted: int = 0
-    """Heavy objects this occurrence holds that ``heavy`` leaves out: past the first 16
-    siblings of one container (a list of 10^5 arrays lists 16; its holding counts all)."""
+    """Heavy objects this occurrence holds that ``heavy`` leaves out (a container's siblings)."""
 
 
 @dataclass(frozen=True)
@@ -261,8 +259,7 @@ class Report:
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
     heavy_objects_unlisted: int = 0
-    """Heavy objects of the shown occurrences that ``heavy_objects`` leaves out (siblings
-    past a container's first 16); their bytes are in ``total_bytes``, each storage once."""
+    """Heavy objects ``heavy_objects`` leaves out (a container's siblings past the first 16)."""
     uncollectable: tuple[CycleReport, ...] = ()
     """Loops through the autograd graph (C++) that the collector can never free, with
     the objects the block made that only they keep alive; each hop C++ holds is an
