@@ -3,20 +3,21 @@ tests/test_interrupts.py, one process per scenario and graph core.
 
 ``python tests/interrupt_worker.py SCENARIO`` (``WHYALIVE_PURE_PYTHON=1`` for the
 Python twin, ``INTERRUPT_WITHOUT_COMPILED=1`` for the Python fallbacks of
-``whyalive.capture.interrupts``, ``INTERRUPT_OCCURRENCES=first`` to try only the first
-occurrence of each line) prints one JSON object: the lines tried, the harm found after each
+``whyalive.capture.interrupts``, ``INTERRUPT_OCCURRENCES=N`` to try the first N
+occurrences of each line, 4 by default) prints one JSON object: the lines and the
+(line, occurrence) pairs tried, the harm found after each
 (gc state not the user's, a lock held, whyalive still holding or saving something,
 the scenario's garbage not freed, the interrupt swallowed), lines that a run never
 reached, and the seconds spent.
 
 A run first goes through the scenario twice untraced (imports, caches), then once
 with a tracer that counts how many times each ``(file, line)`` of ``src/whyalive``
-starts. Then, for each of those lines and each of its occurrences, the scenario runs
-again with a tracer that raises ``KeyboardInterrupt`` at that occurrence (the trace
-function is then unset, so one interrupt per run): a loop's second pass, the second
-collection of a scenario and the line a ``with`` statement runs again on its way out
-are tried as well as the first time a line runs. Collections are kept explicit (a high
-threshold) so every run executes the same lines.
+starts. Then, for each of those lines and each of its first four occurrences, the
+scenario runs again with a tracer that raises ``KeyboardInterrupt`` at that occurrence
+(the trace function is then unset, so one interrupt per run): a loop's later passes,
+the second collection of a scenario and the line a ``with`` statement runs again on its
+way out are tried as well as the first time a line runs. Collections are kept explicit
+(a high threshold) so every run executes the same lines.
 """
 
 from __future__ import annotations
@@ -233,12 +234,12 @@ class Tracer:
                 self.codes_of.setdefault((code.co_filename, line), []).append(code)
         return sorted(self.codes_of)
 
-    def trials(self) -> list[Trial]:
-        """Every occurrence of every executed line, in line order."""
+    def trials(self, most: int) -> list[Trial]:
+        """The first ``most`` occurrences of every executed line, in line order."""
         return [
             (line, k)
             for line in sorted(self.codes_of)
-            for k in range(1, self.occurrences[line] + 1)
+            for k in range(1, min(self.occurrences[line], most) + 1)
         ]
 
 
@@ -459,14 +460,15 @@ def repair(before: tuple[object, ...]) -> None:
     gc.collect()
 
 
-# "all": every occurrence of every line; "first": the first of each (a cheaper pass over
-# every line, for the legs where a run costs more; tests/test_interrupts.py says which).
-OCCURRENCES = os.environ.get("INTERRUPT_OCCURRENCES", "all")
+# How many occurrences of each line are tried: 4 catch a `with` on its way out and a loop's
+# later passes at a bounded cost; 1 is a cheaper pass over every line, for the legs where a
+# run costs more (tests/test_interrupts.py says which).
+OCCURRENCES = int(os.environ.get("INTERRUPT_OCCURRENCES", "4"))
 
 
-def drive(run: Callable[[], None], occurrences: str = OCCURRENCES) -> dict[str, Any]:
-    """Every line of one scenario, interrupted in turn at each of its occurrences
-    (``occurrences="first"``: at the first only); what each run left behind."""
+def drive(run: Callable[[], None], occurrences: int = OCCURRENCES) -> dict[str, Any]:
+    """Every line of one scenario, interrupted in turn at each of its first ``occurrences``
+    occurrences; what each run left behind."""
     thresholds = gc.get_threshold()
     gc.set_threshold(1_000_000, 1_000, 1_000)  # only the scenario's own collections
     try:
@@ -476,7 +478,7 @@ def drive(run: Callable[[], None], occurrences: str = OCCURRENCES) -> dict[str, 
         gc.collect()
         tracer = Monitoring() if sys.version_info >= (3, 12) else SetTrace()
         lines = tracer.executed(run)
-        trials = tracer.trials() if occurrences == "all" else [(line, 1) for line in lines]
+        trials = tracer.trials(occurrences)
         MADE.clear()
         gc.collect()
         before = gc_state()

@@ -125,6 +125,7 @@ def test_saved_start_after_a_real_collection(
         if phase == "stop":
             info.update(data)
 
+    gc.collect()  # the garbage of earlier tests (and its weakrefs) is not this collection's
     gc.disable()
     try:
         AppendsOnDel(mine)

@@ -1912,7 +1912,8 @@ done:
  * the user code that appends it runs in a finalizer (whose object then has its
  * FINALIZED flag, and is saved or brought back: in the run either way) or in a
  * weakref callback. A run that covers the window and holds no finalized object
- * is taken as saved; any other window gets the full test, over the run only.
+ * is taken as saved; any other window gets the full test (over all of it: should a
+ * collector ever move saved objects apart, nothing saved is left behind).
  * What stays open: a weakref callback (no finalizer) that appends the one live
  * object that lies just before the saved ones in the list. The header is the two
  * words in front of a tracked object; the low bits of its previous-link are
@@ -1979,7 +1980,7 @@ fg_saved_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 #ifndef Py_GIL_DISABLED
     int finalized;
     Py_ssize_t run = gc_list_run(args[0], first, end, &finalized);
-    Py_ssize_t start = run == first && !finalized ? first : saved_start_impl(args[0], run, end);
+    Py_ssize_t start = run == first && !finalized ? first : saved_start_impl(args[0], first, end);
 #else
     Py_ssize_t start = saved_start_impl(args[0], first, end);
 #endif

@@ -50,8 +50,9 @@ from whyalive.words import edge_kinds as ek
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
 # Of the many heavy objects one container holds side by side (see
-# whyalive.analysis.NAMED_SIBLINGS), the first few are listed by node id (and described in
-# the report's table); the holding's count and bytes are of all of them.
+# whyalive.analysis.paths.NAMED_SIBLINGS), the first few are listed by node id (and described
+# in the report's table), all when allocation sites are recorded; the holding's count and
+# bytes are of all of them.
 LISTED_SIBLINGS = 16
 
 
@@ -149,6 +150,7 @@ def _holds(
     facts: dict[int, HeavyFacts],
     table: NodeTable,
     memo: Memo,
+    listed_siblings: int | None,
 ) -> tuple[list[Holding], list[int]]:
     """Every heavy object by the place that holds it, siblings of one list folded; and the
     report ids of those listed (the first few of a container's siblings, shown or not)."""
@@ -163,7 +165,7 @@ def _holds(
             indices.extend(view.sibling_indices.get(heavy, [index]))
         held = view.held_with(heavy)
         heavy_nodes.extend(held)
-        shown.extend(held[:LISTED_SIBLINGS])
+        shown.extend(held[:listed_siblings])
     holds = []
     listed: list[int] = []
     for number, (key, (indices, heavy_nodes, shown)) in enumerate(groups.items()):
@@ -225,7 +227,9 @@ def cycle_report(
         )
     cycle_edges = [table.edge(e) for e in view.edges]
     memo: Memo = {}
-    holds, listed = _holds(view, facts, table, memo)
+    # Recorded allocation sites are said per object: every one is listed then.
+    listed_siblings = LISTED_SIBLINGS if options.site_of is None else None
+    holds, listed = _holds(view, facts, table, memo, listed_siblings)
     holder_paths = [
         holder_path_record(table, nodes, edges)
         for nodes, edges in _paths_to_show(view, holds, table, options.max_paths)
