@@ -187,11 +187,15 @@ def ours(frame: FrameType) -> bool:
     return frame.f_code.co_filename.startswith(PACKAGE)
 
 
-def package_codes() -> dict[int, tuple[Any, set[int]]]:
-    """Every code object of the package with an empty set for its executed lines, made
-    before a run: logging then allocates no container while the run goes on, so a heap
-    snapshot taken by the run (explain) sees the same heap as the injection runs will."""
-    codes: dict[int, tuple[Any, set[int]]] = {}
+Codes = dict[int, tuple[Any, dict[int, int]]]
+
+
+def package_codes() -> Codes:
+    """Every code object of the package with an empty count of its executed lines, made
+    before a run: logging then allocates no tracked object while the run goes on (a line
+    and its count are ints), so a heap snapshot taken by the run (explain) sees the same
+    heap as the injection runs will."""
+    codes: Codes = {}
     stack = [
         obj.__code__
         for obj in gc.get_objects()
@@ -200,20 +204,16 @@ def package_codes() -> dict[int, tuple[Any, set[int]]]:
     while stack:
         code = stack.pop()
         if id(code) not in codes:
-            codes[id(code)] = (code, set())
+            codes[id(code)] = (code, {})
             stack.extend(const for const in code.co_consts if type(const) is CodeType)
     return codes
 
 
-def log_line(
-    codes: dict[int, tuple[Any, set[int]]], counts: dict[Line, int], code: Any, line: int
-) -> None:
+def log_line(codes: Codes, code: Any, line: int) -> None:
     entry = codes.get(id(code))
     if entry is None:  # made at run time: logged all the same
-        entry = codes[id(code)] = (code, set())
-    entry[1].add(line)
-    key = (code.co_filename, line)
-    counts[key] = counts.get(key, 0) + 1
+        entry = codes[id(code)] = (code, {})
+    entry[1][line] = entry[1].get(line, 0) + 1
 
 
 def injected(target: Line, occurrence: int) -> KeyboardInterrupt:
@@ -228,10 +228,12 @@ class Tracer:
         self.codes_of: dict[Line, list[Any]] = {}
         self.occurrences: dict[Line, int] = {}
 
-    def _lines(self, codes: dict[int, tuple[Any, set[int]]]) -> list[Line]:
+    def _lines(self, codes: Codes) -> list[Line]:
         for code, found in codes.values():
-            for line in found:
-                self.codes_of.setdefault((code.co_filename, line), []).append(code)
+            for line, count in found.items():
+                key = (code.co_filename, line)
+                self.codes_of.setdefault(key, []).append(code)
+                self.occurrences[key] = self.occurrences.get(key, 0) + count
         return sorted(self.codes_of)
 
     def trials(self, most: int) -> list[Trial]:
@@ -249,11 +251,10 @@ class SetTrace(Tracer):
 
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
-        counts = self.occurrences = {}
 
         def local(frame: FrameType, event: str, arg: object) -> Any:
             if event == "line":
-                log_line(codes, counts, frame.f_code, frame.f_lineno)
+                log_line(codes, frame.f_code, frame.f_lineno)
             return local
 
         self._run(run, lambda frame, event, arg: local if ours(frame) else None)
@@ -314,13 +315,12 @@ class Monitoring(Tracer):
 
     def executed(self, run: Callable[[], None]) -> list[Line]:
         codes = package_codes()
-        counts = self.occurrences = {}
         disable = self.monitoring.DISABLE
 
         def handler(code: Any, line: int) -> Any:
             if not code.co_filename.startswith(PACKAGE):
                 return disable
-            log_line(codes, counts, code, line)
+            log_line(codes, code, line)
             return None
 
         self.handler = handler
