@@ -55,46 +55,9 @@ class TorchKind:
         and lengths.
         """
         torch: Any = sys.modules["torch"]
-        C = torch._C
-        base = C.TensorBase
-        # The monitor describes a step's tensors at every analysis: a plain strided tensor
-        # (nearly all of them) takes the short way, with the words of its dtype and
-        # device remembered; the result is the one the general way below gives.
-        with C.DisableTorchFunctionSubclass():
-            if (
-                base.layout.__get__(obj) is torch.strided
-                and not base.is_nested.__get__(obj)
-                and not _is_fake(type(obj))
-            ):
-                device_object = base.device.__get__(obj)
-                device = _DEVICE_WORDS.get(device_object)
-                if device is None:
-                    device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
-                if device != "meta":
-                    dtype_object = base.dtype.__get__(obj)
-                    dtype = _DTYPE_WORDS.get(dtype_object)
-                    if dtype is None:
-                        dtype = str(dtype_object).removeprefix("torch.")
-                        dtype = _DTYPE_WORDS.setdefault(dtype_object, dtype)
-                    dims = ", ".join(map(str, base.shape.__get__(obj)))
-                    storage = _storage(base, obj)
-                    cdata = int(storage._cdata)
-                    nbytes = int(storage.nbytes())
-                    start = int(storage.data_ptr())
-                    use_count = getattr(C, "_storage_Use_Count", None)
-                    # One count is the temporary storage object we hold right now.
-                    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
-                    del storage
-                    return HeavyFacts(
-                        "torch.Tensor",
-                        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
-                        nbytes,
-                        device,
-                        ("torch", device, cdata),
-                        storage_users=sharers,
-                        memory=(start, start + nbytes) if start else None,
-                    )
-        return self.describe_any(obj)
+        with torch._C.DisableTorchFunctionSubclass():
+            dense = _dense(torch, obj)
+        return dense if dense is not None else self.describe_any(obj)
 
     def describe_any(self, obj: object) -> HeavyFacts | None:
         """:meth:`describe` for any layout, fake and meta tensors included."""
@@ -130,74 +93,62 @@ class TorchKind:
         )
 
     def describe_many(self, objects: Sequence[object]) -> list[HeavyFacts | None]:
-        """:meth:`describe` of many tensors: each dense tensor reads its storage, and its
-        words are formatted once per type, dtype, shape and device (10^5 alike tensors of
-        one list format one); other layouts, fake and meta tensors go one by one."""
+        """:meth:`describe` of many tensors, with ``__torch_function__`` disabled once for
+        all (10^5 small tensors of one list); other layouts, fake and meta tensors go one by
+        one."""
         torch: Any = sys.modules["torch"]
-        base = torch._C.TensorBase
-        strided = torch.strided
-        fake_type = _fake_tensor_type()
-        use_count = getattr(torch._C, "_storage_Use_Count", None)
-        words: dict[tuple[object, ...], tuple[str, str] | None] = {}
         found: list[HeavyFacts | None] = []
         with torch._C.DisableTorchFunctionSubclass():
             for obj in objects:
                 try:
-                    fact = _dense_facts(base, obj, words, strided, fake_type, use_count)
+                    dense = _dense(torch, obj)
                 except Exception:  # a hostile or half-dead tensor: as describe() reads it
-                    fact = None
-                found.append(fact if fact is not None else self.describe(obj))
+                    dense = None
+                found.append(dense if dense is not None else self.describe_any(obj))
         return found
 
 
-def _dense_facts(
-    base: Any,
-    obj: object,
-    words: dict[tuple[object, ...], tuple[str, str] | None],
-    strided: object,
-    fake_type: type | None,
-    use_count: Any,
-) -> HeavyFacts | None:
-    """The facts of a dense tensor, its words formatted once per alike key; None for
-    another layout, a fake or a meta tensor (:meth:`TorchKind.describe` reads those)."""
-    cls = type(obj)
-    key = (
-        cls,
-        base.dtype.__get__(obj),
-        base.layout.__get__(obj),
-        base.device.__get__(obj),
-        base.shape.__get__(obj),
-    )
-    if key in words:
-        said = words[key]
-    else:
-        plain = key[2] is strided and not (fake_type is not None and issubclass(cls, fake_type))
-        said = words[key] = _dense_words(base, obj) if plain else None
-    if said is None:
+def _dense(torch: Any, obj: object) -> HeavyFacts | None:
+    """The facts of a plain strided tensor (nearly all of them: the monitor describes a
+    step's tensors at every analysis), with the words of its dtype and device remembered;
+    None for another layout, a nested, fake or meta tensor (``describe_any`` reads those,
+    and would give the same result). Call with ``__torch_function__`` disabled."""
+    C = torch._C
+    base = C.TensorBase
+    if (
+        base.layout.__get__(obj) is not torch.strided
+        or base.is_nested.__get__(obj)
+        or _is_fake(type(obj))
+    ):
         return None
-    description, device = said
+    device_object = base.device.__get__(obj)
+    device = _DEVICE_WORDS.get(device_object)
+    if device is None:
+        device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
+    if device == "meta":
+        return None
+    dtype_object = base.dtype.__get__(obj)
+    dtype = _DTYPE_WORDS.get(dtype_object)
+    if dtype is None:
+        dtype = _DTYPE_WORDS.setdefault(dtype_object, str(dtype_object).removeprefix("torch."))
+    dims = ", ".join(map(str, base.shape.__get__(obj)))
     storage = _storage(base, obj)
+    cdata = int(storage._cdata)
     nbytes = int(storage.nbytes())
     start = int(storage.data_ptr())
-    sharers = int(use_count(storage._cdata)) - 1 if use_count is not None else 0
+    use_count = getattr(C, "_storage_Use_Count", None)
+    # One count is the temporary storage object we hold right now.
+    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
+    del storage
     return HeavyFacts(
         "torch.Tensor",
-        description,
+        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
         nbytes,
         device,
-        ("torch", device, int(storage._cdata)),
+        ("torch", device, cdata),
         storage_users=sharers,
         memory=(start, start + nbytes) if start else None,
     )
-
-
-def _dense_words(base: Any, tensor: object) -> tuple[str, str] | None:
-    """(description, device) of a dense tensor, or None on the meta device (no memory)."""
-    device = str(base.device.__get__(tensor))
-    if device == "meta":
-        return None
-    dtype = str(base.dtype.__get__(tensor)).removeprefix("torch.")
-    return f"{type_short_name(type(tensor))}({dtype}[{_dims(base, tensor)}], {device})", device
 
 
 # dtypes and layouts are singletons, few: each is named once ("float32", "strided").
