@@ -48,9 +48,11 @@ rm -rf test-artifacts  # only this run's screenshots
 leg "full suite on Python 3.11" \
   .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
-# tests/test_interrupts.py (Ctrl-C at every line, both cores) runs in the full suite above:
-# on 3.12+, where the heap cannot be frozen, its ~10,000 runs cost minutes per Python.
-CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py tests/test_user_gc_tricks.py tests/test_fork_and_threads.py"
+# tests/test_interrupts.py (Ctrl-C at the first four occurrences of every line, both
+# cores, four scenarios: ~25,000 runs) runs whole in the full suite above. On the other Pythons it runs
+# the check and monitor scenarios at the first occurrence of every line: on 3.12+, where
+# the heap cannot be frozen, a run costs ~10 times more.
+CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py tests/test_user_gc_tricks.py tests/test_fork_and_threads.py tests/test_interrupts.py"
 
 # core_leg VERSION_DIR: a venv for that Python with whyalive built for it, then its core tests.
 core_leg() {
@@ -60,7 +62,8 @@ core_leg() {
   "$venv/bin/python" -m pip install -q pytest hypothesis numpy || return 1
   "$venv/bin/python" -m pip install -q . --no-deps || return 1
   # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
-  "$venv/bin/python" -m pytest -q $CORE_TESTS
+  WHYALIVE_TEST_INTERRUPT_SCENARIOS=check,monitor WHYALIVE_TEST_INTERRUPT_OCCURRENCES=1 \
+    "$venv/bin/python" -m pytest -q $CORE_TESTS
 }
 
 for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do

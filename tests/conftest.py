@@ -121,6 +121,7 @@ _FUNCTIONS = (
     "clear_objects",
     "reverse_edges",
     "take_tail",
+    "saved_start",
     "workspace",
 )
 

@@ -2,17 +2,22 @@
 tests/test_interrupts.py, one process per scenario and graph core.
 
 ``python tests/interrupt_worker.py SCENARIO`` (``WHYALIVE_PURE_PYTHON=1`` for the
-Python twin) prints one JSON object: the lines tried, the harm found after each
+Python twin, ``INTERRUPT_WITHOUT_COMPILED=1`` for the Python fallbacks of
+``whyalive.capture.interrupts``, ``INTERRUPT_OCCURRENCES=N`` to try the first N
+occurrences of each line, 4 by default) prints one JSON object: the lines and the
+(line, occurrence) pairs tried, the harm found after each
 (gc state not the user's, a lock held, whyalive still holding or saving something,
 the scenario's garbage not freed, the interrupt swallowed), lines that a run never
 reached, and the seconds spent.
 
 A run first goes through the scenario twice untraced (imports, caches), then once
-with a tracer that records every ``(file, line)`` of ``src/whyalive`` it executes.
-Then, for each of those lines, the scenario runs again with a tracer that raises
-``KeyboardInterrupt`` the first time that line starts (the trace function is then
-unset by CPython, so one interrupt per run). Collections are kept explicit (a high
-threshold) so every run executes the same lines.
+with a tracer that counts how many times each ``(file, line)`` of ``src/whyalive``
+starts. Then, for each of those lines and each of its first four occurrences, the
+scenario runs again with a tracer that raises ``KeyboardInterrupt`` at that occurrence
+(the trace function is then unset, so one interrupt per run): a loop's later passes,
+the second collection of a scenario and the line a ``with`` statement runs again on its
+way out are tried as well as the first time a line runs. Collections are kept explicit
+(a high threshold) so every run executes the same lines.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ from pathlib import Path
 from types import CodeType, FrameType, FunctionType
 from typing import Any
 
+if os.environ.get("INTERRUPT_WITHOUT_COMPILED") == "1":
+    # What a machine without a C compiler runs: the Python fallbacks of capture/interrupts.py.
+    sys.modules["whyalive.capture._interrupts"] = None  # type: ignore[assignment]
+
 import whyalive
 from whyalive import check_leaks, explain
 from whyalive.capture.gcstate import OWNER
@@ -36,6 +45,7 @@ from whyalive.monitor import GcMonitor
 
 PACKAGE = os.path.dirname(os.path.abspath(whyalive.__file__)) + os.sep
 Line = tuple[str, int]
+Trial = tuple[Line, int]  # a line and which of its occurrences (1 for the first)
 
 
 class Payload:
@@ -177,11 +187,15 @@ def ours(frame: FrameType) -> bool:
     return frame.f_code.co_filename.startswith(PACKAGE)
 
 
-def package_codes() -> dict[int, tuple[Any, set[int]]]:
-    """Every code object of the package with an empty set for its executed lines, made
-    before a run: logging then allocates no container while the run goes on, so a heap
-    snapshot taken by the run (explain) sees the same heap as the injection runs will."""
-    codes: dict[int, tuple[Any, set[int]]] = {}
+Codes = dict[int, tuple[Any, dict[int, int]]]
+
+
+def package_codes() -> Codes:
+    """Every code object of the package with an empty count of its executed lines, made
+    before a run: logging then allocates no tracked object while the run goes on (a line
+    and its count are ints), so a heap snapshot taken by the run (explain) sees the same
+    heap as the injection runs will."""
+    codes: Codes = {}
     stack = [
         obj.__code__
         for obj in gc.get_objects()
@@ -190,33 +204,45 @@ def package_codes() -> dict[int, tuple[Any, set[int]]]:
     while stack:
         code = stack.pop()
         if id(code) not in codes:
-            codes[id(code)] = (code, set())
+            codes[id(code)] = (code, {})
             stack.extend(const for const in code.co_consts if type(const) is CodeType)
     return codes
 
 
-def log_line(codes: dict[int, tuple[Any, set[int]]], code: Any, line: int) -> None:
+def log_line(codes: Codes, code: Any, line: int) -> None:
     entry = codes.get(id(code))
     if entry is None:  # made at run time: logged all the same
-        entry = codes[id(code)] = (code, set())
-    entry[1].add(line)
+        entry = codes[id(code)] = (code, {})
+    entry[1][line] = entry[1].get(line, 0) + 1
 
 
-def injected(target: Line) -> KeyboardInterrupt:
-    return KeyboardInterrupt(f"injected at {target[0]}:{target[1]}")
+def injected(target: Line, occurrence: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt(f"injected at {target[0]}:{target[1]} (occurrence {occurrence})")
 
 
 class Tracer:
-    """What both tracers share: the code objects each executed line belongs to."""
+    """What both tracers share: the code objects each executed line belongs to, and how
+    many times each line started."""
 
     def __init__(self) -> None:
         self.codes_of: dict[Line, list[Any]] = {}
+        self.occurrences: dict[Line, int] = {}
 
-    def _lines(self, codes: dict[int, tuple[Any, set[int]]]) -> list[Line]:
+    def _lines(self, codes: Codes) -> list[Line]:
         for code, found in codes.values():
-            for line in found:
-                self.codes_of.setdefault((code.co_filename, line), []).append(code)
+            for line, count in found.items():
+                key = (code.co_filename, line)
+                self.codes_of.setdefault(key, []).append(code)
+                self.occurrences[key] = self.occurrences.get(key, 0) + count
         return sorted(self.codes_of)
+
+    def trials(self, most: int) -> list[Trial]:
+        """The first ``most`` occurrences of every executed line, in line order."""
+        return [
+            (line, k)
+            for line in sorted(self.codes_of)
+            for k in range(1, min(self.occurrences[line], most) + 1)
+        ]
 
 
 class SetTrace(Tracer):
@@ -234,15 +260,20 @@ class SetTrace(Tracer):
         self._run(run, lambda frame, event, arg: local if ours(frame) else None)
         return self._lines(codes)
 
-    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
-        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+    def inject(self, trial: Trial, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached the trial's occurrence of its line and
+        raised out of it."""
+        target, occurrence = trial
         fired = False
+        seen = 0
 
         def local(frame: FrameType, event: str, arg: object) -> Any:
-            nonlocal fired
+            nonlocal fired, seen
             if event == "line" and (frame.f_code.co_filename, frame.f_lineno) == target:
-                fired = True
-                raise injected(target)
+                seen += 1
+                if seen == occurrence:
+                    fired = True
+                    raise injected(target, occurrence)
             return local
 
         # Only the target's code objects are traced (one lookup per call elsewhere).
@@ -301,19 +332,25 @@ class Monitoring(Tracer):
             self.monitoring.restart_events()
         return self._lines(codes)
 
-    def inject(self, target: Line, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
-        """(fired, raised): whether the run reached ``target`` and raised out of it."""
+    def inject(self, trial: Trial, run: Callable[[], None], everywhere: bool) -> tuple[bool, bool]:
+        """(fired, raised): whether the run reached the trial's occurrence of its line and
+        raised out of it."""
+        target, occurrence = trial
         fired = False
+        seen = 0
         line_events = self.monitoring.events.LINE
         codes = self.codes_of[target]
 
         def handler(code: Any, line: int) -> Any:
-            nonlocal fired
+            nonlocal fired, seen
             if fired or (code.co_filename, line) != target:
+                return None
+            seen += 1
+            if seen < occurrence:
                 return None
             fired = True
             self._stop(codes)  # one interrupt per run
-            raise injected(target)
+            raise injected(target, occurrence)
 
         self.handler = handler
         if everywhere:
@@ -414,11 +451,24 @@ def repair(before: tuple[object, ...]) -> None:
     gc.garbage[:] = [g for g in gc.garbage if id(g) in kept]
     if gc.get_freeze_count() and not before[4]:
         gc.unfreeze()
+    # A lock left held would be found again after every later line.
+    while OWNER._lock._is_owned():  # type: ignore[attr-defined]
+        OWNER._lock.release()
+    for monitor in MONITORS:
+        if monitor._lock.locked():
+            monitor._lock.release()
     gc.collect()
 
 
-def drive(run: Callable[[], None]) -> dict[str, Any]:
-    """Every line of one scenario, interrupted in turn; what each left behind."""
+# How many occurrences of each line are tried: 4 catch a `with` on its way out and a loop's
+# later passes at a bounded cost; 1 is a cheaper pass over every line, for the legs where a
+# run costs more (tests/test_interrupts.py says which).
+OCCURRENCES = int(os.environ.get("INTERRUPT_OCCURRENCES", "4"))
+
+
+def drive(run: Callable[[], None], occurrences: int = OCCURRENCES) -> dict[str, Any]:
+    """Every line of one scenario, interrupted in turn at each of its first ``occurrences``
+    occurrences; what each run left behind."""
     thresholds = gc.get_threshold()
     gc.set_threshold(1_000_000, 1_000, 1_000)  # only the scenario's own collections
     try:
@@ -428,22 +478,24 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
         gc.collect()
         tracer = Monitoring() if sys.version_info >= (3, 12) else SetTrace()
         lines = tracer.executed(run)
+        trials = tracer.trials(occurrences)
         MADE.clear()
         gc.collect()
         before = gc_state()
         started = time.perf_counter()
         harmful: dict[str, list[str]] = {}
         unreached: list[str] = []
-        for target in lines:
+        for trial in trials:
             # Events only in the target's code run at full speed; a line that depends on
             # what the full tracer allocates (the heap snapshot of explain() sees its
             # objects) is tried again with events everywhere.
             for everywhere in (False, True):
-                fired, raised = tracer.inject(target, run, everywhere)
+                fired, raised = tracer.inject(trial, run, everywhere)
                 if fired:
                     break
                 MADE.clear()
-            where = f"{os.path.relpath(target[0], PACKAGE)}:{target[1]}"
+            (path, line), occurrence = trial
+            where = f"{os.path.relpath(path, PACKAGE)}:{line}#{occurrence}"
             if not fired:
                 unreached.append(where)
                 MADE.clear()
@@ -454,6 +506,8 @@ def drive(run: Callable[[], None]) -> dict[str, Any]:
                 repair(before)
         return {
             "lines": len(lines),
+            "trials": len(trials),
+            "occurrences": occurrences,
             "harmful": harmful,
             "unreached": unreached,
             "seconds": round(time.perf_counter() - started, 2),

@@ -282,3 +282,41 @@ def test_a_plain_object_is_not_called_heavy() -> None:
     text = str(explain(5))
     assert text.startswith("whyalive: 1 object still alive")
     assert "heavy" not in text.splitlines()[0]
+
+
+SHARED_VALUE = 1_000_003  # an ordinary int: a module global holds it
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (5, "small ints -5..256: every `5`"),
+        (-5, "every `-5`"),
+        (None, "`None` is a singleton"),
+        (True, "`True` is a singleton"),
+        ("a", "one-character str objects: every `'a'`"),
+        (b"", "every `b''`"),
+        ((), "the empty tuple"),
+    ],
+)
+def test_an_object_the_interpreter_shares_is_said_so_without_paths(
+    value: object, words: str
+) -> None:
+    """Any reference to 5 anywhere holds the one cached 5: a path through another module's
+    constant (``posix.POSIX_FADV_NOREUSE``) would be true and meaningless."""
+    explained = explain(value)
+    alive = explained.alive
+    assert alive.paths == ()
+    assert alive.root is None
+    assert alive.note is not None
+    assert alive.note.startswith("Shared by the whole interpreter")
+    assert words in alive.note
+    text = str(explained)
+    assert "Holder paths" not in text
+    assert "Note: Shared by the whole interpreter" in text
+
+
+def test_an_ordinary_int_held_by_a_global_still_gets_its_path() -> None:
+    explained = explain(SHARED_VALUE)
+    assert "Shared by the whole interpreter" not in (explained.alive.note or "")
+    assert any(".SHARED_VALUE" in path for path in explained.paths)

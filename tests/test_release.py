@@ -59,6 +59,113 @@ def test_take_tail_moves_references_without_leaking(
     assert all(ref() is None for ref in refs)
 
 
+class Node:
+    other: object = None
+
+
+def _saved_pair() -> list[object]:
+    """Two objects that refer to each other and that only the returned list holds."""
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return [first, second]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_saved_start_finds_the_tail_nothing_outside_holds(
+    impl: graphcore.GraphImplementation,
+) -> None:
+    """Held from outside, reached from such an object, untracked, or the list itself: the
+    user's. The longest tail of the window made only of the rest is what a collection saved."""
+    live: list[object] = ["the user's"]
+    holder = [[]]  # holder[0] is reached only from holder, which a local holds
+    items: list[object] = [live, *_saved_pair(), 12345678901, holder[0], *_saved_pair()]
+    assert impl.saved_start(items, 0, len(items)) == 5
+    assert impl.saved_start(items, 0, 3) == 1  # the window's end bounds the tail
+    assert impl.saved_start(items, 5, len(items)) == 5
+    assert impl.saved_start(items, 0, 5) == 5  # ends in the user's: nothing is saved
+    items.append(items)
+    assert impl.saved_start(items, 5, len(items)) == len(items)
+    only_ours = [*_saved_pair(), *_saved_pair()]
+    assert impl.saved_start(only_ours, 0, len(only_ours)) == 0
+    assert impl.saved_start(only_ours, -5, 2**70) == 0  # clamped
+    assert impl.saved_start(only_ours, 9, 2) == 2
+    refs = [weakref.ref(item) for item in items[1:3]]
+    del items, only_ours, live, holder
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+
+
+class AppendsOnDel:
+    """Its finalizer appends ``mine[0]`` to gc.garbage; it refers to itself."""
+
+    def __init__(self, mine: list[object]) -> None:
+        self.me = self
+        self.mine = mine
+
+    def __del__(self) -> None:
+        gc.garbage.append(self.mine[0])
+
+
+@pytest.mark.whyalive_skip  # saves a collection of its own with DEBUG_SAVEALL
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("generation", [0, 2])
+def test_saved_start_after_a_real_collection(
+    impl: graphcore.GraphImplementation, generation: int
+) -> None:
+    """A live list made last before the collection lies, in the collector's list, just
+    before what it saves; a finalizer appends it, and a freed weakref makes "collected"
+    count one more than was saved: it is still the user's."""
+    registry: weakref.WeakValueDictionary[str, Node] = weakref.WeakValueDictionary()
+    mine: list[object] = [None]
+    start = len(gc.garbage)
+    debug, enabled = gc.get_debug(), gc.isenabled()
+    info: dict[str, int] = {}
+
+    def stop(phase: str, data: dict[str, int]) -> None:
+        if phase == "stop":
+            info.update(data)
+
+    gc.collect()  # the garbage of earlier tests (and its weakrefs) is not this collection's
+    gc.disable()
+    try:
+        AppendsOnDel(mine)
+        node = Node()
+        node.other = node
+        registry["node"] = node
+        del node
+        mine[0] = ["the user's, made last"]
+        gc.callbacks.append(stop)
+        gc.set_debug(debug | gc.DEBUG_SAVEALL)
+        gc.collect(generation)
+        gc.set_debug(debug)
+        gc.callbacks.remove(stop)
+        end = len(gc.garbage)
+        assert gc.garbage[start] is mine[0]
+        assert info["collected"] == end - start  # one weakref freed: the count is no length
+        assert impl.saved_start(gc.garbage, end - info["collected"], end) == start + 1
+        assert impl.saved_start(gc.garbage, start + 1, end) == start + 1
+    finally:
+        gc.set_debug(debug)
+        if stop in gc.callbacks:
+            gc.callbacks.remove(stop)
+        for item in gc.garbage[start:]:
+            if isinstance(item, (Node, AppendsOnDel)):
+                item.__dict__.clear()
+        del gc.garbage[start:]
+        if enabled:
+            gc.enable()
+    assert mine[0] == ["the user's, made last"]
+
+
+@needs_c
+def test_saved_start_rejects_bad_arguments() -> None:
+    assert c_impl is not None
+    with pytest.raises(TypeError):
+        c_impl.saved_start((1, 2), 0, 2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        c_impl.saved_start([1, 2], "0", 2)  # type: ignore[arg-type]
+
+
 @needs_c
 def test_take_tail_rejects_bad_arguments() -> None:
     assert c_impl is not None

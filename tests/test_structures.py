@@ -496,55 +496,94 @@ def test_pytest_plugin_explains_a_big_tree_instead_of_hanging(
     )
 
 
-def test_a_list_of_many_heavy_objects_is_read_once_to_name_their_edges(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One cycle holding 2,000 arrays in one list: every holder path leaves that list,
-    naming them reads the list once (one pass per container, not one per array), and
-    their one description is worded once per place it is said, not once per array."""
-    from whyalive.analysis import edge_namer, edges
-    from whyalive.report.builder import cycles
+def _work_for_heavy_objects_in_one_list(
+    monkeypatch: pytest.MonkeyPatch, kind: str, count: int
+) -> dict[str, Any]:
+    """Analyse one cycle holding ``count`` arrays (or tensors) in one list; count the
+    per-object work."""
+    from whyalive.analysis import edge_namer, edges, paths
+    from whyalive.kinds.numpy import NumpyKind
+    from whyalive.kinds.torch import TorchKind
+    from whyalive.report.builder import cycles, nodes
 
-    reads: list[int] = []
-    scans: list[int] = []
-    briefs: list[str] = []
-    heavy_brief = cycles.heavy_brief
+    make = numpy.zeros if kind == "arrays" else pytest.importorskip("torch").zeros
 
-    def counting_brief(description: str) -> str:
-        briefs.append(description)
-        return heavy_brief(description)
+    work: dict[str, Any] = {"named paths": 0, "node names": 0, "describe": 0}
+    work.update({"list scans": [], "list reads": [], "briefs": []})
+    counted = {
+        (paths, "named_path", "named paths"),
+        (nodes, "name_node", "node names"),
+        (NumpyKind if kind == "arrays" else TorchKind, "describe", "describe"),
+    }
+    for owner, name, key in counted:
+        original = getattr(owner, name)
 
-    monkeypatch.setattr(cycles, "heavy_brief", counting_brief)
-    container_names = edge_namer._container_names
-    name_one = edges._name_edge
+        def counting(*args: Any, _original: Any = original, _key: str = key) -> Any:
+            work[_key] += 1
+            return _original(*args)
 
-    def counting_container_names(source: Any) -> Any:
-        reads.append(id(source))
-        return container_names(source)
+        monkeypatch.setattr(owner, name, counting)
+    heavy_brief, container_names, name_one = (
+        cycles.heavy_brief,
+        edge_namer._container_names,
+        edges._name_edge,
+    )
+    monkeypatch.setattr(cycles, "heavy_brief", lambda d: work["briefs"].append(d) or heavy_brief(d))
+    monkeypatch.setattr(
+        edge_namer,
+        "_container_names",
+        lambda source: work["list reads"].append(id(source)) or container_names(source),
+    )
 
     def counting_name_edge(source: Any, target: object) -> Any:
         if type(source) is list:
-            scans.append(len(source))
+            work["list scans"].append(len(source))
         return name_one(source, target)
 
-    monkeypatch.setattr(edge_namer, "_container_names", counting_container_names)
     monkeypatch.setattr(edges, "_name_edge", counting_name_edge)
-    # 2,000 arrays of 4 floats; where NumPy is missing, 64 bytearrays of 1 MiB (the
-    # smallest heavy buffer): still far fewer names read than one scan per object would.
-    count = 2_000 if numpy is not None else 64
     watch = GarbageWatch()
     watch.begin()
-    holder: dict[str, object] = {"arrays": [heavy(4) for _ in range(count)]}
+    holder: dict[str, object] = {"arrays": [make(4) for _ in range(count)]}
     holder["self"] = holder
-    arrays = id(holder["arrays"])
+    work["list"] = id(holder["arrays"])
     del holder
     captured = watch.end()
     try:
-        report = analyze(captured.objects, AnalysisOptions(progress_after=None))
+        work["report"] = analyze(captured.objects, AnalysisOptions(progress_after=None))
     finally:
         captured.release()
         watch.finish()
-    assert len(report.heavy_objects) == count
-    assert reads.count(arrays) == 1
-    assert sum(scans) < count  # no scan of the list per array
-    assert len(briefs) <= 2  # 2,000 equal arrays are worded once per summary, not per array
+    return work
+
+
+@pytest.mark.parametrize("kind", [pytest.param("arrays", marks=needs_numpy), "tensors"])
+def test_a_list_of_many_heavy_objects_costs_work_per_container_not_per_array(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """One cycle holding 2,000 or 20,000 arrays (or tensors) in one list: one holder path,
+    one holding with the range of their indices, one description, a few listed in the
+    heavy table; the count of each kind of per-object work is the same for both sizes
+    (bytes stay exact, each storage counted once)."""
+    small = _work_for_heavy_objects_in_one_list(monkeypatch, kind, 2_000)
+    monkeypatch.undo()
+    big = _work_for_heavy_objects_in_one_list(monkeypatch, kind, 20_000)
+    for work, count in ((small, 2_000), (big, 20_000)):
+        report = work["report"]
+        assert report.heavy_count == count
+        assert report.total_bytes == count * (32 if kind == "arrays" else 16)
+        assert len(report.heavy_objects) + report.heavy_objects_unlisted == count
+        assert sum(h.counted for h in report.heavy_objects) == len(report.heavy_objects)
+        [cycle] = report.cycles
+        [holding] = cycle.holds
+        assert holding.where == f"['arrays'][0..{count - 1}] of `dict of 2`"
+        assert (holding.count, holding.nbytes) == (count, report.total_bytes)
+        assert len(cycle.heavy) + cycle.heavy_unlisted == count
+        assert set(holding.heavy) <= set(cycle.heavy) == {h.node_id for h in report.heavy_objects}
+        assert len(report.nodes) < 40
+        assert work["list reads"].count(work["list"]) <= 1  # one pass per container
+        assert sum(work["list scans"]) <= count  # never a scan of the list per array
+        assert len(work["briefs"]) <= 2  # one description, worded once per place
+    for key in ("named paths", "node names", "describe", "briefs"):
+        assert small[key] == big[key], key  # per container, not per array
+    assert big["named paths"] <= 2
+    assert big["describe"] == 0  # described all at once, not one by one

@@ -346,6 +346,29 @@ def test_a_nested_tensor_holds_its_buffer() -> None:
     assert "nested 2" in report.heavy_objects[0].description
 
 
+@pytest.mark.parametrize("with_lengths", [False, True])
+def test_a_jagged_nested_tensor_holds_its_values_offsets_and_lengths(with_lengths: bool) -> None:
+    """``layout=torch.jagged``: a tensor subclass whose own storage is never allocated."""
+
+    def make() -> Any:
+        if with_lengths:
+            values = torch.zeros(6, 1 << 18)
+            offsets = torch.tensor([0, 2, 6])
+            lengths = torch.tensor([1, 3])
+            return torch.nested.nested_tensor_from_jagged(values, offsets, lengths=lengths)
+        parts = [torch.zeros(1 << 20), torch.zeros(1 << 19)]
+        return torch.nested.nested_tensor(parts, layout=torch.jagged)
+
+    sample = make()
+    parts = [sample._values, sample._offsets, sample._lengths]
+    expected = sum(int(p.untyped_storage().nbytes()) for p in parts if p is not None)
+    assert expected >= 6 << 20
+    report = find_leaks(_held_by_a_cycle(make))
+    assert report.total_bytes == expected
+    assert report.heavy_count == 1
+    assert "NestedTensor(float32[2, j" in report.heavy_objects[0].description
+
+
 def _leaf_with_grad() -> Any:
     leaf = torch.zeros(1 << 20, requires_grad=True)  # 4 MiB, and 4 MiB of gradient
     leaf.sum().backward()

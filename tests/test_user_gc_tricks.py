@@ -116,6 +116,60 @@ def test_a_callback_ahead_of_ours_that_appends_a_live_list(core: str) -> None:
         del gc.garbage[start:]
 
 
+class AppendsOnDel:
+    """A finalizer that puts the user's live list in gc.garbage, in the collection."""
+
+    def __init__(self, mine: list[object]) -> None:
+        self.me = self
+        self.mine = mine
+
+    def __del__(self) -> None:
+        gc.garbage.append(self.mine)
+
+
+def _leak_with_a_finalizer_and_a_freed_weakref(
+    mine: list[object], registry: weakref.WeakValueDictionary[str, Payload]
+) -> weakref.ref[Payload]:
+    """A collection whose "collected" count also holds a weakref freed after its callback."""
+    AppendsOnDel(mine)
+    payload = Payload()
+    registry["payload"] = payload
+    return weakref.ref(payload)
+
+
+@pytest.mark.whyalive_skip  # its finalizer touches gc.garbage on purpose
+@pytest.mark.parametrize("integration", ["check", "monitor"])
+def test_a_finalizer_appending_a_live_list_in_a_collection_that_frees_a_weakref(
+    integration: str, core: str
+) -> None:
+    """The collector's "collected" count is no length of what it saved: identity decides."""
+    from whyalive.monitor import GcMonitor
+
+    mine: list[object] = ["the user's live object"]
+    registry: weakref.WeakValueDictionary[str, Payload] = weakref.WeakValueDictionary()
+    start = len(gc.garbage)
+    try:
+        if integration == "check":
+            with check_leaks(on_leak="ignore") as check:
+                leaked = _leak_with_a_finalizer_and_a_freed_weakref(mine, registry)
+                gc.collect()
+            assert check.report is not None
+            assert check.report.cycle_count >= 1
+        else:
+            with GcMonitor(log=False) as monitor:
+                leaked = _leak_with_a_finalizer_and_a_freed_weakref(mine, registry)
+                gc.collect()
+                monitor.step()
+        assert mine == ["the user's live object"]
+        assert len(gc.garbage) == start + 1
+        assert gc.garbage[start] is mine
+        gc.collect()
+        assert leaked() is None
+        assert len(registry) == 0
+    finally:
+        del gc.garbage[start:]
+
+
 @pytest.mark.whyalive_skip
 @pytest.mark.parametrize("users_saveall", [False, True])
 def test_gc_garbage_rebound_inside_the_block(users_saveall: bool, core: str) -> None:

@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from itertools import compress
 from typing import Any
 
+from whyalive.analysis import roots
 from whyalive.analysis.edge_namer import EdgeNamer
 from whyalive.analysis.node_names import name_node
 from whyalive.analysis.paths import named_path
-from whyalive.analysis.roots import forward_search, nearest_path, reverse_search
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
@@ -199,10 +199,13 @@ def _report(
 ) -> Report:
     """The explanation; what can reach a target no root reaches goes into ``unrooted``."""
     holders: dict[int, list[list[int]]] = {}
-    for target in graph.target_nodes:
-        found = reverse_search(graph, target, max_paths)
+    shared = {
+        n: w for n in graph.target_nodes if (w := roots.shared_by_interpreter(graph.nodes[n]))
+    }
+    for target in (t for t in graph.target_nodes if t not in shared):
+        found = roots.reverse_search(graph, target, max_paths)
         if found is None:  # a long chain: one forward search over the marked part instead
-            holders.update(forward_search(graph, graph.reaching([target]), max_paths))
+            holders.update(roots.forward_search(graph, graph.reaching([target]), max_paths))
         else:
             holders[target] = found
     view = ObjectGraph(graph.nodes, graph.offsets, graph.targets, len(graph.nodes))
@@ -217,11 +220,11 @@ def _report(
     hidden = False
     for target in graph.target_nodes:
         raw_paths = holders.get(target, [])
-        root = note = None
-        if not raw_paths:
+        root, note = None, shared.get(target)
+        if note is None and not raw_paths:
             raw_paths, note = _invisible_holders(graph, target, own_refs)
             hidden = True
-        elif any(n in graph.frozen_range for p in raw_paths for n in p):
+        elif note is None and any(n in graph.frozen_range for p in raw_paths for n in p):
             note = "A path runs through objects frozen by gc.freeze()."
         paths = [
             holder_path_record(table, *named_path(view, _fold_class_dicts(graph, p), namer))
@@ -281,7 +284,7 @@ def _invisible_holders(graph: HeapGraph, target: int, own_refs: int) -> tuple[li
         extra = sys.getrefcount(graph.nodes[node]) - 1 - mine - indegree[node]
         if 0 < extra < 1 << 30:  # immortal objects report huge counts
             unseen[node] = extra
-    tops = nearest_path(graph, members, unseen, target)
+    tops = roots.nearest_path(graph, members, unseen, target)
     if not tops:
         return [], (
             "No root reaches it and every reference to it is accounted for: it is "

@@ -13,14 +13,14 @@ from __future__ import annotations
 import sys
 import time
 import types
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import cast
 
 from whyalive.analysis.diagnose import Diagnosis, diagnose
-from whyalive.analysis.edge_namer import EdgeNamer
-from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, NamedEdge, named_path, view_cycle
+from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, holder_paths, view_cycle
 from whyalive.analysis.repeats import Repeat, RepeatMemo, sampled_walk
 from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
 from whyalive.graph import ObjectGraph
@@ -29,6 +29,11 @@ from whyalive.guarded import type_module
 from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk
 from whyalive.words import unreported_note, unshown_note
+
+_THROUGH_AUTOGRAD = attrgetter("through_autograd")
+_STORAGE = attrgetter("storage")
+_NBYTES = attrgetter("nbytes")
+_DEVICE = attrgetter("device")
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ class CycleGroup:
     @property
     def total_bytes(self) -> int:
         """Bytes held by every occurrence, each storage counted once."""
-        return sum(nbytes for nbytes, _ in self.storages.values())
+        return sum(map(itemgetter(0), self.storages.values()))
 
     def absorb(self, other: CycleGroup) -> None:
         """Count another group's occurrences as this one's."""
@@ -177,8 +182,9 @@ def find_cycles(
     facts: dict[int, HeavyFacts] = {}
     walk = AutogradWalk() if "torch" in sys.modules else None
     sampled = walk is not None and options.autograd_walks is not None
-    for index in graph.heavy_candidates:
-        described = resolver.describe(nodes[index])
+    heavy_candidates = graph.heavy_candidates
+    described_all = resolver.describe_many([nodes[i] for i in heavy_candidates])
+    for index, described in zip(heavy_candidates, described_all, strict=True):
         if described is not None:
             if walk is not None and not sampled and described.kind == "torch.Tensor":
                 walk.visit(index, nodes[index])
@@ -232,9 +238,12 @@ def find_cycles(
     facts = merge_shared_memory(facts)
 
     storage_users: dict[object, int] = defaultdict(int)
-    for fact in facts.values():
-        for held in fact.held():
-            storage_users[held.storage] += 1
+    if any(map(_THROUGH_AUTOGRAD, facts.values())):
+        for fact in facts.values():
+            for held in fact.held():
+                storage_users[held.storage] += 1
+    else:  # at C speed
+        storage_users.update(Counter(map(_STORAGE, facts.values())))
     quick: dict[object, CycleGroup] = {}
     for key, members, retained in found:
         group = quick.get(key)
@@ -242,9 +251,14 @@ def find_cycles(
             group = quick[key] = CycleGroup(members, retained)
         group.occurrences += 1
         group.heavy_nodes.update(retained)
-        for node in retained:
-            for fact in facts[node].held():
-                group.storages[fact.storage] = (fact.nbytes, fact.device)
+        storages = group.storages
+        own = list(map(facts.__getitem__, retained))
+        if any(map(_THROUGH_AUTOGRAD, own)):
+            for held in (held for fact in own for held in fact.held()):
+                storages[held.storage] = (held.nbytes, held.device)
+        else:  # at C speed
+            sizes = zip(map(_NBYTES, own), map(_DEVICE, own), strict=True)
+            storages.update(zip(map(_STORAGE, own), sizes, strict=True))
         if key in estimated and group.occurrences > walked_first[key]:
             # Not walked: what a walked occurrence's autograd graphs held, on average.
             for number, share in enumerate(estimated[key]):
@@ -349,35 +363,7 @@ def _diagnose_group(
         group.structure = structure
     else:
         view = view_cycle(graph, members)
-    view.holder_paths = _holder_paths(graph, view, group.retained, facts)
+    view.holder_paths = holder_paths(graph, view, group.retained, facts)
     view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
     group.view = view
     group.diagnosis = diagnose(view, structure=group.structure)
-
-
-def _holder_paths(
-    graph: ObjectGraph,
-    view: CycleView,
-    retained: list[int],
-    facts: dict[int, HeavyFacts],
-) -> list[tuple[list[int], list[NamedEdge]]]:
-    goals = sorted(retained, key=lambda n: -facts[n].nbytes)
-    found = graph.shortest_paths(view.members, goals)
-    namer = EdgeNamer()  # 10^5 paths out of one list: the list is read once
-    paths: list[tuple[list[int], list[NamedEdge]]] = []
-    for goal in goals:
-        path = found.get(goal)
-        if path is None:
-            continue
-        owner = view.owner_of.get(path[0])
-        if owner is not None:
-            path = [owner, *path]
-        paths.append(named_path(graph, path, namer))
-    # One path per holder first, so the shown paths cover every list that holds something.
-    by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
-    for named in paths:
-        by_exit[named[1][0].name.name if named[1] else ""].append(named)
-    ordered: list[tuple[list[int], list[NamedEdge]]] = []
-    for rank in range(max((len(v) for v in by_exit.values()), default=0)):
-        ordered.extend(v[rank] for v in by_exit.values() if rank < len(v))
-    return ordered

@@ -123,7 +123,9 @@ def bytes_freed(view: CycleView, removed: set[NamedEdge]) -> int:
         start = nodes[0]
         stays = start in alive or start not in shown
         kept[nodes[-1]] = kept.get(nodes[-1], False) or stays
-    return sum(view.heavy_bytes.get(heavy, 0) for heavy, stays in kept.items() if not stays)
+    # A path to the first of many siblings stands for them all.
+    freed = (node for heavy, stays in kept.items() if not stays for node in view.held_with(heavy))
+    return sum(view.heavy_bytes.get(node, 0) for node in freed)
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,18 @@ class EdgeNamer:
 
     def __init__(self) -> None:
         self._names: dict[int, dict[int, EdgeName] | None] = {}
+        self._asked: set[int] = set()
 
     def name(self, source: object, target: object) -> EdgeName:
         """The name of the reference ``source -> target``."""
         key = id(source)
         if key in self._names:
             names = self._names[key]
+        elif key not in self._asked:
+            # The first reference asked of a container: one scan finds it, as name_edge
+            # does; the table (a name per item) is worth building from the second on.
+            self._asked.add(key)
+            return name_edge(source, target)
         else:
             try:
                 names = _container_names(source)
@@ -49,6 +55,17 @@ class EdgeNamer:
             self._names[key] = names
         found = names.get(id(target)) if names is not None else None
         return found if found is not None else name_edge(source, target)
+
+
+def sequence_indices(source: object, targets: list[object]) -> list[int] | None:
+    """Where each of ``targets`` sits in a list or tuple ``source`` (its first place), read
+    in one pass at C speed; None for another container or a target it does not hold."""
+    if type(source) not in (list, tuple):
+        return None
+    items: Any = source
+    first = dict(zip(map(id, reversed(items)), range(len(items) - 1, -1, -1), strict=True))
+    found = [first.get(id(target)) for target in targets]
+    return None if None in found else [index for index in found if index is not None]
 
 
 def _container_names(source: Any) -> dict[int, EdgeName] | None:

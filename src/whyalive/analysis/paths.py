@@ -10,10 +10,11 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from whyalive.analysis.edge_namer import EdgeNamer, name_edges
+from whyalive.analysis.edge_namer import EdgeNamer, name_edges, sequence_indices
 from whyalive.analysis.edges import EdgeName, is_owned_part, names_of
 from whyalive.analysis.origin import is_installed_code
 from whyalive.graph import ObjectGraph
+from whyalive.kinds import HeavyFacts
 from whyalive.words import edge_kinds as ek
 
 # How much a reference looks like something the user wrote and can remove.
@@ -66,6 +67,11 @@ class CycleView:
     holder_paths: list[tuple[list[int], list[NamedEdge]]] = field(default_factory=list)
     owner_of: dict[int, int] = field(default_factory=dict)
     heavy_bytes: dict[int, int] = field(default_factory=dict)
+    siblings: dict[int, list[int]] = field(default_factory=dict)
+    """Heavy objects that one container holds side by side, beyond a few: the first one's
+    holder path stands for all (``holder_paths`` has that one), keyed by the first."""
+    sibling_indices: dict[int, list[int]] = field(default_factory=dict)
+    """For siblings held by a list or tuple: their indices in it, keyed by the first."""
     _out: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     _in: dict[int, list[NamedEdge]] = field(default_factory=dict, repr=False)
     edge_set: frozenset[NamedEdge] = field(default_factory=frozenset, repr=False)
@@ -86,6 +92,10 @@ class CycleView:
     def obj(self, node: int) -> object:
         """The live object behind a node id (only during analysis)."""
         return self.graph.nodes[node]
+
+    def held_with(self, heavy: int) -> list[int]:
+        """The heavy objects a holder path to ``heavy`` stands for: it and its siblings."""
+        return self.siblings.get(heavy) or [heavy]
 
     def edges_from(self, node: int) -> list[NamedEdge]:
         """Shown edges leaving ``node``."""
@@ -258,3 +268,55 @@ def _loop_through(view: CycleView, through: NamedEdge) -> list[NamedEdge]:
         ),
     )
     return loop[start:] + loop[:start]
+
+
+# Heavy objects one container holds side by side: up to this many get a holder path each;
+# more are siblings of the first, whose path stands for them all (a list of 10^5 arrays is
+# one named path, one holding and a range of indices, whatever its length).
+NAMED_SIBLINGS = 16
+
+
+def holder_paths(
+    graph: ObjectGraph,
+    view: CycleView,
+    retained: list[int],
+    facts: dict[int, HeavyFacts],
+) -> list[tuple[list[int], list[NamedEdge]]]:
+    """The named holder paths from ``view``'s cycle to each heavy object it retains, one
+    per holder first; a container's many siblings share their first one's path
+    (``view.siblings``, ``view.sibling_indices``)."""
+    goals = sorted(retained, key=lambda n: -facts[n].nbytes)
+    found = graph.shortest_paths(view.members, goals)
+    # Goals by the path to their holder: the siblings of one container share it.
+    by_holder: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for goal in goals:
+        path = found.get(goal)
+        if path is not None:
+            by_holder[tuple(path[:-1])].append(goal)
+    nodes = graph.nodes
+    standing_in: set[int] = set()  # siblings whose first one's path stands for them
+    for holder, heavy in by_holder.items():
+        if len(heavy) > NAMED_SIBLINGS:
+            view.siblings[heavy[0]] = heavy
+            standing_in.update(heavy[1:])
+            indices = sequence_indices(nodes[holder[-1]], [nodes[n] for n in heavy])
+            if indices is not None:
+                view.sibling_indices[heavy[0]] = indices
+    namer = EdgeNamer()  # many paths out of one list: the list is read once
+    paths: list[tuple[list[int], list[NamedEdge]]] = []
+    for goal in goals:
+        path = found.get(goal)
+        if path is None or goal in standing_in:
+            continue
+        owner = view.owner_of.get(path[0])
+        if owner is not None:
+            path = [owner, *path]
+        paths.append(named_path(graph, path, namer))
+    # One path per holder first, so the shown paths cover every list that holds something.
+    by_exit: dict[str, list[tuple[list[int], list[NamedEdge]]]] = defaultdict(list)
+    for named in paths:
+        by_exit[named[1][0].name.name if named[1] else ""].append(named)
+    ordered: list[tuple[list[int], list[NamedEdge]]] = []
+    for rank in range(max((len(v) for v in by_exit.values()), default=0)):
+        ordered.extend(v[rank] for v in by_exit.values() if rank < len(v))
+    return ordered

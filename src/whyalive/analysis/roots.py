@@ -1,11 +1,13 @@
 """The search from a live object back to the roots that keep it alive.
 
 The heap it searches is a :class:`~whyalive.graph.heap.HeapGraph`; roots are
-modules, classes and every thread's frames.
+modules, classes and every thread's frames. An object the interpreter shares with every
+use of its value (:func:`shared_by_interpreter`) is not searched: any path would do.
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from collections import deque
 from itertools import compress
@@ -220,3 +222,36 @@ def nearest_path(
                 parent[succ] = node
                 queue.append(succ)
     return []
+
+
+# A reference count this high is the mark of an immortal object (3.12+), never a count.
+_IMMORTAL_COUNT = 1 << 30
+_SINGLETONS = {id(None): "None", id(True): "True", id(False): "False"}
+_SINGLETONS.update({id(Ellipsis): "Ellipsis", id(NotImplemented): "NotImplemented"})
+
+
+def shared_by_interpreter(obj: object) -> str | None:
+    """Why holder paths say nothing about ``obj``: one object the interpreter shares with
+    every use of its value (a singleton, a cached small int or character, an immortal
+    object), so any reference anywhere holds it; None for an ordinary object."""
+    cls = type(obj)
+    singleton = _SINGLETONS.get(id(obj))  # ids of objects that live as long as the process
+    if singleton is not None:
+        what = f"`{singleton}` is a singleton"
+    elif cls is int and -5 <= obj <= 256:  # type: ignore[operator]
+        what = f"CPython caches the small ints -5..256: every `{obj}` in the program is this object"
+    elif (cls is bytes and len(obj) <= 1) or (cls is str and len(obj) <= 1 and obj <= "\xff"):  # type: ignore[arg-type,operator]
+        what = (
+            f"CPython caches the empty and the one-character {cls.__name__} objects: "
+            f"every `{obj!r}` in the program is this object"
+        )
+    elif cls is tuple and not obj:
+        what = "the empty tuple is a singleton"
+    elif sys.getrefcount(obj) >= _IMMORTAL_COUNT:
+        what = "it is immortal (Python 3.12+ never frees it) and shared by every use of its value"
+    else:
+        return None
+    return (
+        f"Shared by the whole interpreter: {what}. Nothing in your program keeps it alive "
+        "on its own and it is never freed, so holder paths would name unrelated references."
+    )

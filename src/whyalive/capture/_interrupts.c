@@ -3,13 +3,17 @@
  *
  * Python code can be interrupted before its first bytecode runs: a pending
  * SIGINT is raised at the entry of the next Python function called, so a
- * `try/finally` written in that function never starts. Two places need a
- * first step that is not Python code (docs/architecture.md, GC rules 10):
+ * `try/finally` written in that function never starts, and a `with lock:` runs
+ * a line of its own after its block, before the lock's __exit__. These need a
+ * first and last step that is not Python code (docs/architecture.md, GC rules 10):
  *
  *   guard(body, rescue): a method (descriptor) that calls body(*args) and,
  *     when it raises anything, calls rescue(*args) before re-raising. An
  *     __exit__ or stop() whose body was cut at any point still restores what
  *     the matching __enter__ or start() changed.
+ *
+ *   locked(lock, body, *args): body(*args) with lock held, taken and released
+ *     with no bytecode between.
  *
  *   guard(body, rescue, after_collection=True): the same as a gc.callbacks
  *     entry, called with (phase, info). CPython prints and drops what a gc
@@ -18,7 +22,7 @@
  *     has run: from the moment the collector releases the info dict).
  *
  * The pure-Python fallbacks (whyalive.capture.interrupts) do the same except for the
- * first step; they are used only when this module is not compiled.
+ * first and last steps; they are used only when this module is not compiled.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -147,12 +151,28 @@ keep_for_later(Guard *guard)
     }
 }
 
+/* A gc callback's exception is raised again without its traceback (see keep_for_later);
+ * dropped before the rescue runs, the frames it cut free what their locals held: a
+ * rescue that reads reference counts (what a collection saved) then reads true ones. */
+static void
+drop_traceback(void)
+{
+    PyObject *raised = take_exception();
+    if (raised != NULL) {
+        PyException_SetTraceback(raised, Py_None);
+        restore_exception(raised);
+    }
+}
+
 static PyObject *
 guard_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Guard *guard = (Guard *)self;
     PyObject *result = PyObject_Vectorcall(guard->body, args, nargsf, kwnames);
     if (result == NULL) {
+        if (guard->after_collection) {
+            drop_traceback();
+        }
         call_rescue(guard->rescue, args, nargsf, kwnames);
     }
     if (!guard->after_collection) {
@@ -288,13 +308,58 @@ static PyTypeObject Guard_Type = {
 };
 
 /* ------------------------------------------------------------------ */
+/* locked                                                              */
+
+/* locked(lock, body, *args): body(*args) with lock held. No bytecode runs between
+ * taking the lock and calling body, nor between body's return (or raise) and the
+ * release, so an interrupt at any bytecode leaves the lock as it found it; a
+ * `with lock:` runs a line of its own (the with statement's, again) after its
+ * block and before `__exit__`, where an interrupt leaves the lock held. */
+static PyObject *
+locked(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError, "locked(lock, body, *args)");
+        return NULL;
+    }
+    PyObject *lock = args[0];
+    PyObject *taken = PyObject_CallMethod(lock, "acquire", NULL);
+    if (taken == NULL) {
+        return NULL; /* interrupted while waiting: not taken */
+    }
+    Py_DECREF(taken);
+    PyObject *result = PyObject_Vectorcall(args[1], args + 2, (size_t)(nargs - 2), NULL);
+    PyObject *raised = result == NULL ? take_exception() : NULL;
+    PyObject *released = PyObject_CallMethod(lock, "release", NULL);
+    if (released == NULL) {
+        PyErr_WriteUnraisable(lock);
+    }
+    Py_XDECREF(released);
+    if (raised != NULL) {
+        restore_exception(raised);
+    }
+    else if (result == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_SystemError, "whyalive: an exception was lost while unlocking");
+    }
+    return result;
+}
+
+static PyMethodDef interrupts_methods[] = {
+    {"locked", (PyCFunction)(void (*)(void))locked, METH_FASTCALL,
+     "locked(lock, body, *args) -> body(*args), called with lock held; the lock is released "
+     "whatever body raises, with no bytecode between"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------------------ */
 
 static struct PyModuleDef interrupts_module = {
     PyModuleDef_HEAD_INIT,
     "whyalive.capture._interrupts",
     "Interrupt-safe calls for whyalive.capture.interrupts; use that module, not this one.",
     -1,
-    NULL,
+    interrupts_methods,
     NULL,
     NULL,
     NULL,

@@ -11,6 +11,9 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
+from typing import cast
+
+from whyalive.capture.interrupts import locked
 
 
 class FreezeHolds:
@@ -41,29 +44,33 @@ class FreezeHolds:
         call was interrupted). Nothing is held when the user froze objects themselves:
         whyalive cannot unfreeze only its own.
         """
-        with self._lock:
-            if any(held is holder for held in self._holders):
-                return True, False
-            if self._holders:
-                self._holders.append(holder)
-                return True, False
-            if self._probes is not None or gc.get_freeze_count() != 0:
-                return False, False
-            # Probes tell later whether someone else froze or unfroze (see changed());
-            # the freeze count cannot: on 3.11 reading it walks the whole frozen heap,
-            # and frozen objects that die shrink it. Recorded before the freeze, so an
-            # interrupted call can be undone.
-            frozen_probe = [object()]
-            self._probes = (frozen_probe, None)
+        return cast("tuple[bool, bool]", locked(self._lock, self._hold, holder))
+
+    def _hold(self, holder: object) -> tuple[bool, bool]:
+        if any(held is holder for held in self._holders):
+            return True, False
+        if self._holders:
             self._holders.append(holder)
-            gc.freeze()
-            self._probes = (frozen_probe, [object()])
-            return True, True
+            return True, False
+        if self._probes is not None or gc.get_freeze_count() != 0:
+            return False, False
+        # Probes tell later whether someone else froze or unfroze (see changed());
+        # the freeze count cannot: on 3.11 reading it walks the whole frozen heap,
+        # and frozen objects that die shrink it. Recorded before the freeze, so an
+        # interrupted call can be undone.
+        frozen_probe = [object()]
+        self._probes = (frozen_probe, None)
+        self._holders.append(holder)
+        gc.freeze()
+        self._probes = (frozen_probe, [object()])
+        return True, True
 
     def available(self) -> bool:
         """Whether :meth:`hold` would hold a freeze now (nobody else froze objects)."""
-        with self._lock:
-            return bool(self._holders) or gc.get_freeze_count() == 0
+        return cast(bool, locked(self._lock, self._available))
+
+    def _available(self) -> bool:
+        return bool(self._holders) or gc.get_freeze_count() == 0
 
     def changed(self) -> bool:
         """Whether someone else froze (or unfroze) the heap since whyalive froze it.
@@ -90,23 +97,25 @@ class FreezeHolds:
         heap under ``holder``'s freeze (one probe: call it once the captured garbage
         is freed, when that scan is cheap); False when ``holder`` held nothing.
         """
-        with self._lock:
-            held = False
-            for index, other in enumerate(self._holders):
-                if other is holder:
-                    del self._holders[index]
-                    held = True
-                    break
-            changed = held and self.changed()
-            if self._holders or self._probes is None:
-                return changed
-            # hold() cut short (no second probe): did it freeze?
-            cut = self._probes[1] is None
-            if gc.get_freeze_count() != 0 if cut else not (changed or self.changed()):
-                gc.unfreeze()
-            self._probes = None
-            self._on_unfreeze(gc.get_freeze_count())
+        return cast(bool, locked(self._lock, self._drop, holder))
+
+    def _drop(self, holder: object) -> bool:
+        held = False
+        for index, other in enumerate(self._holders):
+            if other is holder:
+                del self._holders[index]
+                held = True
+                break
+        changed = held and self.changed()
+        if self._holders or self._probes is None:
             return changed
+        # hold() cut short (no second probe): did it freeze?
+        cut = self._probes[1] is None
+        if gc.get_freeze_count() != 0 if cut else not (changed or self.changed()):
+            gc.unfreeze()
+        self._probes = None
+        self._on_unfreeze(gc.get_freeze_count())
+        return changed
 
     def after_fork_in_child(self, lock: threading.RLock) -> None:
         """Unfreeze what whyalive froze, whoever held it: a forked child starts free."""

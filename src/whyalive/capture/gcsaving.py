@@ -1,4 +1,4 @@
-"""What one collection armed with ``DEBUG_SAVEALL`` saved: found by position and counts.
+"""What one collection armed with ``DEBUG_SAVEALL`` saved: found by position, counts and identity.
 
 Shared by the owner's gc callback (:mod:`whyalive.capture.gcstate`) and the monitor's
 (:mod:`whyalive.monitor.sampling`); both methods are safe to repeat, so the rescue
@@ -47,10 +47,15 @@ class SavingCollection:
         elif len(garbage) != self.stop_len:
             self.objects = []  # an interrupt cut the take after it moved them
             return None
-        # Finalizers and weakref callbacks (which may append the user's live objects)
-        # run before the collector saves; legacy uncollectables are appended after.
+        # Finalizers and weakref callbacks (which may append the user's objects) run
+        # before the collector saves; legacy uncollectables are appended after.
+        # "collected" also counts the weakrefs freed after their callbacks, so it only
+        # bounds what was saved: which entries are ours is told by identity (nothing
+        # outside them holds any of them).
         end = self.stop_len - info["uncollectable"]
         first = max(self.start, end - info["collected"])
+        if end > first:
+            first = graphcore.saved_start(garbage, first, end)
         if end <= first:
             self.objects = []
         elif end == len(garbage):

@@ -17,11 +17,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from whyalive.capture.freeze_holds import FreezeHolds
 from whyalive.capture.gcsaving import SavingCollection
-from whyalive.capture.interrupts import gc_callback
+from whyalive.capture.interrupts import gc_callback, locked
 from whyalive.graph import core as graphcore
 
 _SAVEALL = gc.DEBUG_SAVEALL
@@ -210,18 +210,22 @@ class GcOwner:
 
     def new_lease(self, analyze_now: Callable[[list[object]], object] | None = None) -> Lease:
         """A lease to open with :meth:`open_lease`; hold it first, so a rescue can close it."""
-        with self._lock:
-            self._serial += 1
-            return Lease(self._serial, self._get_ident(), _current_task(), analyze_now)
+        return cast(Lease, locked(self._lock, self._new_lease, analyze_now))
+
+    def _new_lease(self, analyze_now: Callable[[list[object]], object] | None) -> Lease:
+        self._serial += 1
+        return Lease(self._serial, self._get_ident(), _current_task(), analyze_now)
 
     def open_lease(self, lease: Lease) -> None:
         """Collections save from now on, for ``lease`` to claim (see :meth:`collect`)."""
-        with self._lock:
-            lease.began = self._collections
-            # Only read without a whyalive freeze (the probes tell then).
-            lease.freeze_count = 0 if self.freeze.frozen else gc.get_freeze_count()
-            self._install()
-            self._leases.append(lease)
+        locked(self._lock, self._open_lease, lease)
+
+    def _open_lease(self, lease: Lease) -> None:
+        lease.began = self._collections
+        # Only read without a whyalive freeze (the probes tell then).
+        lease.freeze_count = 0 if self.freeze.frozen else gc.get_freeze_count()
+        self._install()
+        self._leases.append(lease)
 
     def _install(self) -> None:
         """The hook first in ``gc.callbacks`` (again: the user may have removed it)."""
@@ -237,31 +241,32 @@ class GcOwner:
         """Run a saving collection and take what was saved since ``lease`` began or last took."""
         thread = self._get_ident()
         try:
-            with self._lock:
-                if any(open_lease is lease for open_lease in self._leases):
-                    self._install()
-                    self._capturing.add(thread)
+            locked(self._lock, self._mark_capturing, lease, thread)
             gc.collect(generation)
         finally:
             self._capturing.discard(thread)
-        return self._claim(lease)
+        return cast("list[object]", locked(self._lock, self._claim, lease))
+
+    def _mark_capturing(self, lease: Lease, thread: int) -> None:
+        if any(open_lease is lease for open_lease in self._leases):
+            self._install()
+            self._capturing.add(thread)
 
     def _claim(self, lease: Lease) -> list[object]:
-        with self._lock:
-            if not any(open_lease is lease for open_lease in self._leases):
-                return []
-            began, lease.began = lease.began, self._collections
-            # Swapped out first: a collection in another thread may append meanwhile.
-            saved, self._saved = self._saved, []
-            self._saved[:0] = [collection for collection in saved if collection.number <= began]
-            objects = self._take(lease, (c for c in saved if c.number > began))
-            # Under whyalive's freeze the probes tell, once, when the freeze is dropped:
-            # scanning what is not frozen is cheap only after the captured garbage is freed.
-            if not self.freeze.frozen and gc.get_freeze_count() > lease.freeze_count:
-                # Frozen objects that die shrink the count; only gc.freeze() grows it
-                # (a freeze of fewer objects than died meanwhile goes unseen).
-                lease.freeze_changed = True
-            return objects
+        if not any(open_lease is lease for open_lease in self._leases):
+            return []
+        began, lease.began = lease.began, self._collections
+        # Swapped out first: a collection in another thread may append meanwhile.
+        saved, self._saved = self._saved, []
+        self._saved[:0] = [collection for collection in saved if collection.number <= began]
+        objects = self._take(lease, (c for c in saved if c.number > began))
+        # Under whyalive's freeze the probes tell, once, when the freeze is dropped:
+        # scanning what is not frozen is cheap only after the captured garbage is freed.
+        if not self.freeze.frozen and gc.get_freeze_count() > lease.freeze_count:
+            # Frozen objects that die shrink the count; only gc.freeze() grows it
+            # (a freeze of fewer objects than died meanwhile goes unseen).
+            lease.freeze_changed = True
+        return objects
 
     @staticmethod
     def _take(lease: Lease, collections: Iterable[_Collection]) -> list[object]:
@@ -289,30 +294,32 @@ class GcOwner:
         Idempotent, and safe for a lease that was never opened: the rescues of
         interrupted checks call it again.
         """
-        with self._lock:
-            self._capturing.discard(lease.thread)
-            if any(open_lease is lease for open_lease in self._leases):
-                self._leases.remove(lease)
-                for other in self._leases:
-                    # Nested: opened earlier in this thread, and either in this task or
-                    # outside any task (it then encloses the whole event loop).
-                    nested = (
-                        other.serial < lease.serial
-                        and other.thread == lease.thread
-                        and other.task in (None, lease.task)
-                    )
-                    if not nested:
-                        other.overlapped = lease.overlapped = True
-            if self._leases:
-                return []
-            # A collection running in another thread (in a finalizer) saves nothing now:
-            # its stop will not reach the hook removed below.
-            self._disarm_running()
-            self._uninstall()
-            # Saved after the lease's last claim (an automatic collection inside an
-            # allocation on 3.10/3.11): nobody else will take it.
-            saved, self._saved = self._saved, []
-            return self._take(lease, saved)
+        return cast("list[object]", locked(self._lock, self._close_lease, lease))
+
+    def _close_lease(self, lease: Lease) -> list[object]:
+        self._capturing.discard(lease.thread)
+        if any(open_lease is lease for open_lease in self._leases):
+            self._leases.remove(lease)
+            for other in self._leases:
+                # Nested: opened earlier in this thread, and either in this task or
+                # outside any task (it then encloses the whole event loop).
+                nested = (
+                    other.serial < lease.serial
+                    and other.thread == lease.thread
+                    and other.task in (None, lease.task)
+                )
+                if not nested:
+                    other.overlapped = lease.overlapped = True
+        if self._leases:
+            return []
+        # A collection running in another thread (in a finalizer) saves nothing now:
+        # its stop will not reach the hook removed below.
+        self._disarm_running()
+        self._uninstall()
+        # Saved after the lease's last claim (an automatic collection inside an
+        # allocation on 3.10/3.11): nobody else will take it.
+        saved, self._saved = self._saved, []
+        return self._take(lease, saved)
 
     def _disarm_running(self) -> None:
         collection = self._collection

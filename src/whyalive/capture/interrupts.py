@@ -13,10 +13,16 @@ through C (``whyalive.capture._interrupts``):
   and drops what a gc callback raises; this one runs ``rescue`` and raises the
   exception again in the interrupted code once the collection has returned.
 
+* :func:`locked` ``(lock, body, *args)``: ``body(*args)`` with ``lock`` held, taken and
+  released with no bytecode between (whyalive's locks are never taken with ``with``).
+
 Rescues are idempotent: they run after a body that may have finished its own cleanup.
-Without the compiled module the same logic runs in Python, which cannot protect the
-first bytecode: an interrupt landing exactly there skips the rescue, and one raised
-inside a gc callback is printed and dropped, as CPython does.
+Without the compiled module the same logic runs in Python, which cannot protect its own
+first and last steps: an interrupt at a fallback's ``try`` line skips the rescue, one
+between taking a lock and the ``try`` that releases it, or in the ``finally`` before the
+release, leaves the lock held, and one raised inside a gc callback is printed and
+dropped, as CPython does. ``tests/test_interrupts.py`` checks that these are the only
+harms an interrupt at any line leaves then.
 """
 
 from __future__ import annotations
@@ -49,6 +55,15 @@ class _PyGuard:
             raise
 
 
+def _py_locked(lock: Any, body: Call, *args: Any) -> Any:
+    """Pure-Python fallback of ``whyalive.capture._interrupts.locked``."""
+    lock.acquire()
+    try:
+        return body(*args)
+    finally:
+        lock.release()
+
+
 class _PyGcCallback:
     """Pure-Python fallback of ``whyalive.capture._interrupts.gc_callback``."""
 
@@ -59,20 +74,29 @@ class _PyGcCallback:
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         try:
             self.__wrapped__(phase, info)
-        except BaseException:
+        except BaseException as error:
+            # As the compiled one: the frames it cut free their locals before the rescue.
+            error.__traceback__ = None
             self._rescue(phase, info)
             raise
 
 
 def _load() -> Any:
     try:
-        return importlib.import_module("whyalive.capture._interrupts").guard
+        return importlib.import_module("whyalive.capture._interrupts")
     except ImportError:
         return None
 
 
-_GUARD = _load()
-COMPILED = _GUARD is not None
+_COMPILED_MODULE = _load()
+COMPILED = _COMPILED_MODULE is not None
+_GUARD: Any = _COMPILED_MODULE.guard if COMPILED else None
+
+locked: Callable[..., Any] = _COMPILED_MODULE.locked if COMPILED else _py_locked
+"""``locked(lock, body, *args)``: ``body(*args)`` with ``lock`` held, released whatever it
+raises. Compiled, no bytecode runs between taking the lock and calling ``body``, nor
+between its end and the release; ``with lock:`` runs its own line again after the block
+and before ``__exit__``, where an interrupt leaves the lock held."""
 
 
 def guard(body: Call, rescue: Call) -> Any:

@@ -1786,6 +1786,211 @@ take_tail_impl(PyObject *items, Py_ssize_t start)
 }
 
 /* ------------------------------------------------------------------ */
+/* Which saved objects are ours                                        */
+
+/* A collection armed with DEBUG_SAVEALL appends what it found unreachable to
+ * gc.garbage last, after the weakref callbacks and finalizers it ran (which may
+ * append the user's own objects). Its info["collected"] also counts the weakrefs
+ * freed after their callbacks, so the count bounds the saved tail from above
+ * only. What the collection saved is told by identity instead: nothing outside
+ * those objects refers to any of them (an object a finalizer made reachable again
+ * is not saved), while what the user appended is either held from elsewhere, or
+ * reached from something that is. saved_start returns the first index of the
+ * longest tail of items[first:end] that nothing outside it holds: the subtraction
+ * and reach passes of the collector itself, over that window. */
+typedef struct {
+    ptrtable table;       /* window object -> its index among the distinct ones */
+    Py_ssize_t *outside;  /* references from outside the window, per distinct object */
+    uint8_t *held;        /* 1: held from outside, or reached from such an object */
+    int64_t *stack;
+    Py_ssize_t stacked;
+} ownership;
+
+static int
+visit_subtract(PyObject *o, void *arg)
+{
+    ownership *w = (ownership *)arg;
+    slot_t *s = table_lookup(&w->table, o);
+    if (s->key != NULL) {
+        w->outside[s->index]--;
+    }
+    return 0;
+}
+
+static int
+visit_hold(PyObject *o, void *arg)
+{
+    ownership *w = (ownership *)arg;
+    slot_t *s = table_lookup(&w->table, o);
+    if (s->key != NULL && !w->held[s->index]) {
+        w->held[s->index] = 1;
+        w->stack[w->stacked++] = s->index;
+    }
+    return 0;
+}
+
+static Py_ssize_t
+saved_start_impl(PyObject *items, Py_ssize_t first, Py_ssize_t end)
+{
+    Py_ssize_t n = end - first;
+    ownership w = {0};
+    PyObject **objects = (PyObject **)PyMem_Malloc((size_t)(n ? n : 1) * sizeof(PyObject *));
+    w.outside = (Py_ssize_t *)PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    w.held = (uint8_t *)PyMem_Calloc((size_t)(n ? n : 1), 1);
+    w.stack = (int64_t *)PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    Py_ssize_t result = -1;
+    if (objects == NULL || w.outside == NULL || w.held == NULL || w.stack == NULL ||
+        table_init(&w.table, (size_t)n, 0) < 0) {
+        w.table.slots = NULL;
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t distinct = 0;
+    for (Py_ssize_t i = first; i < end; i++) {
+        PyObject *o = PyList_GET_ITEM(items, i);
+        slot_t *s = table_lookup(&w.table, o);
+        if (s->key == NULL) {
+            s->key = o;
+            s->index = distinct;
+            w.table.used++;
+            objects[distinct] = o;
+            w.outside[distinct] = Py_REFCNT(o);
+            distinct++;
+        }
+        w.outside[s->index]--; /* this entry of items is not an outside reference */
+    }
+    for (Py_ssize_t k = 0; k < distinct; k++) {
+        PyObject *o = objects[k];
+        if (o != items && PyObject_IS_GC(o) && Py_TYPE(o)->tp_traverse != NULL) {
+            (void)Py_TYPE(o)->tp_traverse(o, visit_subtract, &w);
+        }
+    }
+    /* Saved garbage is tracked, and items itself is the user's (its entries are
+     * counted above, so it is not followed). */
+    for (Py_ssize_t k = 0; k < distinct; k++) {
+        PyObject *o = objects[k];
+        if (w.outside[k] > 0 || o == items || !PyObject_IS_GC(o) || !PyObject_GC_IsTracked(o)) {
+            w.held[k] = 1;
+            w.stack[w.stacked++] = k;
+        }
+    }
+    Py_ssize_t held = w.stacked;
+    while (w.stacked > 0) {
+        PyObject *o = objects[w.stack[--w.stacked]];
+        if (o != items && PyObject_IS_GC(o) && Py_TYPE(o)->tp_traverse != NULL) {
+            Py_ssize_t before = w.stacked;
+            (void)Py_TYPE(o)->tp_traverse(o, visit_hold, &w);
+            held += w.stacked - before;
+        }
+    }
+    result = first;
+    for (Py_ssize_t i = end - 1; held > 0 && i >= first; i--) {
+        if (w.held[table_lookup(&w.table, PyList_GET_ITEM(items, i))->index]) {
+            result = i + 1;
+            break;
+        }
+    }
+done:
+    if (w.table.slots != NULL) {
+        table_free(&w.table);
+    }
+    PyMem_Free(objects);
+    PyMem_Free(w.outside);
+    PyMem_Free(w.held);
+    PyMem_Free(w.stack);
+    return result;
+}
+
+#ifndef Py_GIL_DISABLED
+/* The collector's own record, read first because it costs one header per object:
+ * delete_garbage() moves what it saves, in the order it appends it, to the end
+ * of the older generation's list, after everything else it moves. So the saved
+ * tail is also a run of list neighbours, and an entry in front of such a run is
+ * not saved. The run can go on into an entry the user appended only where that
+ * entry is, in the list, the neighbour just before the first saved object (an
+ * object that survived this collection, or that a finalizer brought back), and
+ * the user code that appends it runs in a finalizer (whose object then has its
+ * FINALIZED flag, and is saved or brought back: in the run either way) or in a
+ * weakref callback. A run that covers the window and holds no finalized object
+ * is taken as saved; any other window gets the full test (over all of it: should a
+ * collector ever move saved objects apart, nothing saved is left behind).
+ * What stays open: a weakref callback (no finalizer) that appends the one live
+ * object that lies just before the saved ones in the list. The header is the two
+ * words in front of a tracked object; the low bits of its previous-link are
+ * flags, the lowest one FINALIZED (CPython 3.10-3.14 with the GIL). */
+typedef struct {
+    uintptr_t next;
+    uintptr_t prev;
+} gc_links;
+
+#define GC_LINKS(o) ((gc_links *)(o) - 1)
+#define GC_PREV_MASK (~(uintptr_t)3)
+#define GC_PREV_FINALIZED ((uintptr_t)1)
+
+static int
+is_tracked_gc(PyObject *o)
+{
+    return PyObject_IS_GC(o) && PyObject_GC_IsTracked(o);
+}
+
+/* The start of the longest run of list neighbours that ends the window; *finalized
+ * tells whether an object in it has run its finalizer. */
+static Py_ssize_t
+gc_list_run(PyObject *items, Py_ssize_t first, Py_ssize_t end, int *finalized)
+{
+    *finalized = 0;
+    if (end <= first || !is_tracked_gc(PyList_GET_ITEM(items, end - 1))) {
+        return end;
+    }
+    Py_ssize_t i = end - 1;
+    for (;;) {
+        PyObject *o = PyList_GET_ITEM(items, i);
+        uintptr_t prev = GC_LINKS(o)->prev;
+        *finalized |= (prev & GC_PREV_FINALIZED) != 0;
+        if (i == first) {
+            return i;
+        }
+        PyObject *before = PyList_GET_ITEM(items, i - 1);
+        if (!is_tracked_gc(before) || (prev & GC_PREV_MASK) != (uintptr_t)GC_LINKS(before)) {
+            return i;
+        }
+        i--;
+    }
+}
+#endif
+
+static PyObject *
+fg_saved_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "saved_start(items: list, first: int, end: int)");
+        return NULL;
+    }
+    Py_ssize_t first = PyNumber_AsSsize_t(args[1], NULL);
+    Py_ssize_t end = PyNumber_AsSsize_t(args[2], NULL);
+    if ((first == -1 || end == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t size = PyList_GET_SIZE(args[0]);
+    end = end < 0 ? 0 : (end > size ? size : end); /* clamped, as the twin does */
+    first = first < 0 ? 0 : (first > end ? end : first);
+    /* Off while raw pointers are held: nothing here may run a collection. */
+    int was_enabled = PyGC_Disable();
+#ifndef Py_GIL_DISABLED
+    int finalized;
+    Py_ssize_t run = gc_list_run(args[0], first, end, &finalized);
+    Py_ssize_t start = run == first && !finalized ? first : saved_start_impl(args[0], first, end);
+#else
+    Py_ssize_t start = saved_start_impl(args[0], first, end);
+#endif
+    if (was_enabled) {
+        PyGC_Enable();
+    }
+    return start < 0 ? NULL : PyLong_FromSsize_t(start);
+}
+
+/* ------------------------------------------------------------------ */
 /* Per-component work: a workspace over one graph                      */
 
 /* Reach, shortest paths, edge classes and peeling run once per reported
@@ -2947,6 +3152,9 @@ static PyMethodDef fg_methods[] = {
      "(None in its place), as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
+    {"saved_start", (PyCFunction)(void (*)(void))fg_saved_start, METH_FASTCALL,
+     "saved_start(items, first, end) -> the first index of the longest tail of "
+     "items[first:end] that nothing outside it holds"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -95,6 +95,7 @@ from whyalive.graph.twin import (
     py_find_components,
     py_nodes_reaching,
     py_reverse_edges,
+    py_saved_start,
     py_take_tail,
 )
 from whyalive.graph.twin_workspace import PyWorkspace
@@ -115,6 +116,7 @@ __all__ = [
     "nodes_reaching",
     "python_implementation",
     "reverse_edges",
+    "saved_start",
     "scratch_held",
     "take_tail",
     "workspace",
@@ -156,6 +158,7 @@ MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
 # tp_clear each object and put None in its place (C only: Python cannot call tp_clear).
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
+SavedStart = Callable[[list[object], int, int], int]
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ class GraphImplementation:
     workspace: MakeWorkspace
     clear_objects: ClearObjects | None
     take_tail: TakeTail
+    saved_start: SavedStart
     # hold_scratch(True / False): keep the big arrays freed meanwhile for the next ones
     # (C only: the twin's arrays are Python objects).
     hold_scratch: Callable[[bool], int] | None = None
@@ -187,6 +191,7 @@ _PYTHON = GraphImplementation(
     # Python cannot call tp_clear: the caller falls back to a collection.
     clear_objects=None,
     take_tail=py_take_tail,
+    saved_start=py_saved_start,
 )
 
 
@@ -205,6 +210,7 @@ def _load_c() -> GraphImplementation | None:
         workspace=cast(MakeWorkspace, mod.Workspace),
         clear_objects=cast(ClearObjects, mod.clear_objects),
         take_tail=cast(TakeTail, mod.take_tail),
+        saved_start=cast(SavedStart, mod.saved_start),
         hold_scratch=cast("Callable[[bool], int]", mod.hold_scratch),
     )
 
@@ -233,6 +239,7 @@ reverse_edges: ReverseEdges = _ACTIVE.reverse_edges
 workspace: MakeWorkspace = _ACTIVE.workspace
 clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail
+saved_start: SavedStart = _ACTIVE.saved_start
 _hold_scratch = _ACTIVE.hold_scratch
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import gc
 import itertools
 import operator
+import sys
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -268,6 +270,76 @@ def py_take_tail(items: list[object], start: int) -> list[object]:
     tail = items[start:]
     del items[start:]
     return tail
+
+
+def _refcount_extra() -> int:
+    """What ``sys.getrefcount`` adds, read the way :func:`py_saved_start` reads counts."""
+    probe = [object()]
+    (count,) = map(sys.getrefcount, itertools.islice(probe, 0, 1))
+    return count - 1  # the probe list's reference
+
+
+def _first_entries(keys: list[int], first: int) -> Iterable[int]:
+    """The position of each distinct key's first entry (all of them when none repeats)."""
+    if len(set(keys)) == len(keys):
+        return range(first, first + len(keys))
+    return dict(
+        zip(reversed(keys), range(first + len(keys) - 1, first - 1, -1), strict=True)
+    ).values()
+
+
+def py_saved_start(items: list[object], first: int, end: int) -> int:
+    """Pure-Python twin of ``_fastgraph.saved_start``: the first index of the longest tail
+    of ``items[first:end]`` that nothing outside that tail holds (see the C side).
+
+    No local variable refers to an entry of ``items``: an interrupt leaves this frame in
+    its traceback, and the rescue that runs this again must read the same counts.
+    """
+    end = max(0, min(end, len(items)))
+    first = max(0, min(first, end))
+    extra = _refcount_extra() + 1  # and the entry in items
+    counts = list(map(sys.getrefcount, itertools.islice(items, first, end)))
+    keys = list(map(id, itertools.islice(items, first, end)))
+    members = set(keys)
+    sources: Iterable[int]
+    if id(items) not in members and all(map(gc.is_tracked, itertools.islice(items, first, end))):
+        sources = _first_entries(keys, first)
+        # References from outside are never negative: none at all when they sum to 0.
+        inner = sum(
+            map(members.__contains__, map(id, gc.get_referents(*map(items.__getitem__, sources))))
+        )
+        if sum(counts) - extra * len(keys) - inner == 0:
+            return first
+    # Each distinct object's first position (later pairs win: fed from the end).
+    at = dict(zip(reversed(keys), range(end - 1, first - 1, -1), strict=True))
+    sources = at.values()
+    if id(items) in at:  # items itself is the user's, and its entries are counted above
+        sources = [p for p in sources if items[p] is not items]
+    inside = Counter(map(id, gc.get_referents(*map(items.__getitem__, sources))))
+    entries = Counter(keys) if len(at) < len(keys) else None
+    tracked = list(map(gc.is_tracked, itertools.islice(items, first, end)))
+    held = {
+        key
+        for key, count, is_tracked in zip(keys, counts, tracked, strict=True)
+        if not is_tracked
+        or count - extra - (entries[key] - 1 if entries else 0) - inside.get(key, 0) > 0
+    }
+    if id(items) in at:
+        held.add(id(items))
+    stack = list(held)
+    while stack:
+        position = at[stack.pop()]
+        if items[position] is items:
+            continue
+        for key in map(id, gc.get_referents(items[position])):
+            if key in at and key not in held:
+                held.add(key)
+                stack.append(key)
+    if held:
+        for position in range(end - 1, first - 1, -1):
+            if keys[position - first] in held:
+                return position + 1
+    return first
 
 
 def py_cycle_candidates(

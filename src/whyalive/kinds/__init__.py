@@ -8,8 +8,10 @@ New kinds plug in with :func:`register_kind`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import itertools
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 
@@ -34,6 +36,9 @@ class HeavyFacts:
     storage_users: int = 0
     memory: tuple[int, int] | None = None
     """The address range ``[start, end)`` of that memory on ``device``, when known."""
+    locate: Callable[[], tuple[int, int] | None] | None = None
+    """Reads ``memory`` when it is left unread: an array that owns its memory shares it
+    with no other array, so its range is read only when another kind reports one."""
     through_autograd: tuple[HeavyFacts, ...] = ()
     """Tensors that only the object's autograd graph (C++, invisible to the GC) holds."""
 
@@ -99,6 +104,30 @@ class KindResolver(dict[type, "HeavyKind | None"]):
         self[cls] = found
         return found
 
+    def describe_many(self, objects: Sequence[object]) -> list[HeavyFacts | None]:
+        """:meth:`describe` of each object; a kind with a ``describe_many`` of its own
+        describes its objects at once (10^5 arrays of one list are one pass, not 10^5)."""
+        found: list[HeavyFacts | None] = [None] * len(objects)
+        by_kind: dict[int, tuple[HeavyKind, list[int]]] = {}
+        for position, kind in enumerate(map(self.__getitem__, map(type, objects))):
+            if kind is not None:
+                by_kind.setdefault(id(kind), (kind, []))[1].append(position)
+        for kind, positions in by_kind.values():
+            many = getattr(kind, "describe_many", None)
+            if many is None or len(positions) < 2:
+                for position in positions:
+                    found[position] = self.describe(objects[position])
+                continue
+            try:
+                described = list(many([objects[p] for p in positions]))
+            except Exception:  # a hostile object: each one alone, as describe() does
+                described = [self._describe(objects[p]) for p in positions]
+            for position, facts in zip(positions, described, strict=True):
+                # Views go through describe(): their owner's storage is what they hold.
+                viewing = facts is not None and facts.owner is not None
+                found[position] = self.describe(objects[position]) if viewing else facts
+        return found
+
     def describe(self, obj: object) -> HeavyFacts | None:
         """Facts about ``obj`` if it is heavy; never raises.
 
@@ -121,6 +150,7 @@ class KindResolver(dict[type, "HeavyKind | None"]):
                 storage=owned.storage,
                 storage_users=owned.storage_users,
                 memory=owned.memory,
+                locate=owned.locate,
             )
             owner = owned.owner
         return facts
@@ -146,15 +176,25 @@ def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
     different kinds with different storage keys but the same memory. Overlapping
     address ranges on one device merge into one storage spanning their union.
     """
-    spans = sorted(
-        {
-            (held.device, held.memory[0], held.memory[1], held.storage)
-            for fact in facts.values()
-            for held in fact.held()
-            if held.memory is not None and held.memory[1] > held.memory[0]
-        },
-        key=lambda span: span[:3],
-    )
+    every = [
+        held
+        for fact in facts.values()
+        for held in (fact.held() if fact.through_autograd else (fact,))
+    ]
+    known = {
+        (held.device, held.memory[0], held.memory[1], held.storage)
+        for held in every
+        if held.memory is not None and held.memory[1] > held.memory[0]
+    }
+    if known:  # memory left unread may be shared with these: read it now
+        for held in every:
+            memory = held.locate() if held.memory is None and held.locate is not None else None
+            if memory is not None and memory[1] > memory[0]:
+                known.add((held.device, memory[0], memory[1], held.storage))
+    spans = sorted(known, key=itemgetter(0, 1, 2))
+    # Most analyses share no memory: no span starts before the one in front of it ends.
+    if not any(a[0] == b[0] and b[1] < a[2] for a, b in itertools.pairwise(spans)):
+        return facts
     # (device, start, end, storage keys merged) per merged range, in address order.
     merged: list[tuple[str, int, int, set[Hashable]]] = []
     for device, start, end, storage in spans:
@@ -176,7 +216,7 @@ def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
 
 def _merged(fact: HeavyFacts, shared: dict[Hashable, tuple[str, int, int]]) -> HeavyFacts:
     """``fact`` (and what its autograd graph holds) keyed by its merged memory range."""
-    span = shared.get(fact.storage) if fact.memory is not None else None
+    span = shared.get(fact.storage) if fact.memory or fact.locate else None
     through = tuple(_merged(held, shared) for held in fact.through_autograd)
     if span is None:
         return replace(fact, through_autograd=through) if through else fact

@@ -6,12 +6,18 @@ See docs/architecture.md, "Words": the retained set.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from functools import partial
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from whyalive.kinds import HeavyFacts
 
 # str(dtype) runs Python code in NumPy (~50 us); dtypes are few and immutable.
 _DTYPE_NAMES: dict[object, str] = {}
+# Descriptions by (shape, dtype): a list of 10^5 alike arrays formats one.
+_DESCRIPTIONS: dict[tuple[object, object], str] = {}
 
 
 class NumpyKind:
@@ -38,27 +44,81 @@ class NumpyKind:
         # base: None, or a foreign object that owns the memory (a bytearray's memoryview,
         # a tensor for .numpy(), an mmap). It is the owner: the kind resolver counts its
         # whole memory when it is heavy; else what the array spans counts.
+        nbytes = int(ndarray.nbytes.__get__(root))
+        locate = None
         if base is None:
-            nbytes = int(ndarray.nbytes.__get__(root))
-            memory = _memory(ndarray, root, nbytes)
+            flags = ndarray.flags.__get__(root)
+            if flags.owndata:  # no other array uses it: read its range only if asked
+                memory, locate = None, partial(_memory, ndarray, root, nbytes)
+            else:
+                memory = _memory(ndarray, root, nbytes)
         else:
-            nbytes = int(ndarray.nbytes.__get__(root))
             flags = ndarray.flags.__get__(root)
             contiguous = flags.c_contiguous or flags.f_contiguous
             memory = _memory(ndarray, root, nbytes) if contiguous else None
-        dims = ", ".join(str(int(d)) for d in shape)
-        dtype_name = _DTYPE_NAMES.get(dtype)
-        if dtype_name is None:
-            dtype_name = _DTYPE_NAMES.setdefault(dtype, str(dtype))
+        description = _DESCRIPTIONS.get((shape, dtype))
+        if description is None:
+            description = _description(shape, dtype)
+            if len(_DESCRIPTIONS) < 4096:
+                _DESCRIPTIONS[shape, dtype] = description
         return HeavyFacts(
             kind="numpy.ndarray",
-            description=f"ndarray({dtype_name}[{dims}])",
+            description=description,
             nbytes=nbytes,
             device="cpu",
             storage=("numpy", id(root)),
             owner=base if base is not None else (None if root is obj else root),
             memory=memory,
+            locate=locate,
         )
+
+    def describe_many(self, objects: Sequence[object]) -> list[HeavyFacts | None]:
+        """:meth:`describe` of many arrays, reading each fact for all of them at C speed.
+
+        Arrays that own their memory (no base) are described here; the others (views,
+        arrays over foreign memory) one by one.
+        """
+        ndarray: Any = sys.modules["numpy"].ndarray
+        bases = list(map(ndarray.base.__get__, objects))
+        owning = list(map(attrgetter("owndata"), map(ndarray.flags.__get__, objects)))
+        alone = [b is not None or not o for b, o in zip(bases, owning, strict=True)]
+        shapes = map(ndarray.shape.__get__, objects)
+        dtypes = map(ndarray.dtype.__get__, objects)
+        descriptions = [
+            _DESCRIPTIONS.get(key) or _remembered(*key) for key in zip(shapes, dtypes, strict=True)
+        ]
+        nbytes = list(map(int, map(ndarray.nbytes.__get__, objects)))
+        described = map(
+            HeavyFacts,
+            repeat("numpy.ndarray"),
+            descriptions,
+            nbytes,
+            repeat("cpu"),
+            zip(repeat("numpy"), map(id, objects)),
+            repeat(None),
+            repeat(0),
+            repeat(None),
+            map(partial, repeat(_memory), repeat(ndarray), objects, nbytes),
+        )
+        return [
+            self.describe(obj) if one else facts
+            for obj, one, facts in zip(objects, alone, described, strict=True)
+        ]
+
+
+def _remembered(shape: tuple[object, ...], dtype: object) -> str:
+    description = _description(shape, dtype)
+    if len(_DESCRIPTIONS) < 4096:
+        _DESCRIPTIONS[shape, dtype] = description
+    return description
+
+
+def _description(shape: tuple[object, ...], dtype: object) -> str:
+    dims = ", ".join(str(int(d)) for d in shape)  # type: ignore[call-overload]
+    dtype_name = _DTYPE_NAMES.get(dtype)
+    if dtype_name is None:
+        dtype_name = _DTYPE_NAMES.setdefault(dtype, str(dtype))
+    return f"ndarray({dtype_name}[{dims}])"
 
 
 def _memory(ndarray: Any, array: object, nbytes: int) -> tuple[int, int] | None:

@@ -51,49 +51,13 @@ class TorchKind:
         """Shape, dtype, device and storage, with ``__torch_function__`` disabled.
 
         A sparse tensor holds its indices and values (never its dense size); a nested
-        one its buffer.
+        one its buffer; a jagged one (``layout=torch.jagged``) its packed values, offsets
+        and lengths.
         """
         torch: Any = sys.modules["torch"]
-        C = torch._C
-        base = C.TensorBase
-        # The monitor describes a step's tensors at every analysis: a plain strided tensor
-        # (nearly all of them) takes the short way, with the words of its dtype and
-        # device remembered; the result is the one the general way below gives.
-        with C.DisableTorchFunctionSubclass():
-            if (
-                base.layout.__get__(obj) is torch.strided
-                and not base.is_nested.__get__(obj)
-                and not _is_fake(type(obj))
-            ):
-                device_object = base.device.__get__(obj)
-                device = _DEVICE_WORDS.get(device_object)
-                if device is None:
-                    device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
-                if device != "meta":
-                    dtype_object = base.dtype.__get__(obj)
-                    dtype = _DTYPE_WORDS.get(dtype_object)
-                    if dtype is None:
-                        dtype = str(dtype_object).removeprefix("torch.")
-                        dtype = _DTYPE_WORDS.setdefault(dtype_object, dtype)
-                    dims = ", ".join(map(str, base.shape.__get__(obj)))
-                    storage = _storage(base, obj)
-                    cdata = int(storage._cdata)
-                    nbytes = int(storage.nbytes())
-                    start = int(storage.data_ptr())
-                    use_count = getattr(C, "_storage_Use_Count", None)
-                    # One count is the temporary storage object we hold right now.
-                    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
-                    del storage
-                    return HeavyFacts(
-                        "torch.Tensor",
-                        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
-                        nbytes,
-                        device,
-                        ("torch", device, cdata),
-                        storage_users=sharers,
-                        memory=(start, start + nbytes) if start else None,
-                    )
-        return self.describe_any(obj)
+        with torch._C.DisableTorchFunctionSubclass():
+            dense = _dense(torch, obj)
+        return dense if dense is not None else self.describe_any(obj)
 
     def describe_any(self, obj: object) -> HeavyFacts | None:
         """:meth:`describe` for any layout, fake and meta tensors included."""
@@ -110,18 +74,13 @@ class TorchKind:
             description += ")" if layout in ("strided", "jagged") else f", {layout})"
             if is_fake or device == "meta":
                 return HeavyFacts("torch.Tensor", description, 0, device, ("torch", id(obj)))
-            parts = SPARSE_PARTS.get(layout)
-            storages = (
-                [_storage(base, obj)]
-                if parts is None
-                else [_storage(base, getattr(base, part)(obj)) for part in parts]
-            )
+            storages = [_storage(base, part) for part in _parts(base, obj, layout)]
             if len(storages) > 1:
                 storages = list({int(storage._cdata): storage for storage in storages}.values())
             nbytes = sum(int(storage.nbytes()) for storage in storages)
             start = int(storages[0].data_ptr()) if len(storages) == 1 else 0
             cdata = tuple(int(storage._cdata) for storage in storages)
-            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata)
+            key = ("torch", device, cdata[0] if len(cdata) == 1 else cdata or id(obj))
             sharers = 0
             use_count = getattr(torch._C, "_storage_Use_Count", None)
             if use_count is not None and len(storages) == 1:
@@ -133,6 +92,64 @@ class TorchKind:
             "torch.Tensor", description, nbytes, device, key, storage_users=sharers, memory=memory
         )
 
+    def describe_many(self, objects: Sequence[object]) -> list[HeavyFacts | None]:
+        """:meth:`describe` of many tensors, with ``__torch_function__`` disabled once for
+        all (10^5 small tensors of one list); other layouts, fake and meta tensors go one by
+        one."""
+        torch: Any = sys.modules["torch"]
+        found: list[HeavyFacts | None] = []
+        with torch._C.DisableTorchFunctionSubclass():
+            for obj in objects:
+                try:
+                    dense = _dense(torch, obj)
+                except Exception:  # a hostile or half-dead tensor: as describe() reads it
+                    dense = None
+                found.append(dense if dense is not None else self.describe_any(obj))
+        return found
+
+
+def _dense(torch: Any, obj: object) -> HeavyFacts | None:
+    """The facts of a plain strided tensor (nearly all of them: the monitor describes a
+    step's tensors at every analysis), with the words of its dtype and device remembered;
+    None for another layout, a nested, fake or meta tensor (``describe_any`` reads those,
+    and would give the same result). Call with ``__torch_function__`` disabled."""
+    C = torch._C
+    base = C.TensorBase
+    if (
+        base.layout.__get__(obj) is not torch.strided
+        or base.is_nested.__get__(obj)
+        or _is_fake(type(obj))
+    ):
+        return None
+    device_object = base.device.__get__(obj)
+    device = _DEVICE_WORDS.get(device_object)
+    if device is None:
+        device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
+    if device == "meta":
+        return None
+    dtype_object = base.dtype.__get__(obj)
+    dtype = _DTYPE_WORDS.get(dtype_object)
+    if dtype is None:
+        dtype = _DTYPE_WORDS.setdefault(dtype_object, str(dtype_object).removeprefix("torch."))
+    dims = ", ".join(map(str, base.shape.__get__(obj)))
+    storage = _storage(base, obj)
+    cdata = int(storage._cdata)
+    nbytes = int(storage.nbytes())
+    start = int(storage.data_ptr())
+    use_count = getattr(C, "_storage_Use_Count", None)
+    # One count is the temporary storage object we hold right now.
+    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
+    del storage
+    return HeavyFacts(
+        "torch.Tensor",
+        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
+        nbytes,
+        device,
+        ("torch", device, cdata),
+        storage_users=sharers,
+        memory=(start, start + nbytes) if start else None,
+    )
+
 
 # dtypes and layouts are singletons, few: each is named once ("float32", "strided").
 _NAMES: dict[object, str] = {}
@@ -143,6 +160,26 @@ def _name(value: object) -> str:
     if found is None:
         found = _NAMES[value] = str(value).removeprefix("torch.")
     return found
+
+
+# What a jagged nested tensor (a Python subclass whose own storage is never allocated)
+# keeps in its instance dict: its packed components and their offsets and lengths.
+_JAGGED_PARTS = ("_values", "_offsets", "_lengths")
+
+
+def _parts(base: Any, tensor: object, layout: str) -> list[object]:
+    """The tensors whose storages ``tensor`` holds: itself, or what its layout keeps."""
+    if layout == "jagged":
+        held = object.__getattribute__(tensor, "__dict__")
+        return [
+            part
+            for part in (held.get(name) for name in _JAGGED_PARTS)
+            if issubclass(type(part), base)
+        ]
+    sparse = SPARSE_PARTS.get(layout)
+    if sparse is None:
+        return [tensor]
+    return [getattr(base, part)(tensor) for part in sparse]
 
 
 def _dims(base: Any, tensor: object, layout: str) -> str:

@@ -179,12 +179,16 @@ def lint_source(
 
 
 def iter_python_files(
-    paths: Iterable[str | os.PathLike[str]], excluded: Callable[[str], bool] | None = None
+    paths: Iterable[str | os.PathLike[str]],
+    excluded: Callable[[str], bool] | None = None,
+    skipped: list[str] | None = None,
 ) -> Iterator[str]:
     """Files named directly (any suffix), and ``*.py`` files under named directories, sorted.
 
     ``excluded`` (a path -> bool test, such as :meth:`LintConfig.excluded`) drops files and
-    whole directories.
+    whole directories. Under a directory, only regular files are linted: a FIFO, device or
+    socket named ``*.py`` (or a link to one) is left out and appended to ``skipped``; one
+    named directly is linted, and :func:`read_source` says it cannot be read.
     """
     skip = excluded or (lambda _path: False)
     for path in paths:
@@ -203,8 +207,22 @@ def iter_python_files(
                 and not skip(os.path.join(root, d))
             )
             for name in sorted(files):
-                if name.endswith(".py") and not skip(os.path.join(root, name)):
-                    yield os.path.join(root, name)
+                found = os.path.join(root, name)
+                if not name.endswith(".py") or skip(found):
+                    continue
+                if _is_special_file(found):
+                    if skipped is not None:
+                        skipped.append(found)
+                    continue
+                yield found
+
+
+def _is_special_file(path: str) -> bool:
+    """A FIFO, device or socket, or a link to one (a missing file is read, and says so)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_source(path: str) -> str | LintFinding:
@@ -269,8 +287,12 @@ def lint_paths(
     sources: dict[str, str] | None = None,
     jobs: int | None = None,
     check_syntax: bool = False,
+    skipped: list[str] | None = None,
 ) -> list[LintFinding]:
     """Lint files and directories; unreadable or unparsable files become 0xx findings.
+
+    A FIFO, device or socket met under a directory is not read; its path goes to ``skipped``
+    (see :func:`iter_python_files`).
 
     ``select`` replaces ``config.select`` and ``ignore`` adds to ``config.ignore``; the
     config's ``per-file-ignores`` and ``extend-exclude`` apply too. When ``sources`` is given,
@@ -291,7 +313,8 @@ def lint_paths(
     for _, codes in config.per_file_ignores:
         check_codes(codes, f"per-file-ignores{where}")
     codes = tuple(rule.code for rule in select_rules(chosen, dropped))
-    files = list(iter_python_files(paths, config.excluded if config.extend_exclude else None))
+    excluded = config.excluded if config.extend_exclude else None
+    files = list(iter_python_files(paths, excluded, skipped))
     jobs_done = map_in_workers(
         _lint_file,
         [(path, codes, sources is not None, check_syntax) for path in files],

@@ -165,6 +165,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         return EXIT_BAD_INPUT
     changing = args.fix or args.diff
     sources: dict[str, str] = {}
+    skipped: list[str] = []
     try:
         check_codes(args.select, "--select")
         check_codes(args.ignore, "--ignore")
@@ -176,10 +177,15 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             sources=sources if changing else None,
             jobs=args.jobs,
             check_syntax=args.check_syntax,
+            skipped=skipped,
         )
     except UsageError as error:
         err.write(f"whyalive lint: {error}\n")
         return EXIT_BAD_INPUT
+    for path in skipped:
+        err.write(
+            f"whyalive lint: note: skipped {path}: not a regular file (a FIFO, device or socket)\n"
+        )
     if changing:
         before = len(findings)
         findings = _fix(findings, sources, write=args.fix, out=out, err=err)

@@ -32,7 +32,7 @@ from typing import Any
 
 from whyalive.capture.collector import YOUNG, older_generation
 from whyalive.capture.gcstate import OWNER
-from whyalive.capture.interrupts import guard
+from whyalive.capture.interrupts import guard, locked
 from whyalive.errors import UsageError
 from whyalive.monitor.probing import PROBE_EVERY, UncollectableProbe
 from whyalive.monitor.sampling import _OBJECT_SECONDS, GcSampler
@@ -311,12 +311,14 @@ class GcMonitor(GcSampler):
     # -- analysis and release --------------------------------------------------------------
 
     def _process(self) -> None:
-        with self._lock:
-            objects, self._saved = self._saved, []
-            held_in, self._held_in = self._held_in, 0
-            self._due = False
-            if objects:
-                self._analyse(objects, held_in)
+        locked(self._lock, self._process_locked)
+
+    def _process_locked(self) -> None:
+        objects, self._saved = self._saved, []
+        held_in, self._held_in = self._held_in, 0
+        self._due = False
+        if objects:
+            self._analyse(objects, held_in)
 
     def _analyse(self, objects: list[object], held_in: int | None) -> None:
         """Analyse, then free the objects (``held_in=None``: the caller's collection frees them)."""
@@ -348,19 +350,21 @@ class GcMonitor(GcSampler):
         # (its gc.collect(1) is an increment that may collect nothing).
         sweep = min(max(scheduled - 1, 0), YOUNG)
         final = max(scheduled, older_generation(sweep))
-        with self._lock:
-            self._saving_collect(sweep)
-            objects, self._saved = self._saved, []
-            held_in, self._held_in = self._held_in, 0
-            self._due = False
-            released = len(objects)
-            if objects and held_in <= final:
-                self._analyse(objects, None)  # the scheduled collection below frees them
-            elif objects:  # promoted past the scheduled generation by a nested collection
-                self._analyse(objects, held_in)
-                released = 0
-            collected = self._release(final, scheduled=True)
-            self.stats.unexamined_objects += max(collected - released, 0)
+        locked(self._lock, self._scheduled_collection_locked, sweep, final, scheduled)
+
+    def _scheduled_collection_locked(self, sweep: int, final: int, scheduled: int) -> None:
+        self._saving_collect(sweep)
+        objects, self._saved = self._saved, []
+        held_in, self._held_in = self._held_in, 0
+        self._due = False
+        released = len(objects)
+        if objects and held_in <= final:
+            self._analyse(objects, None)  # the scheduled collection below frees them
+        elif objects:  # promoted past the scheduled generation by a nested collection
+            self._analyse(objects, held_in)
+            released = 0
+        collected = self._release(final, scheduled=True)
+        self.stats.unexamined_objects += max(collected - released, 0)
 
     def _flush(self) -> None:
         """At stop: save one last collection so the last steps' cycles are counted.

@@ -217,7 +217,7 @@ def cycle_picture(
             if compact:
                 below += 2 if holding.autograd_bytes else 1
     hidden_places = len(holdings) - len(drawn)
-    hidden_heavy = len(cycle.heavy) - sum(h.count for h in drawn)
+    hidden_heavy = len(cycle.heavy) + cycle.heavy_unlisted - sum(h.count for h in drawn)
     rest = cycle.bytes_held - picture.drawn_bytes()
     first = f"n{_loop_nodes(cycle)[0]}" if cycle.loop else next(iter(picture.nodes), None)
     if (hidden_heavy > 0 or rest > 0) and first is not None:

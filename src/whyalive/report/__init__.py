@@ -1,8 +1,7 @@
 """The report: versioned plain data, the only thing that leaves the analysis.
 
-Invariant 1 of docs/architecture.md ("nothing live leaves analysis") ends here.
-
-No live object is referenced from here on. Every class round-trips through
+Invariant 1 of docs/architecture.md ("nothing live leaves analysis") ends here: no live
+object is referenced from here on. Every class round-trips through
 ``to_dict()`` / ``from_dict()`` and JSON; the JSON Schema is
 ``whyalive/schema/report.schema.json``.
 """
@@ -107,7 +106,7 @@ class Holding:
     """What they are, shortened: ``float32[16, 256] cpu`` (``...`` when they differ)."""
     nbytes: int
     heavy: tuple[int, ...] = ()
-    """Node ids of these heavy objects; a holder path in the cycle ends at the first."""
+    """Node ids of these heavy objects (siblings: the first 16); a holder path ends at the first."""
     autograd_bytes: int = 0
     """Of ``nbytes``, what only their autograd graph (C++) holds: saved tensors, leaves."""
     autograd_count: int = 0
@@ -200,6 +199,7 @@ class CycleReport:
     installed package or the standard library (not the user's): the user cannot fix it."""
     fix_edit: FixEdit | None = None
     """``fix`` as a mechanical edit, when one is safe; None when the fix is words only."""
+    heavy_unlisted: int = 0  # heavy objects held that `heavy` leaves out (siblings past 16)
 
 
 @dataclass(frozen=True)
@@ -251,11 +251,11 @@ class Report:
     cycle_count: int = 0
     light_cycle_count: int = 0
     heavy_count: int = 0
-    """Heavy objects the reported cycles hold, each counted once however many cycles share
-    it (0 in reports from before it was recorded: then the cycles' counts are added)."""
+    """Heavy objects the reported cycles hold, each once (0 in older reports: add the cycles')."""
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
+    heavy_objects_unlisted: int = 0  # what `heavy_objects` leaves out (siblings past 16)
     uncollectable: tuple[CycleReport, ...] = ()
     """Loops through the autograd graph (C++) that the collector can never free, with
     the objects the block made that only they keep alive; each hop C++ holds is an

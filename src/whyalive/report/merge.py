@@ -28,6 +28,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     notes = dict.fromkeys(first.notes)
     garbage, count, light = first.garbage_objects, first.cycle_count, first.light_cycle_count
     heavy_total = first.heavy_count
+    unlisted = first.heavy_objects_unlisted
     timeline = list(first.timeline)
     for report in reports[1:]:
         timeline.extend(report.timeline)
@@ -49,6 +50,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         count += report.cycle_count
         light += report.light_cycle_count
         heavy_total += report.heavy_count  # different collections: different objects
+        unlisted += report.heavy_objects_unlisted
     return dataclasses.replace(
         first,
         nodes=tuple(nodes),
@@ -63,6 +65,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         cycle_count=count,
         light_cycle_count=light,
         heavy_count=heavy_total,
+        heavy_objects_unlisted=unlisted,
         notes=tuple(notes),
         timeline=tuple(sorted(timeline, key=lambda p: (p.signature, p.step))),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, Findings
 from whyalive.analysis.sourcelines import SourceLines
@@ -66,7 +67,9 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     storage_users = findings.storage_users
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
-    return _report(findings, options, table.nodes, cycles, heavy_objects)
+    unlisted = len({n for g in kept for n in g.retained}) - len(heavy_objects)
+    report = _report(findings, options, table.nodes, cycles, heavy_objects)
+    return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
 
 
 def _report(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import types
-from collections import Counter, defaultdict
+from collections import Counter
 
 from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.analysis.diagnose import Diagnosis
@@ -27,6 +27,7 @@ from whyalive.kinds import HeavyFacts
 from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report.builder.advice import Advice, advise
 from whyalive.report.builder.nodes import NodeTable, holder_path_record
+from whyalive.report.builder.storages import Memo, autograd_held, bytes_of, storage_bytes
 from whyalive.words import (
     MAX_HOLDER_PHRASES,
     Reference,
@@ -48,27 +49,11 @@ from whyalive.words import edge_kinds as ek
 
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
-
-
-def storage_bytes(
-    heavy: list[int], facts: dict[int, HeavyFacts], storage_users: dict[object, int]
-) -> tuple[dict[str, int], int]:
-    """Bytes by device, each storage counted once, and how much of it live objects share."""
-    by_device: dict[str, int] = defaultdict(int)
-    shared = 0
-    seen: set[object] = set()
-    for fact in (held for node in heavy for held in facts[node].held()):
-        if fact.storage in seen:
-            continue
-        seen.add(fact.storage)
-        by_device[fact.device] += fact.nbytes
-        if fact.storage_users > storage_users.get(fact.storage, 0):
-            shared += fact.nbytes
-    return dict(by_device), shared
-
-
-def _bytes(heavy: list[int], facts: dict[int, HeavyFacts]) -> int:
-    return sum(storage_bytes(heavy, facts, {})[0].values())
+# Of the many heavy objects one container holds side by side (see
+# whyalive.analysis.paths.NAMED_SIBLINGS), the first few are listed by node id (and described
+# in the report's table), all when allocation sites are recorded; the holding's count and
+# bytes are of all of them.
+LISTED_SIBLINGS = 16
 
 
 def _reference(
@@ -99,7 +84,7 @@ def _briefs(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> set[str]:
     return {heavy_brief(d) for d in {facts[n].description for n in heavy_nodes}}
 
 
-def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
+def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) -> str:
     """ "the same closure's cell `xs` holds a list of 4 tensors, ...": what the cycle holds."""
     # One phrase per place that reads the same (`its attribute `.data``), however many
     # members hold one there: a ring of 50 is one phrase, not 50.
@@ -119,13 +104,13 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts]) -> str:
         key = (place + through_words(middle), facts[heavy].kind, container)
         starts, heavy_nodes = groups.setdefault(key, (set(), []))
         starts.add(nodes[0])
-        heavy_nodes.append(heavy)
+        heavy_nodes.extend(view.held_with(heavy))
     phrases: list[str] = []
     for (place, kind, container), (starts, heavy_nodes) in list(groups.items())[
         :MAX_HOLDER_PHRASES
     ]:
         briefs = _briefs(heavy_nodes, facts)
-        held = holding_phrase(kind, len(heavy_nodes), briefs, _bytes(heavy_nodes, facts))
+        held = holding_phrase(kind, len(heavy_nodes), briefs, bytes_of(heavy_nodes, facts, memo))
         phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
 
@@ -160,46 +145,50 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
     return steps_words([e.name.name for e in steps]), f" of {base}", index
 
 
-def _autograd(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> tuple[int, int]:
-    """Bytes and tensors that only the autograd graphs of ``heavy_nodes`` hold (each once)."""
-    own = {facts[n].storage for n in heavy_nodes}
-    seen: dict[object, int] = {}
-    for node in heavy_nodes:
-        for fact in facts[node].through_autograd:
-            if fact.storage not in own:
-                seen.setdefault(fact.storage, fact.nbytes)
-    return sum(seen.values()), len(seen)
-
-
-def _holds(view: CycleView, facts: dict[int, HeavyFacts], table: NodeTable) -> list[Holding]:
-    """Every heavy object by the place that holds it, siblings of one list folded."""
-    groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int]]] = {}
+def _holds(
+    view: CycleView,
+    facts: dict[int, HeavyFacts],
+    table: NodeTable,
+    memo: Memo,
+    listed_siblings: int | None,
+) -> tuple[list[Holding], list[int]]:
+    """Every heavy object by the place that holds it, siblings of one list folded; and the
+    report ids of those listed (the first few of a container's siblings, shown or not)."""
+    groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int], list[int]]] = {}
     for nodes, edges in view.holder_paths:
         heavy = nodes[-1]
         fact = facts[heavy]
         head, tail, index = _holding_place(view, edges) if edges else ("", "", None)
         key = (head, tail, fact.kind, index is not None)
-        indices, heavy_nodes = groups.setdefault(key, ([], []))
+        indices, heavy_nodes, shown = groups.setdefault(key, ([], [], []))
         if index is not None:
-            indices.append(index)
-        heavy_nodes.append(heavy)
+            indices.extend(view.sibling_indices.get(heavy, [index]))
+        held = view.held_with(heavy)
+        heavy_nodes.extend(held)
+        shown.extend(held[:listed_siblings])
     holds = []
-    for (head, tail, kind, indexed), (indices, heavy_nodes) in list(groups.items())[:MAX_HOLDINGS]:
+    listed: list[int] = []
+    for number, (key, (indices, heavy_nodes, shown)) in enumerate(groups.items()):
+        ids = tuple(table.add(n) for n in shown)
+        listed.extend(ids)
+        if number >= MAX_HOLDINGS:
+            continue
+        head, tail, kind, indexed = key
         briefs = _briefs(heavy_nodes, facts)
-        autograd_bytes, autograd_count = _autograd(heavy_nodes, facts)
+        autograd_bytes, autograd_count = autograd_held(heavy_nodes, facts)
         holds.append(
             Holding(
                 where=holding_place(head, index_range_words(indices) if indexed else "", tail),
                 count=len(heavy_nodes),
                 kind=kind,
                 description=holding_description(briefs),
-                nbytes=_bytes(heavy_nodes, facts),
-                heavy=tuple(table.add(n) for n in heavy_nodes),
+                nbytes=bytes_of(heavy_nodes, facts, memo),
+                heavy=ids,
                 autograd_bytes=autograd_bytes,
                 autograd_count=autograd_count,
             )
         )
-    return holds
+    return holds, listed
 
 
 def _paths_to_show(
@@ -237,13 +226,19 @@ def cycle_report(
             node, cell_variable(view, node) if type(view.obj(node)) is types.CellType else None
         )
     cycle_edges = [table.edge(e) for e in view.edges]
-    heavy_ids = tuple(table.add(n) for n in group.retained)
-    holds = _holds(view, facts, table)
+    memo: Memo = {}
+    # Recorded allocation sites are said per object: every one is listed then.
+    listed_siblings = LISTED_SIBLINGS if options.site_of is None else None
+    holds, listed = _holds(view, facts, table, memo, listed_siblings)
     holder_paths = [
         holder_path_record(table, nodes, edges)
         for nodes, edges in _paths_to_show(view, holds, table, options.max_paths)
     ]
-    holding = _holding_words(view, facts)
+    # Each heavy object once, in the order the analysis kept them; a container's siblings
+    # past its first few are counted, not listed.
+    shown = set(listed).union(p.heavy_node for p in holder_paths)
+    heavy_ids = tuple(i for i in map(table.ids.get, group.retained) if i is not None and i in shown)
+    holding = _holding_words(view, facts, memo)
     summary = cycle_summary(match.summary, holding)
     cut = None
     advice = Advice(fix=match.fix)
@@ -271,7 +266,7 @@ def cycle_report(
             tuple(table.add(n) for n in proof.stays),
             proof.checked and not proof.frees_cycle and proof.proven,
         )
-    by_device, shared = storage_bytes(group.retained, facts, storage_users)
+    by_device, shared = storage_bytes(group.retained, facts, storage_users, memo)
     held = sum(by_device.values())
     structure = group.structure
     if structure is not None:
@@ -311,6 +306,7 @@ def cycle_report(
         holds=tuple(holds),
         made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
         fix_edit=advice.fix_edit,
+        heavy_unlisted=len(group.retained) - len(heavy_ids),
     )
 
 

@@ -15,13 +15,14 @@ def heavy_table(
     storage_users: dict[object, int],
     options: AnalysisOptions,
 ) -> list[HeavyObject]:
-    """The heavy objects of the shown occurrences; ``counted`` marks a storage's first."""
+    """The heavy objects the cycles list (:attr:`CycleReport.heavy`); ``counted`` marks a
+    storage's first among them."""
     storages: dict[object, int] = {}
     result: list[HeavyObject] = []
     seen_nodes: set[int] = set()
     for group in kept:
         for node in group.retained:
-            if node in seen_nodes:
+            if node in seen_nodes or node not in table.ids:
                 continue
             seen_nodes.add(node)
             fact = facts[node]
