@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from capabilities import TORCH_MISSING, needs_numpy, needs_subprocess
+from capabilities import needs_numpy, needs_subprocess
 from scenarios import Trainer, heavy, heavy_bytes, stage_backward, stage_backward_fixed
 from whyalive import check_leaks, find_leaks
 from whyalive.analysis.diagnose import diagnose
@@ -504,57 +504,6 @@ def test_class_level_cache_of_a_local_class() -> None:
     assert [e.kind for e in cycle.cut.edges] == ["key"]
     assert "`Encoder.features.cache_clear()`" in cycle.fix
     assert not find_leaks(class_level_cache, cycle=False).found
-
-
-# autograd --------------------------------------------------------------------------------
-
-
-def test_autograd_ctx_attribute_holding_the_output() -> None:
-    """A custom Function storing its output on `ctx`: the cut is that ctx attribute."""
-    torch = pytest.importorskip("torch", reason=TORCH_MISSING)
-
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: object, x: object, keep: bool) -> object:
-            out = x * 2  # type: ignore[operator]
-            if keep:
-                ctx.out = out  # type: ignore[attr-defined]
-            return out
-
-        @staticmethod
-        def backward(ctx: object, grad: object) -> tuple[object, None]:
-            return grad * 2, None  # type: ignore[operator]
-
-    def step(keep: bool) -> None:
-        x = torch.randn(64, 64, requires_grad=True)
-        Double.apply(x, keep)
-
-    cycle = only_cycle(step, True)
-    assert cycle.pattern == "ctx-attribute"
-    assert cut_names(cycle) == [".out"]
-    assert "`Double`" in cycle.summary
-    assert "ctx.save_for_backward(out)" in cycle.fix
-    assert cycle.cut is not None
-    assert cycle.cut.source_line is not None
-    assert cycle.cut.source_line.endswith("ctx.out = out  # type: ignore[attr-defined]")
-    assert not find_leaks(step, False).found
-
-
-@pytest.mark.whyalive_skip  # the loop it makes is never freed: the suite's own check sees it
-def test_hooks_on_autograd_nodes_are_uncollectable_loops_not_cyclic_garbage() -> None:
-    """A grad_fn hook capturing its tensor is owned by C++: not cyclic garbage, but a loop
-    through the autograd graph, reported as uncollectable (the blind spot note says so)."""
-    torch = pytest.importorskip("torch", reason=TORCH_MISSING)
-
-    def step() -> None:
-        x = torch.randn(8, requires_grad=True)
-        t = x * 2
-        t.grad_fn.register_hook(lambda *args: t)
-
-    report = find_leaks(step)
-    assert not report.cycles
-    assert [c.pattern for c in report.uncollectable] == ["node-hook-loop"]
-    assert any("uncollectable loops" in note for note in report.notes)
 
 
 # named by the family of the cut ----------------------------------------------------------

@@ -446,3 +446,15 @@ def test_the_short_way_describes_plain_tensors_as_the_general_way_does() -> None
     kind = TorchKind()
     for tensor in tensors:
         assert kind.describe(tensor) == kind.describe_any(tensor), tensor
+
+
+def test_a_list_of_many_tensors_costs_work_per_container_not_per_tensor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """test_structures' per-container work count, for tensors (the core tests run without
+    torch, so this variant lives with the torch kinds)."""
+    import test_structures
+
+    test_structures.test_a_list_of_many_heavy_objects_costs_work_per_container_not_per_array(
+        monkeypatch, "tensors"
+    )
