@@ -63,10 +63,16 @@ class Node:
     other: object = None
 
 
+class Linked(list):  # type: ignore[type-arg]
+    __slots__ = ("__weakref__",)
+
+
 def _saved_pair() -> list[object]:
-    """Two objects that refer to each other and that only the returned list holds."""
-    first, second = Node(), Node()
-    first.other, second.other = second, first
+    """Two lists that refer to each other and that only the returned list holds (lists: an
+    instance on 3.10 refers through a ``__dict__`` a collection would save as well)."""
+    first = Linked()
+    second = Linked([first])
+    first.append(second)
     return [first, second]
 
 
@@ -309,10 +315,12 @@ def test_big_arrays_are_reused_while_the_scratch_is_held() -> None:
     assert _fastgraph.scratch_pieces() == (0, 0)
     gc.disable()
     try:
-        ring = [Payload() for _ in range(100_000)]  # a table of 3 MiB: a mapped array
+        # Lists, so every node is in the loop on every Python (3.13 leaves a materialized
+        # instance dict outside it): a table of 3 MiB, a mapped array.
+        ring: list[list[object]] = [[] for _ in range(200_000)]
         for link, following in zip(ring, ring[1:] + ring[:1], strict=True):
-            link.next = following  # type: ignore[attr-defined]
-        objects: list[object] = [*ring, *(vars(link) for link in ring)]
+            link.append(following)
+        objects: list[object] = list(ring)
         expected = py_impl.cycle_candidates(*py_impl.build_graph(objects, (), (), False)[1:3], None)
         with graphcore.scratch_held():
             nodes, offsets, targets, _ = c_impl.build_graph(objects, (), (), False)
