@@ -175,6 +175,11 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.line(f"      {row['nodeid']} [{row.get('phase')}]: {size}")
         if len(ordered) > _TESTS_NAMED:
             terminalreporter.line(f"      ... and {plural(len(ordered) - _TESTS_NAMED, 'more')}")
+    listed = {s for s, rows in by_signature.items() for r in rows if r.get("not_failing")}
+    if listed:  # each group opens with a line of its own, as pytest-memray's entries do
+        intro = f"{plural(len(listed), 'cycle signature')} listed, not failing (each says why):"
+        for line in wrap(intro, width):
+            terminalreporter.line(line)
     for line in _listed_lines(by_signature, width):
         terminalreporter.line(line)
     for line in _held_lines(held, width):
@@ -256,14 +261,14 @@ def _held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
     tests = list(dict.fromkeys(r["nodeid"] for r in rows))
     head = (
         f"{plural(len(rows), 'heavy object')} in {plural(len(tests), 'test')}: "
-        f"{HELD_NATIVELY_SECTION[0].lower()}{HELD_NATIVELY_SECTION[1:]}"
+        f"{HELD_NATIVELY_SECTION[0].lower()}{HELD_NATIVELY_SECTION[1:]}:"
     )
-    lines = wrap(head, width, indent="  ")
+    lines = wrap(head, width)  # a group of its own: its line opens it, as the others' do
     for row in rows[:_TESTS_NAMED]:
         size = size_to_words(int(row.get("bytes", 0)))
-        lines.append(f"      {row['nodeid']} [{row.get('phase')}]: {row.get('what')}, {size}")
+        lines.append(f"  {row['nodeid']} [{row.get('phase')}]: {row.get('what')}, {size}")
     if len(rows) > _TESTS_NAMED:
-        lines.append(f"      ... and {plural(len(rows) - _TESTS_NAMED, 'more')}")
+        lines.append(f"  ... and {plural(len(rows) - _TESTS_NAMED, 'more')}")
     return lines
 
 
