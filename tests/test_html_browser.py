@@ -508,9 +508,9 @@ def test_hostile_strings_show_as_text_and_execute_nothing(
         " Array.from(t.querySelectorAll('tspan'), s => s.textContent))"
     )
     # A long name is wrapped, one line under the other, never cut: the whole name is shown.
-    from whyalive.render.picture import EDGE_CHARS, wrapped
+    from whyalive.render.picture import arrow_label
 
-    lines = list(wrapped(f"[{SCRIPT_CLOSE!r}]", EDGE_CHARS, 3))
+    lines = arrow_label(f"[{SCRIPT_CLOSE!r}]").split("\n")
     assert len(lines) > 1
     assert lines in labels
     assert "\u2026" not in "".join(lines)

@@ -261,10 +261,10 @@ def test_dot_marks_cut_sizes_heavy_and_shows_alive() -> None:
     cut_line = next(line for line in source.splitlines() if '"' + ".registry" + '"' in line)
     assert 'color="#dc2626"' in cut_line
     assert "style=dashed" in cut_line
-    small, big = heavy_size(0.1, 1.0), heavy_size(0.9, 1.35)
-    assert all(b > s for b, s in zip(big, small, strict=True))  # width, height, border, font
-    width, height, pen, font = heavy_size(1.0, 1.0)  # the only heavy box: all the bytes
-    assert f"penwidth={pen}, width={width}, height={height}, fontsize={font}" in source
+    small, big = heavy_size(1.0), heavy_size(1.35)
+    assert all(b > s for b, s in zip(big, small, strict=True))  # width, height, font
+    width, height, font = heavy_size(1.0)  # the only heavy box: all the bytes, border 4.5
+    assert f"penwidth=4.5, width={width}, height={height}, fontsize={font}" in source
     assert "cluster_alive_1" in source
     assert '"global CACHE"' in source
 
@@ -675,7 +675,7 @@ def test_torch_autograd_bytes_are_drawn_in_their_own_box() -> None:
 def test_static_pictures_wrap_labels_and_never_cut_them() -> None:
     """A PNG or SVG cannot be hovered to read more: box and arrow labels are wrapped, whole,
     without an ellipsis, unless a name is longer than any box could hold."""
-    from whyalive.render.picture import EDGE_CHARS, LINE_CHARS, label_lines, wrapped
+    from whyalive.render.picture import EDGE_CHARS, LINE_CHARS, arrow_label, label_lines, wrapped
 
     description = "float32[16, 256] cpu (some with what autograd keeps for them)"
     lines = label_lines(description)
@@ -683,7 +683,10 @@ def test_static_pictures_wrap_labels_and_never_cut_them() -> None:
     assert " ".join(lines) == description
     assert all(len(line) <= LINE_CHARS + 5 for line in lines)
     name = "['a dictionary key that is rather long']"
-    assert " ".join(wrapped(name, EDGE_CHARS, 3)) == name
+    arrow = arrow_label(name).split("\n")
+    assert len(arrow) > 1
+    assert " ".join(arrow) == name
+    assert all(len(line) <= EDGE_CHARS + 5 for line in arrow)
     assert wrapped("x" * 1000, LINE_CHARS, 6)[-1].endswith("\u2026")  # no one writes these
     report = find_leaks(pipeline_step)
     source = report.render("dot")

@@ -175,11 +175,6 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.line(f"      {row['nodeid']} [{row.get('phase')}]: {size}")
         if len(ordered) > _TESTS_NAMED:
             terminalreporter.line(f"      ... and {plural(len(ordered) - _TESTS_NAMED, 'more')}")
-    listed = {s for s, rows in by_signature.items() for r in rows if r.get("not_failing")}
-    if listed:  # each group opens with a line of its own, as pytest-memray's entries do
-        intro = f"{plural(len(listed), 'cycle signature')} listed, not failing (each says why):"
-        for line in wrap(intro, width):
-            terminalreporter.line(line)
     for line in _listed_lines(by_signature, width):
         terminalreporter.line(line)
     for line in _held_lines(held, width):
@@ -194,7 +189,8 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> list[str]:
-    """Per pattern, reason and test function, one entry: its parametrised cases folded."""
+    """Per pattern, reason and test function, one entry: its parametrised cases folded; a
+    line of their own opens them, as pytest-memray's entries (and the failing group) do."""
     from whyalive.render.wrap import wrap
     from whyalive.words import plural, size_to_words
 
@@ -207,7 +203,11 @@ def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> 
             base, _, _ = row["nodeid"].partition("[")
             key = (str(row.get("pattern") or "unrecognised"), str(reason), base)
             groups.setdefault(key, []).append({**row, "signature": signature})
-    lines: list[str] = []
+    if not groups:
+        return []
+    listed = {r["signature"] for rows in groups.values() for r in rows}
+    intro = f"{plural(len(listed), 'cycle signature')} listed, not failing (each says why):"
+    lines = wrap(intro, width)
     for (pattern, reason, base), rows in sorted(
         groups.items(), key=lambda kv: (-_bytes(kv[1]), kv[0])
     ):

@@ -45,13 +45,12 @@ def html_text(text: str) -> str:
     return html.escape("".join(ch if ch >= " " else " " for ch in text), quote=True)
 
 
-def heavy_size(share: float, emphasis: float) -> tuple[float, float, float, float]:
-    """Width and height (inches, at least: the label may need more), border width and font
-    size of a box that counts ``share`` of its picture's bytes, its text ``emphasis`` times
-    the plain size (:meth:`Picture.emphasis`): the biggest holding is the biggest, boldest
-    box, whichever kind of place holds it."""
+def heavy_size(emphasis: float) -> tuple[float, float, float]:
+    """Width and height (inches, at least: the label may need more) and font size of a box
+    that counts bytes, its text ``emphasis`` times the plain size (:meth:`Picture.emphasis`):
+    the biggest holding is the biggest box, whichever kind of place holds it."""
     width = round(1.8 * emphasis * emphasis, 2)
-    return width, round(width / 2, 2), round(1.5 + 3 * share, 2), round(10 * emphasis, 1)
+    return width, round(width / 2, 2), round(10 * emphasis, 1)
 
 
 def _lines(text: str) -> str:
@@ -113,10 +112,10 @@ class DotRenderer:
         if fill:
             attrs.append(f'fillcolor="{fill}"')
         if node.nbytes > 0:  # heavy, or the places a "more" box stands for
-            width, height, pen, font = heavy_size(view.share(node), view.emphasis(node))
+            width, height, font = heavy_size(view.emphasis(node))
             attrs += [
                 f'color="{_HEAVY_LINE}"',
-                f"penwidth={pen}",
+                f"penwidth={view.border(node)}",
                 f"width={width}",
                 f"height={height}",
                 f"fontsize={font}",

@@ -110,10 +110,10 @@ def page_words(report: Report) -> dict[str, Any]:
 def _graph(picture: Picture) -> dict[str, Any]:
     """One drawing of a picture: boxes sized for their text, arrows, no layout yet. A box
     that counts more bytes than others is drawn bigger (``grow``: its text's scale,
-    :meth:`Picture.emphasis`; ``share``: the part of the bytes it counts, for its border)."""
+    :meth:`Picture.emphasis`; ``share``: the part of the bytes it counts; ``border``: its
+    border's width, :meth:`Picture.border`)."""
     nodes = []
     for node in picture.nodes:
-        share = picture.share(node)
         grow = picture.emphasis(node)
         width, height = _box(node.lines, grow)
         nodes.append(
@@ -123,7 +123,8 @@ def _graph(picture: Picture) -> dict[str, Any]:
                 "lines": list(node.lines),
                 "node": node.node_id,
                 "bytes": node.nbytes,
-                "share": round(share, 3),
+                "share": round(picture.share(node), 3),
+                "border": picture.border(node),
                 "grow": grow,
                 "w": width,
                 "h": height,

@@ -16,13 +16,12 @@ import re
 from itertools import pairwise
 
 from whyalive.render.picture import (
-    EDGE_CHARS,
     Picture,
     PictureBuilder,
     PictureNode,
+    arrow_label,
     edge_text,
     label_lines,
-    wrapped,
 )
 from whyalive.report import CycleReport, Edge, Holding, Report
 from whyalive.words import (
@@ -67,7 +66,7 @@ def _into_holding(holding: Holding, last: Edge) -> str:
     if holding.count == 1:
         return name
     indices = _INDICES.findall(holding.where)
-    return "\n".join(wrapped(indices[-1] if indices else f"{name} (each)", EDGE_CHARS, 3))
+    return arrow_label(indices[-1] if indices else f"{name} (each)")
 
 
 def _draw_holding(

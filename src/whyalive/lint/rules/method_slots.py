@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from whyalive.lint.findings import Advice
-from whyalive.lint.rules.annotations import last_name
+from whyalive.lint.rules.instances import base_names
 from whyalive.lint.rules.patch_facts import MODULE_METHODS
 from whyalive.lint.rules.shapes import MethodSelf
 from whyalive.lint.rules.weight import weigher
@@ -50,21 +50,10 @@ def _may_be_module(ctx: Context, cls: ast.AST | None) -> bool:
     ``Module``)."""
     if not isinstance(cls, ast.ClassDef):
         return True
-    classes = weigher(ctx).classes
-    seen: set[int] = set()
-    pending = [cls]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        for base in current.bases:
-            name = last_name(base)
-            if isinstance(base, ast.Name) and name in classes:
-                pending.append(classes[name])
-            elif name not in _NOT_MODULE_BASES:
-                return True
-    return False
+    return any(
+        name == "Module" or (not here and name not in _NOT_MODULE_BASES)
+        for name, here in base_names(weigher(ctx), cls)
+    )
 
 
 def _chosen_here(owner: MethodSelf, node: ast.AST) -> bool:

@@ -305,11 +305,11 @@
         "data-key": n.key, transform: "translate(" + (p[0] - n.w / 2) + "," + (p[1] - n.h / 2) + ")" });
       if (n.node !== null && n.node !== undefined) { g.setAttribute("data-node", Number(n.node)); }
       /* A box that counts bytes is as prominent as its part of them (html_page.py sized it:
-         text `grow` times 12 px, a border as heavy as its share); its bytes line is bold. */
+         text `grow` times 12 px, `border` as heavy as its share); its bytes line is bold. */
       var grow = Number(n.grow) || 1, counts = Number(n.bytes) > 0;
       if (counts) { g.setAttribute("data-bytes", Number(n.bytes)); }
       var rect = svgEl("rect", { width: n.w, height: n.h, rx: 5, ry: 5 });
-      if (counts) { rect.style.strokeWidth = String(1.5 + 3 * (Number(n.share) || 0)); }
+      if (counts) { rect.style.strokeWidth = String(Number(n.border) || 1.5); }
       g.appendChild(rect);
       n.lines.forEach(function (line, i) {
         var size = counts && i === n.lines.length - 1;
