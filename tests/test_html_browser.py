@@ -121,17 +121,33 @@ def test_viewer_draws_cycle_and_shows_details_offline(
     assert seen == {"requests": [], "failed": [], "errors": []}
 
 
-# What a person sees on open: the pane, every heavy box and suggested cut (in the pane or
-# not), the smallest label as drawn (its font size times the picture's scale), and how far
-# down the side the cut and the holds end.
+# What a person sees on open: the pane, every heavy box and suggested cut (in the pane and
+# clear of the caption, toolbar and legend laid over it, or not), every box that counts
+# bytes (heavy boxes, the autograd graph's among them, "+ N more" boxes: what the
+# headline's bytes are made of) with its bytes, border and label sizes, the smallest label
+# of all as drawn (its font size times the picture's scale), and how far down the side the
+# cut and the holds end.
 _WHAT_A_PERSON_SEES = """
 const pane = document.getElementById("graph").getBoundingClientRect();
+// In the pane, and not under what is laid over it (caption, toolbar, legend).
+const over = ["caption", "toolbar", "legend"].map(id => document.getElementById(id))
+    .filter(e => e).map(e => e.getBoundingClientRect()).filter(r => r.width > 0);
+const meets = (a, b) => a.left < b.right - 1 && b.left < a.right - 1
+    && a.top < b.bottom - 1 && b.top < a.bottom - 1;
 const inside = r => r.width > 0 && r.left >= pane.left - 1 && r.right <= pane.right + 1
-    && r.top >= pane.top - 1 && r.bottom <= pane.bottom + 1;
+    && r.top >= pane.top - 1 && r.bottom <= pane.bottom + 1 && !over.some(o => meets(r, o));
 const boxes = sel => Array.from(document.querySelectorAll(sel), e => e.getBoundingClientRect());
 const heavy = boxes("#graph .node.heavy"), cuts = boxes("#graph .edge.cut path");
-const sizes = Array.from(document.querySelectorAll("#graph text"), t =>
-    parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a);
+const drawnSize = t => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
+const sizes = Array.from(document.querySelectorAll("#graph text"), drawnSize);
+const counted = Array.from(document.querySelectorAll("#graph .node[data-bytes]"), g => {
+  const r = g.getBoundingClientRect(), rect = g.querySelector("rect");
+  const labels = Array.from(g.querySelectorAll("text"), drawnSize);
+  return { bytes: Number(g.dataset.bytes), kind: g.classList[1], inside: inside(r),
+    border: parseFloat(getComputedStyle(rect).strokeWidth),
+    smallest_label: Math.min(...labels), largest_label: Math.max(...labels),
+    text: Array.from(g.querySelectorAll("text"), t => t.textContent).join(" ") };
+});
 const bottom = sel => { const e = document.querySelector(sel);
     return e ? e.getBoundingClientRect().bottom : 0; };
 const side = document.getElementById("side").getBoundingClientRect();
@@ -139,6 +155,7 @@ return {
   pane: [pane.width, pane.height], heavy: heavy.length, cuts: cuts.length,
   heavy_inside: heavy.every(inside), cuts_inside: cuts.every(inside),
   outside: heavy.concat(cuts).filter(r => !inside(r)).map(r => [r.left, r.top, r.right, r.bottom]),
+  counted: counted,
   smallest_label: Math.min(...sizes),
   answer_bottom: Math.max(bottom("#cycle-details .cut"), bottom("#cycle-details .holds")),
   fold: Math.min(side.bottom, window.innerHeight),
@@ -146,6 +163,27 @@ return {
   cycle_list: !document.getElementById("cycles").hidden,
 };
 """
+
+
+def _first_picture_bytes(report: Report) -> int:
+    """What the first picture's boxes add up to: one occurrence of the first cycle, or the
+    first still-alive object."""
+    return report.cycles[0].bytes_held if report.cycles else report.alive[0].nbytes
+
+
+def _assert_counted_boxes_seen(sees: dict[str, Any], total: int) -> None:
+    """Every box that counts bytes is in the pane with labels of 11 px or more, together
+    they count the picture's bytes, and the one that counts the most has the largest text
+    and the heaviest border (a tie: as large and as heavy)."""
+    counted = sees["counted"]
+    assert counted, sees
+    assert all(box["inside"] for box in counted), counted
+    assert min(box["smallest_label"] for box in counted) >= 11, counted
+    assert sum(box["bytes"] for box in counted) == total, counted
+    most = max(counted, key=lambda box: box["bytes"])
+    assert all(most["largest_label"] >= box["largest_label"] for box in counted), counted
+    assert all(most["border"] >= box["border"] for box in counted), counted
+
 
 # Two windows, and the frame a notebook cell gives the viewer (900 px wide, its height).
 SIZES = [(1280, 800), (1920, 1080), (900, 560)]
@@ -201,6 +239,26 @@ def _explain_chain() -> Report:
         return explain(module.CACHE.entries["weights"]).report  # type: ignore[attr-defined]
 
 
+def _many_places() -> Report:
+    """An object in a cycle with itself that holds one 64 KiB array and ten of 8 KiB, each
+    in an attribute of its own: four places are drawn, the other seven are one box, and
+    that box counts the most bytes."""
+    numpy = pytest.importorskip("numpy")
+    from whyalive import find_leaks
+
+    class Store:
+        """The user's object, with a reference to itself."""
+
+    def leak() -> None:
+        store = Store()
+        store.me = store  # type: ignore[attr-defined]
+        store.big = numpy.zeros(16384, dtype=numpy.float32)  # type: ignore[attr-defined]
+        for index in range(10):
+            setattr(store, f"part{index}", numpy.zeros(2048, dtype=numpy.float32))
+
+    return find_leaks(leak)
+
+
 def _monitor_page() -> Report:
     """mon.report() after 30 steps that each leak a ring of three: timeline and picture."""
     import whyalive
@@ -218,6 +276,7 @@ PAGES = {
     "demo-numpy": _demo_report,
     "cycle-30": _ring_30,
     "explain-chain": _explain_chain,
+    "many-places": _many_places,
     "monitor": _monitor_page,
 }
 
@@ -238,8 +297,9 @@ def test_what_a_person_sees_on_open(
     page: str,
     size: tuple[int, int],
 ) -> None:
-    """On open every heavy box and the cut are in the pane, labels are 11 px or more, the
-    answer (cut and holds) is above the fold; the screenshot is kept in test-artifacts/."""
+    """On open every heavy box, every box that counts bytes (the biggest drawn the most
+    prominent) and the cut are in the pane, labels are 11 px or more, the answer (cut and
+    holds) is above the fold; the screenshot is kept in test-artifacts/."""
     if page not in page_reports:
         page_reports[page] = PAGES[page]()
     report = page_reports[page]
@@ -255,6 +315,7 @@ def test_what_a_person_sees_on_open(
     assert sees["window"] == list(size)
     assert sees["heavy"] >= 1, sees
     assert sees["heavy_inside"], sees
+    _assert_counted_boxes_seen(sees, _first_picture_bytes(report))
     assert sees["cuts"] == (1 if report.cycles and report.cycles[0].cut else 0), sees
     assert sees["cuts_inside"], sees
     assert sees["smallest_label"] >= 11, sees
@@ -443,9 +504,16 @@ def test_hostile_strings_show_as_text_and_execute_nothing(
     assert f"fix {ATTR_BREAK}" in side
     assert f"cut {SCRIPT_CLOSE}" in side
     labels = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#graph .edge text'), t => t.textContent)"
+        "return Array.from(document.querySelectorAll('#graph .edge text'), t =>"
+        " Array.from(t.querySelectorAll('tspan'), s => s.textContent))"
     )
-    assert f"[{SCRIPT_CLOSE!r}]"[:23] + "\u2026" in labels  # whyalive.render.picture.EDGE_CHARS
+    # A long name is wrapped, one line under the other, never cut: the whole name is shown.
+    from whyalive.render.picture import arrow_label
+
+    lines = arrow_label(f"[{SCRIPT_CLOSE!r}]").split("\n")
+    assert len(lines) > 1
+    assert lines in labels
+    assert "\u2026" not in "".join(lines)
     browser.find_elements(By.CSS_SELECTOR, "#cycles .cycle-item")[1].click()  # the alive view
     assert f"root {ATTR_BREAK}" in browser.find_element(By.ID, "cycle-details").text
     browser.find_elements(By.CSS_SELECTOR, "#toolbar .tool")[2].click()

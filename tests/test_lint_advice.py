@@ -186,6 +186,32 @@ def _check_fixed(text: str, path: Path, code: str, before: Run, key: str) -> Non
     assert after.cycles == 0
 
 
+@pytest.mark.parametrize(
+    ("case", "says", "offers"),
+    [
+        # A plain class with no `forward`: define one, or a weak forwarder (not "keep").
+        ("wal201_plain_forward", "Define `forward` as a method", {"dispatch", "weak"}),
+        # A plain class that defines `run`: keep it, or a weak forwarder.
+        ("wal201_plain_method", "Keep `run` a method", {"dispatch", "weak"}),
+        # A module calls `forward` itself: only a method works; it has none: define it.
+        ("wal201_module_inherited", "Define `forward` as a method", {"dispatch"}),
+        ("wal201_forward", "Keep `forward` a method", {"dispatch"}),
+    ],
+)
+def test_wal201_says_keep_only_for_what_the_class_defines(
+    case: str, says: str, offers: set[str]
+) -> None:
+    """WAL201's advice is true for the shape: "keep X a method" only when the class defines
+    X, a weak forwarder wherever it keeps the calls working (not a module's `forward`)."""
+    path = ADVICE / f"{case}.py"
+    (finding,) = _flagged(path.read_text(encoding="utf-8"), path, "WAL201")
+    assert says in finding.message, finding.message
+    other = "Define" if says.startswith("Keep") else "Keep"
+    assert f"{other} `" not in finding.message, finding.message
+    assert {key.split("-")[0] for key in finding.advice} == offers
+    assert ("WeakMethod(" in finding.message.split(": `nn.Module")[0]) == ("weak" in offers)
+
+
 def test_a_kept_frame_keeps_its_callers() -> None:
     """Why the 3xx findings are never demoted by their function's locals: an exception kept
     in a helper's local keeps the helper's frame, and through `f_back` its caller's frame

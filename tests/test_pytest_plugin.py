@@ -498,3 +498,71 @@ def test_listed_findings_fold_parametrised_cases_and_are_written(
     report = Report.load(written[0])
     assert [c.pattern for c in report.cycles] == ["pytest-idiom"]
     assert (pytester.path / "reports" / written[0].with_suffix(".html").name).exists()
+
+
+TORCH_IDIOM = """
+import pytest
+import torch
+
+
+def check_input(x):
+    raise ValueError("no")
+
+
+@pytest.mark.parametrize("n", range(7))
+def test_raises(n):
+    x = torch.zeros(256, 1024)
+    with pytest.raises(ValueError) as excinfo:
+        check_input(x)
+    assert "no" in str(excinfo.value)
+"""
+
+
+def test_a_summary_of_only_listed_findings_opens_with_its_own_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """When nothing fails, the section still opens with a line that says what follows (as
+    pytest-memray's entries each do), not with an indented signature entry; the held-by-C++
+    group opens its own way."""
+    pytest.importorskip("torch")
+    pytester.makepyfile(test_idiom=TORCH_IDIOM)
+    result = pytester.runpytest_subprocess(
+        "--whyalive", "-p", "no:cacheprovider", "-p", "no:randomly"
+    )
+    result.assert_outcomes(passed=7)
+    section = result.stdout.str().split("= whyalive =")[-1].splitlines()[1:]
+    assert section[0] == "1 cycle signature listed, not failing (each says why):", section
+    assert section[1].startswith("  "), section
+    assert "pytest-idiom" in section[1], section
+    assert "in 7 tests (listed, not failing: pytest idiom" in " ".join(" ".join(section).split())
+    assert "left heavy objects in cyclic garbage:" not in result.stdout.str()
+    # Failing and listed together: each group under its own opening line, failing first.
+    pytester.makepyfile(test_idioms=IDIOMS, test_leak=LEAKS_ONE)
+    files = ("test_idioms.py", "test_leak.py")
+    result = pytester.runpytest_subprocess(
+        "--whyalive", "-p", "no:cacheprovider", "-p", "no:randomly", *files
+    )
+    result.assert_outcomes(passed=9, failed=1)
+    opening = [
+        line
+        for line in result.stdout.str().split("= whyalive =")[-1].splitlines()[1:]
+        if line and not line.startswith(" ")
+    ]
+    assert opening[:2] == [
+        "1 cycle signature left heavy objects in cyclic garbage:",
+        "3 cycle signatures listed, not failing (each says why):",  # test_other's are 2
+    ], opening
+
+
+LEAKS_ONE = """
+import numpy
+
+
+def test_recursive_closure():
+    data = numpy.zeros(4096)
+
+    def walk(n):
+        return data if n == 0 else walk(n - 1)
+
+    walk(2)
+"""

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from scenarios import Trainer, heavy, nothing, ring, stage_backward
+from scenarios import Trainer, heavy, nothing, pipeline_step, ring, stage_backward
 from whyalive import LeakError, check_leaks, find_leaks
 from whyalive.cli import main
 from whyalive.errors import EXIT_MISSING_TOOL, EXIT_USAGE, MissingToolError
 from whyalive.render import RENDERERS, get_renderer, render_bytes, renderer_for_path
-from whyalive.render.dot import DotRenderer, heavy_width, quote
+from whyalive.render.dot import DotRenderer, heavy_size, quote
 from whyalive.render.html_page import HtmlRenderer
 from whyalive.report import (
     AliveObject,
@@ -255,13 +255,16 @@ def test_quote_escapes_everything_dot_would_read() -> None:
 
 
 def test_dot_marks_cut_sizes_heavy_and_shows_alive() -> None:
-    """The cut edge is red and dashed, heavy nodes grow with bytes, alive paths are drawn."""
+    """The cut edge is red and dashed, heavy boxes grow with their part of the bytes, alive
+    paths are drawn."""
     source = _rich_report().render("dot")
     cut_line = next(line for line in source.splitlines() if '"' + ".registry" + '"' in line)
     assert 'color="#dc2626"' in cut_line
     assert "style=dashed" in cut_line
-    assert heavy_width(1 << 22) > heavy_width(4096) > heavy_width(10)
-    assert f"width={heavy_width(1 << 22)}" in source
+    small, big = heavy_size(1.0), heavy_size(1.35)
+    assert all(b > s for b, s in zip(big, small, strict=True))  # width, height, font
+    width, height, font = heavy_size(1.0)  # the only heavy box: all the bytes, border 4.5
+    assert f"penwidth=4.5, width={width}, height={height}, fontsize={font}" in source
     assert "cluster_alive_1" in source
     assert '"global CACHE"' in source
 
@@ -612,9 +615,9 @@ def _drawings(report: Report) -> list[tuple[str, dict[str, Any]]]:
     "scenario", ["pipeline", "ring-30", "shared", "recursive_closure", "bound_method"]
 )
 def test_every_drawing_adds_up_to_what_the_headline_counts(scenario: str) -> None:
-    """The heavy, autograd and "more" boxes of every drawing add up to the cycle's bytes,
-    and a one-cycle report's to the headline's bytes."""
-    from scenarios import pipeline_step, shared_parameters
+    """The heavy boxes (what autograd keeps among them) and "more" boxes of every drawing add
+    up to the cycle's bytes, and a one-cycle report's to the headline's bytes."""
+    from scenarios import shared_parameters
 
     made = {
         "pipeline": lambda: find_leaks(pipeline_step),
@@ -634,20 +637,60 @@ def test_every_drawing_adds_up_to_what_the_headline_counts(scenario: str) -> Non
 
 
 def test_torch_autograd_bytes_are_drawn_in_their_own_box() -> None:
-    """The demo on torch: the outputs' autograd graph (C++) is a box of its own, and the
-    boxes add up to the headline's 672 KiB."""
+    """The demo on torch: what only the outputs' autograd graph (C++) keeps is a heavy box of
+    its own that says so, the boxes add up to the headline's 672 KiB, and that box, which
+    counts 544 KiB of them, is drawn the most prominent in HTML and DOT alike."""
     pytest.importorskip("torch")
     from whyalive.demo import run_demo
 
     _, report = run_demo()
     [cycle] = report.cycles
-    for key, drawing in _drawings(report):
-        kinds = [node["kind"] for node in drawing["nodes"]]
-        assert kinds.count("heavy") == 2, key
-        assert kinds.count("autograd") == 1, key
-        assert sum(node["bytes"] for node in drawing["nodes"]) == report.total_bytes, key
     autograd = sum(h.autograd_bytes for h in cycle.holds)
     assert autograd == report.total_bytes - 8 * 16 * 256 * 4  # all but the 8 tensors' own
+    for key, drawing in _drawings(report):
+        heavy = [node for node in drawing["nodes"] if node["kind"] == "heavy"]
+        assert len(heavy) == 3, key
+        assert sum(node["bytes"] for node in drawing["nodes"]) == report.total_bytes, key
+        [saved] = [node for node in heavy if node["key"].startswith("autograd-")]
+        assert saved["bytes"] == autograd
+        assert " ".join(saved["lines"]).startswith(
+            "4 tensors only their autograd graph (C++) keeps: saved for backward, or leaves"
+        ), saved["lines"]
+        others = [node for node in heavy if node is not saved]
+        assert all(saved["grow"] > node["grow"] for node in others), key
+        assert all(saved["share"] > node["share"] for node in others), key
+        assert all(saved["w"] * saved["h"] > node["w"] * node["h"] for node in others), key
+    boxes = {
+        name: dict(re.findall(r"(penwidth|fontsize|width)=([\d.]+)", attrs))
+        for name, attrs in re.findall(r"^\s+(cycle_1_\w+) \[(.*)\];$", report.render("dot"), re.M)
+        if "penwidth" in attrs and "->" not in name
+    }
+    assert len(boxes) == 3, boxes
+    saved_box = boxes.pop("cycle_1_autograd_0")
+    for other in boxes.values():
+        for attribute in ("penwidth", "fontsize", "width"):
+            assert float(saved_box[attribute]) > float(other[attribute]), (attribute, boxes)
+
+
+def test_static_pictures_wrap_labels_and_never_cut_them() -> None:
+    """A PNG or SVG cannot be hovered to read more: box and arrow labels are wrapped, whole,
+    without an ellipsis, unless a name is longer than any box could hold."""
+    from whyalive.render.picture import EDGE_CHARS, LINE_CHARS, arrow_label, label_lines, wrapped
+
+    description = "float32[16, 256] cpu (some with what autograd keeps for them)"
+    lines = label_lines(description)
+    assert len(lines) > 1
+    assert " ".join(lines) == description
+    assert all(len(line) <= LINE_CHARS + 5 for line in lines)
+    name = "['a dictionary key that is rather long']"
+    arrow = arrow_label(name).split("\n")
+    assert len(arrow) > 1
+    assert " ".join(arrow) == name
+    assert all(len(line) <= EDGE_CHARS + 5 for line in arrow)
+    assert wrapped("x" * 1000, LINE_CHARS, 6)[-1].endswith("\u2026")  # no one writes these
+    report = find_leaks(pipeline_step)
+    source = report.render("dot")
+    assert "\u2026" not in "".join(re.findall(r'label="([^"]*)"', source))
 
 
 @needs_dot

@@ -189,7 +189,8 @@ def write_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> list[str]:
-    """Per pattern, reason and test function, one entry: its parametrised cases folded."""
+    """Per pattern, reason and test function, one entry: its parametrised cases folded; a
+    line of their own opens them, as pytest-memray's entries (and the failing group) do."""
     from whyalive.render.wrap import wrap
     from whyalive.words import plural, size_to_words
 
@@ -202,7 +203,11 @@ def _listed_lines(by_signature: dict[str, list[dict[str, Any]]], width: int) -> 
             base, _, _ = row["nodeid"].partition("[")
             key = (str(row.get("pattern") or "unrecognised"), str(reason), base)
             groups.setdefault(key, []).append({**row, "signature": signature})
-    lines: list[str] = []
+    if not groups:
+        return []
+    listed = {r["signature"] for rows in groups.values() for r in rows}
+    intro = f"{plural(len(listed), 'cycle signature')} listed, not failing (each says why):"
+    lines = wrap(intro, width)
     for (pattern, reason, base), rows in sorted(
         groups.items(), key=lambda kv: (-_bytes(kv[1]), kv[0])
     ):
@@ -256,14 +261,14 @@ def _held_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
     tests = list(dict.fromkeys(r["nodeid"] for r in rows))
     head = (
         f"{plural(len(rows), 'heavy object')} in {plural(len(tests), 'test')}: "
-        f"{HELD_NATIVELY_SECTION[0].lower()}{HELD_NATIVELY_SECTION[1:]}"
+        f"{HELD_NATIVELY_SECTION[0].lower()}{HELD_NATIVELY_SECTION[1:]}:"
     )
-    lines = wrap(head, width, indent="  ")
+    lines = wrap(head, width)  # a group of its own: its line opens it, as the others' do
     for row in rows[:_TESTS_NAMED]:
         size = size_to_words(int(row.get("bytes", 0)))
-        lines.append(f"      {row['nodeid']} [{row.get('phase')}]: {row.get('what')}, {size}")
+        lines.append(f"  {row['nodeid']} [{row.get('phase')}]: {row.get('what')}, {size}")
     if len(rows) > _TESTS_NAMED:
-        lines.append(f"      ... and {plural(len(rows) - _TESTS_NAMED, 'more')}")
+        lines.append(f"  ... and {plural(len(rows) - _TESTS_NAMED, 'more')}")
     return lines
 
 

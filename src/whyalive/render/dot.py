@@ -11,7 +11,6 @@ so an SVG or PNG pasted into an issue says everything. Every string goes through
 from __future__ import annotations
 
 import html
-import math
 from typing import ClassVar
 
 from whyalive.render.picture import Picture, PictureNode
@@ -25,11 +24,11 @@ _TEXT_CHARS = 96
 _FILL = {
     "member": "#fecaca",
     "heavy": "#fde68a",
-    "autograd": "#fef3c7",
     "fold": "#ffffff",
-    "more": "#ffffff",
+    "more": "#fde68a",
     "root": "#dbeafe",
 }
+_HEAVY_LINE = "#d97706"
 
 
 def quote(text: str) -> str:
@@ -46,9 +45,12 @@ def html_text(text: str) -> str:
     return html.escape("".join(ch if ch >= " " else " " for ch in text), quote=True)
 
 
-def heavy_width(nbytes: int) -> float:
-    """Node width in inches growing with the log of the bytes, so big tensors stand out."""
-    return round(1.2 + 0.25 * math.log2(max(nbytes, 1024) / 1024), 2)
+def heavy_size(emphasis: float) -> tuple[float, float, float]:
+    """Width and height (inches, at least: the label may need more) and font size of a box
+    that counts bytes, its text ``emphasis`` times the plain size (:meth:`Picture.emphasis`):
+    the biggest holding is the biggest box, whichever kind of place holds it."""
+    width = round(1.8 * emphasis * emphasis, 2)
+    return width, round(width / 2, 2), round(10 * emphasis, 1)
 
 
 def _lines(text: str) -> str:
@@ -104,20 +106,22 @@ class DotRenderer:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
-    def _node(self, prefix: str, node: PictureNode) -> str:
+    def _node(self, prefix: str, view: Picture, node: PictureNode) -> str:
         attrs = [f"label={quote(chr(10).join(node.lines))}"]
         fill = _FILL.get(node.kind)
         if fill:
             attrs.append(f'fillcolor="{fill}"')
-        if node.kind == "heavy":
+        if node.nbytes > 0:  # heavy, or the places a "more" box stands for
+            width, height, font = heavy_size(view.emphasis(node))
             attrs += [
-                'color="#d97706"',
-                "penwidth=2",
-                f"width={heavy_width(node.nbytes)}",
-                f"height={heavy_width(node.nbytes) / 2:.2f}",
+                f'color="{_HEAVY_LINE}"',
+                f"penwidth={view.border(node)}",
+                f"width={width}",
+                f"height={height}",
+                f"fontsize={font}",
             ]
-        elif node.kind in ("fold", "more"):
-            attrs.append('style="rounded,dashed"')
+        if node.kind in ("fold", "more"):
+            attrs.append('style="rounded,filled,dashed"')
         return f"    {prefix}{node.key.replace('-', '_')} [{', '.join(attrs)}];"
 
     def _view(self, report: Report, view: Picture, several: bool) -> list[str]:
@@ -138,7 +142,7 @@ class DotRenderer:
             '    color="#d1d5db";',
             "    labeljust=l;",
         ]
-        lines.extend(self._node(prefix, node) for node in view.nodes)
+        lines.extend(self._node(prefix, view, node) for node in view.nodes)
         for edge in view.edges:
             attrs = [f"label={quote(edge.label)}"] if edge.label else []
             if edge.cut:
@@ -153,7 +157,9 @@ class DotRenderer:
                 attrs.append("constraint=false")  # the loop reads down; this arrow goes back up
             if edge.minlen > 1:
                 attrs.append(f"minlen={edge.minlen}")  # what the loop holds hangs under it
-            if not edge.label and not edge.cut:
+            if edge.hidden:
+                attrs.append("style=invis")  # it only keeps a column of places in order
+            elif not edge.label and not edge.cut:
                 attrs.append("style=dotted")
             source = prefix + edge.source.replace("-", "_")
             target = prefix + edge.target.replace("-", "_")

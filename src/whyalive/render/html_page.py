@@ -25,7 +25,7 @@ from whyalive.render.dot import quote
 from whyalive.render.picture import Picture
 from whyalive.render.pictures import pictures
 from whyalive.render.svg import find_dot, run_dot
-from whyalive.render.text import TextRenderer
+from whyalive.render.text import SHORT_HOLDS, TextRenderer
 from whyalive.render.timeline import timeline_svg
 from whyalive.report import Report
 from whyalive.words import (
@@ -34,6 +34,7 @@ from whyalive.words import (
     edge_label,
     holding_what,
     loop_gap_line,
+    more_words,
     report_headline,
     run_words,
     size_to_words,
@@ -70,9 +71,10 @@ def _sha256(source: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def _box(lines: tuple[str, ...]) -> tuple[float, float]:
-    width = max(len(line) for line in lines) * _CHAR_W + 2 * _PAD
-    return round(width, 1), round(len(lines) * _LINE_H + _PAD, 1)
+def _box(lines: tuple[str, ...], grow: float = 1.0) -> tuple[float, float]:
+    """A box's size for its text at ``grow`` times the 12 px font (padding grows with it)."""
+    width = (max(len(line) for line in lines) * _CHAR_W + 2 * _PAD) * grow
+    return round(width, 1), round((len(lines) * _LINE_H + _PAD) * grow, 1)
 
 
 def page_words(report: Report) -> dict[str, Any]:
@@ -88,6 +90,11 @@ def page_words(report: Report) -> dict[str, Any]:
                 "bytes": size_to_words(cycle.total_bytes or cycle.bytes_held),
                 "cut": cut_sentence(cycle.cut) if cycle.cut is not None else None,
                 "holds": [{"where": h.where, "what": holding_what(h)} for h in cycle.holds],
+                # As the text's short form: the first few, the rest behind one line.
+                "holds_shown": SHORT_HOLDS,
+                "holds_more": more_words(len(cycle.holds) - SHORT_HOLDS, "more place")
+                if len(cycle.holds) > SHORT_HOLDS
+                else None,
                 "loop": [edge_label(e.kind, e.name) for e in cycle.loop],
                 "loop_gap": loop_gap_line(cycle.loop_hidden) if cycle.loop_hidden else None,
             }
@@ -101,10 +108,14 @@ def page_words(report: Report) -> dict[str, Any]:
 
 
 def _graph(picture: Picture) -> dict[str, Any]:
-    """One drawing of a picture: boxes sized for their text, arrows, no layout yet."""
+    """One drawing of a picture: boxes sized for their text, arrows, no layout yet. A box
+    that counts more bytes than others is drawn bigger (``grow``: its text's scale,
+    :meth:`Picture.emphasis`; ``share``: the part of the bytes it counts; ``border``: its
+    border's width, :meth:`Picture.border`)."""
     nodes = []
     for node in picture.nodes:
-        width, height = _box(node.lines)
+        grow = picture.emphasis(node)
+        width, height = _box(node.lines, grow)
         nodes.append(
             {
                 "key": node.key,
@@ -112,6 +123,9 @@ def _graph(picture: Picture) -> dict[str, Any]:
                 "lines": list(node.lines),
                 "node": node.node_id,
                 "bytes": node.nbytes,
+                "share": round(picture.share(node), 3),
+                "border": picture.border(node),
+                "grow": grow,
                 "w": width,
                 "h": height,
             }
@@ -124,6 +138,7 @@ def _graph(picture: Picture) -> dict[str, Any]:
             "cut": e.cut,
             "closing": e.closing,
             "minlen": e.minlen,
+            "hidden": e.hidden,
         }
         for e in picture.edges
     ]
@@ -132,14 +147,15 @@ def _graph(picture: Picture) -> dict[str, Any]:
 
 def _view_data(cropped: Picture, compact: Picture, whole: Picture) -> dict[str, Any]:
     """A view: the cropped drawing it opens with, a compact one for a narrow pane when it
-    differs, and the whole one when something is folded."""
+    differs (shorter holder paths, or places stacked rather than side by side), and the
+    whole one when something is folded."""
     return {
         "key": cropped.key,
         "title": cropped.title,
         "caption": cropped.caption,
         "folded": cropped.folded,
         "crop": _graph(cropped),
-        "compact": _graph(compact) if len(compact.nodes) < len(cropped.nodes) else None,
+        "compact": _graph(compact) if compact != cropped else None,
         "full": _graph(whole) if cropped.folded else None,
     }
 

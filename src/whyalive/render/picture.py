@@ -11,14 +11,22 @@ from whyalive.report import Edge, Report
 from whyalive.words import edge_kinds as ek
 from whyalive.words import shorten
 
-# Characters in a line of a box, and in an edge's label.
+# Characters in a line of a box, and in an edge's label. A picture may be a static image
+# (PNG, SVG) that nobody can hover to read more, so labels wrap, never cut; only a label
+# longer than its lines allow (a name no one writes by hand) ends in an ellipsis.
 LINE_CHARS = 30
 EDGE_CHARS = 24
+_BOX_LINES = 6
+_EDGE_LINES = 3
+# The text scale of the box that counts the most bytes, beside others that count fewer.
+MOST_EMPHASIS = 1.35
 
 
 @dataclass(frozen=True)
 class PictureNode:
-    """One box: ``kind`` is member, path, heavy, autograd, fold, more or root."""
+    """One box: ``kind`` is member, path, heavy, fold, more or root. Heavy boxes are the
+    places that hold heavy objects and what only their autograd graph (C++) keeps; a more
+    box stands for the places not drawn. Both count bytes; fold boxes stand for objects."""
 
     key: str
     kind: str
@@ -26,7 +34,7 @@ class PictureNode:
     node_id: int | None = None
     """The report's node it stands for, when it stands for one."""
     nbytes: int = 0
-    """Bytes this box counts in the picture's total (heavy, autograd and more boxes)."""
+    """Bytes this box counts in the picture's total (heavy and more boxes)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,8 @@ class PictureEdge:
     closing: bool = False
     minlen: int = 1
     """Ranks the arrow spans at least: a holder path starts below the loop, not beside it."""
+    hidden: bool = False
+    """Never drawn: it only keeps ``target`` under ``source`` (compact places in a column)."""
 
 
 @dataclass(frozen=True)
@@ -56,37 +66,69 @@ class Picture:
     folded: int = 0
     """Objects the fold boxes stand for that ``crop=False`` would draw."""
 
+    def share(self, node: PictureNode) -> float:
+        """The part of the picture's bytes that ``node`` counts, 0 to 1: how heavy the
+        renderers draw its border."""
+        return min(max(node.nbytes / self.total, 0.0), 1.0) if self.total > 0 else 0.0
+
+    def border(self, node: PictureNode) -> float:
+        """The width of ``node``'s border, as heavy as its part of the picture's bytes (the
+        same in DOT and HTML)."""
+        return round(1.5 + 3 * self.share(node), 2)
+
+    def emphasis(self, node: PictureNode) -> float:
+        """How much larger than a plain box's ``node``'s text is drawn: 1 for a box that
+        counts no bytes or the fewest of the picture's, :data:`MOST_EMPHASIS` for the most,
+        in proportion between; so the biggest holding is the box the eye goes to, and
+        boxes that count alike are drawn alike (the picture grows only where it must)."""
+        counted = [n.nbytes for n in self.nodes if n.nbytes > 0]
+        if node.nbytes <= 0 or len(counted) < 2 or max(counted) == min(counted):
+            return 1.0
+        above = (node.nbytes - min(counted)) / (max(counted) - min(counted))
+        return round(1.0 + (MOST_EMPHASIS - 1.0) * above, 3)
+
 
 def edge_text(edge: Edge, *, cut: bool = False) -> str:
     """An arrow's label: the reference's name, a closure slot without its variable (the cell
-    it points to is named after it), shortened. The cut of a closure variable says so, as
-    the text's ``Cut:`` line does, not ``cell_contents`` (the cell above names the variable)."""
+    it points to is named after it), wrapped to lines of :data:`EDGE_CHARS` (``\\n`` between
+    them). The cut of a closure variable says so, as the text's ``Cut:`` line does, not
+    ``cell_contents`` (the cell above names the variable)."""
     name = edge.name or "(unnamed reference)"
     if edge.kind == ek.CLOSURE:
         name = name.split(" ", 1)[0]
     elif cut and edge.kind == ek.CELL:
         name = "closure variable"
-    return shorten(name, EDGE_CHARS)
+    return arrow_label(name)
+
+
+def arrow_label(text: str) -> str:
+    """``text`` wrapped for an arrow: lines of :data:`EDGE_CHARS`, ``\\n`` between them."""
+    return "\n".join(wrapped(text, EDGE_CHARS, _EDGE_LINES))
+
+
+def wrapped(text: str, chars: int, most: int) -> tuple[str, ...]:
+    """``text`` in lines of about ``chars``, broken after a dot or a space (a word cut in two
+    only when it must be); past ``most`` lines the last one ends in an ellipsis."""
+    lines: list[str] = []
+    rest = text
+    while rest:
+        if len(rest) <= chars + 5:
+            lines.append(rest)  # a few characters over beat one more line
+            break
+        if len(lines) == most - 1:
+            lines.append(shorten(rest, chars))
+            break
+        cut = max(rest.rfind(".", 0, chars), rest.rfind(" ", 0, chars))
+        cut = cut + 1 if cut > 0 else chars
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    return tuple(lines)
 
 
 def label_lines(label: str, location: str | None = None) -> tuple[str, ...]:
-    """A label in at most three lines of :data:`LINE_CHARS`, broken after a dot or a space."""
-    lines: list[str] = []
-    rest = label
-    while rest and len(lines) < 3:
-        if len(rest) <= LINE_CHARS + 5:
-            lines.append(rest)  # a few characters over beat one more line
-            break
-        if len(lines) == 2:
-            lines.append(shorten(rest, LINE_CHARS))
-            break
-        cut = max(rest.rfind(".", 0, LINE_CHARS), rest.rfind(" ", 0, LINE_CHARS))
-        cut = cut + 1 if cut > 0 else LINE_CHARS  # a word cut in two only when it must be
-        lines.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if location:
-        lines.append(shorten(location, LINE_CHARS))
-    return tuple(lines)
+    """A box's label in lines of :data:`LINE_CHARS`, then its location on a line of its own."""
+    lines = wrapped(label, LINE_CHARS, _BOX_LINES)
+    return (*lines, *wrapped(location, LINE_CHARS, 2)) if location else lines
 
 
 @dataclass
@@ -120,9 +162,10 @@ class PictureBuilder:
         cut: bool = False,
         closing: bool = False,
         minlen: int = 1,
+        hidden: bool = False,
     ) -> None:
         if not any((e.source, e.target, e.label) == (source, target, label) for e in self.edges):
-            self.edges.append(PictureEdge(source, target, label, cut, closing, minlen))
+            self.edges.append(PictureEdge(source, target, label, cut, closing, minlen, hidden))
 
     def below_loop(self, key: str) -> int:
         """Ranks from the loop box ``key`` to the first rank under the whole loop."""

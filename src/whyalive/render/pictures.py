@@ -16,11 +16,10 @@ import re
 from itertools import pairwise
 
 from whyalive.render.picture import (
-    EDGE_CHARS,
-    LINE_CHARS,
     Picture,
     PictureBuilder,
     PictureNode,
+    arrow_label,
     edge_text,
     label_lines,
 )
@@ -31,14 +30,15 @@ from whyalive.words import (
     heavy_noun,
     loop_gap_words,
     plural,
-    shorten,
     size_to_words,
 )
 
 # A loop longer than this shows its ends and the places it holds from; the rest folds.
 LOOP_KEPT = 6
-# Places drawn when cropped; the rest are one box that says what they hold.
+# Places drawn when cropped (compact: for a narrow pane, where they stand in one column);
+# the rest are one box that says what they hold.
 HOLDINGS_DRAWN = 4
+COMPACT_HOLDINGS_DRAWN = 2
 # The items of a holding, as whyalive.words.index_range_words writes them: [0..3], [0, 2, 5].
 _INDICES = re.compile(r"\[\d+(?:\.\.\d+|(?:, \d+)*(?:, \.\.\.)?)\]")
 
@@ -66,9 +66,7 @@ def _into_holding(holding: Holding, last: Edge) -> str:
     if holding.count == 1:
         return name
     indices = _INDICES.findall(holding.where)
-    if indices:
-        return shorten(indices[-1], EDGE_CHARS)
-    return shorten(f"{name} (each)", EDGE_CHARS)
+    return arrow_label(indices[-1] if indices else f"{name} (each)")
 
 
 def _draw_holding(
@@ -78,13 +76,14 @@ def _draw_holding(
     holding: Holding,
     compact: bool,
     below: int = 0,
-) -> bool:
+) -> tuple[str, str] | None:
     """A holder path down to one box for the whole holding, and one for its autograd graph;
+    returns the keys of the top and bottom boxes, or None when no path was recorded.
     ``compact``: one arrow from the cycle, the place (``stage_output_tensors[0..3]``) in the
     box, ``below`` ranks further down (compact places stack, they do not stand side by side)."""
     path = _holding_path(cycle, holding)
     if path is None or len(path) < 2:
-        return False
+        return None
     members = set(cycle.members)
     by_pair = {(e.source, e.target): e for hp in cycle.holder_paths for e in hp.edges}
     drawn = path[:1] if compact else path[:-1]
@@ -96,12 +95,10 @@ def _draw_holding(
     heavy = picture.report.node(holding.heavy[0])
     what = heavy_noun(holding.kind, holding.count) if holding.count > 1 else heavy.label
     lines = label_lines(what) + (
-        (shorten(holding.description, LINE_CHARS),)
-        if holding.count > 1 and holding.description
-        else ()
+        label_lines(holding.description) if holding.count > 1 and holding.description else ()
     )
     if compact:  # the place goes in the box, so the arrow needs no wide label
-        lines = (shorten(holding.where.replace("`", ""), LINE_CHARS), *lines)
+        lines = (*label_lines(holding.where.replace("`", "")), *lines)
     box = picture.add(
         PictureNode(
             f"holding-{number}",
@@ -113,22 +110,23 @@ def _draw_holding(
     )
     into = "" if compact else _into_holding(holding, by_pair[(path[-2], path[-1])])
     picture.edge(keys[-1], box, into, minlen=picture.below_loop(keys[-1]) + below)
-    if holding.autograd_bytes:
+    if holding.autograd_bytes:  # a heavy box like any other: often the biggest of all
+        kept = (
+            f"{plural(holding.autograd_count, 'tensor')} only their autograd graph (C++) "
+            "keeps: saved for backward, or leaves"
+        )
         saved = picture.add(
             PictureNode(
                 f"autograd-{number}",
-                "autograd",
-                (
-                    "their autograd graph (C++)",
-                    f"{plural(holding.autograd_count, 'tensor')} saved or leaves",
-                    size_to_words(holding.autograd_bytes),
-                ),
+                "heavy",
+                (*label_lines(kept), size_to_words(holding.autograd_bytes)),
                 None,
                 holding.autograd_bytes,
             )
         )
         picture.edge(box, saved, "grad_fn (C++)")
-    return True
+        return box, saved
+    return box, box
 
 
 def _fold(key: str, count: int, words: str) -> PictureNode:
@@ -206,16 +204,22 @@ def cycle_picture(
     """
     picture = PictureBuilder(report)
     holdings = sorted(cycle.holds, key=lambda h: -h.nbytes)
-    drawn_holdings = holdings[:HOLDINGS_DRAWN] if crop else holdings
+    most = COMPACT_HOLDINGS_DRAWN if compact else HOLDINGS_DRAWN
+    drawn_holdings = holdings[:most] if crop else holdings
     starts = {path[0] for h in drawn_holdings if (path := _holding_path(cycle, h))}
     folded = _draw_loop(picture, cycle, starts, crop)
     drawn = []
     below = 0
+    column: str | None = None  # compact: the bottom box of the places stacked so far
     for number_drawn, holding in enumerate(drawn_holdings):
-        if _draw_holding(picture, cycle, number_drawn, holding, compact, below):
+        boxes = _draw_holding(picture, cycle, number_drawn, holding, compact, below)
+        if boxes is not None:
             drawn.append(holding)
             if compact:
                 below += 2 if holding.autograd_bytes else 1
+                if column is not None:  # one under the other, not a staircase
+                    picture.edge(column, boxes[0], "", hidden=True)
+                column = boxes[1]
     hidden_places = len(holdings) - len(drawn)
     hidden_heavy = len(cycle.heavy) + cycle.heavy_unlisted - sum(h.count for h in drawn)
     rest = cycle.bytes_held - picture.drawn_bytes()
@@ -227,7 +231,7 @@ def cycle_picture(
                 "more",
                 "more",
                 (
-                    f"+ {plural(max(hidden_heavy, 0), 'more heavy object')}{where}",
+                    *label_lines(f"+ {plural(max(hidden_heavy, 0), 'more heavy object')}{where}"),
                     size_to_words(max(rest, 0)),
                 ),
                 None,
@@ -235,6 +239,8 @@ def cycle_picture(
             )
         )
         picture.edge(first, more, "")
+        if column is not None:
+            picture.edge(column, more, "", hidden=True)
         if crop:
             folded += len(holdings) - len(drawn_holdings)
     folded += _draw_other_members(picture, cycle, first, folded, crop)

@@ -19,7 +19,7 @@ from whyalive.lint.rules.fills import FILLERS
 from whyalive.lint.rules.weight import Weigher
 from whyalive.lint.scopes import FUNCTION_NODES, FUNCTION_OR_LAMBDA, walk_nodes
 
-__all__ = ["is_module_class", "light_instance"]
+__all__ = ["base_names", "is_module_class", "light_instance"]
 
 # Bases whose own instances hold nothing heavy (nn.Module's dicts start empty).
 _LIGHT_BASES = frozenset({"object", "Module", "ABC", "Protocol", "Generic"})
@@ -44,9 +44,9 @@ def light_instance(w: Weigher, cls: ast.ClassDef) -> bool:
     return light
 
 
-def is_module_class(w: Weigher, cls: ast.ClassDef) -> bool:
-    """Whether ``cls`` is an ``nn.Module`` (a base named ``Module``, directly or through
-    classes of the same file): its instances are what holds parameters and buffers."""
+def base_names(w: Weigher, cls: ast.ClassDef) -> Iterator[tuple[str, bool]]:
+    """The bases of ``cls`` and of its same-file bases, each class once: a base's last name
+    and whether this file defines it (then its own bases follow)."""
     seen: set[int] = set()
     pending = [cls]
     while pending:
@@ -56,11 +56,16 @@ def is_module_class(w: Weigher, cls: ast.ClassDef) -> bool:
         seen.add(id(current))
         for base in current.bases:
             name = last_name(base)
-            if name == "Module":
-                return True
-            if isinstance(base, ast.Name) and name in w.classes:
+            here = isinstance(base, ast.Name) and name in w.classes
+            yield name, here
+            if here:
                 pending.append(w.classes[name])
-    return False
+
+
+def is_module_class(w: Weigher, cls: ast.ClassDef) -> bool:
+    """Whether ``cls`` is an ``nn.Module`` (a base named ``Module``, directly or through
+    classes of the same file): its instances are what holds parameters and buffers."""
+    return any(name == "Module" for name, _ in base_names(w, cls))
 
 
 def _shares_class_state(cls: ast.ClassDef) -> bool:

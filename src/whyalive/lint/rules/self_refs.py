@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from whyalive.lint.findings import Advice, LintFinding, advice_sentence, snippet
 from whyalive.lint.rules.instances import light_instance
+from whyalive.lint.rules.method_slots import bound_method_advice, weak_forwarder
 from whyalive.lint.rules.object_stores import (
     may_patch,
     may_register,
@@ -15,7 +16,6 @@ from whyalive.lint.rules.object_stores import (
     may_store_closure,
     may_store_on_object,
 )
-from whyalive.lint.rules.patch_facts import MODULE_METHODS
 from whyalive.lint.rules.patches import patch_of
 from whyalive.lint.rules.shapes import (
     MethodSelf,
@@ -101,41 +101,6 @@ def _kept_on_every_path(node: ast.AST, where: ast.AST, ctx: Context) -> bool:
     )
 
 
-def weak_forwarder(bound: str, verb: str = "store") -> Advice:
-    """A function that calls ``bound`` through a weak reference, in its place: calls keep
-    their form."""
-    return Advice(
-        "weak-forwarder",
-        f"{verb} a function that calls it through a weak reference instead (`method = "
-        f"weakref.WeakMethod({bound})`, then `lambda *args, **kwargs: method()(*args, "
-        "**kwargs)`), so calls stay as they are",
-    )
-
-
-def _bound_method_advice(owner: MethodSelf, where: ast.AST, method: str) -> tuple[Advice, ...]:
-    """A method slot (``self.forward = self.forward_split``): calls go through the class's
-    protocol (``nn.Module.__call__``), so only a method that dispatches keeps them working;
-    a plain attribute gets a weak forwarder."""
-    me = owner.name
-    if (
-        isinstance(where, ast.Attribute)
-        and isinstance(where.value, ast.Name)
-        and where.value.id == me
-        and (where.attr in owner.methods or where.attr in MODULE_METHODS)
-    ):
-        attr = where.attr
-        return (
-            Advice(
-                "dispatch-in-method",
-                f"keep `{attr}` a method of the class that calls `{me}.{method}(...)` when a "
-                f"flag set here says so (`{me}._use_{method.lstrip('_')} = True`): a bound "
-                f"method, a `WeakMethod` or `type({me}).{method}` stored in `{me}.{attr}` "
-                "makes a cycle or breaks the calls",
-            ),
-        )
-    return (weak_forwarder(f"{me}.{method}"),)
-
-
 def _bound_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
     owner = None
     for self_name, where, held in _stores_on_self(node, ctx):
@@ -143,7 +108,7 @@ def _bound_methods(node: ast.AST, ctx: Context) -> Iterator[_Found]:
         method = bound_method_of(held, owner) if owner is not None else None
         if owner is not None and method is not None and _kept_on_every_path(node, where, ctx):
             fields = {"stmt": snippet(node), "self": self_name, "method": method}
-            yield owner, fields, _bound_method_advice(owner, where, method)
+            yield owner, fields, bound_method_advice(ctx, owner, node, where, method)
             return
 
 
@@ -166,11 +131,13 @@ the instance holds itself: it is cyclic garbage when dropped, and everything it 
 
 Fix, keeping every call `self.cb(...)` as it is: store a function that calls the method
 through a weak reference (`method = weakref.WeakMethod(self.on_step)`, then
-`self.cb = lambda *args, **kwargs: method()(*args, **kwargs)`). When the attribute is one of
-the class's own methods (`self.forward = self.forward_split_cat` in an `nn.Module`), keep it
-a method that calls the chosen one when a flag set in `__init__` says so: `nn.Module.__call__`
-calls `self.forward(x)`, which a `WeakMethod` or `type(self).forward_split_cat` stored there
-would break.""",
+`self.cb = lambda *args, **kwargs: method()(*args, **kwargs)`). When the class defines the
+attribute as a method, or callers expect one by that name (`forward`), a method of the class
+that calls the chosen one works too ("keep" it when the class defines it, "define" it when
+not), told which by a flag set where the store was when the store is conditional. On an
+`nn.Module` (or a class with a base this file does not show) `forward` and `extra_repr` are
+called by `nn.Module.__call__`: only that method is offered, since a `WeakMethod` or
+`type(self).forward_split_cat` stored in `self.forward` would break `module(x)`.""",
 )
 
 

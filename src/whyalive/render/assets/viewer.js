@@ -92,12 +92,24 @@
       if (said.cut) { box.appendChild(labelled("cut", "Cut", said.cut)); }
       if (said.holds.length) {
         var holds = el("ul", "holds");
-        said.holds.forEach(function (h) {
+        var hold = function (list, h) {
           var li = el("li");
           li.appendChild(el("code", null, h.where));
           li.appendChild(document.createTextNode(": " + h.what));
-          holds.appendChild(li);
-        });
+          list.appendChild(li);
+        };
+        /* The first few, as the text's short form; the rest one click away. */
+        var shown = said.holds_more ? said.holds_shown : said.holds.length;
+        said.holds.slice(0, shown).forEach(function (h) { hold(holds, h); });
+        if (said.holds_more) {
+          var more = el("details", "more-holds");
+          more.appendChild(el("summary", null, said.holds_more));
+          var rest = el("ul", "holds");
+          said.holds.slice(shown).forEach(function (h) { hold(rest, h); });
+          more.appendChild(rest);
+          var item = el("li", "more"); item.appendChild(more);
+          holds.appendChild(item);
+        }
         var title = el("p", "holds-title"); title.appendChild(el("strong", null, "Holds:"));
         box.appendChild(title);
         box.appendChild(holds);
@@ -166,9 +178,10 @@
     graph.nodes.forEach(function (n) { g.setNode(n.key, { width: n.w, height: n.h }); });
     graph.edges.forEach(function (e, k) {
       if (e.closing) { return; }
+      var rows = e.label ? e.label.split("\n") : [];
       g.setEdge(e.source, e.target,
-        { width: e.label.length * EDGE_CHAR_W, height: e.label ? 14 : 0, labelpos: "c",
-          minlen: e.minlen || 1 },
+        { width: Math.max.apply(null, rows.map(function (r) { return r.length; }).concat([0])) *
+            EDGE_CHAR_W, height: 14 * rows.length, labelpos: "c", minlen: e.minlen || 1 },
         "e" + k);
     });
     dagre.layout(g);
@@ -260,7 +273,7 @@
     var layout = graph.layout || dagreLayout(graph);
     graph.edges.forEach(function (e, k) {
       var geo = e.closing ? closingGeometry(graph, layout, e) : layout.edges[k];
-      if (!geo) { return; }
+      if (!geo || e.hidden) { return; }  /* a hidden edge only ordered the layout */
       var cls = "edge" + (e.cut ? " cut" : "") + (e.closing ? " closing" : "") +
         (e.label ? "" : " quiet");
       var g = svgEl("g", { "class": cls });
@@ -268,9 +281,16 @@
       g.appendChild(svgEl("path", { d: d,
         "marker-end": e.cut ? "url(#arrow-cut)" : "url(#arrow-plain)" }));
       if (e.label && geo.label) {
-        var t = svgEl("text", { x: geo.label[0], y: geo.label[1],
+        /* A long name comes wrapped (picture.py): one line under the other, centred where
+           the layout put the label. */
+        var rows = e.label.split("\n");
+        var t = svgEl("text", { x: geo.label[0], y: geo.label[1] - (rows.length - 1) * 7,
           "text-anchor": geo.anchor || "middle" });
-        t.textContent = e.label;
+        rows.forEach(function (row, r) {
+          var span = svgEl("tspan", { x: geo.label[0], dy: r ? 14 : 0 });
+          span.textContent = row;
+          t.appendChild(span);
+        });
         g.appendChild(t);
       }
       var tip = svgEl("title"); tip.textContent = (e.cut ? "suggested cut: " : "") + e.label;
@@ -284,10 +304,18 @@
       var g = svgEl("g", { "class": "node " + n.kind + (opens ? " opens" : ""),
         "data-key": n.key, transform: "translate(" + (p[0] - n.w / 2) + "," + (p[1] - n.h / 2) + ")" });
       if (n.node !== null && n.node !== undefined) { g.setAttribute("data-node", Number(n.node)); }
-      g.appendChild(svgEl("rect", { width: n.w, height: n.h, rx: 5, ry: 5 }));
+      /* A box that counts bytes is as prominent as its part of them (html_page.py sized it:
+         text `grow` times 12 px, `border` as heavy as its share); its bytes line is bold. */
+      var grow = Number(n.grow) || 1, counts = Number(n.bytes) > 0;
+      if (counts) { g.setAttribute("data-bytes", Number(n.bytes)); }
+      var rect = svgEl("rect", { width: n.w, height: n.h, rx: 5, ry: 5 });
+      if (counts) { rect.style.strokeWidth = String(Number(n.border) || 1.5); }
+      g.appendChild(rect);
       n.lines.forEach(function (line, i) {
-        var t = svgEl("text", { x: PAD, y: PAD / 2 + LINE_H * (i + 1) - 4,
-          "class": i ? "sub" : "main" });
+        var size = counts && i === n.lines.length - 1;
+        var t = svgEl("text", { x: PAD * grow, y: (PAD / 2 + LINE_H * (i + 1) - 4) * grow,
+          "class": size ? "size" : (i ? "sub" : "main") });
+        if (grow !== 1) { t.style.fontSize = (12 * grow).toFixed(2) + "px"; }
         t.textContent = line;
         g.appendChild(t);
       });
@@ -317,7 +345,7 @@
 
   /* Text is 12 px at scale 1: a picture opens no smaller than 11 px text and no larger
      than 1.3 times. One that will not fit whole at that size opens on what answers the
-     question: the cut and the heavy boxes. */
+     question: the cut and every box that counts bytes (heavy and "more" boxes). */
   var MIN_READABLE = 11 / 12, MAX_FIT = 1.3, MARGIN = 16;
   var unsized = false;
   function boxOf(elements) {
@@ -348,7 +376,7 @@
     if (readable && !whole) {
       k = MIN_READABLE;
       var key = Array.prototype.slice.call(
-        world.querySelectorAll(".edge.cut, .node.heavy, .node.autograd"));
+        world.querySelectorAll(".edge.cut, .node[data-bytes]"));
       focus = boxOf(key) || all;
     }
     /* Centre the whole picture along each axis it fits in; otherwise what answers. */
