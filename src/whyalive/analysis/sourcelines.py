@@ -260,15 +260,27 @@ class SourceLines:
     def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """For a closure variable bound by no statement (a parameter such as ``self``): the
         nested ``def`` (or lambda) that captures it, which is what made the reference."""
+        return next(iter(self._captures(view, edge, target)), None)
+
+    def captures(self, view: CycleView, edge: NamedEdge) -> list[SourceHit]:
+        """Every ``def`` (or lambda) of the cycle that shares the cell of the closure
+        variable ``edge`` reads (``keep_acts`` and ``keep_grads`` both capturing ``self``),
+        one per code, in the order the cycle holds them."""
+        target = store_target(view, edge)
+        return [] if target is None else self._captures(view, edge, target)
+
+    def _captures(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> list[SourceHit]:
+        hits: dict[types.CodeType, SourceHit] = {}
         for into in view.edges_into(edge.source):
             fn = view.obj(into.source)
             if into.name.kind != ek.CLOSURE or type(fn) is not types.FunctionType:
                 continue
-            node = self.function_node(fn.__code__)
-            parsed = self.parsed(fn.__code__.co_filename)
-            if node is not None and parsed is not None:
-                return hit_for(fn.__code__.co_filename, parsed, node, target)
-        return None
+            code = fn.__code__
+            node = self.function_node(code)
+            parsed = self.parsed(code.co_filename)
+            if node is not None and parsed is not None and code not in hits:
+                hits[code] = hit_for(code.co_filename, parsed, node, target)
+        return list(hits.values())
 
     def _hit(
         self,

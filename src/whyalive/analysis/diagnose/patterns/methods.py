@@ -11,7 +11,9 @@ from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.naming import (
     accessor,
+    cell_variable,
     chain,
+    deletion,
     enclosing_function,
     expression,
     is_instance_node,
@@ -121,7 +123,7 @@ class BoundMethodOnSelfPattern:
             if own
             else f"types.MethodType({short_name(func)}, weakref.proxy(self))"
         )
-        remove = f" (`del {code}`)" if code else ""
+        remove = _removal(view, "self", steps)
         fix = (
             f"Store the method bound to a weak proxy of the object, `{bound}`: it is called "
             f"the same way (with the same arguments) but does not keep the object alive; or "
@@ -161,25 +163,43 @@ class BoundMethodOnSelfPattern:
             f"which is that same object: object -> function -> closure cell -> object. "
             f"Reference counting cannot free the loop."
         )
-        code = expression(variable, steps)
-        remove = f" (`del {code}`)" if code else ""
+        remove = _removal(view, variable, steps)
         fix = (
             f"Do not capture `{variable}`: let the function take it as a keyword-only default "
             f"holding a weak proxy (`{variable}=weakref.proxy({variable})` in its parameters), "
             f"which it reads the same way; or remove the function when done{remove}."
         )
         also = f"Or remove the function when done{remove}." if remove else ""
+        # Every cell that holds the object under this name (a lambda made on each call has
+        # its own): the cut is the captured variable of all of them, which one edit undoes.
         captured = [e for e in view.edges_from(closure.target) if e.target == owner]
+        captured += [
+            e
+            for e in view.edges_into(owner)
+            if e.name.kind == ek.CELL
+            and e not in captured
+            and cell_variable(view, e.source) == variable
+        ]
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
         made_in = enclosing_function(qualname_of(view.obj(fn)))
         own = any(
             made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
         )
-        cut, lint = captured[:1] or _written_step(steps), "WAL202" if own else "WAL204"
+        cut, lint = captured or _written_step(steps), "WAL202" if own else "WAL204"
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
         )
+
+
+def _removal(view: CycleView, base: str, steps: list[NamedEdge]) -> str:
+    """`` (`del self.cb`)``: how to remove what ``steps`` lead to, or the entry holding it
+    when the last step cannot be deleted (an item of a tuple); empty when nothing can be."""
+    target = deletion(view, base, steps)
+    if target is None:
+        return ""
+    whole = target == expression(base, steps)
+    return f" (`del {target}`)" if whole else f" (`del {target}`, the entry that holds it)"
 
 
 def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge]) -> bool:
@@ -281,7 +301,8 @@ class WrappedMethodOnSelfPattern:
             "the wrapper holds the method and the method holds the object: reference counting "
             "cannot free them."
         )
-        remove = f"; or remove it when done (`del {code}`)" if code else ""
+        removal = _removal(view, "self", steps)
+        remove = f"; or remove it when done{removal}" if removal else ""
         bound = f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
         fix = (
             f"Wrap the function once, in the class body, so the wrapper never holds an "
