@@ -449,7 +449,7 @@ def scaling(*, fixed: bool) -> int:
 def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     """A cached method that never reads `self`: the module-level cache is offered, and
     applying it gives the same answer with nothing kept."""
-    from whyalive.analysis.diagnose.patterns.methods import _cache_alternatives
+    from whyalive.analysis.diagnose.patterns.caches import _cache_alternatives
 
     memo, module = _cache_alternatives(Scaling.factor.__wrapped__)
     assert "a dict on `self` keyed by the arguments" in memo

@@ -13,6 +13,7 @@ import types
 from dataclasses import replace
 
 from whyalive.analysis.cuts import is_registry_attribute
+from whyalive.analysis.edit_text import proxy_stands_in
 from whyalive.analysis.fix_edits import DELETE, WEAKEN, Rewrite, Target, build_rewrite
 from whyalive.analysis.fix_edits import weak_referenceable as weakable
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
@@ -66,10 +67,13 @@ def _targets(
                 return None
             # The `def` (or lambda) that captures the variable.
             captured = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
-            target = _target(view, edge, captured, labels, remedy, structure)
+            variable = cell_variable(view, edge.source)
+            if variable is None or not proxy_stands_in(capture, variable):
+                return None  # the function uses the object where a proxy is not it
+            target = _target(view, edge, captured, labels, remedy, sources, structure)
             targets.append(replace(target, capture=capture))
         return targets
-    return [_target(view, edge, hit, labels, remedy, structure)]
+    return [_target(view, edge, hit, labels, remedy, sources, structure)]
 
 
 def _target(
@@ -78,6 +82,7 @@ def _target(
     hit: SourceHit,
     labels: frozenset[str],
     remedy: str,
+    sources: SourceLines,
     structure: Structure | None,
 ) -> Target:
     holder = _holder_object(view, edge)
@@ -98,6 +103,7 @@ def _target(
         value_shared=_shared(view, edge, structure),
         labels=labels,
         variable=variable,
+        proxy_ok=_takes_proxy(value, holder, sources),
     )
 
 
@@ -109,6 +115,23 @@ def _shared(view: CycleView, edge: NamedEdge, structure: Structure | None) -> bo
         kind = type_words(view.obj(edge.target))
         return any(link.name != edge.name and kind in link.target_types for link in structure.links)
     return any(into.source != edge.source for into in view.edges_into(edge.target))
+
+
+def _takes_proxy(value: object, holder: object, sources: SourceLines) -> bool:
+    """Whether the function a stored bound method or partial runs works with a proxy of the
+    holder where it gets the holder: ``MethodType(f, model)`` with ``f`` calling
+    ``type(self)`` does not (the proxy is not a ``Linear``)."""
+    if type(value) is types.MethodType:
+        return value.__self__ is not holder or sources.takes_proxy(value.__func__, 0)
+    if type(value) is functools.partial:
+        func = value.func
+        bound_here = type(func) is types.MethodType and func.__self__ is holder
+        if bound_here and not sources.takes_proxy(func.__func__, 0):
+            return False
+        places: list[int | str] = [i for i, arg in enumerate(value.args) if arg is holder]
+        places += [key for key, arg in value.keywords.items() if arg is holder]
+        return all(sources.takes_proxy(func, place) for place in places)
+    return True
 
 
 def _transient(value: object) -> bool:
