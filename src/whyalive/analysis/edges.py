@@ -108,10 +108,9 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
         return None
     if cls is dict:
         return _name_dict_edge(source, target)
-    if issubclass(cls, functools.partial):
-        found = _name_partial_edge(source, target)
-        if found is not None:
-            return found
+    slot = _name_partial_edge(source, target) if issubclass(cls, functools.partial) else None
+    if slot is not None:
+        return slot
     if cls is types.TracebackType:
         for attr in ("tb_frame", "tb_next"):
             if getattr(source, attr) is target:

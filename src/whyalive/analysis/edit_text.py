@@ -302,12 +302,6 @@ _PROXY_BUILTINS = frozenset(
 )
 
 
-def proxy_stands_in(function: ast.AST, name: str) -> bool:
-    """Whether a ``weakref.proxy`` bound to ``name`` works in ``function`` as the object did,
-    without following the calls it is passed to (:func:`proxy_uses` says which)."""
-    return proxy_uses(function, name) == []
-
-
 def proxy_uses(function: ast.AST, name: str) -> list[tuple[ast.expr, int | str]] | None:
     """The calls ``function`` passes ``name`` on to (callee, position or keyword), when every
     other use works the same given a ``weakref.proxy``: reading or setting an attribute,

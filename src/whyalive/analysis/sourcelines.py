@@ -135,7 +135,13 @@ class SourceLines:
             name = position
         else:
             return False
-        passed = proxy_uses(node, name)
+        return self.name_takes_proxy(function, name, depth)
+
+    def name_takes_proxy(self, function: types.FunctionType, name: str, depth: int = 3) -> bool:
+        """Whether ``function`` uses its parameter or captured variable ``name`` only in ways
+        a ``weakref.proxy`` supports, following the Python functions it is passed on to."""
+        node = self.function_node(function.__code__)
+        passed = proxy_uses(node, name) if node is not None else None
         if passed is None:
             return False
         return all(

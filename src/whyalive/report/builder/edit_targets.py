@@ -13,7 +13,6 @@ import types
 from dataclasses import replace
 
 from whyalive.analysis.cuts import is_registry_attribute
-from whyalive.analysis.edit_text import proxy_stands_in
 from whyalive.analysis.fix_edits import DELETE, WEAKEN, Rewrite, Target, build_rewrite
 from whyalive.analysis.fix_edits import weak_referenceable as weakable
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
@@ -68,7 +67,7 @@ def _targets(
             # The `def` (or lambda) that captures the variable.
             captured = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
             variable = cell_variable(view, edge.source)
-            if variable is None or not proxy_stands_in(capture, variable):
+            if variable is None or not sources.name_takes_proxy(function, variable):
                 return None  # the function uses the object where a proxy is not it
             target = _target(view, edge, captured, labels, remedy, sources, structure)
             targets.append(replace(target, capture=capture))
@@ -126,7 +125,8 @@ def _takes_proxy(value: object, holder: object, sources: SourceLines) -> bool:
     if type(value) is functools.partial:
         func = value.func
         bound_here = type(func) is types.MethodType and func.__self__ is holder
-        if bound_here and not sources.takes_proxy(func.__func__, 0):
+        # Place -1 of a bound method: its own `self`, before the partial's arguments.
+        if bound_here and not sources.takes_proxy(func, -1):
             return False
         places: list[int | str] = [i for i, arg in enumerate(value.args) if arg is holder]
         places += [key for key, arg in value.keywords.items() if arg is holder]

@@ -6,7 +6,6 @@ import functools
 import types
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.edit_text import proxy_stands_in
 from whyalive.analysis.fix_edits import WEAKEN, WORDS_ONLY
 from whyalive.analysis.naming import (
     accessor,
@@ -219,8 +218,12 @@ class BoundMethodOnSelfPattern:
         cut, lint = captured or _written_step(steps), "WAL202" if own else "WAL204"
         remedy = WEAKEN
         function = view.obj(fn)
-        node = SourceLines().function_node(function.__code__)
-        if node is not None and not proxy_stands_in(node, variable):
+        sources = SourceLines()
+        readable = (
+            type(function) is types.FunctionType
+            and sources.function_node(function.__code__) is not None
+        )
+        if readable and not sources.name_takes_proxy(function, variable):  # type: ignore[arg-type]
             name = short_name(qualname_of(function))
             fix = f"Remove the function when done{remove}. {_no_proxy(name, 'captures', cls)}"
             also, remedy = "", WORDS_ONLY
