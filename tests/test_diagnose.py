@@ -24,6 +24,7 @@ from whyalive.analysis.paths import CycleView, view_cycle
 from whyalive.graph import build_graph
 from whyalive.kinds import KindResolver
 from whyalive.report import CycleReport
+from whyalive.words import FINALIZED_LOOPS
 
 
 def only_cycle(fn: Callable[..., object], *args: object, **kwargs: object) -> CycleReport:
@@ -342,6 +343,10 @@ def test_closable_generator_cycle_is_broken_by_the_collector() -> None:
     assert not report.found
     assert held
     assert held[0]() is None
+    # The payload waited for the collector: the clean report does not say none was made.
+    assert "no cyclic garbage holding heavy objects was captured" in str(report)
+    assert FINALIZED_LOOPS in report.notes
+    assert "gc.disable()" in str(report)
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -449,7 +454,7 @@ def scaling(*, fixed: bool) -> int:
 def test_method_cache_not_reading_self_offers_a_module_function() -> None:
     """A cached method that never reads `self`: the module-level cache is offered, and
     applying it gives the same answer with nothing kept."""
-    from whyalive.analysis.diagnose.patterns.methods import _cache_alternatives
+    from whyalive.analysis.diagnose.patterns.caches import _cache_alternatives
 
     memo, module = _cache_alternatives(Scaling.factor.__wrapped__)
     assert "a dict on `self` keyed by the arguments" in memo

@@ -53,7 +53,7 @@ def test_report_repr_is_one_line_and_print_keeps_the_text() -> None:
     assert str(report).count("\n") > 10
     assert "Fix:" in str(report)
     assert (
-        repr(Report()) == "<whyalive.Report: no cyclic garbage holds heavy objects "
+        repr(Report()) == "<whyalive.Report: no cyclic garbage holding heavy objects was captured "
         "(0 garbage objects, 0 light cycles)>"
     )
 
@@ -78,7 +78,7 @@ def test_report_html_is_a_sandboxed_offline_frame() -> None:
     assert "default-src 'none'" in page
     clean = Report()._repr_html_()
     assert clean == (
-        "<p><code>whyalive: no cyclic garbage holds heavy objects "
+        "<p><code>whyalive: no cyclic garbage holding heavy objects was captured "
         "(0 garbage objects, 0 light cycles).</code></p>"
     )
 

@@ -622,6 +622,14 @@ def test_ctx_attribute_edit_only_where_it_is_safe(tmp_path: Any, function: str) 
     assert cycle.pattern == "ctx-attribute"
     assert cycle.fix_edit is None
     assert "save_for_backward" in cycle.fix
+    # A size follows another only when it says whose it is (the tensor's, not its graph's).
+    text = report.render("text", detail="full")
+    assert not re.search(r"i?B \(\d", text), text
+    assert "(itself " in text
+    if function == "KeepsAList":  # only tensors can be saved: the list's tensor is named
+        assert "the tensor kept in `ctx.ys[0]`" in cycle.fix
+        assert "not the list" in cycle.fix
+        assert "ctx.save_for_backward(ys)" not in cycle.fix
 
 
 # diagnosed as the core diagnoses a cycle (moved here: the core tests run without torch) ---

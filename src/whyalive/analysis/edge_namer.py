@@ -8,6 +8,7 @@ answers from it after (same names as ``name_edge``).
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -83,8 +84,8 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
         return names
     if cls in (types.FunctionType, types.CellType, types.MethodType, set, frozenset):
         return None
-    if issubclass(cls, (type, BaseException)) or cls in _FRAME_LIKE:
-        return None
+    if issubclass(cls, (type, BaseException, functools.partial)) or cls in _FRAME_LIKE:
+        return None  # named one by one (a partial's slots before its instance dict)
     attrs = _instance_dict(source)
     if attrs is None:
         return None

@@ -12,6 +12,7 @@ where it is a read-only view).
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import threading
@@ -107,6 +108,9 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
         return None
     if cls is dict:
         return _name_dict_edge(source, target)
+    slot = _name_partial_edge(source, target) if issubclass(cls, functools.partial) else None
+    if slot is not None:
+        return slot
     if cls is types.TracebackType:
         for attr in ("tb_frame", "tb_next"):
             if getattr(source, attr) is target:
@@ -135,6 +139,21 @@ def _name_exception_edge(source: Any, target: object) -> EdgeName | None:
     args_descriptor: Any = BaseException.__dict__["args"]
     if target is args_descriptor.__get__(source):
         return EdgeName(INTERNAL, "args")
+    return None
+
+
+# A partial's slots, read through the C type's own descriptors (no user code runs).
+_PARTIAL_SLOTS = tuple(
+    (name, vars(functools.partial)[name]) for name in ("func", "args", "keywords")
+)
+
+
+def _name_partial_edge(source: Any, target: object) -> EdgeName | None:
+    """``partial.args``, ``partial.keywords``, ``partial.func``: slots no code can reassign
+    (the partial is rebuilt instead), so named as the interpreter's, never cut."""
+    for name, descriptor in _PARTIAL_SLOTS:
+        if descriptor.__get__(source) is target:
+            return EdgeName(INTERNAL, name)
     return None
 
 

@@ -41,6 +41,9 @@ class Target:
     """For a closure variable: the ``def``/``lambda`` that captures it."""
     variable: str | None = None
     """For ``delete``: the variable to delete; for a capture: the captured name."""
+    proxy_ok: bool = True
+    """Whether the code the stored callable runs (a bound or partial function) works given
+    a proxy of the holder where it now gets the holder (it uses it through attributes)."""
 
 
 def weak_referenceable(obj: object) -> bool:
@@ -291,3 +294,54 @@ def after_last_use(edit: EditBuffer, last: ast.stmt, cleanup: str, note: str) ->
     edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}{cleanup}")
     edit.cover(end, end)
     edit.say(f"add `{cleanup}` after its last use (`{first_line(edit.source(last))}`)", note)
+
+
+# Builtins that treat a proxy as its object (the proxy forwards what they call).
+_PROXY_BUILTINS = frozenset(
+    ("len", "str", "bool", "iter", "float", "int", "abs", "getattr", "setattr", "hasattr")
+)
+
+
+def proxy_uses(function: ast.AST, name: str) -> list[tuple[ast.expr, int | str]] | None:
+    """The calls ``function`` passes ``name`` on to (callee, position or keyword), when every
+    other use works the same given a ``weakref.proxy``: reading or setting an attribute,
+    reading an item, calling it, an operator or comparison (a proxy unwraps both operands)
+    or a builtin that forwards to it (``len``, ``str``). None when a use would break: a
+    proxy is not its object to ``type()``, ``is``, ``isinstance``/``issubclass``,
+    ``id``/``hash``, and returning, storing or rebinding it is refused."""
+    if getattr(function, "args", None) is None or getattr(function, "body", None) is None:
+        return None
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(function):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    passed: list[tuple[ast.expr, int | str]] = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        parent = parents.get(node)
+        if not isinstance(node.ctx, ast.Load):
+            return None
+        if isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+            continue
+        if isinstance(parent, ast.Call) and (parent.func is node or _forwarding(parent)):
+            continue
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp)):
+            continue
+        if isinstance(parent, ast.Compare) and not any(
+            isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops
+        ):
+            continue
+        if isinstance(parent, ast.Call) and node in parent.args:
+            passed.append((parent.func, parent.args.index(node)))
+            continue
+        keyword = parents.get(parent) if isinstance(parent, ast.keyword) else None
+        if isinstance(keyword, ast.Call) and isinstance(parent, ast.keyword) and parent.arg:
+            passed.append((keyword.func, parent.arg))
+            continue
+        return None
+    return passed
+
+
+def _forwarding(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id in _PROXY_BUILTINS

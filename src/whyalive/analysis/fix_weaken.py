@@ -15,6 +15,7 @@ that only the cycle keeps alive is made weak, and reads and calls work as before
 from __future__ import annotations
 
 import ast
+import types
 
 from whyalive.analysis.edit_text import (
     EditBuffer,
@@ -42,7 +43,7 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         receiver = store.func.value if isinstance(store.func, ast.Attribute) else None
         owners = _owner_names(hit, receiver)
         values: list[ast.expr] = [*store.args, *(k.value for k in store.keywords)]
-        if not values or not target.holder_weak:
+        if not values or not target.holder_weak or not target.proxy_ok:
             return False
         changed = False
         for argument in values:  # every argument, not only up to the first one changed
@@ -87,7 +88,11 @@ def weaken(edit: EditBuffer, target: Target) -> bool:
         edit.need("weakref")
         _written(edit, statement, _WRAPPED)
         return True
-    if not target.holder_weak or not _weaken_inside(edit, target, value, owners):
+    if (
+        not target.holder_weak
+        or not target.proxy_ok
+        or not _weaken_inside(edit, target, value, owners)
+    ):
         return False
     _written(edit, statement, _INSIDE)
     return True
@@ -306,14 +311,28 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
 
 
 def _method_names(target: Target) -> set[str]:
-    """Names that are methods of the holder's class (so ``self.name`` is a bound method)."""
-    names: set[str] = set()
+    """Names that are methods of the holder's class or of the class whose method holds the
+    statement (so ``self.name`` is a bound method there).
+
+    The live class says what each of its names is, the first definition in the MRO
+    winning: a plain function is a method; a ``staticmethod`` (``self._step`` is the bare
+    function, which holds no instance) or a ``classmethod`` (bound to the class) is not.
+    The ``def``s of the class around the statement count too, less the decorated ones."""
+    kinds: dict[str, bool] = {}
     if target.holder_class is not None:
         for klass in type_mro(target.holder_class):
             for name, value in type_namespace(klass).items():
-                if type(value).__name__ == "function":
-                    names.add(name)
+                kinds.setdefault(name, type(value) is types.FunctionType)
     parent = target.hit.parsed.parents.get(target.hit.scope)
     if isinstance(parent, ast.ClassDef):
-        names.update(n.name for n in parent.body if isinstance(n, DEF_NODES))
-    return names
+        for node in parent.body:
+            if isinstance(node, DEF_NODES):
+                plain = not any(_binds_no_instance(d) for d in node.decorator_list)
+                kinds[node.name] = kinds.get(node.name, True) and plain
+    return {name for name, is_method in kinds.items() if is_method}
+
+
+def _binds_no_instance(decorator: ast.expr) -> bool:
+    """``@staticmethod``, ``@classmethod``: the decorated function is not bound to ``self``."""
+    name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+    return name in ("staticmethod", "classmethod")

@@ -125,6 +125,26 @@ def expression(base: str, steps: list[NamedEdge]) -> str | None:
     return "".join(parts)
 
 
+def deletion(view: CycleView, base: str, steps: list[NamedEdge]) -> str | None:
+    """What ``del`` can take out to drop the end of ``steps``: the whole chain when its last
+    step is an entry of a mutable container or an attribute, else the longest part of it
+    that is (``self._cache[0]`` for ``self._cache[0][1]``: a tuple's items cannot be
+    deleted); None when no part can be."""
+    for end in range(len(steps), 0, -1):
+        step = steps[end - 1]
+        holder = type(view.obj(step.source))
+        if step.name.kind in (ek.KEY, ek.INDEX) and issubclass(holder, _IMMUTABLE):
+            continue
+        if step.name.kind not in (ek.ATTRIBUTE, ek.KEY, ek.INDEX):
+            continue
+        return expression(base, steps[:end])
+    return None
+
+
+# Containers whose entries no `del` can remove.
+_IMMUTABLE = (tuple, frozenset, str, bytes, types.MappingProxyType)
+
+
 @functools.lru_cache(maxsize=4096)  # keys and indexes repeat across thousands of paths
 def is_python(text: str) -> bool:
     """True when ``text`` parses as a Python expression or statement."""

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from whyalive.analysis.edit_text import proxy_uses
 from whyalive.analysis.naming import is_instance_node
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import (
@@ -43,7 +44,7 @@ from whyalive.analysis.statements import (
     hit_for,
     stores,
 )
-from whyalive.guarded import read_attribute, type_short_name
+from whyalive.guarded import read_attribute, type_mro, type_namespace, type_short_name
 from whyalive.words import edge_kinds as ek
 
 # Parsed source files kept between analyses (the same lines object from linecache: unchanged).
@@ -106,6 +107,46 @@ class SourceLines:
         return any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
             for n in ast.walk(node)
+        )
+
+    def takes_proxy(self, function: object, position: int | str, depth: int = 3) -> bool:
+        """Whether ``function`` uses the argument it gets at ``position`` (an index among the
+        positional arguments it is called with, or a keyword) only in ways a
+        ``weakref.proxy`` of it supports (:func:`~whyalive.analysis.edit_text.proxy_uses`),
+        following the Python functions it passes the argument on to (``Optimizer.step(self)``)
+        ``depth`` calls deep; False when a function's code cannot be read (a C function
+        rejects a proxy) or a callee cannot be told without running code."""
+        shift = 0
+        if type(function) is types.MethodType:
+            function, shift = function.__func__, 1  # the bound object takes the first place
+        if type(function) is not types.FunctionType or depth < 0:
+            return False
+        node = self.function_node(function.__code__)
+        args = getattr(node, "args", None)
+        if node is None or not isinstance(args, ast.arguments):
+            return False
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        if isinstance(position, int):
+            index = position + shift
+            if index >= len(positional):
+                return False  # into `*args`: used however the body uses the tuple
+            name = positional[index]
+        elif position in {*positional[len(args.posonlyargs) :], *(a.arg for a in args.kwonlyargs)}:
+            name = position
+        else:
+            return False
+        return self.name_takes_proxy(function, name, depth)
+
+    def name_takes_proxy(self, function: types.FunctionType, name: str, depth: int = 3) -> bool:
+        """Whether ``function`` uses its parameter or captured variable ``name`` only in ways
+        a ``weakref.proxy`` supports, following the Python functions it is passed on to."""
+        node = self.function_node(function.__code__)
+        passed = proxy_uses(node, name) if node is not None else None
+        if passed is None:
+            return False
+        return all(
+            self.takes_proxy(_callee(function, callee), place, depth - 1)
+            for callee, place in passed
         )
 
     def class_statement(self, cls: type) -> SourceHit | None:
@@ -260,15 +301,27 @@ class SourceLines:
     def _capture(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """For a closure variable bound by no statement (a parameter such as ``self``): the
         nested ``def`` (or lambda) that captures it, which is what made the reference."""
+        return next(iter(self._captures(view, edge, target)), None)
+
+    def captures(self, view: CycleView, edge: NamedEdge) -> list[SourceHit]:
+        """Every ``def`` (or lambda) of the cycle that shares the cell of the closure
+        variable ``edge`` reads (``keep_acts`` and ``keep_grads`` both capturing ``self``),
+        one per code, in the order the cycle holds them."""
+        target = store_target(view, edge)
+        return [] if target is None else self._captures(view, edge, target)
+
+    def _captures(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> list[SourceHit]:
+        hits: dict[types.CodeType, SourceHit] = {}
         for into in view.edges_into(edge.source):
             fn = view.obj(into.source)
             if into.name.kind != ek.CLOSURE or type(fn) is not types.FunctionType:
                 continue
-            node = self.function_node(fn.__code__)
-            parsed = self.parsed(fn.__code__.co_filename)
-            if node is not None and parsed is not None:
-                return hit_for(fn.__code__.co_filename, parsed, node, target)
-        return None
+            code = fn.__code__
+            node = self.function_node(code)
+            parsed = self.parsed(code.co_filename)
+            if node is not None and parsed is not None and code not in hits:
+                hits[code] = hit_for(code.co_filename, parsed, node, target)
+        return list(hits.values())
 
     def _hit(
         self,
@@ -297,6 +350,28 @@ class SourceLines:
             base, _, line = site.rpartition(":")
             if line.isdigit() and base in known:
                 yield known[base], int(line)
+
+
+def _callee(function: types.FunctionType, callee: ast.expr) -> object:
+    """What ``callee`` (``helper``, ``Optimizer.step``) names in ``function``'s module, read
+    from its globals and the namespaces of classes and modules (no code runs); None when it
+    is anything else (``type(self).forward``, a local)."""
+    names: list[str] = []
+    while isinstance(callee, ast.Attribute):
+        names.append(callee.attr)
+        callee = callee.value
+    if not isinstance(callee, ast.Name) or callee.id in function.__code__.co_varnames:
+        return None
+    found = function.__globals__.get(callee.id)
+    for name in reversed(names):
+        if isinstance(found, type):
+            spaces = (type_namespace(c) for c in type_mro(found))
+            found = next((space[name] for space in spaces if name in space), None)
+        elif type(found) is types.ModuleType:
+            found = vars(found).get(name)
+        else:
+            return None
+    return found.__func__ if type(found) is staticmethod else found
 
 
 def _functions_at(parsed: ParsedFile, first_line: int) -> Iterator[ast.AST]:

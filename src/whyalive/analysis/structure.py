@@ -16,7 +16,7 @@ shown is named in full, and a long loop keeps just its two ends.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from whyalive.analysis.cuts import is_back_reference, is_payload_reference
@@ -223,7 +223,13 @@ def _find_cut(
     counts: list[int],
     links: list[Link],
 ) -> list[Link]:
-    """The fewest reference names whose removal leaves the component without a loop."""
+    """The fewest reference names whose removal leaves the component without a loop.
+
+    Back references (``.parent``, ``.root``) are tried first, alone and then together: a
+    tree whose nodes point back twice is freed by cutting both, and that cut is the one
+    the user's code can weaken without losing the structure. Only when the back
+    references cannot free it are the other names (a list's items, ``.children``) tried.
+    """
     candidates = sorted(
         (link for link in links if link.removable and link.name.kind in ek.USER_KINDS),
         key=lambda link: _cut_rank(link, links),
@@ -236,6 +242,17 @@ def _find_cut(
             return True  # no reference inside is left: nothing to peel
         return work.acyclic_without(members, [keys[klass] for klass in classes], extra)
 
+    back = [link for link in candidates if is_back_reference(link.name)]
+    for tier in (back, candidates):
+        chosen = _fewest(tier, frees)
+        if chosen:
+            return chosen
+    return []
+
+
+def _fewest(candidates: list[Link], frees: Callable[[list[Link]], bool]) -> list[Link]:
+    """One candidate that frees the component, else the best ones together, pruned to a
+    minimal set; empty when all of them together do not free it."""
     for link in candidates:
         if frees([link]):
             return [link]

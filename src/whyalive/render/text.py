@@ -320,7 +320,10 @@ class TextRenderer:
         if paths:
             lines.append("  Holder paths:" if full else "  Holder path, for example:")
             for path in paths:
-                size = f" ({size_to_words(report.node(path.heavy_node).size)})"
+                heavy = report.node(path.heavy_node)
+                # A label that already sizes what autograd keeps says whose this size is.
+                itself = "itself " if " + autograd graph: " in heavy.label else ""
+                size = f" ({itself}{size_to_words(heavy.size)})"
                 hops = path_lines(report, path, size, self._width - 4)
                 lines.extend(f"    {line}" for line in hops)
             hidden = cycle.heavy_count - len(cycle.holder_paths)

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from whyalive.report import AliveObject, CycleReport, Edge, HolderPath, Report
+from whyalive.words import FINALIZED_LOOPS
 
 
 def merge_reports(reports: Sequence[Report]) -> Report:
@@ -51,6 +52,8 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         light += report.light_cycle_count
         heavy_total += report.heavy_count  # different collections: different objects
         unlisted += report.heavy_objects_unlisted
+    if cycles:  # a clean collection's note on what it cannot rule out: not for the whole check
+        notes.pop(FINALIZED_LOOPS, None)
     return dataclasses.replace(
         first,
         nodes=tuple(nodes),

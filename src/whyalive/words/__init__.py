@@ -15,6 +15,7 @@ from __future__ import annotations
 from whyalive.words.basics import (
     BLIND_SPOTS,
     BLIND_SPOTS_SHORT,
+    FINALIZED_LOOPS,
     a_code,
     an,
     code,
@@ -82,6 +83,7 @@ from whyalive.words.references import (
 __all__ = [
     "BLIND_SPOTS",
     "BLIND_SPOTS_SHORT",
+    "FINALIZED_LOOPS",
     "HELD_NATIVELY_SECTION",
     "HELD_NATIVELY_TITLE",
     "MAX_CUT_PHRASES",

@@ -15,6 +15,15 @@ BLIND_SPOTS = (
 )
 """Kept in every report's notes and printed by ``detail="full"`` text."""
 
+FINALIZED_LOOPS = (
+    "A loop the collector frees by running a finalizer is gone before it is captured (a "
+    "suspended generator or coroutine, which it closes; an object whose `__del__` breaks the "
+    "loop): what such a loop held waited for the collector but is not counted here; "
+    "`gc.disable()` around the block shows memory that stays."
+)
+"""The note of a report that captured no cyclic garbage holding heavy objects: what that
+clean headline cannot rule out."""
+
 BLIND_SPOTS_SHORT = (
     "whyalive sees what Python's cyclic GC sees; loops through C++ owners (autograd) "
     "and objects without GC support are not reported here: `check_leaks(census=True)` "

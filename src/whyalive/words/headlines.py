@@ -156,7 +156,7 @@ def report_headline(report: Report) -> str:
         noun = "heavy object" if all(a.device for a in report.alive) else "object"
         return f"{plural(len(report.alive), noun)} still alive{at}: {size_to_words(alive_bytes)}"
     clean = (
-        f"no cyclic garbage holds heavy objects{at} "
+        f"no cyclic garbage holding heavy objects was captured{at} "
         f"({plural(report.garbage_objects, 'garbage object')}, "
         f"{plural(report.light_cycle_count, 'light cycle')})"
     )
@@ -264,7 +264,7 @@ def summary_headline(summary: Summary) -> str:
     """What the ranks found, in the words of a single report's headline."""
     heard = f"{len(summary.ranks)} of {plural(summary.world_size, 'rank')} reported"
     if not summary.rows:
-        return f"{heard}; no cyclic garbage holds heavy objects"
+        return f"{heard}; no cyclic garbage holding heavy objects was captured"
     occurrences = sum(sum(row.occurrences_by_rank.values()) for row in summary.rows)
     return (
         f"{heard}; {cycles_words(occurrences, len(summary.rows))} "

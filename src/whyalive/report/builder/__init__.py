@@ -21,7 +21,7 @@ from whyalive.report.builder.cycles import cycle_report
 from whyalive.report.builder.heavy import heavy_table
 from whyalive.report.builder.nodes import NodeTable, holder_path_record
 from whyalive.report.run_info import run_info
-from whyalive.words import BLIND_SPOTS
+from whyalive.words import BLIND_SPOTS, FINALIZED_LOOPS
 
 __all__ = ["NodeTable", "build_report", "counts_report", "holder_path_record"]
 
@@ -98,5 +98,6 @@ def _report(
         cycle_count=findings.cycle_count,
         heavy_count=len(set().union(*(group.heavy_nodes for group in kept))),
         light_cycle_count=max(light, 0),
-        notes=(*findings.notes, BLIND_SPOTS),
+        # A clean report says what its headline cannot rule out.
+        notes=(*findings.notes, *(() if cycles else (FINALIZED_LOOPS,)), BLIND_SPOTS),
     )

@@ -26,10 +26,10 @@ from whyalive.analysis.fix_edits import (
 from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines
-from whyalive.analysis.statements import SourceHit, stored_target
+from whyalive.analysis.statements import FUNCTION_NODES, SourceHit, stored_target
 from whyalive.analysis.structure import Structure
 from whyalive.report import FixEdit
-from whyalive.report.builder.edit_targets import build
+from whyalive.report.builder.edit_targets import build, closure_functions
 from whyalive.report.builder.future_advice import future_cut
 from whyalive.words import edge_kinds as ek
 
@@ -81,10 +81,13 @@ def advise(
         note = None
         for edge in labels:
             hit, why = sources.find(view, edge, sites)
-            if hit is not None:
-                found.append((edge, hit))
-            else:
+            if hit is None:
                 note = note or why
+            elif edge.name.kind == ek.CELL and isinstance(hit.store, FUNCTION_NODES):
+                # Every function sharing the cell made the reference: quote each of them.
+                found += [(edge, other) for other in sources.captures(view, edge) or [hit]]
+            else:
+                found.append((edge, hit))
     except Exception:  # user source or hostile objects; the rest of the report stands
         return Advice(source_note="the source that made this reference could not be read",
                       fix=match.fix)  # fmt: skip
@@ -123,7 +126,7 @@ def _advice(
         )
     rewrite = None
     remedy = match.remedy or (_REMEDY_BY_KIND.get(labels[0].name.kind) if labels else None)
-    if diagnosis.proof.proven and len(found) == len(labels):
+    if diagnosis.proof.proven and len(dict.fromkeys(edge for edge, _ in found)) == len(labels):
         rewrite = _rewrite(view, remedy, found, sources, user_root, structure)
     if rewrite is not None:
         fix = f"{rewrite.words} {_respell(match.also, holder)}".strip()
@@ -195,9 +198,13 @@ def label_edges(
             for link in structure.cut
             if link.sample is not None
         ]
-    by_label: dict[tuple[str, str], NamedEdge] = {}
+    by_label: dict[tuple[object, ...], NamedEdge] = {}
     for edge in diagnosis.cut:
-        by_label.setdefault((edge.name.kind, edge.name.name), edge)
+        key: tuple[object, ...] = (edge.name.kind, edge.name.name)
+        if edge.name.kind == ek.CELL:
+            # Cells are one label when the same code made them (a lambda made per call).
+            key += tuple(sorted(id(fn.__code__) for fn in closure_functions(view, edge.source)))
+        by_label.setdefault(key, edge)
     return list(by_label.values())
 
 

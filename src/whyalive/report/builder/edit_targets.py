@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import types
+from dataclasses import replace
 
 from whyalive.analysis.cuts import is_registry_attribute
 from whyalive.analysis.fix_edits import DELETE, WEAKEN, Rewrite, Target, build_rewrite
@@ -31,13 +32,47 @@ def build(
 ) -> Rewrite | None:
     """The one edit that applies ``remedy`` at every statement found, or None."""
     labels = frozenset(edge.name.name[1:] for edge, _ in found if edge.name.kind == ek.ATTRIBUTE)
-    targets = []
+    targets: list[Target] = []
     for edge, hit in found:
-        target = _target(view, edge, hit, labels, remedy, sources, structure)
-        if target is None:
+        made = _targets(view, edge, hit, labels, remedy, sources, structure)
+        if made is None:
             return None
-        targets.append(target)
+        targets += made
     return build_rewrite(targets, remedy)
+
+
+def _targets(
+    view: CycleView,
+    edge: NamedEdge,
+    hit: SourceHit,
+    labels: frozenset[str],
+    remedy: str,
+    sources: SourceLines,
+    structure: Structure | None,
+) -> list[Target] | None:
+    """The label's targets: one, or for a captured variable held weakly one per function
+    that shares its cell (``keep_acts`` and ``keep_grads`` both closing over ``self``): the
+    cut removes the cell's reference, which only rewriting every one of them undoes."""
+    value = view.obj(edge.target)
+    if edge.name.kind == ek.CELL and remedy == WEAKEN and weakable(value) and not _transient(value):
+        functions = closure_functions(view, edge.source)
+        if not functions:
+            return None
+        targets = []
+        for function in functions:
+            capture = sources.function_node(function.__code__)
+            parsed = sources.parsed(function.__code__.co_filename)
+            if capture is None or parsed is None:
+                return None
+            # The `def` (or lambda) that captures the variable.
+            captured = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
+            variable = cell_variable(view, edge.source)
+            if variable is None or not sources.name_takes_proxy(function, variable):
+                return None  # the function uses the object where a proxy is not it
+            target = _target(view, edge, captured, labels, remedy, sources, structure)
+            targets.append(replace(target, capture=capture))
+        return targets
+    return [_target(view, edge, hit, labels, remedy, sources, structure)]
 
 
 def _target(
@@ -48,23 +83,12 @@ def _target(
     remedy: str,
     sources: SourceLines,
     structure: Structure | None,
-) -> Target | None:
+) -> Target:
     holder = _holder_object(view, edge)
     value = view.obj(edge.target)
     variable = None
-    capture: ast.AST | None = None
     if edge.name.kind == ek.CELL:
         variable = cell_variable(view, edge.source)
-        if remedy == WEAKEN and weakable(value) and not _transient(value):
-            function = _closure_function(view, edge.source)
-            if function is None:
-                return None
-            capture = sources.function_node(function.__code__)
-            if capture is None:
-                return None
-            parsed = sources.parsed(function.__code__.co_filename)
-            if parsed is not None:  # the `def` (or lambda) that captures the variable
-                hit = hit_for(function.__code__.co_filename, parsed, capture, hit.target)
     elif edge.name.kind == ek.LOCAL:
         variable = variable_of(edge)
     elif edge.name.kind == ek.ATTRIBUTE and remedy == DELETE:
@@ -77,8 +101,8 @@ def _target(
         value_weak=weakable(value) and not _transient(value),
         value_shared=_shared(view, edge, structure),
         labels=labels,
-        capture=capture,
         variable=variable,
+        proxy_ok=_takes_proxy(value, holder, sources),
     )
 
 
@@ -90,6 +114,24 @@ def _shared(view: CycleView, edge: NamedEdge, structure: Structure | None) -> bo
         kind = type_words(view.obj(edge.target))
         return any(link.name != edge.name and kind in link.target_types for link in structure.links)
     return any(into.source != edge.source for into in view.edges_into(edge.target))
+
+
+def _takes_proxy(value: object, holder: object, sources: SourceLines) -> bool:
+    """Whether the function a stored bound method or partial runs works with a proxy of the
+    holder where it gets the holder: ``MethodType(f, model)`` with ``f`` calling
+    ``type(self)`` does not (the proxy is not a ``Linear``)."""
+    if type(value) is types.MethodType:
+        return value.__self__ is not holder or sources.takes_proxy(value.__func__, 0)
+    if type(value) is functools.partial:
+        func = value.func
+        bound_here = type(func) is types.MethodType and func.__self__ is holder
+        # Place -1 of a bound method: its own `self`, before the partial's arguments.
+        if bound_here and not sources.takes_proxy(func, -1):
+            return False
+        places: list[int | str] = [i for i, arg in enumerate(value.args) if arg is holder]
+        places += [key for key, arg in value.keywords.items() if arg is holder]
+        return all(sources.takes_proxy(func, place) for place in places)
+    return True
 
 
 def _transient(value: object) -> bool:
@@ -113,12 +155,15 @@ def _holder_object(view: CycleView, edge: NamedEdge) -> object | None:
     return owners[0] if owners else None
 
 
-def _closure_function(view: CycleView, cell: int) -> types.FunctionType | None:
+def closure_functions(view: CycleView, cell: int) -> list[types.FunctionType]:
+    """The functions of the cycle that close over ``cell``, one per code (a lambda made in a
+    loop is rewritten once)."""
+    functions: dict[types.CodeType, types.FunctionType] = {}
     for into in view.edges_into(cell):
         fn = view.obj(into.source)
         if into.name.kind == ek.CLOSURE and type(fn) is types.FunctionType:
-            return fn
-    return None
+            functions.setdefault(fn.__code__, fn)
+    return list(functions.values())
 
 
 def _stored_on(hit: SourceHit) -> ast.Attribute | None:
@@ -129,4 +174,4 @@ def _stored_on(hit: SourceHit) -> ast.Attribute | None:
     return None
 
 
-__all__ = ["build"]
+__all__ = ["build", "closure_functions"]

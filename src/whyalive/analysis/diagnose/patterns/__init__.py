@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from whyalive.analysis.diagnose.patterns import autograd, autograd_state
 from whyalive.analysis.diagnose.patterns.base import Pattern, PatternMatch
+from whyalive.analysis.diagnose.patterns.caches import MethodCachePattern
 from whyalive.analysis.diagnose.patterns.classes import ClassPerCallPattern
 from whyalive.analysis.diagnose.patterns.closures import (
     ClosureInCapturedContainerPattern,
@@ -36,7 +37,6 @@ from whyalive.analysis.diagnose.patterns.frameworks import AutogradNodePattern, 
 from whyalive.analysis.diagnose.patterns.hooks import HookRegistryPattern
 from whyalive.analysis.diagnose.patterns.methods import (
     BoundMethodOnSelfPattern,
-    MethodCachePattern,
     WrappedMethodOnSelfPattern,
 )
 from whyalive.analysis.diagnose.patterns.structures import LinkedStructurePattern

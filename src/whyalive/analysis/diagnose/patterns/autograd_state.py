@@ -14,7 +14,7 @@ from whyalive.analysis.diagnose.patterns.autograd import (
 )
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import SAVE_FOR_BACKWARD, WORDS_ONLY
-from whyalive.analysis.naming import chain, label, short_name
+from whyalive.analysis.naming import accessor, chain, label, short_name
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_namespace, type_qualname, type_short_name
 from whyalive.words import edge_kinds as ek
@@ -40,7 +40,6 @@ class CtxAttributePattern:
     def _words(self, view: CycleView, function: type, edge: NamedEdge) -> PatternMatch:
         cls = short_name(type_qualname(function))
         attr = edge.name.name
-        value = attr[1:]
         summary = (
             f"the custom Function `{cls}` stores a tensor in `ctx{attr}`, and that tensor's "
             f"`grad_fn` is the same `ctx`"
@@ -51,14 +50,29 @@ class CtxAttributePattern:
             f"tensor that leads to it): output -> grad_fn (ctx) -> `{attr}` -> output. "
             f"{never_freed(view, 'The autograd graph')}."
         )
-        fix = (
-            f"In the forward of `{cls}` save it with `ctx.save_for_backward({value})` instead "
-            f"of `ctx{attr} = {value}`, and read it back in its backward with "
-            f"`{value}, = ctx.saved_tensors`; saved tensors do not keep the output's graph."
-        )
         # The edit changes the store and backward's reads; a container of tensors is said.
         direct = is_tensor(view, edge.target)
         remedy = SAVE_FOR_BACKWARD if direct else WORDS_ONLY
+        if direct:
+            value = attr[1:]
+            fix = (
+                f"In the forward of `{cls}` save it with `ctx.save_for_backward({value})` "
+                f"instead of `ctx{attr} = {value}`, and read it back in its backward with "
+                f"`{value}, = ctx.saved_tensors`; saved tensors do not keep the output's graph."
+            )
+        else:
+            # Only tensors can be saved: the container's tensor is named by its place in it.
+            inside = [
+                e for e in view.edges_from(edge.target) if is_tensor(view, e.target) and accessor(e)
+            ]
+            place = f"ctx{attr}{accessor(inside[0])}" if inside else f"ctx{attr}"
+            kept = type_short_name(type(view.obj(edge.target)))
+            fix = (
+                f"In the forward of `{cls}` save the tensor kept in `{place}` with "
+                f"`ctx.save_for_backward(...)` (it takes tensors, not the {kept}) instead of "
+                f"keeping it in `ctx{attr}`, and read it back in its backward from "
+                "`ctx.saved_tensors`; saved tensors do not keep the output's graph."
+            )
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, [edge], None, remedy=remedy
         )

@@ -6,6 +6,7 @@ from whyalive.analysis.cuts import is_back_reference
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.naming import (
+    deletion,
     expression,
     holder_code,
     is_instance_node,
@@ -204,7 +205,7 @@ class SelfContainingContainerPattern:
             "collector."
         )
         holder = holder_code(view, cut[0].source) if cut else None
-        entry = expression(holder, cut[:1]) if holder else None
+        entry = deletion(view, holder, cut[:1]) if holder else None
         name = cut[0].name.name if cut else None
         fix = (
             f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."

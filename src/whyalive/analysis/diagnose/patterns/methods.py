@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import dis
 import functools
-import inspect
 import types
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
-from whyalive.analysis.fix_edits import WEAKEN
+from whyalive.analysis.fix_edits import WEAKEN, WORDS_ONLY
 from whyalive.analysis.naming import (
     accessor,
+    cell_variable,
     chain,
+    deletion,
     enclosing_function,
     expression,
     is_instance_node,
@@ -20,6 +20,7 @@ from whyalive.analysis.naming import (
     short_name,
 )
 from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.analysis.sourcelines import SourceLines
 from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
@@ -69,19 +70,34 @@ class BoundMethodOnSelfPattern:
             f"{a_code(cls)} object stores in {where} a `functools.partial` of `{name}` "
             "that is given the object itself"
         )
+        # Only a partial stored under the name of a method of the class patches that method;
+        # deleting it then lets the class's own method show through again.
+        patched = _shadows_method(owner, stored.name.name)
+        shape = ", a method patched onto its own object" if patched else ""
         explanation = (
             f"A `functools.partial` of `{name}` keeps its arguments, here the `{cls}` object "
-            f"that holds the partial in {where}: object -> partial -> object, a method patched "
-            "onto its own object. Reference counting cannot free the loop."
+            f"that holds the partial in {where}: object -> partial -> object{shape}. "
+            "Reference counting cannot free the loop."
         )
-        undo = f" (`del {code}`, and the class's own method shows through again)" if code else ""
+        again = ", and the class's own method shows through again" if patched else ""
+        undo = f" (`del {code}`{again})" if code else ""
+        back = "take the patch back" if patched else "remove it"
         fix = (
             f"Give the partial `weakref.proxy(self)` instead of the object (it is used the "
-            f"same way), or take the patch back when done{undo}."
+            f"same way), or {back} when done{undo}."
         )
-        also = f"Or take the patch back when done{undo}."
+        also = f"Or {back} when done{undo}."
+        remedy = WEAKEN
+        places: list[int | str] = [i for i, arg in enumerate(partial.args) if arg is owner]
+        places += [key for key, arg in partial.keywords.items() if arg is owner]
+        sources = SourceLines()
+        if not all(sources.takes_proxy(func, place) for place in places):
+            fix = (
+                f"{back[:1].upper()}{back[1:]} when done{undo}. {_no_proxy(name, 'is given', cls)}"
+            )
+            also, remedy = "", WORDS_ONLY
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, [stored], "WAL204", None, WEAKEN, also
+            self.name, self.title, summary, explanation, fix, [stored], "WAL204", None, remedy, also
         )
 
     def _bound(
@@ -121,7 +137,7 @@ class BoundMethodOnSelfPattern:
             if own
             else f"types.MethodType({short_name(func)}, weakref.proxy(self))"
         )
-        remove = f" (`del {code}`)" if code else ""
+        remove = _removal(view, "self", steps)
         fix = (
             f"Store the method bound to a weak proxy of the object, `{bound}`: it is called "
             f"the same way (with the same arguments) but does not keep the object alive; or "
@@ -135,8 +151,23 @@ class BoundMethodOnSelfPattern:
         )
         lint = "WAL204" if patched else "WAL201"
         cut = _written_step(steps)
+        remedy = WEAKEN
+        if type(function) is types.MethodType and not SourceLines().takes_proxy(
+            function.__func__, 0
+        ):
+            # `type(self).forward(self, x)`: bound to a proxy, the function would break.
+            again = (
+                ", and the class's own method shows through again"
+                if len(steps) == 1 and _shadows_method(view.obj(owner), steps[0].name.name)
+                else ""
+            )
+            undo = (
+                f"Remove it when done{remove[:-1]}{again})." if remove else "Remove it when done."
+            )
+            fix = f"{undo} {_no_proxy(short_name(func), 'is bound to', cls)}"
+            also, remedy = "", WORDS_ONLY
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
+            self.name, self.title, summary, explanation, fix, cut, lint, None, remedy, also
         )
 
     def _closure(
@@ -161,25 +192,63 @@ class BoundMethodOnSelfPattern:
             f"which is that same object: object -> function -> closure cell -> object. "
             f"Reference counting cannot free the loop."
         )
-        code = expression(variable, steps)
-        remove = f" (`del {code}`)" if code else ""
+        remove = _removal(view, variable, steps)
         fix = (
             f"Do not capture `{variable}`: let the function take it as a keyword-only default "
             f"holding a weak proxy (`{variable}=weakref.proxy({variable})` in its parameters), "
             f"which it reads the same way; or remove the function when done{remove}."
         )
         also = f"Or remove the function when done{remove}." if remove else ""
+        # Every cell that holds the object under this name (a lambda made on each call has
+        # its own): the cut is the captured variable of all of them, which one edit undoes.
         captured = [e for e in view.edges_from(closure.target) if e.target == owner]
+        captured += [
+            e
+            for e in view.edges_into(owner)
+            if e.name.kind == ek.CELL
+            and e not in captured
+            and cell_variable(view, e.source) == variable
+        ]
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
         made_in = enclosing_function(qualname_of(view.obj(fn)))
         own = any(
             made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
         )
-        cut, lint = captured[:1] or _written_step(steps), "WAL202" if own else "WAL204"
-        return PatternMatch(
-            self.name, self.title, summary, explanation, fix, cut, lint, None, WEAKEN, also
+        cut, lint = captured or _written_step(steps), "WAL202" if own else "WAL204"
+        remedy = WEAKEN
+        function = view.obj(fn)
+        sources = SourceLines()
+        readable = (
+            type(function) is types.FunctionType
+            and sources.function_node(function.__code__) is not None
         )
+        if readable and not sources.name_takes_proxy(function, variable):  # type: ignore[arg-type]
+            name = short_name(qualname_of(function))
+            fix = f"Remove the function when done{remove}. {_no_proxy(name, 'captures', cls)}"
+            also, remedy = "", WORDS_ONLY
+        return PatternMatch(
+            self.name, self.title, summary, explanation, fix, cut, lint, None, remedy, also
+        )
+
+
+def _no_proxy(function: str, given: str, cls: str) -> str:
+    """Why a ``weakref.proxy`` is not offered: the function uses the object as itself."""
+    return (
+        f"A `weakref.proxy` cannot stand in for the object here: `{function}` uses the object "
+        f"it {given} other than through its attributes (it asks its type, compares or "
+        f"passes it on), and a proxy is not a `{cls}` to `type()`, `isinstance` or C code."
+    )
+
+
+def _removal(view: CycleView, base: str, steps: list[NamedEdge]) -> str:
+    """`` (`del self.cb`)``: how to remove what ``steps`` lead to, or the entry holding it
+    when the last step cannot be deleted (an item of a tuple); empty when nothing can be."""
+    target = deletion(view, base, steps)
+    if target is None:
+        return ""
+    whole = target == expression(base, steps)
+    return f" (`del {target}`)" if whole else f" (`del {target}`, the entry that holds it)"
 
 
 def _patched_from_outside(method: object, owner: object, steps: list[NamedEdge]) -> bool:
@@ -281,7 +350,8 @@ class WrappedMethodOnSelfPattern:
             "the wrapper holds the method and the method holds the object: reference counting "
             "cannot free them."
         )
-        remove = f"; or remove it when done (`del {code}`)" if code else ""
+        removal = _removal(view, "self", steps)
+        remove = f"; or remove it when done{removal}" if removal else ""
         bound = f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
         fix = (
             f"Wrap the function once, in the class body, so the wrapper never holds an "
@@ -300,101 +370,4 @@ class WrappedMethodOnSelfPattern:
             None,
             WEAKEN,
             also,
-        )
-
-
-def _code_of(function: object) -> types.CodeType | None:
-    """The code of a function or of a bound method's function; None for anything else,
-    hostile objects included."""
-    try:
-        code = getattr(getattr(function, "__func__", function), "__code__", None)
-    except Exception:  # a raising __getattr__
-        return None
-    return code if isinstance(code, types.CodeType) else None
-
-
-def _reads_first_argument(code: types.CodeType | None) -> bool:
-    """Whether the code reads its first parameter, its ``self`` (True when unknown)."""
-    if code is None or code.co_argcount < 1:
-        return True
-    me = code.co_varnames[0]
-    if me in code.co_cellvars:  # a nested function captures it
-        return True
-    for instruction in dis.get_instructions(code):
-        if "LOAD_FAST" in instruction.opname or "LOAD_DEREF" in instruction.opname:
-            names = instruction.argval  # a pair for 3.13's STORE_FAST_LOAD_FAST and the like
-            if names == me or (isinstance(names, tuple) and me in names):
-                return True
-    return False
-
-
-def _cache_alternatives(wrapped: object) -> tuple[str, str]:
-    """The fixes that keep every call ``obj.method(...)`` working (a ``cached_property``
-    would not: callers call the method): the results kept on the instance, and a
-    module-level cache only when the method never reads ``self``."""
-    code = _code_of(wrapped)
-    starred = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
-    shape = (code.co_argcount, code.co_kwonlyargcount, code.co_flags & starred) if code else ()
-    where = (
-        "an attribute of `self` set on the first call and returned after"
-        if shape == (1, 0, 0)  # nothing but `self`
-        else "a dict on `self` keyed by the arguments, filled on the first call"
-    )
-    memo = f"the results on the instance instead ({where})"
-    module = (
-        ""
-        if _reads_first_argument(code)
-        else "; or, since the method does not read `self`, cache a module-level function of "
-        "its arguments and call it from the method"
-    )
-    return memo, module
-
-
-class MethodCachePattern:
-    """``functools.lru_cache``/``cache`` wrappers and class-level caches inside a cycle."""
-
-    name = "method-cache"
-    title = "cache that holds its owner"
-
-    def match(self, view: CycleView) -> PatternMatch | None:
-        """An lru_cache wrapper among the members."""
-        wrapper_type = type(functools.lru_cache(maxsize=None)(lambda: None))
-        caches = [n for n in view.shown if type(view.obj(n)) is wrapper_type]
-        if not caches:
-            return None
-        cache = caches[0]
-        wrapped = getattr(view.obj(cache), "__wrapped__", None)
-        name = qualname_of(wrapped) if wrapped is not None else "function"
-        summary = f"`functools.lru_cache` of `{name}` is part of the cycle"
-        explanation = (
-            f"The cache of `{name}` keeps every argument it was called with, `self` included; "
-            "when the cache itself is reachable from those arguments (a per-class or "
-            "per-instance cache), the objects hold the cache and the cache holds the objects."
-        )
-        into = view.edges_into(cache)
-        cut = into[:1]
-        held_in = expression("self", into[:1]) if into else None
-        stored = (
-            f" Here the cache is stored in `{held_in}`: drop it (`del {held_in}`) when done."
-            if held_in and into[0].name.kind == ek.ATTRIBUTE
-            else ""
-        )
-        if any(issubclass(type(view.obj(n)), type) for n in view.shown):
-            # A class-level cache: the class is always a cycle of its own, so the cut
-            # is the cache's entry that holds the instance (and its heavy objects).
-            owners = [n for n in view.shown if is_instance_node(view.obj(n))]
-            steps = chain(view, cache, owners[0]) if owners else []
-            entries = [e for e in steps if e.name.kind in (ek.KEY, ek.INDEX)]
-            cut = entries[:1] or cut
-            short = short_name(name)
-            stored = f" Or empty the cache when done: `{short}.cache_clear()`."
-        memo, module = _cache_alternatives(wrapped)
-        fix = (
-            f"Do not put `lru_cache`/`cache` on `{short_name(name)}` (a method): keep {memo}"
-            f"{module}, so every call stays as it is.{stored}"
-        )
-        also = f"Or keep {memo}{module}.{stored}"
-        remedy = None if any(issubclass(type(view.obj(n)), type) for n in view.shown) else WEAKEN
-        return PatternMatch(
-            self.name, self.title, summary, explanation, fix, cut, "WAL501", None, remedy, also
         )

@@ -45,14 +45,17 @@ class LinkedStructurePattern:
         size = f"{structure.member_count:,} objects"
         if back and main is not None:
             owner = joined([kind_count_words(n, k) for k, n in main.source_types.most_common(2)])
+            # Every back reference of the cut (a tree's `.parent` and `.root`) is said as one.
+            backs = [link for link in cut if is_back_reference(link.name)]
             others = [
                 _link_words(link)
                 for link in shown_links
-                if link is not main and link.name.kind != ek.CELL
+                if link not in backs and link.name.kind != ek.CELL
             ]
             through = f" (through {joined(others)})" if others else ""
+            pointers = joined([f"`{link.name.name}`" for link in backs])
             explanation = (
-                f"Each of the {owner} points back through `{main.name.name}` to an object that "
+                f"Each of the {owner} points back through {pointers} to an object that "
                 f"reaches it again{through}: every link goes both ways, so the whole structure "
                 f"({size}) is one cycle that reference counting can never free; it waits for "
                 "the cyclic garbage collector."
