@@ -13,6 +13,8 @@ cycle summaries and cuts here too, from plain facts it reads off the objects.
 from __future__ import annotations
 
 from whyalive.words.basics import (
+    AUTOGRAD_NODE_KIND,
+    AUTOGRAD_PART,
     BLIND_SPOTS,
     BLIND_SPOTS_SHORT,
     a_code,
@@ -21,6 +23,7 @@ from whyalive.words.basics import (
     edge_label,
     heavy_brief,
     heavy_noun,
+    heavy_size_words,
     holding_phrase,
     index_range_words,
     joined,
@@ -80,6 +83,8 @@ from whyalive.words.references import (
 )
 
 __all__ = [
+    "AUTOGRAD_NODE_KIND",
+    "AUTOGRAD_PART",
     "BLIND_SPOTS",
     "BLIND_SPOTS_SHORT",
     "HELD_NATIVELY_SECTION",
@@ -105,6 +110,7 @@ __all__ = [
     "heavy_brief",
     "heavy_count_words",
     "heavy_noun",
+    "heavy_size_words",
     "holding_description",
     "holding_phrase",
     "holding_place",
