@@ -20,6 +20,7 @@ from test_fix_proof import report_of
 from whyalive.report import Report
 from whyalive.words import (
     AUTOGRAD_NODE_KIND,
+    holding_count,
     holding_words,
     plural,
     report_headline,
@@ -101,7 +102,7 @@ def test_text_html_and_json_agree_on_every_count_and_size(scenario: Scenario) ->
                 h["autograd_count"] + (h["count"] if h["kind"] != AUTOGRAD_NODE_KIND else 0)
                 for h in cycle["holds"]
             )
-            assert held == cycle["heavy_count"]
+            assert held == cycle["heavy_count"] == sum(map(holding_count, report_cycle.holds))
         # "N `Type` objects" in a sentence never says more than the cycle has of that type.
         for count, name in _TYPED_COUNT.findall(block):
             have = cycle["member_types"].get(f"{name} object")

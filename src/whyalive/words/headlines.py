@@ -203,6 +203,13 @@ def _found_headline(report: Report) -> str:
     )
 
 
+def holding_count(holding: Holding) -> int:
+    """The heavy objects a holding stands for: its own (an autograd node is none) and the
+    tensors their autograd graphs hold."""
+    own = 0 if holding.kind == AUTOGRAD_NODE_KIND else holding.count
+    return own + holding.autograd_count
+
+
 def holding_what(holding: Holding) -> str:
     """``"4 tensors float32[16, 256] cpu, 64.0 KiB"``: what one place holds."""
     return holding_phrase(holding.kind, holding.count, {holding.description}, holding.nbytes)
