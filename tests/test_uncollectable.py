@@ -27,7 +27,7 @@ from whyalive.capture.gcstate import OWNER
 from whyalive.kinds.autograd_graph import AutogradReader
 from whyalive.report import Report
 from whyalive.report.schema import validate_report
-from whyalive.words import holding_words
+from whyalive.words import holding_words, size_to_words
 
 torch = pytest.importorskip("torch")
 
@@ -161,6 +161,30 @@ def test_bytes_count_what_the_loop_keeps_and_not_what_lives_anyway() -> None:
     # y, the leaf x (saved by the linear layer) and x.grad: 256 KiB each.
     assert sum(kept.values()) == 3 * 256 * 256 * 4
     assert loop.total_bytes == sum(kept.values())
+
+
+def test_a_report_of_cycles_and_loops_totals_both() -> None:
+    """A block that leaves a reference cycle and a loop through C++: the JSON's totals and
+    the one headline cover both, each counted with what its autograd graph holds."""
+
+    def both() -> None:
+        loops.tensor_hook()
+        box: list[Any] = [torch.ones(loops.PAYLOAD)]
+        box.append(box)
+
+    report = find_leaks(both)
+    [cycle] = report.cycles
+    [loop] = report.uncollectable
+    data = report.to_dict()
+    assert data["total_bytes"] == cycle.total_bytes + loop.total_bytes
+    assert data["bytes_by_device"] == {"cpu": data["total_bytes"]}
+    assert data["heavy_count"] == cycle.heavy_count + loop.heavy_count == 1 + 3
+    headline = report.render("text").split(".\n", 1)[0].replace("\n  ", " ")
+    assert headline.startswith(
+        "whyalive: 1 reference cycle and 1 loop through the autograd graph (C++), never freed "
+        "by the collector, keep 4 tensors alive"
+    ), headline
+    assert headline.endswith(f"{size_to_words(data['total_bytes'])} on cpu"), headline
 
 
 def _survivors_nbytes(fn: Callable[[], None]) -> int:
