@@ -12,6 +12,7 @@ where it is a read-only view).
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import threading
@@ -194,6 +195,12 @@ def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
                         return EdgeName(ATTRIBUTE, f".{slot}")
                 except AttributeError:
                     continue
+    if isinstance(obj, functools.partial):
+        # What a partial keeps (a hook `partial(self._on_grad, mb)` keeps `self` this way):
+        # named, but internal, as its slots are read-only: no cut can assign them.
+        for attr in ("func", "args", "keywords"):
+            if getattr(obj, attr) is target:
+                return EdgeName(INTERNAL, f".{attr}")
     torch = sys.modules.get("torch")
     if torch is not None:
         reader = AutogradReader(torch)
