@@ -18,13 +18,22 @@ import pytest
 from scenarios.catalog import Scenario, params
 from test_fix_proof import report_of
 from whyalive.report import Report
-from whyalive.words import holding_words, plural, report_headline, size_to_words
+from whyalive.words import (
+    AUTOGRAD_NODE_KIND,
+    holding_count,
+    holding_words,
+    plural,
+    report_headline,
+    size_to_words,
+)
 
 pytest.importorskip("numpy")
 
 _SIZE = re.compile(r"\d+(?:\.\d)? (?:B|KiB|MiB|GiB|TiB)\b")
 _TYPED_COUNT = re.compile(r"([\d,]+) `(\w+)` objects?")
 _DOUBLED = re.compile(rf"{_SIZE.pattern},? {_SIZE.pattern}")
+# A second size after a first, unsaid what it is ("769.0 KiB (512.0 KiB)").
+_UNSAID = re.compile(rf"{_SIZE.pattern} \({_SIZE.pattern}\)")
 
 
 def _report(scenario: Scenario) -> Report:
@@ -61,11 +70,14 @@ def test_text_html_and_json_agree_on_every_count_and_size(scenario: Scenario) ->
     headline = report_headline(report)
     assert embedded["headline"] == headline
     assert headline in text.splitlines()[0]
-    # A loop through C++ is never collected: its bytes are not in the garbage's total.
+    # The totals cover the reference cycles and the loops through C++ alike.
     loops = [*data["cycles"], *data["uncollectable"]]
-    total = data["total_bytes"] or sum(c["total_bytes"] for c in data["uncollectable"])
+    total = data["total_bytes"]
+    assert total == sum(data["bytes_by_device"].values())
+    assert total == sum(c["total_bytes"] for c in loops)  # no storage shared between them here
     assert size_to_words(total) in headline
-    heavy = sum(c["heavy_count"] for c in loops)
+    heavy = data["heavy_count"]
+    assert heavy == sum(c["heavy_count"] for c in loops)
     assert re.search(rf"\b{heavy:,} \S+", headline.split(" keep")[1]), headline
 
     blocks = _cycle_blocks(text)
@@ -87,7 +99,13 @@ def test_text_html_and_json_agree_on_every_count_and_size(scenario: Scenario) ->
             assert f"    {line}" in block
             assert said == {"where": holding.where, "what": line.split(": ", 1)[1]}
         if len(cycle["holds"]) == len(cycle["heavy"]):
-            assert sum(h["count"] for h in cycle["holds"]) == cycle["heavy_count"]
+            # The count is of what is held: the tensors autograd holds (C++) are in it, the
+            # autograd nodes that hold them are not.
+            held = sum(
+                h["autograd_count"] + (h["count"] if h["kind"] != AUTOGRAD_NODE_KIND else 0)
+                for h in cycle["holds"]
+            )
+            assert held == cycle["heavy_count"] == sum(map(holding_count, report_cycle.holds))
         # "N `Type` objects" in a sentence never says more than the cycle has of that type.
         for count, name in _TYPED_COUNT.findall(block):
             have = cycle["member_types"].get(f"{name} object")
@@ -96,5 +114,6 @@ def test_text_html_and_json_agree_on_every_count_and_size(scenario: Scenario) ->
         # A size is never said twice for one thing ("1.0 MiB, 1.0 MiB"); brackets balance.
         for line in block.splitlines():
             assert not _DOUBLED.search(line), line
+            assert not _UNSAID.search(line), line
             assert line.count("(") == line.count(")"), line
         assert "1 bytes object" not in block

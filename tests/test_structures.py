@@ -588,3 +588,36 @@ def test_a_list_of_many_heavy_objects_costs_work_per_container_not_per_array(
         assert small[key] == big[key], key  # per container, not per array
     assert big["named paths"] <= 2
     assert big["describe"] == 0  # described all at once, not one by one
+
+
+def test_a_partials_references_read_as_its_attributes() -> None:
+    """A hook ``partial(self.on_grad, mb)`` keeps ``self`` through ``func``; the loop and the
+    cut say so instead of an unnamed reference. A subclass that breaks its attributes still
+    gets a name, by type. The partial's own slots are read-only: internal, never a cut."""
+    import functools
+
+    def on_grad(*args: object, **kwargs: object) -> None:
+        """A hook."""
+
+    payload, options = [1], {"scale": 2.0}
+    hook = functools.partial(on_grad, payload, **options)
+    assert name_edge(hook, on_grad) == EdgeName("internal", "func")
+    assert name_edge(hook, hook.args) == EdgeName("internal", "args")
+    assert name_edge(hook, hook.keywords) == EdgeName("internal", "keywords")
+
+    class Tagged(functools.partial):  # type: ignore[type-arg]
+        """A partial with an instance dict: its own attributes come first."""
+
+    tagged = Tagged(on_grad)
+    tagged.owner = payload
+    assert name_edge(tagged, payload) == EdgeName("attribute", ".owner")
+    assert name_edge(tagged, on_grad) == EdgeName("internal", "func")
+
+    class Hostile(functools.partial):  # type: ignore[type-arg]
+        """Reading ``.func`` raises: the slot is read through partial's own descriptor."""
+
+        @property
+        def func(self) -> Any:
+            raise RuntimeError("no")
+
+    assert name_edge(Hostile(on_grad), on_grad) == EdgeName("internal", "func")

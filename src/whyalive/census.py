@@ -16,7 +16,7 @@ from whyalive.graph import build_graph
 from whyalive.guarded import sizeof
 from whyalive.kinds import KindResolver
 from whyalive.report import HolderPath, Report
-from whyalive.report.merge import shift_cycle
+from whyalive.report.merge import shift_cycle, with_loops
 
 
 def heavy_census(resolver: KindResolver) -> list[object]:
@@ -102,10 +102,10 @@ def merge_alive(report: Report, found: Report) -> Report:
     # Loops the explanation found that the check's own probe did not (no frozen baseline).
     known = {loop.signature for loop in report.uncollectable}
     loops = tuple(shift_cycle(c, shift) for c in found.uncollectable if c.signature not in known)
-    return replace(
+    merged = replace(
         report,
         nodes=report.nodes + nodes,
         alive=report.alive + alive,
         notes=report.notes + notes,
-        uncollectable=report.uncollectable + loops,
     )
+    return with_loops(merged, loops) if loops else merged

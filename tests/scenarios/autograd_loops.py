@@ -3,7 +3,9 @@
 Each leaky function, called, leaves a payload alive that a loop through autograd holds:
 the collector never frees it (``tensor_hook``, ``hook_on_owner``, ``grad_cam``,
 ``prehook_holding_output``, ``node_metadata``) or frees it only at its next run,
-because nothing but the loop held the node (``prehook_on_node``, ``ctx_attribute``).
+because nothing but the loop held the node (``prehook_on_node``, ``stage_prehook``,
+``ctx_attribute``): then what the node holds in C++ (saved tensors, leaves, their
+gradients) is in no list of garbage, and is counted through the node.
 Its ``_fixed`` twin applies the fix the report prints (its ``fix_edit`` where it has
 one, which the fix-proof suite also applies to this file) and leaves nothing behind.
 Payloads are ``PAYLOAD_BYTES`` of float32, tracked by :mod:`scenarios.payload`; the
@@ -14,6 +16,7 @@ them (whyalive #25) and from PyTorch's zero-bubble pipeline schedule
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
@@ -200,6 +203,71 @@ def prehook_on_node_fixed() -> None:
     del param_group["intermediates"]
 
 
+class PipelineStage:
+    """Keeps the autograd node of each microbatch's output until its backward starts, with
+    a prehook on that node (a ``functools.partial`` of its own bound method) that forgets
+    it: a microbatch whose backward never runs leaves the stage, the node, what the node
+    saved and the leaf it accumulates into (with its gradient) in a cycle."""
+
+    def __init__(self) -> None:
+        torch = _torch()
+        self.weight = track(torch.randn(256, PAYLOAD // 256, requires_grad=True))
+        self.pending: dict[int, Any] = {}
+
+    def forward(self, microbatch: int, x: Any) -> Any:
+        """``x @ weight``, its node kept until its backward starts."""
+        out = x @ self.weight
+        node = out.grad_fn
+        self.pending[microbatch] = node
+        node.register_prehook(functools.partial(self.backward_started, microbatch))
+        return out
+
+    def backward_started(self, microbatch: int, grad_outputs: Any) -> None:
+        """Forgets the microbatch's node."""
+        self.pending.pop(microbatch, None)
+
+
+def stage_prehook() -> None:
+    """Two microbatches forward, one backward: the second's node stays in ``pending``."""
+    torch = _torch()
+    stage = PipelineStage()
+    outs = [stage.forward(mb, track(torch.randn(PAYLOAD // 256, 256))) for mb in range(2)]
+    outs[0].sum().backward()
+
+
+class PipelineStageFixed(PipelineStage):
+    """:class:`PipelineStage` with its report's fix: the prehooks' handles are kept, and
+    removed once the step is over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handles: list[Any] = []
+
+    def forward(self, microbatch: int, x: Any) -> Any:
+        """``x @ weight``, its node kept until its backward starts."""
+        out = x @ self.weight
+        node = out.grad_fn
+        self.pending[microbatch] = node
+        hook = functools.partial(self.backward_started, microbatch)
+        self.handles.append(node.register_prehook(hook))
+        return out
+
+    def close(self) -> None:
+        """Removes the prehooks."""
+        for handle in self.handles:
+            handle.remove()
+        self.handles.clear()
+
+
+def stage_prehook_fixed() -> None:
+    """:func:`stage_prehook` with :class:`PipelineStageFixed`, closed after the step."""
+    torch = _torch()
+    stage = PipelineStageFixed()
+    outs = [stage.forward(mb, track(torch.randn(PAYLOAD // 256, 256))) for mb in range(2)]
+    outs[0].sum().backward()
+    stage.close()
+
+
 def prehook_holding_output() -> None:
     """A prehook on the output's node captures a stage dict that keeps the output."""
     torch = _torch()
@@ -294,7 +362,7 @@ def node_metadata_fixed() -> None:
 LEAKY = {
     "tensor-hook-loop": (tensor_hook, hook_on_owner),
     "module-hook-loop": (grad_cam,),
-    "node-hook-loop": (prehook_on_node, prehook_holding_output),
+    "node-hook-loop": (prehook_on_node, prehook_holding_output, stage_prehook),
     "ctx-attribute": (ctx_attribute,),
     "node-metadata": (node_metadata,),
 }
@@ -306,6 +374,7 @@ FIXED = {
     grad_cam: grad_cam_fixed,
     prehook_on_node: prehook_on_node_fixed,
     prehook_holding_output: prehook_holding_output_fixed,
+    stage_prehook: stage_prehook_fixed,
     ctx_attribute: ctx_attribute_fixed,
     node_metadata: node_metadata_fixed,
 }

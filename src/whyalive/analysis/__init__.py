@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import cast
 
+from whyalive.analysis.autograd_share import count_autograd, estimate_autograd
 from whyalive.analysis.diagnose import Diagnosis, diagnose
 from whyalive.analysis.paths import MAX_VERIFIED_EDGES, CycleView, holder_paths, view_cycle
 from whyalive.analysis.repeats import Repeat, RepeatMemo, sampled_walk
@@ -78,11 +79,19 @@ class CycleGroup:
     heavy_nodes: set[int] = field(default_factory=set)
     """Every heavy object the occurrences hold, once however many of them reach it."""
     storages: dict[object, tuple[int, str]] = field(default_factory=dict)
+    autograd_nodes: set[int] = field(default_factory=set)
+    """Of ``heavy_nodes``, autograd nodes: heavy for the tensors they hold, not counted."""
+    autograd_storages: set[object] = field(default_factory=set)
+    """Storages of the tensors that only the walked occurrences' autograd graphs hold."""
+    autograd_estimated: int = 0
+    """Such tensors credited to the occurrences not walked (as many as the walked held)."""
 
     @property
     def heavy_count(self) -> int:
-        """Heavy objects held by the occurrences, each counted once."""
-        return len(self.heavy_nodes)
+        """Heavy objects held by the occurrences, each counted once, the tensors only their
+        autograd graphs (C++) hold included."""
+        autograd = len(self.autograd_storages) + self.autograd_estimated
+        return len(self.heavy_nodes) - len(self.autograd_nodes) + autograd
 
     @property
     def total_bytes(self) -> int:
@@ -94,6 +103,9 @@ class CycleGroup:
         self.occurrences += other.occurrences
         self.heavy_nodes |= other.heavy_nodes
         self.storages.update(other.storages)
+        self.autograd_nodes |= other.autograd_nodes
+        self.autograd_storages |= other.autograd_storages
+        self.autograd_estimated += other.autograd_estimated
 
 
 @dataclass
@@ -189,7 +201,15 @@ def find_cycles(
             if walk is not None and not sampled and described.kind == "torch.Tensor":
                 walk.visit(index, nodes[index])
             facts[index] = described
-    if walk is not None and not sampled:
+    if walk is not None:
+        # An autograd node of the garbage holds tensors the collector never lists (what it
+        # saved, the leaves it accumulates into, their gradients). Walked even when tensors'
+        # walks are sampled: a node is heavy only for what its walk finds.
+        if sampled:  # what a tensor's walk (or estimate) covers is not walked from its nodes
+            tensors = [i for i, fact in facts.items() if fact.kind == "torch.Tensor"]
+            walk.visit_nodes(nodes, graph.garbage_count, tensors, graph.successors)
+        else:  # the tensors' walks came first
+            walk.visit_nodes(nodes, graph.garbage_count)
         facts = walk.finish(facts, nodes, graph.garbage_count)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.
@@ -256,6 +276,7 @@ def find_cycles(
         if any(map(_THROUGH_AUTOGRAD, own)):
             for held in (held for fact in own for held in fact.held()):
                 storages[held.storage] = (held.nbytes, held.device)
+            count_autograd(group, retained, own)
         else:  # at C speed
             sizes = zip(map(_NBYTES, own), map(_DEVICE, own), strict=True)
             storages.update(zip(map(_STORAGE, own), sizes, strict=True))
@@ -263,6 +284,7 @@ def find_cycles(
             # Not walked: what a walked occurrence's autograd graphs held, on average.
             for number, share in enumerate(estimated[key]):
                 group.storages[("estimated", id(group), group.occurrences, number)] = share
+    estimate_autograd(quick, walked_first)
     heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
 
     # The costly per-cycle work (views, structures, patterns) only for what is reported.

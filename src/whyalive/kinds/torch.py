@@ -6,14 +6,15 @@ import gc
 import itertools
 import sys
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.kinds.autograd_graph import SPARSE_PARTS, AutogradReader
-from whyalive.words import plural, size_to_words
+from whyalive.kinds.autograd_nodes import garbage_nodes, node_facts
+from whyalive.words import AUTOGRAD_PART, plural, size_to_words
 
 
 def _fake_tensor_type() -> type | None:
@@ -207,6 +208,9 @@ class AutogradWalk:
     shares their storage (``weight.t()`` saved by a linear layer). Not seen: a live
     view, outside the graph, of a saved tensor; its bytes are counted.
 
+    An autograd node of the garbage is a root too (:meth:`visit_nodes`), heavy for what it
+    holds (:mod:`whyalive.kinds.autograd_nodes`).
+
     One walk per analysis: each autograd node is visited once, and a tensor found
     from several roots is credited to the first. Holds the visited nodes and the
     found tensors until :meth:`finish`.
@@ -229,6 +233,25 @@ class AutogradWalk:
         if found:
             self._by_root[node] = found
 
+    def visit_nodes(
+        self,
+        objects: Sequence[object],
+        count: int,
+        tensors: Sequence[int] = (),
+        successors: Callable[[int], Sequence[int]] | None = None,
+    ) -> None:
+        """Walk the autograd graph from each autograd node of the garbage (the first ``count``
+        of ``objects``) that :func:`~whyalive.kinds.autograd_nodes.garbage_nodes` gives."""
+        disabled = self._reader.torch._C.DisableTorchFunctionSubclass
+        for index in garbage_nodes(self._reader, objects, count, tensors, successors):
+            try:
+                with disabled():
+                    found = self._from_nodes(objects[index], [])
+            except Exception:  # a half-dead graph: nothing found
+                continue
+            if found:
+                self._by_root[index] = found
+
     def _walk(self, tensor: object) -> list[int]:
         reader = self._reader
         found: list[int] = []
@@ -242,13 +265,18 @@ class AutogradWalk:
                 self._found[id(grad)] = grad
                 found.append(id(grad))
                 self._grad_of[id(grad)] = id(tensor)
-            for node in reader.walk([reader.grad_fn(tensor)], self._visited):
-                for held, leaf in _tensors_of(reader, node):
-                    if id(held) not in self._found:
-                        self._found[id(held)] = held
-                        found.append(id(held))
-                        if leaf is not None:
-                            self._grad_of[id(held)] = id(leaf)
+            return self._from_nodes(reader.grad_fn(tensor), found)
+
+    def _from_nodes(self, root: object | None, found: list[int]) -> list[int]:
+        """``found`` with the tensors of the nodes reachable from ``root`` not yet visited."""
+        reader = self._reader
+        for node in reader.walk([root], self._visited):
+            for held, leaf in _tensors_of(reader, node):
+                if id(held) not in self._found:
+                    self._found[id(held)] = held
+                    found.append(id(held))
+                    if leaf is not None:
+                        self._grad_of[id(held)] = id(leaf)
         return found
 
     def finish(
@@ -305,8 +333,8 @@ class AutogradWalk:
         graph_users = Counter(fact.storage for fact in described.values())
         result = dict(facts)
         for node, keys in self._by_root.items():
-            own = facts[node]
-            storages = {own.storage}
+            own = facts.get(node)  # None: an autograd node, which holds no bytes of its own
+            storages = {own.storage} if own is not None else set()
             held: list[HeavyFacts] = []
             for key in keys:
                 fact = described.get(key)
@@ -316,11 +344,15 @@ class AutogradWalk:
                     continue
                 storages.add(fact.storage)
                 held.append(_fewer_users(fact, graph_users[fact.storage] - 1))
+            if own is None:
+                if held:
+                    result[node] = node_facts(nodes[node], held)
+                continue
             own = _fewer_users(own, graph_users[own.storage])
             if held:
                 extra = size_to_words(sum(f.nbytes for f in held))
                 tensors = plural(len(held), "tensor")
-                description = f"{own.description} + autograd graph: {tensors}, {extra}"
+                description = f"{own.description}{AUTOGRAD_PART}{tensors}, {extra}"
                 own = replace(own, description=description, through_autograd=tuple(held))
             result[node] = own
         return result

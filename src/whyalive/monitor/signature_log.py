@@ -182,7 +182,7 @@ class SignatureLog:
             cycles = tuple(s.cumulative() for s in mine if not s.uncollectable)
             loops = tuple(s.cumulative() for s in mine if s.uncollectable)
             by_device: dict[str, int] = {}
-            for cycle in cycles:
+            for cycle in (*cycles, *loops):  # a report's totals cover its loops too
                 held = sum(cycle.bytes_by_device.values()) or 1
                 for device, nbytes in cycle.bytes_by_device.items():
                     share = cycle.total_bytes * nbytes // held
@@ -193,9 +193,9 @@ class SignatureLog:
                     run=replace(report.run, where=where),
                     cycles=cycles,
                     uncollectable=loops,
-                    total_bytes=sum(c.total_bytes for c in cycles),
+                    total_bytes=sum(c.total_bytes for c in (*cycles, *loops)),
                     bytes_by_device=by_device,
-                    heavy_count=sum(c.heavy_count for c in cycles),
+                    heavy_count=sum(c.heavy_count for c in (*cycles, *loops)),
                     light_cycle_count=self.light_cycles if index == 0 else 0,
                     cycle_count=sum(c.occurrences for c in cycles)
                     + (self.light_cycles if index == 0 else 0),

@@ -32,6 +32,7 @@ from whyalive.words import (
     cut_sentence,
     cycle_meta_words,
     edge_label,
+    heavy_size_words,
     holding_what,
     loop_gap_line,
     more_words,
@@ -79,7 +80,7 @@ def _box(lines: tuple[str, ...], grow: float = 1.0) -> tuple[float, float]:
 
 def page_words(report: Report) -> dict[str, Any]:
     """Every sentence and size the viewer shows, phrased here: the page composes none."""
-    sizes = {h.node_id: size_to_words(h.nbytes) for h in report.heavy_objects}
+    sizes = {h.node_id: heavy_size_words(h.description, h.nbytes) for h in report.heavy_objects}
     for alive in (*report.alive, *report.held_natively):
         sizes.setdefault(alive.node_id, size_to_words(alive.nbytes))
     return {
@@ -102,7 +103,10 @@ def page_words(report: Report) -> dict[str, Any]:
         ],
         "alive": [size_to_words(alive.nbytes) for alive in report.alive],
         "held": [size_to_words(held.nbytes) for held in report.held_natively],
-        "node_sizes": [size_to_words(node.size) for node in report.nodes],
+        "node_sizes": [
+            heavy_size_words(node.label, node.size) if node.heavy else size_to_words(node.size)
+            for node in report.nodes
+        ],
         "heavy_sizes": {str(node_id): words for node_id, words in sizes.items()},
     }
 

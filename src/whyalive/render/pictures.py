@@ -28,6 +28,7 @@ from whyalive.words import (
     HELD_NATIVELY_TITLE,
     UNCOLLECTABLE_TITLE,
     heavy_noun,
+    holding_count,
     loop_gap_words,
     plural,
     size_to_words,
@@ -221,7 +222,10 @@ def cycle_picture(
                     picture.edge(column, boxes[0], "", hidden=True)
                 column = boxes[1]
     hidden_places = len(holdings) - len(drawn)
-    hidden_heavy = len(cycle.heavy) + cycle.heavy_unlisted - sum(h.count for h in drawn)
+    # Those in no place listed, and what the places not drawn stand for (autograd's too).
+    unplaced = len(cycle.heavy) + cycle.heavy_unlisted - sum(h.count for h in holdings)
+    undrawn = [h for h in holdings if not any(h is d for d in drawn)]
+    hidden_heavy = max(unplaced, 0) + sum(map(holding_count, undrawn))
     rest = cycle.bytes_held - picture.drawn_bytes()
     first = f"n{_loop_nodes(cycle)[0]}" if cycle.loop else next(iter(picture.nodes), None)
     if (hidden_heavy > 0 or rest > 0) and first is not None:

@@ -16,6 +16,7 @@ from whyalive.words import (
     UNCOLLECTABLE_TITLE,
     cut_sentence,
     edge_label,
+    heavy_size_words,
     holding_words,
     loop_gap_line,
     more_members_words,
@@ -320,13 +321,13 @@ class TextRenderer:
         if paths:
             lines.append("  Holder paths:" if full else "  Holder path, for example:")
             for path in paths:
-                heavy = report.node(path.heavy_node)
-                # A label that already sizes what autograd keeps says whose this size is.
-                itself = "itself " if " + autograd graph: " in heavy.label else ""
-                size = f" ({itself}{size_to_words(heavy.size)})"
+                end = report.node(path.heavy_node)
+                said = heavy_size_words(end.label, end.size)
+                size = f" ({said})" if said else ""
                 hops = path_lines(report, path, size, self._width - 4)
                 lines.extend(f"    {line}" for line in hops)
-            hidden = cycle.heavy_count - len(cycle.holder_paths)
+            # Holder paths end at the heavy objects of the graph, not at those in C++.
+            hidden = len(cycle.heavy) + cycle.heavy_unlisted - len(cycle.holder_paths)
             if full and hidden > 0:
                 lines.append(f"    {more_words(hidden, 'more heavy object')}")
         allow = f"`check_leaks(allow=[{cycle.signature!r}])`"

@@ -251,7 +251,7 @@ class Report:
     cycle_count: int = 0
     light_cycle_count: int = 0
     heavy_count: int = 0
-    """Heavy objects the reported cycles hold, each once (0 in older reports: add the cycles')."""
+    """Heavy objects the cycles and uncollectable loops hold, each once: the headline's count."""
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()

@@ -74,6 +74,23 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     )
 
 
+def with_loops(report: Report, loops: Sequence[CycleReport]) -> Report:
+    """``report`` with more uncollectable loops (node ids already shifted), its totals grown
+    by theirs: each loop's total bytes split by device as one occurrence's are."""
+    by_device: Counter[str] = Counter(report.bytes_by_device)
+    for loop in loops:
+        held = sum(loop.bytes_by_device.values()) or 1
+        for device, nbytes in loop.bytes_by_device.items():
+            by_device[device] += loop.total_bytes * nbytes // held
+    return dataclasses.replace(
+        report,
+        uncollectable=report.uncollectable + tuple(loops),
+        total_bytes=sum(by_device.values()),
+        bytes_by_device=dict(by_device),
+        heavy_count=report.heavy_count + sum(loop.heavy_count for loop in loops),
+    )
+
+
 def _ordered(cycles: dict[str, CycleReport]) -> tuple[CycleReport, ...]:
     return tuple(sorted(cycles.values(), key=lambda c: (-c.total_bytes, c.signature)))
 

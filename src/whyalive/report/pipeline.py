@@ -177,16 +177,14 @@ def uncollectable_report(
         return None
     if freed:
         return replace(report, notes=tuple(n for n in report.notes if n in options.notes))
+    # The totals (bytes, by device, heavy objects) stay: a report's cover its loops too.
     return replace(
         report,
         cycles=(),
         uncollectable=report.cycles,
-        total_bytes=0,
-        bytes_by_device={},
         garbage_objects=0,
         cycle_count=0,
         light_cycle_count=0,
-        heavy_count=0,
         notes=tuple(n for n in report.notes if n in options.notes),
     )
 

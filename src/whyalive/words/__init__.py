@@ -13,6 +13,8 @@ cycle summaries and cuts here too, from plain facts it reads off the objects.
 from __future__ import annotations
 
 from whyalive.words.basics import (
+    AUTOGRAD_NODE_KIND,
+    AUTOGRAD_PART,
     BLIND_SPOTS,
     BLIND_SPOTS_SHORT,
     FINALIZED_LOOPS,
@@ -22,6 +24,7 @@ from whyalive.words.basics import (
     edge_label,
     heavy_brief,
     heavy_noun,
+    heavy_size_words,
     holding_phrase,
     index_range_words,
     joined,
@@ -44,6 +47,7 @@ from whyalive.words.headlines import (
     cycles_words,
     devices_words,
     heavy_count_words,
+    holding_count,
     holding_what,
     holding_words,
     loop_gap_line,
@@ -81,6 +85,8 @@ from whyalive.words.references import (
 )
 
 __all__ = [
+    "AUTOGRAD_NODE_KIND",
+    "AUTOGRAD_PART",
     "BLIND_SPOTS",
     "BLIND_SPOTS_SHORT",
     "FINALIZED_LOOPS",
@@ -107,6 +113,8 @@ __all__ = [
     "heavy_brief",
     "heavy_count_words",
     "heavy_noun",
+    "heavy_size_words",
+    "holding_count",
     "holding_description",
     "holding_phrase",
     "holding_place",

@@ -103,8 +103,14 @@ def code(text: str) -> str:
     return f"`{text}`"
 
 
+AUTOGRAD_NODE_KIND = "torch.autograd.Node"
+"""The kind of an autograd node of the garbage that holds tensors through C++ (saved ones,
+the leaves it accumulates into and their gradients): heavy for what it holds, never counted
+as a heavy object itself (what it holds is counted)."""
+
 _KIND_NOUNS = {
     "torch.Tensor": ("tensor", "tensors"),
+    AUTOGRAD_NODE_KIND: ("autograd node", "autograd nodes"),
     "numpy.ndarray": ("array", "arrays"),
     "bytes": ("`bytes` object", "`bytes` objects"),
     "bytearray": ("bytearray", "bytearrays"),
@@ -118,6 +124,23 @@ def heavy_noun(kind: str, count: int) -> str:
     return f"{count:,} {singular if count == 1 else many}"
 
 
+AUTOGRAD_PART = " + autograd graph: "
+"""What a heavy object's description adds for the tensors its autograd graph holds:
+``Tensor(float32[8], cpu) + autograd graph: 4 tensors, 3.0 MiB``."""
+
+
+def heavy_size_words(description: str, nbytes: int) -> str:
+    """``"512.0 KiB"``: what a heavy object holds itself, next to its description.
+
+    Where the description adds what its autograd graph holds (:data:`AUTOGRAD_PART`), its
+    own bytes are said as such (``"512.0 KiB, the tensor alone"``), never as a second size
+    of the same thing; an autograd node holds no bytes of its own: ``""``.
+    """
+    if AUTOGRAD_PART not in description:
+        return size_to_words(nbytes)
+    return f"{size_to_words(nbytes)}, the tensor alone" if nbytes else ""
+
+
 def _is_size(text: str) -> bool:
     """``"1.0 MiB"``, ``"512 B"``: a size said by :func:`size_to_words`."""
     number, _, unit = text.strip().partition(" ")
@@ -129,10 +152,16 @@ def heavy_brief(description: str) -> str:
 
     ``"Tensor(float32[16, 256], cpu)"`` -> ``"float32[16, 256] cpu"``; ``"bytearray(1.0 MiB)"``
     -> ``""``; ``"Tensor(float32[8], cpu) + autograd graph: 4 tensors, 3.0 MiB"`` ->
-    ``"float32[8] cpu (+ autograd graph: 4 tensors)"``: parentheses balanced, no size twice.
+    ``"float32[8] cpu (+ autograd graph: 4 tensors)"``: parentheses balanced, no size twice;
+    ``"MmBackward0 + autograd graph: 3 tensors, 1.0 MiB"`` (an autograd node) ->
+    ``"MmBackward0 (+ autograd graph: 3 tensors)"``.
     """
     _, sep, tail = description.partition("(")
     if not sep:
+        head, plus, held = description.partition(AUTOGRAD_PART)
+        if plus:
+            said = ", ".join(p.strip() for p in held.split(",") if not _is_size(p))
+            return f"{head} (+ autograd graph: {said})"
         return "" if _is_size(description) else description
     depth, end = 1, len(tail)
     for index, char in enumerate(tail):

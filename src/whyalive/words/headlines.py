@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from whyalive.words.basics import (
+    AUTOGRAD_NODE_KIND,
     heavy_noun,
     holding_phrase,
     members_words,
@@ -56,35 +57,47 @@ def cycles_headline(
     where: str | None = None,
     *,
     over_a_run: bool = False,
+    loops: int = 0,
 ) -> str:
     """The one wording for what a run found, in the text, the viewer and the rank summary.
 
     ``"3 reference cycles (1 signature) keep 8 tensors alive at x.py:3: 128.0 KiB on cpu"``;
     ``heavy`` is the counted noun (``"8 tensors"``). ``over_a_run``: what a monitor found
     over many steps, its bytes summed (``"... kept 100 arrays alive over 100 monitored
-    steps: 781.2 KiB on cpu, summed over the run"``).
+    steps: 781.2 KiB on cpu, summed over the run"``). ``loops``: loops through the autograd
+    graph found too (``"1 reference cycle and 1 loop through the autograd graph (C++), never
+    freed by the collector, keep ..."``); the count, bytes and devices are of both.
     """
     devices = ""
     if len(by_device) > 1:
         devices = f" ({devices_words(by_device)})"
     elif by_device:
         devices = f" on {next(iter(by_device))}"
+    found = [cycles_words(occurrences, signatures)] if occurrences else []
+    if loops:
+        found.append(f"{plural(loops, 'loop')} {LOOPS_WORDS}")
+    subject = " and ".join(found)
+    if loops:
+        subject += ","
     if over_a_run:
         keeps, place, summed = "kept", f" over {where}" if where else "", ", summed over the run"
     else:
         keeps, place, summed = (
-            verb(occurrences, "keeps", "keep"),
+            verb(occurrences + loops if len(found) == 1 else 2, "keeps", "keep"),
             f" at {where}" if where else "",
             "",
         )
-    return (
-        f"{cycles_words(occurrences, signatures)} {keeps} {heavy} alive{place}: "
-        f"{size_to_words(nbytes)}{devices}{summed}"
-    )
+    return f"{subject} {keeps} {heavy} alive{place}: {size_to_words(nbytes)}{devices}{summed}"
+
+
+LOOPS_WORDS = "through the autograd graph (C++), never freed by the collector"
+"""What the headline says of loops through the autograd graph, after their count."""
 
 
 def heavy_count_words(count: int, kinds: set[str]) -> str:
-    """``"8 tensors"`` when they are all one kind, else ``"8 heavy objects"``."""
+    """``"8 tensors"`` when they are all one kind, else ``"8 heavy objects"``; an autograd
+    node counts the tensors it holds."""
+    kinds = {"torch.Tensor" if kind == AUTOGRAD_NODE_KIND else kind for kind in kinds}
     if len(kinds) == 1:
         return heavy_noun(next(iter(kinds)), count)
     return plural(count, "heavy object")
@@ -118,38 +131,47 @@ def held_natively_words(report: Report) -> str:
 
 def uncollectable_words(report: Report, where: str | None = None) -> str:
     """``"1 loop through the autograd graph (C++), never freed by the collector, keeps
-    2 tensors alive at x.py:3: 7.8 KiB on cpu"``."""
+    2 tensors alive at x.py:3: 7.8 KiB on cpu"``: the report's loops alone."""
     loops = report.uncollectable
-    occurrences = sum(c.occurrences for c in loops)
-    by_device: dict[str, int] = {}
-    for cycle in loops:
-        for device, nbytes in cycle.bytes_by_device.items():
-            by_device[device] = by_device.get(device, 0) + nbytes * cycle.occurrences
-    devices = ""
-    if len(by_device) > 1:
-        devices = f" ({devices_words(by_device)})"
-    elif by_device:
-        devices = f" on {next(iter(by_device))}"
-    held = {n for c in loops for n in c.heavy}
-    kinds = {h.kind for h in report.heavy_objects if h.node_id in held}
-    heavy = heavy_count_words(sum(c.heavy_count for c in loops), kinds)
-    return (
-        f"{plural(occurrences, 'loop')} through the autograd graph (C++), never freed by the "
-        f"collector, {verb(occurrences, 'keeps', 'keep')} {heavy} alive"
-        f"{f' at {where}' if where else ''}: "
-        f"{size_to_words(sum(c.total_bytes for c in loops))}{devices}"
+    by_device = _loops_by_device(loops)
+    return cycles_headline(
+        0,
+        0,
+        _heavy_words(report, loops, sum(c.heavy_count for c in loops)),
+        sum(by_device.values()),
+        by_device,
+        where,
+        loops=sum(c.occurrences for c in loops),
     )
 
 
+def _loops_by_device(loops: Sequence[CycleReport]) -> dict[str, int]:
+    """The loops' bytes by device, each loop's total split as one occurrence's is."""
+    by_device: dict[str, int] = {}
+    for cycle in loops:
+        held = sum(cycle.bytes_by_device.values()) or 1
+        for device, nbytes in cycle.bytes_by_device.items():
+            share = cycle.total_bytes * nbytes // held
+            by_device[device] = by_device.get(device, 0) + share
+    return by_device
+
+
+def _heavy_words(report: Report, found: Sequence[CycleReport], count: int) -> str:
+    """``"4 tensors"``: ``count`` heavy objects, named by the kinds ``found`` holds."""
+    held = {n for c in found for n in c.heavy}
+    return heavy_count_words(count, {h.kind for h in report.heavy_objects if h.node_id in held})
+
+
 def report_headline(report: Report) -> str:
-    """What a report found, in one sentence without its rank: the text's and the viewer's."""
+    """What a report found, in one sentence without its rank: the text's and the viewer's.
+
+    Its count and bytes are the report's totals (``heavy_count``, ``total_bytes``), which
+    cover the reference cycles and the loops through the autograd graph alike.
+    """
     where = report.run.where
     at = f" at {where}" if where else ""
-    if report.uncollectable:
-        loops = uncollectable_words(report, None if report.cycles else where)
-        return f"{_cycles_headline(report)}; and {loops}" if report.cycles else loops
-    if report.cycles:
-        return _cycles_headline(report)
+    if report.cycles or report.uncollectable:
+        return _found_headline(report)
     if report.alive:
         alive_bytes = sum(a.nbytes for a in report.alive)
         # explain() takes any object: only a heavy one has a device (a tensor, an array).
@@ -163,20 +185,29 @@ def report_headline(report: Report) -> str:
     return f"{clean}; {held_natively_words(report)}" if report.held_natively else clean
 
 
-def _cycles_headline(report: Report) -> str:
-    held = {n for c in report.cycles for n in c.heavy}
+def _found_headline(report: Report) -> str:
+    found = (*report.cycles, *report.uncollectable)
+    nbytes, by_device = report.total_bytes, report.bytes_by_device
+    if not nbytes and not report.cycles:  # a report from before the totals covered loops
+        by_device = _loops_by_device(report.uncollectable)
+        nbytes = sum(by_device.values())
     return cycles_headline(
         report.reported_cycle_count,
         len(report.cycles),
-        heavy_count_words(
-            report.heavy_count or sum(c.heavy_count for c in report.cycles),
-            {h.kind for h in report.heavy_objects if h.node_id in held},
-        ),
-        report.total_bytes,
-        report.bytes_by_device,
+        _heavy_words(report, found, report.heavy_count or sum(c.heavy_count for c in found)),
+        nbytes,
+        by_device,
         report.run.where,
         over_a_run=bool(report.timeline),
+        loops=sum(c.occurrences for c in report.uncollectable),
     )
+
+
+def holding_count(holding: Holding) -> int:
+    """The heavy objects a holding stands for: its own (an autograd node is none) and the
+    tensors their autograd graphs hold."""
+    own = 0 if holding.kind == AUTOGRAD_NODE_KIND else holding.count
+    return own + holding.autograd_count
 
 
 def holding_what(holding: Holding) -> str:

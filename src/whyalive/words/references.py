@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whyalive.words import edge_kinds as ek
-from whyalive.words.basics import a_code, shared_brief
+from whyalive.words.basics import a_code, plural, shared_brief
 
 if TYPE_CHECKING:
     from whyalive.report import HolderPath, Report
@@ -168,6 +168,12 @@ def holding_place(head: str, indices: str, tail: str) -> str:
     return (head + indices + tail).strip().removeprefix("of ") or "the cycle itself"
 
 
-def holding_description(briefs: set[str]) -> str:
-    """The shape shared by a holding's heavy objects, that they differ, or nothing to say."""
-    return shared_brief(briefs).strip()
+def holding_description(briefs: set[str], autograd_count: int = 0) -> str:
+    """The shape shared by a holding's heavy objects, that they differ, or nothing to say;
+    then how many tensors their autograd graphs hold besides, counted once for them all:
+    ``float32[16, 256] cpu (+ autograd graph: 4 tensors)``."""
+    if not autograd_count:
+        return shared_brief(briefs).strip()
+    said = shared_brief({brief.partition(" (+ autograd graph: ")[0] for brief in briefs}).strip()
+    graph = f"(+ autograd graph: {plural(autograd_count, 'tensor')})"
+    return f"{said} {graph}" if said else graph

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, Findings
+from whyalive.analysis.autograd_share import held_count
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.report import CycleReport, HeavyObject, Node, Report
 from whyalive.report.builder.cycles import cycle_report
@@ -96,7 +97,7 @@ def _report(
         bytes_by_device=dict(by_device),
         garbage_objects=findings.graph.garbage_count,
         cycle_count=findings.cycle_count,
-        heavy_count=len(set().union(*(group.heavy_nodes for group in kept))),
+        heavy_count=held_count(kept, findings.facts),
         light_cycle_count=max(light, 0),
         # A clean report says what its headline cannot rule out.
         notes=(*findings.notes, *(() if cycles else (FINALIZED_LOOPS,)), BLIND_SPOTS),

@@ -181,7 +181,7 @@ def _holds(
                 where=holding_place(head, index_range_words(indices) if indexed else "", tail),
                 count=len(heavy_nodes),
                 kind=kind,
-                description=holding_description(briefs),
+                description=holding_description(briefs, autograd_count),
                 nbytes=bytes_of(heavy_nodes, facts, memo),
                 heavy=ids,
                 autograd_bytes=autograd_bytes,
