@@ -69,6 +69,11 @@ def sequence_mark() -> int | None:
         return None
 
 
+# Read through type's own descriptors: a metaclass's __getattribute__ never runs.
+_TYPE_MRO: Any = type.__dict__["__mro__"]
+_TYPE_NAME: Any = type.__dict__["__name__"]
+
+
 class _Refused(Exception):
     """Raised by the registration spy so that torch adds no hook."""
 
@@ -84,6 +89,10 @@ class AutogradReader:
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
         self._tensor_types: dict[type, bool] = {}  # read per object: once per type
         self._accumulators: dict[type, bool] = {}
+        self._node_types: dict[type, bool] = {}
+        function = sys.modules.get("torch.autograd.function")
+        # A custom Function's ctx type derives from it (what Node's subclass hook checks).
+        self._function_base: object = getattr(function, "BackwardCFunction", None)
         parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
         # Types whose fields run no user code (Parameter's torch function is disabled).
         self._plain = {torch.Tensor} | ({parameter} if isinstance(parameter, type) else set())
@@ -104,8 +113,29 @@ class AutogradReader:
         return self.is_node_type(type(obj))
 
     def is_node_type(self, cls: type) -> bool:
-        """Whether instances of ``cls`` are autograd nodes."""
-        return self.node_type is not None and issubclass(cls, self.node_type)
+        """Whether instances of ``cls`` are autograd nodes.
+
+        Decided as ``Node``'s own subclass hook decides, but from ``type``'s descriptors:
+        ``issubclass`` would run that hook, which reads ``cls.__name__`` through a user's
+        metaclass.
+        """
+        found = self._node_types.get(cls)
+        if found is None:
+            found = self._node_types[cls] = self._reads_as_node(cls)
+        return found
+
+    def _reads_as_node(self, cls: type) -> bool:
+        if self.node_type is None:
+            return False
+        try:
+            mro = _TYPE_MRO.__get__(cls)
+            name = _TYPE_NAME.__get__(cls)
+        except Exception:
+            return False
+        if self.node_type in mro or any(base is self._function_base for base in mro):
+            return True
+        functions = getattr(self.torch._C, "_functions", None)
+        return isinstance(name, str) and getattr(functions, name, None) is cls
 
     def tensor_field(self, tensor: object, name: str) -> Any:
         """``TensorBase.<name>`` of a tensor, subclass code off; None when unreadable."""
