@@ -1668,10 +1668,34 @@ done:
 
 /* Break the captured cycles the way the collector's delete_garbage() does: the
  * objects are already finalized and their weakrefs cleared by the collection
- * that saved them, so tp_clear is the only step left. Each object's slot in the
- * list becomes None right after its tp_clear, so reference counting frees it
- * (and what only it held) while it is still in cache, as the collector does,
- * instead of in a second pass over the list; the caller empties the list. */
+ * that saved them, so tp_clear is the only step left. Each object's reference
+ * is dropped right after its tp_clear, so reference counting frees it (and what
+ * only it held) while it is still in cache, as the collector does, instead of
+ * in a second pass over the list. The list is emptied first and its items
+ * array becomes ours: a deallocator that runs code never sees a half-released
+ * list, and no slot is written back (8 MiB of stores at 10^6 objects). */
+static void
+clear_one(PyObject *op)
+{
+    inquiry clear = Py_TYPE(op)->tp_clear;
+    /* Saved garbage is tracked. An untracked object is no garbage of a cycle (a
+     * graph's extra left behind, a dict untracked since): clearing it could empty
+     * a container that live code still uses. An object only our reference still
+     * holds (an earlier one's tp_clear dropped the rest) is freed by the decref
+     * that follows, its deallocator dropping what it holds, exactly as after a
+     * tp_clear: the call is saved (a ring then costs one tp_clear in all, as in
+     * the collector's own delete_garbage()). */
+    if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+        Py_INCREF(op);
+        (void)clear(op);
+        if (PyErr_Occurred()) {
+            PyErr_WriteUnraisable(op);
+        }
+        Py_DECREF(op);
+    }
+    Py_DECREF(op);
+}
+
 static PyObject *
 fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1681,30 +1705,28 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *objects = args[0];
-    /* The size is read again each time: a deallocator may run code. */
+#ifdef Py_GIL_DISABLED
+    /* The free-threaded list keeps its items in a different layout: each slot
+     * becomes None, then its object is cleared (the size is read again: a
+     * deallocator may run code). */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
         PyObject *op = PyList_GET_ITEM(objects, i);
-        inquiry clear = Py_TYPE(op)->tp_clear;
-        /* Saved garbage is tracked. An untracked object is no garbage of a
-         * cycle (a graph's extra left behind, a dict untracked since): clearing
-         * it could empty a container that live code still uses. An object only
-         * this list still holds (an earlier one's tp_clear dropped the rest) is
-         * freed by the decref below, its deallocator dropping what it holds,
-         * exactly as after a tp_clear: the call is saved (a ring then costs one
-         * tp_clear in all, as in the collector's own delete_garbage()). */
-        if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) &&
-            PyObject_GC_IsTracked(op)) {
-            Py_INCREF(op);
-            (void)clear(op);
-            if (PyErr_Occurred()) {
-                PyErr_WriteUnraisable(op);
-            }
-            Py_DECREF(op);
-        }
         Py_INCREF(Py_None);
         PyList_SET_ITEM(objects, i, Py_None);
-        Py_DECREF(op);
+        clear_one(op);
     }
+#else
+    PyListObject *list = (PyListObject *)objects;
+    Py_ssize_t n = Py_SIZE(list);
+    PyObject **items = list->ob_item;
+    list->ob_item = NULL;
+    list->allocated = 0;
+    Py_SET_SIZE(list, 0);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        clear_one(items[i]);
+    }
+    PyMem_Free(items);
+#endif
     Py_RETURN_NONE;
 }
 
@@ -3148,8 +3170,8 @@ static PyMethodDef fg_methods[] = {
     {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
      "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
-     "clear_objects(objects) -> None: tp_clear each object and drop it from the list "
-     "(None in its place), as the collector does"},
+     "clear_objects(objects) -> None: empty the list, then tp_clear each object and drop "
+     "it, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
     {"saved_start", (PyCFunction)(void (*)(void))fg_saved_start, METH_FASTCALL,

@@ -155,7 +155,7 @@ class Workspace(Protocol):
 
 
 MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
-# tp_clear each object and put None in its place (C only: Python cannot call tp_clear).
+# Empty the list, then tp_clear each object and drop it (C only: Python cannot call tp_clear).
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 SavedStart = Callable[[list[object], int, int], int]
