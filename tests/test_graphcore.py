@@ -824,3 +824,35 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         assert len(results[0][0]) > 3
     finally:
         gc.enable()
+
+
+@needs_c
+def test_a_builds_own_csr_is_checked_once() -> None:
+    """The offsets and targets one build made are a valid CSR as they stand: the C core
+    checks them in no later call, while arrays from elsewhere (a copy, a part, another
+    build's targets) are checked in full, and a bad one still raises."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    ring = [_Left() for _ in range(50)]
+    for index, link in enumerate(ring):
+        link.next = ring[(index + 1) % len(ring)]  # type: ignore[attr-defined]
+    nodes, offsets, targets, _ = C.build_graph(ring, (), (), False)
+    other = C.build_graph(ring[:10], (), (), False)
+    checks = _fastgraph.work_counts()["csr_checks"]
+    comp, cycles, members = C.cycle_candidates(offsets, targets, None)
+    C.find_components(offsets, targets)
+    C.nodes_reaching(offsets, targets, [0])
+    C.reverse_edges(offsets, targets)
+    C.workspace(nodes, offsets, targets, comp).close()
+    assert _fastgraph.work_counts()["csr_checks"] == checks
+    assert cycles == 1 and len(members) == 50
+    copied = memoryview(bytes(offsets)).cast("q")
+    assert C.find_components(copied, targets)[1] == 1
+    assert _fastgraph.work_counts()["csr_checks"] == checks + 1
+    with pytest.raises(ValueError, match="offsets"):
+        C.find_components(offsets, other[2])  # 10 edges for 50 nodes
+    with pytest.raises(ValueError, match="targets"):
+        C.find_components(other[1][:-1], targets[:9])  # another build's, cut: node 9 -> 9
+    assert _fastgraph.work_counts()["csr_checks"] == checks + 3
+
