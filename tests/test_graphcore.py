@@ -856,3 +856,30 @@ def test_a_builds_own_csr_is_checked_once() -> None:
         C.find_components(other[1][:-1], targets[:9])  # another build's, cut: node 9 -> 9
     assert _fastgraph.work_counts()["csr_checks"] == checks + 3
 
+
+@needs_c
+def test_edge_classes_look_up_a_class_only_when_a_position_changes_class() -> None:
+    """A doubly linked list's .prev and .next alternate; each position remembers its last
+    class, so the class table is read a handful of times, not once per reference; the
+    classes are the twin's."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    chain = [_Left() for _ in range(2000)]
+    for index, link in enumerate(chain):
+        link.prev = chain[index - 1] if index else None  # type: ignore[attr-defined]
+        link.next = chain[index + 1] if index + 1 < len(chain) else None  # type: ignore[attr-defined]
+    # Each link's instance dict is an object of its own: link -> dict -> .prev, .next.
+    objects: list[object] = [*chain, *(vars(link) for link in chain)]
+    results = []
+    for impl in IMPLS:
+        nodes, offsets, targets, _ = impl.build_graph(list(objects), (), (), False)
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace(nodes, offsets, targets, comp)
+        before = _fastgraph.work_counts()["class_lookups"]
+        results.append(work.edge_classes(members, 4))
+        if impl is C:
+            assert _fastgraph.work_counts()["class_lookups"] - before <= 8
+        work.close()
+    assert results[0] == results[-1]
+    assert sum(results[0][1]) == 2000 + 2 * 1999

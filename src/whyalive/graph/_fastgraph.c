@@ -290,7 +290,8 @@ typedef struct {
 
 static uint64_t build_serials;
 /* Work counted for the tests (see fg_work_counts). */
-static uint64_t csr_checks; /* full CSR checks */
+static uint64_t csr_checks;    /* full CSR checks */
+static uint64_t class_lookups; /* edge-class table lookups in edge_classes */
 
 static void
 bigarray_dealloc(PyObject *self)
@@ -2840,17 +2841,27 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
         }
     }
-    /* A structure's edges mostly repeat one class after another: the last key
-     * is checked before the table. */
-    uint64_t last_key = CLASS_EMPTY;
-    int64_t last_id = -1;
+    /* A structure's members mostly repeat one class per position (a doubly
+     * linked list's .prev and .next alternate): the last key seen at each
+     * position is checked before the table. */
+    uint64_t last_key[CLASS_CAP + 1];
+    int64_t last_id[CLASS_CAP + 1];
+    for (int k = 0; k <= CLASS_CAP; k++) {
+        last_key[k] = CLASS_EMPTY;
+        last_id[k] = -1;
+    }
     FOR_MEMBER_EDGES(w, nmembers, {
-        int64_t id = key == last_key ? last_id : class_id(&c, key, 1);
+        int slot = (int)((key >> 5) & 31);
+        int64_t id = last_id[slot];
+        if (key != last_key[slot]) {
+            class_lookups++;
+            id = class_id(&c, key, 1);
+        }
         if (id < 0) {
             goto done;
         }
-        last_key = key;
-        last_id = id;
+        last_key[slot] = key;
+        last_id[slot] = id;
         if (edge_class != NULL) {
             if (id < EDGE_OUTSIDE) {
                 edge_class[e] = (uint8_t)id;
@@ -3182,7 +3193,8 @@ fg_work_counts(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{sK}", "csr_checks", (unsigned long long)csr_checks);
+    return Py_BuildValue("{sKsK}", "csr_checks", (unsigned long long)csr_checks,
+                         "class_lookups", (unsigned long long)class_lookups);
 }
 
 /* scratch_pieces() -> (count, bytes): the pieces kept right now. */
@@ -3202,7 +3214,8 @@ static PyMethodDef fg_methods[] = {
     {"hold_scratch", fg_hold_scratch, METH_O,
      "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
     {"work_counts", fg_work_counts, METH_NOARGS,
-     "work_counts() -> {'csr_checks': full CSR checks (a build's own pair is trusted)}"},
+     "work_counts() -> {'csr_checks': full CSR checks (a build's own pair is trusted), "
+     "'class_lookups': edge-class table lookups}"},
     {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
      "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
