@@ -883,3 +883,32 @@ def test_edge_classes_look_up_a_class_only_when_a_position_changes_class() -> No
         work.close()
     assert results[0] == results[-1]
     assert sum(results[0][1]) == 2000 + 2 * 1999
+
+
+@needs_c
+def test_reach_stops_once_the_wanted_nodes_are_found() -> None:
+    """With a limit, reach() lists the first wanted nodes in BFS order and stops there: a
+    ring of 5,000 holding one payload expands its first member only; the twin lists the
+    same nodes, for every limit."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    n = 5000
+    edges = [(i, (i + 1) % n) for i in range(n)] + [(0, n), (2500, n + 1), (4999, n + 2)]
+    offsets, targets = csr(n + 3, edges)
+    wanted = bytearray(n + 3)
+    wanted[n] = wanted[n + 1] = wanted[n + 2] = 1
+    for impl in IMPLS:
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace([None] * (n + 3), offsets, targets, comp)
+        everything = work.reach(members, wanted, None)
+        assert everything == [n, n + 1, n + 2]
+        for limit in range(5):
+            before = _fastgraph.work_counts()["reach_visits"]
+            assert work.reach(members, wanted, None, limit) == everything[:limit]
+            if impl is C:
+                expanded = _fastgraph.work_counts()["reach_visits"] - before
+                assert expanded == [0, 1, 2501, n, n + 3][limit]
+        with pytest.raises(ValueError, match="limit"):
+            work.reach(members, wanted, None, -1)
+        work.close()

@@ -292,6 +292,7 @@ static uint64_t build_serials;
 /* Work counted for the tests (see fg_work_counts). */
 static uint64_t csr_checks;    /* full CSR checks */
 static uint64_t class_lookups; /* edge-class table lookups in edge_classes */
+static uint64_t reach_visits;  /* nodes whose edges reach() followed */
 
 static void
 bigarray_dealloc(PyObject *self)
@@ -2402,10 +2403,11 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)w;
 }
 
-/* reach(sources, wanted, blocked) -> list: nodes reachable from sources, BFS
- * order, sources first; only those flagged in wanted (a byte per node) unless
- * it is None. Nodes of a component flagged in blocked (a byte per component
- * id), other than the first source's, are neither listed nor entered. */
+/* reach(sources, wanted, blocked, limit=None) -> list: nodes reachable from
+ * sources, BFS order, sources first; only those flagged in wanted (a byte per
+ * node) unless it is None, and only the first limit of them. Nodes of a
+ * component flagged in blocked (a byte per component id), other than the first
+ * source's, are neither listed nor entered. */
 static PyObject *
 ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2413,12 +2415,24 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer wb = {0}, bb = {0};
     const uint8_t *wanted = NULL, *blocked = NULL;
     PyObject *out = NULL, *result = NULL;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "reach(sources, wanted, blocked) takes 3 arguments");
+    Py_ssize_t limit = PY_SSIZE_T_MAX;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "reach(sources, wanted, blocked, limit=None) takes 3 or 4 arguments");
         return NULL;
     }
     if (ws_check(w) < 0) {
         return NULL;
+    }
+    if (nargs == 4 && args[3] != Py_None) {
+        limit = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+        if (limit == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (limit < 0) {
+            PyErr_SetString(PyExc_ValueError, "limit must not be negative");
+            return NULL;
+        }
     }
     if (args[1] != Py_None) {
         if (PyObject_GetBuffer(args[1], &wb, PyBUF_C_CONTIGUOUS) < 0) {
@@ -2441,9 +2455,15 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         goto done;
     }
-    Py_ssize_t head = 0, tail = ctx.tail;
+    Py_ssize_t head = 0, tail = ctx.tail, found = 0;
     int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
-    while (head < tail) {
+    for (Py_ssize_t i = 0; i < tail && found < limit; i++) {
+        found += wanted == NULL || wanted[w->queue[i]];
+    }
+    /* The first limit wanted nodes in BFS order are settled once that many are
+     * queued: a giant cycle holding one payload stops at the first member's edges
+     * instead of visiting 10^6 others. */
+    while (head < tail && found < limit) {
         uint32_t u = w->queue[head++];
         for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
             int64_t v = w->g.tgt[e];
@@ -2456,17 +2476,20 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             w->stamp[v] = epoch;
             w->queue[tail++] = (uint32_t)v;
+            found += wanted == NULL || wanted[v];
         }
     }
+    reach_visits += (uint64_t)head;
     out = PyList_New(0);
     if (out == NULL) {
         goto done;
     }
-    for (Py_ssize_t i = 0; i < tail; i++) {
+    for (Py_ssize_t i = 0, listed = 0; i < tail && listed < limit; i++) {
         uint32_t v = w->queue[i];
         if (wanted != NULL && !wanted[v]) {
             continue;
         }
+        listed++;
         PyObject *index = PyLong_FromUnsignedLong(v);
         if (index == NULL || PyList_Append(out, index) < 0) {
             Py_XDECREF(index);
@@ -3128,7 +3151,7 @@ ws_close(PyObject *self, PyObject *unused)
 
 static PyMethodDef ws_methods[] = {
     {"reach", (PyCFunction)(void (*)(void))ws_reach, METH_FASTCALL,
-     "reach(sources, wanted, blocked) -> [node, ...]"},
+     "reach(sources, wanted, blocked, limit=None) -> [node, ...]"},
     {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
      "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
     {"path_ends", (PyCFunction)(void (*)(void))ws_path_ends, METH_FASTCALL,
@@ -3193,8 +3216,9 @@ fg_work_counts(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{sKsK}", "csr_checks", (unsigned long long)csr_checks,
-                         "class_lookups", (unsigned long long)class_lookups);
+    return Py_BuildValue("{sKsKsK}", "csr_checks", (unsigned long long)csr_checks,
+                         "class_lookups", (unsigned long long)class_lookups, "reach_visits",
+                         (unsigned long long)reach_visits);
 }
 
 /* scratch_pieces() -> (count, bytes): the pieces kept right now. */
@@ -3215,7 +3239,7 @@ static PyMethodDef fg_methods[] = {
      "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
     {"work_counts", fg_work_counts, METH_NOARGS,
      "work_counts() -> {'csr_checks': full CSR checks (a build's own pair is trusted), "
-     "'class_lookups': edge-class table lookups}"},
+     "'class_lookups': edge-class table lookups, 'reach_visits': nodes reach() expanded}"},
     {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
      "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
