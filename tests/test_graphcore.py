@@ -912,3 +912,59 @@ def test_reach_stops_once_the_wanted_nodes_are_found() -> None:
         with pytest.raises(ValueError, match="limit"):
             work.reach(members, wanted, None, -1)
         work.close()
+
+
+@needs_c
+def test_acyclic_without_needs_no_peeling_when_ids_rise_along_every_edge_kept() -> None:
+    """A chain whose .next references go up the node ids and .prev ones down: without the
+    .prev classes every reference left rises, so no loop can close and nothing is peeled;
+    a cut leaving edges both ways is peeled, and both answers are the twin's."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    n = 1000
+    edges = [(i, i + 1) for i in range(n - 1)]  # .next: first in each node's edges
+    edges += [(i, i - 1) for i in range(1, n)]  # .prev
+    edges.sort(key=lambda edge: edge[0])  # stable: .next before .prev
+    offsets, targets = csr(n, edges)
+    mixed_off, mixed_tgt = csr(4, [(0, 2), (1, 3), (2, 1), (3, 0)])
+    for impl in IMPLS:
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        # The ends of other types: each class then holds references of one direction.
+        work = impl.workspace(["first", *range(1, n - 1), b"last"], offsets, targets, comp)
+        keys, _, samples = work.edge_classes(members, 2)
+        down = [
+            key for key, picked in zip(keys, samples, strict=True) if picked[0][1] < picked[0][0]
+        ]
+        up = [key for key in keys if key not in down]
+        peels = _fastgraph.work_counts()["peels"]
+        assert work.acyclic_without(members, down, None)
+        assert work.acyclic_without(members, up, [1, 3])
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels
+        assert not work.acyclic_without(members, [], None)
+        assert not work.acyclic_without(members, up[:1], None)
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 2
+        work.close()
+        # All of one type, the ends' references share a class (position 0 of 1): 0 -> 1
+        # rises, 999 -> 998 falls. Removed by its position, the last one is not counted.
+        work = impl.workspace([None] * n, offsets, targets, comp)
+        keys, _, samples = work.edge_classes(members, 2)
+        prev = [key for key in keys if key[2:] == (1, 2)]
+        last = len(targets) - 1
+        assert work.acyclic_without(members, prev, [last, last])
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 2
+        assert not work.acyclic_without(members, prev, [0])  # peeled: 998 <-> 999 is left
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 3
+        work.close()
+        comp, _, members = impl.cycle_candidates(mixed_off, mixed_tgt, None)
+        work = impl.workspace([None] * 4, mixed_off, mixed_tgt, comp)
+        work.edge_classes(members, 2)
+        assert work.acyclic_without(members, [], [3])  # 0 -> 2 -> 1 -> 3: up, down, up
+        assert not work.acyclic_without(members, [], [])
+        with pytest.raises(IndexError):
+            work.acyclic_without(members, [], [4])
+        work.close()

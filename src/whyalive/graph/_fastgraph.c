@@ -293,6 +293,7 @@ static uint64_t build_serials;
 static uint64_t csr_checks;    /* full CSR checks */
 static uint64_t class_lookups; /* edge-class table lookups in edge_classes */
 static uint64_t reach_visits;  /* nodes whose edges reach() followed */
+static uint64_t peels;         /* acyclic_without calls that peeled */
 
 static void
 bigarray_dealloc(PyObject *self)
@@ -2166,6 +2167,10 @@ typedef struct {
      * peels from these bytes, without member[] or a class table per edge. */
     uint8_t *edge_class;
     uint64_t *class_keys;
+    /* Per class id, how many of its edges u -> v have u >= v (not rising) and
+     * u <= v (not falling). When node ids rise along every edge kept (or fall
+     * along every one), no loop can close. */
+    int64_t *class_turns;
     size_t nclass_keys;
     uint32_t edge_class_epoch;
     /* Each node's type index (into types, seeded in the build's order), when
@@ -2175,6 +2180,9 @@ typedef struct {
 } Workspace;
 
 #define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
+/* class_turns[2 * id + NOT_RISING], class_turns[2 * id + NOT_FALLING] */
+#define NOT_RISING 0
+#define NOT_FALLING 1
 
 static void
 ws_close_impl(Workspace *w)
@@ -2193,6 +2201,8 @@ ws_close_impl(Workspace *w)
     w->edge_class = NULL;
     PyMem_RawFree(w->class_keys);
     w->class_keys = NULL;
+    PyMem_RawFree(w->class_turns);
+    w->class_turns = NULL;
     w->edge_class_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
@@ -2818,6 +2828,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     classes_t c;
     int64_t *count = NULL, *stride = NULL;
     uint64_t *order = NULL;
+    int64_t *turns = NULL;
     PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
     Py_ssize_t want, nmembers;
     size_t ccap = 16;
@@ -2843,10 +2854,11 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
+    turns = (int64_t *)PyMem_RawCalloc(2 * ccap, sizeof(int64_t));
     if (nmembers < 0 || samples == NULL) {
         goto done;
     }
-    if (count == NULL || stride == NULL || order == NULL) {
+    if (count == NULL || stride == NULL || order == NULL || turns == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2906,11 +2918,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (norder != NULL) {
                 order = norder;
             }
-            if (ncount == NULL || nstride == NULL || norder == NULL) {
+            int64_t *nturns = (int64_t *)PyMem_RawRealloc(turns, 2 * ncap * sizeof(int64_t));
+            if (nturns != NULL) {
+                turns = nturns;
+            }
+            if (ncount == NULL || nstride == NULL || norder == NULL || nturns == NULL) {
                 PyErr_NoMemory();
                 goto done;
             }
             memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
+            memset(turns + 2 * ccap, 0, 2 * (ncap - ccap) * sizeof(int64_t));
             ccap = ncap;
         }
         if (count[id] == 0) {
@@ -2923,6 +2940,8 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             order[id] = key;
             stride[id] = 1;
         }
+        turns[2 * id + NOT_RISING] += (int64_t)u >= v;
+        turns[2 * id + NOT_FALLING] += (int64_t)u <= v;
         int64_t index = count[id]++;
         if ((index & (stride[id] - 1)) == 0) { /* strides are powers of two */
             PyObject *list = PyList_GET_ITEM(samples, id);
@@ -2971,8 +2990,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         uint64_t *class_keys = (uint64_t *)PyMem_RawRealloc(w->class_keys,
                                                             (c.nclasses + 1) * sizeof(uint64_t));
         if (class_keys != NULL) {
-            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
             w->class_keys = class_keys;
+        }
+        int64_t *class_turns = (int64_t *)PyMem_RawRealloc(w->class_turns,
+                                                           (2 * c.nclasses + 1) * sizeof(int64_t));
+        if (class_turns != NULL) {
+            w->class_turns = class_turns;
+        }
+        if (class_keys != NULL && class_turns != NULL) {
+            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
+            memcpy(class_turns, turns, 2 * c.nclasses * sizeof(int64_t));
             w->nclass_keys = c.nclasses;
             w->edge_class_epoch = w->epoch;
         }
@@ -2984,8 +3011,46 @@ done:
     PyMem_RawFree(count);
     PyMem_RawFree(stride);
     PyMem_RawFree(order);
+    PyMem_RawFree(turns);
     classes_free(&c);
     return result;
+}
+
+/* Whether node ids rise along every edge kept among the members edge_classes
+ * numbered (or fall along every one): then no loop is left, and no peeling is
+ * needed (a list built in order without its .prev, a tree without its
+ * .parent). extra: the removed edge positions, ascending. */
+static int
+rises_or_falls(const Workspace *w, const uint8_t *removed_id, const int64_t *extra,
+               Py_ssize_t nextra)
+{
+    int64_t not_rising = 0, not_falling = 0;
+    for (size_t id = 0; id < w->nclass_keys; id++) {
+        if (!removed_id[id]) {
+            not_rising += w->class_turns[2 * id + NOT_RISING];
+            not_falling += w->class_turns[2 * id + NOT_FALLING];
+        }
+    }
+    for (Py_ssize_t i = 0; i < nextra; i++) {
+        int64_t e = extra[i];
+        uint8_t id = w->edge_class[e];
+        if ((i > 0 && extra[i - 1] == e) || id == EDGE_OUTSIDE || removed_id[id]) {
+            continue; /* counted once, and only when it was kept */
+        }
+        /* The edge's source: the last node whose edges start at or before e. */
+        Py_ssize_t lo = 0, hi = w->g.n;
+        while (hi - lo > 1) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (w->g.off[mid] <= e) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        not_rising -= (int64_t)lo >= w->g.tgt[e];
+        not_falling -= (int64_t)lo <= w->g.tgt[e];
+    }
+    return not_rising == 0 || not_falling == 0;
 }
 
 /* acyclic_without(members, removed, removed_edges) -> bool: whether no loop is
@@ -3074,6 +3139,11 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
     }
+    if (w->edge_class_epoch == w->epoch && rises_or_falls(w, removed_id, extra, nextra)) {
+        result = Py_NewRef(Py_True);
+        goto done;
+    }
+    peels++;
     /* The members' order lives in queue; the peeling needs its own queue. */
     peel = (uint32_t *)big_alloc(((size_t)nmembers + 1) * sizeof(uint32_t), 0);
     if (peel == NULL) {
@@ -3216,9 +3286,9 @@ fg_work_counts(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{sKsKsK}", "csr_checks", (unsigned long long)csr_checks,
+    return Py_BuildValue("{sKsKsKsK}", "csr_checks", (unsigned long long)csr_checks,
                          "class_lookups", (unsigned long long)class_lookups, "reach_visits",
-                         (unsigned long long)reach_visits);
+                         (unsigned long long)reach_visits, "peels", (unsigned long long)peels);
 }
 
 /* scratch_pieces() -> (count, bytes): the pieces kept right now. */
@@ -3239,7 +3309,8 @@ static PyMethodDef fg_methods[] = {
      "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
     {"work_counts", fg_work_counts, METH_NOARGS,
      "work_counts() -> {'csr_checks': full CSR checks (a build's own pair is trusted), "
-     "'class_lookups': edge-class table lookups, 'reach_visits': nodes reach() expanded}"},
+     "'class_lookups': edge-class table lookups, 'reach_visits': nodes reach() expanded, "
+     "'peels': acyclic_without calls that peeled}"},
     {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
      "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
