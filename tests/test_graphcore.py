@@ -846,7 +846,8 @@ def test_a_builds_own_csr_is_checked_once() -> None:
     C.reverse_edges(offsets, targets)
     C.workspace(nodes, offsets, targets, comp).close()
     assert _fastgraph.work_counts()["csr_checks"] == checks
-    assert cycles == 1 and len(members) == 50
+    assert cycles == 1
+    assert len(members) == 50
     copied = memoryview(bytes(offsets)).cast("q")
     assert C.find_components(copied, targets)[1] == 1
     assert _fastgraph.work_counts()["csr_checks"] == checks + 1
