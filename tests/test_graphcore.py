@@ -824,3 +824,149 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         assert len(results[0][0]) > 3
     finally:
         gc.enable()
+
+
+@needs_c
+def test_a_builds_own_csr_is_checked_once() -> None:
+    """The offsets and targets one build made are a valid CSR as they stand: the C core
+    checks them in no later call, while arrays from elsewhere (a copy, a part, another
+    build's targets) are checked in full, and a bad one still raises."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    # Lists: an instance would refer through a __dict__ of its own on 3.10.
+    ring: list[list[object]] = [[] for _ in range(50)]
+    for index, link in enumerate(ring):
+        link.append(ring[(index + 1) % len(ring)])
+    nodes, offsets, targets, _ = C.build_graph(ring, (), (), False)
+    other = C.build_graph(ring[:10], (), (), False)
+    checks = _fastgraph.work_counts()["csr_checks"]
+    comp, cycles, members = C.cycle_candidates(offsets, targets, None)
+    C.find_components(offsets, targets)
+    C.nodes_reaching(offsets, targets, [0])
+    C.reverse_edges(offsets, targets)
+    C.workspace(nodes, offsets, targets, comp).close()
+    assert _fastgraph.work_counts()["csr_checks"] == checks
+    assert cycles == 1
+    assert len(members) == 50
+    copied = memoryview(bytes(offsets)).cast("q")
+    assert C.find_components(copied, targets)[1] == 1
+    assert _fastgraph.work_counts()["csr_checks"] == checks + 1
+    with pytest.raises(ValueError, match="offsets"):
+        C.find_components(offsets, other[2])  # 10 edges for 50 nodes
+    with pytest.raises(ValueError, match="targets"):
+        C.find_components(other[1][:-1], targets[:9])  # another build's, cut: node 9 -> 9
+    assert _fastgraph.work_counts()["csr_checks"] == checks + 3
+
+
+@needs_c
+def test_edge_classes_look_up_a_class_only_when_a_position_changes_class() -> None:
+    """A doubly linked list's .prev and .next alternate; each position remembers its last
+    class, so the class table is read a handful of times, not once per reference; the
+    classes are the twin's."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    chain = [_Left() for _ in range(2000)]
+    for index, link in enumerate(chain):
+        link.prev = chain[index - 1] if index else None  # type: ignore[attr-defined]
+        link.next = chain[index + 1] if index + 1 < len(chain) else None  # type: ignore[attr-defined]
+    # Each link's instance dict is an object of its own: link -> dict -> .prev, .next.
+    objects: list[object] = [*chain, *(vars(link) for link in chain)]
+    results = []
+    for impl in IMPLS:
+        nodes, offsets, targets, _ = impl.build_graph(list(objects), (), (), False)
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace(nodes, offsets, targets, comp)
+        before = _fastgraph.work_counts()["class_lookups"]
+        results.append(work.edge_classes(members, 4))
+        if impl is C:
+            assert _fastgraph.work_counts()["class_lookups"] - before <= 8
+        work.close()
+    assert results[0] == results[-1]
+    assert sum(results[0][1]) == 2000 + 2 * 1999
+
+
+@needs_c
+def test_reach_stops_once_the_wanted_nodes_are_found() -> None:
+    """With a limit, reach() lists the first wanted nodes in BFS order and stops there: a
+    ring of 5,000 holding one payload expands its first member only; the twin lists the
+    same nodes, for every limit."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    n = 5000
+    edges = [(i, (i + 1) % n) for i in range(n)] + [(0, n), (2500, n + 1), (4999, n + 2)]
+    offsets, targets = csr(n + 3, edges)
+    wanted = bytearray(n + 3)
+    wanted[n] = wanted[n + 1] = wanted[n + 2] = 1
+    for impl in IMPLS:
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace([None] * (n + 3), offsets, targets, comp)
+        everything = work.reach(members, wanted, None)
+        assert everything == [n, n + 1, n + 2]
+        for limit in range(5):
+            before = _fastgraph.work_counts()["reach_visits"]
+            assert work.reach(members, wanted, None, limit) == everything[:limit]
+            if impl is C:
+                expanded = _fastgraph.work_counts()["reach_visits"] - before
+                assert expanded == [0, 1, 2501, n, n + 3][limit]
+        with pytest.raises(ValueError, match="limit"):
+            work.reach(members, wanted, None, -1)
+        work.close()
+
+
+@needs_c
+def test_acyclic_without_needs_no_peeling_when_ids_rise_along_every_edge_kept() -> None:
+    """A chain whose .next references go up the node ids and .prev ones down: without the
+    .prev classes every reference left rises, so no loop can close and nothing is peeled;
+    a cut leaving edges both ways is peeled, and both answers are the twin's."""
+    from whyalive.graph import _fastgraph  # type: ignore[attr-defined]
+
+    assert C is not None
+    n = 1000
+    edges = [(i, i + 1) for i in range(n - 1)]  # .next: first in each node's edges
+    edges += [(i, i - 1) for i in range(1, n)]  # .prev
+    edges.sort(key=lambda edge: edge[0])  # stable: .next before .prev
+    offsets, targets = csr(n, edges)
+    mixed_off, mixed_tgt = csr(4, [(0, 2), (1, 3), (2, 1), (3, 0)])
+    for impl in IMPLS:
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        # The ends of other types: each class then holds references of one direction.
+        work = impl.workspace(["first", *range(1, n - 1), b"last"], offsets, targets, comp)
+        keys, _, samples = work.edge_classes(members, 2)
+        down = [
+            key for key, picked in zip(keys, samples, strict=True) if picked[0][1] < picked[0][0]
+        ]
+        up = [key for key in keys if key not in down]
+        peels = _fastgraph.work_counts()["peels"]
+        assert work.acyclic_without(members, down, None)
+        assert work.acyclic_without(members, up, [1, 3])
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels
+        assert not work.acyclic_without(members, [], None)
+        assert not work.acyclic_without(members, up[:1], None)
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 2
+        work.close()
+        # All of one type, the ends' references share a class (position 0 of 1): 0 -> 1
+        # rises, 999 -> 998 falls. Removed by its position, the last one is not counted.
+        work = impl.workspace([None] * n, offsets, targets, comp)
+        keys, _, samples = work.edge_classes(members, 2)
+        prev = [key for key in keys if key[2:] == (1, 2)]
+        last = len(targets) - 1
+        assert work.acyclic_without(members, prev, [last, last])
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 2
+        assert not work.acyclic_without(members, prev, [0])  # peeled: 998 <-> 999 is left
+        if impl is C:
+            assert _fastgraph.work_counts()["peels"] == peels + 3
+        work.close()
+        comp, _, members = impl.cycle_candidates(mixed_off, mixed_tgt, None)
+        work = impl.workspace([None] * 4, mixed_off, mixed_tgt, comp)
+        work.edge_classes(members, 2)
+        assert work.acyclic_without(members, [], [3])  # 0 -> 2 -> 1 -> 3: up, down, up
+        assert not work.acyclic_without(members, [], [])
+        with pytest.raises(IndexError):
+            work.acyclic_without(members, [], [4])
+        work.close()

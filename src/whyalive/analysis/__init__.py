@@ -231,7 +231,9 @@ def find_cycles(
     progress.stage(f"grouping {len(members_of):,} cycles")
     found: list[tuple[object, Sequence[int], list[int]]] = []
     for component, members in members_of.items():
-        retained = graph.reachable_from(members, heavy_mask, blocked)
+        # Once every heavy object is found no other can be: a giant cycle holding one
+        # payload stops at its first member's references.
+        retained = graph.reachable_from(members, heavy_mask, blocked, len(facts))
         if not retained and not options.all_cycles:
             continue
         # A big cycle is its own group: keying it would cost a sort of its members.

@@ -282,7 +282,18 @@ typedef struct {
     uint32_t *node_types;
     Py_ssize_t ntyped;
     PyObject *node_type_objects;
+    /* The build that wrote this array as its offsets or targets (0: none). A
+     * pair of one build's arrays, read whole, is a valid CSR as built: no pass
+     * checks it again (two passes over tens of MiB per call at 10^6 objects). */
+    uint64_t build_serial;
 } BigArray;
+
+static uint64_t build_serials;
+/* Work counted for the tests (see fg_work_counts). */
+static uint64_t csr_checks;    /* full CSR checks */
+static uint64_t class_lookups; /* edge-class table lookups in edge_classes */
+static uint64_t reach_visits;  /* nodes whose edges reach() followed */
+static uint64_t peels;         /* acyclic_without calls that peeled */
 
 static void
 bigarray_dealloc(PyObject *self)
@@ -329,6 +340,7 @@ view_of(void **data, Py_ssize_t nbytes, const char *fmt)
     owner->node_types = NULL;
     owner->ntyped = 0;
     owner->node_type_objects = NULL;
+    owner->build_serial = 0;
     *data = NULL;
     PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
     Py_DECREF(owner);
@@ -880,6 +892,7 @@ offsets_with_types(builder *b)
     owner->node_types = b->node_types;
     owner->ntyped = b->nnodes;
     owner->node_type_objects = types;
+    owner->build_serial = 0;
     b->offsets = NULL;
     b->node_types = NULL;
     PyObject *mv = PyMemoryView_FromObject((PyObject *)owner);
@@ -1060,6 +1073,9 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                                          b.ntargets * (Py_ssize_t)sizeof(int64_t), "q");
                 }
                 if (targets_mv != NULL) {
+                    uint64_t serial = ++build_serials;
+                    ((BigArray *)PyMemoryView_GET_BASE(offsets_mv))->build_serial = serial;
+                    ((BigArray *)PyMemoryView_GET_BASE(targets_mv))->build_serial = serial;
                     marked_list = PyList_New(b.nmarked);
                 }
                 for (i = 0; marked_list != NULL && i < b.nmarked; i++) {
@@ -1160,8 +1176,26 @@ csr_release(csr_t *g)
     PyBuffer_Release(&g->tb);
 }
 
+/* Whether offsets and targets are one build's arrays, each read whole. */
+static int
+built_pair(const csr_t *g, PyObject *offsets, PyObject *targets)
+{
+    if (!PyMemoryView_Check(offsets) || !PyMemoryView_Check(targets)) {
+        return 0;
+    }
+    PyObject *ob = PyMemoryView_GET_BASE(offsets), *tb = PyMemoryView_GET_BASE(targets);
+    if (ob == NULL || tb == NULL || !Py_IS_TYPE(ob, &BigArray_Type) ||
+        !Py_IS_TYPE(tb, &BigArray_Type)) {
+        return 0;
+    }
+    const BigArray *oa = (const BigArray *)ob, *ta = (const BigArray *)tb;
+    return oa->build_serial != 0 && oa->build_serial == ta->build_serial &&
+           g->ob.buf == oa->data && g->ob.len == oa->nbytes && g->tb.buf == ta->data &&
+           g->tb.len == ta->nbytes;
+}
+
 /* Checks every invariant the algorithms rely on, so malformed input raises
- * ValueError instead of reading out of bounds. */
+ * ValueError instead of reading out of bounds (a build's own pair holds them). */
 static int
 csr_open(csr_t *g, PyObject *offsets, PyObject *targets)
 {
@@ -1177,6 +1211,10 @@ csr_open(csr_t *g, PyObject *offsets, PyObject *targets)
     g->tgt = (const int64_t *)g->tb.buf;
     g->n = g->ob.len / 8 - 1;
     g->m = g->tb.len / 8;
+    if (built_pair(g, offsets, targets)) {
+        return 0;
+    }
+    csr_checks++;
     if (g->n < 0) {
         PyErr_SetString(PyExc_ValueError, "offsets must have at least one entry");
         goto fail;
@@ -1668,10 +1706,34 @@ done:
 
 /* Break the captured cycles the way the collector's delete_garbage() does: the
  * objects are already finalized and their weakrefs cleared by the collection
- * that saved them, so tp_clear is the only step left. Each object's slot in the
- * list becomes None right after its tp_clear, so reference counting frees it
- * (and what only it held) while it is still in cache, as the collector does,
- * instead of in a second pass over the list; the caller empties the list. */
+ * that saved them, so tp_clear is the only step left. Each object's reference
+ * is dropped right after its tp_clear, so reference counting frees it (and what
+ * only it held) while it is still in cache, as the collector does, instead of
+ * in a second pass over the list. The list is emptied first and its items
+ * array becomes ours: a deallocator that runs code never sees a half-released
+ * list, and no slot is written back (8 MiB of stores at 10^6 objects). */
+static void
+clear_one(PyObject *op)
+{
+    inquiry clear = Py_TYPE(op)->tp_clear;
+    /* Saved garbage is tracked. An untracked object is no garbage of a cycle (a
+     * graph's extra left behind, a dict untracked since): clearing it could empty
+     * a container that live code still uses. An object only our reference still
+     * holds (an earlier one's tp_clear dropped the rest) is freed by the decref
+     * that follows, its deallocator dropping what it holds, exactly as after a
+     * tp_clear: the call is saved (a ring then costs one tp_clear in all, as in
+     * the collector's own delete_garbage()). */
+    if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+        Py_INCREF(op);
+        (void)clear(op);
+        if (PyErr_Occurred()) {
+            PyErr_WriteUnraisable(op);
+        }
+        Py_DECREF(op);
+    }
+    Py_DECREF(op);
+}
+
 static PyObject *
 fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1681,30 +1743,28 @@ fg_clear_objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *objects = args[0];
-    /* The size is read again each time: a deallocator may run code. */
+#ifdef Py_GIL_DISABLED
+    /* The free-threaded list keeps its items in a different layout: each slot
+     * becomes None, then its object is cleared (the size is read again: a
+     * deallocator may run code). */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
         PyObject *op = PyList_GET_ITEM(objects, i);
-        inquiry clear = Py_TYPE(op)->tp_clear;
-        /* Saved garbage is tracked. An untracked object is no garbage of a
-         * cycle (a graph's extra left behind, a dict untracked since): clearing
-         * it could empty a container that live code still uses. An object only
-         * this list still holds (an earlier one's tp_clear dropped the rest) is
-         * freed by the decref below, its deallocator dropping what it holds,
-         * exactly as after a tp_clear: the call is saved (a ring then costs one
-         * tp_clear in all, as in the collector's own delete_garbage()). */
-        if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) &&
-            PyObject_GC_IsTracked(op)) {
-            Py_INCREF(op);
-            (void)clear(op);
-            if (PyErr_Occurred()) {
-                PyErr_WriteUnraisable(op);
-            }
-            Py_DECREF(op);
-        }
         Py_INCREF(Py_None);
         PyList_SET_ITEM(objects, i, Py_None);
-        Py_DECREF(op);
+        clear_one(op);
     }
+#else
+    PyListObject *list = (PyListObject *)objects;
+    Py_ssize_t n = Py_SIZE(list);
+    PyObject **items = list->ob_item;
+    list->ob_item = NULL;
+    list->allocated = 0;
+    Py_SET_SIZE(list, 0);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        clear_one(items[i]);
+    }
+    PyMem_Free(items);
+#endif
     Py_RETURN_NONE;
 }
 
@@ -2107,6 +2167,10 @@ typedef struct {
      * peels from these bytes, without member[] or a class table per edge. */
     uint8_t *edge_class;
     uint64_t *class_keys;
+    /* Per class id, how many of its edges u -> v have u >= v (not rising) and
+     * u <= v (not falling). When node ids rise along every edge kept (or fall
+     * along every one), no loop can close. */
+    int64_t *class_turns;
     size_t nclass_keys;
     uint32_t edge_class_epoch;
     /* Each node's type index (into types, seeded in the build's order), when
@@ -2116,6 +2180,9 @@ typedef struct {
 } Workspace;
 
 #define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
+/* class_turns[2 * id + NOT_RISING], class_turns[2 * id + NOT_FALLING] */
+#define NOT_RISING 0
+#define NOT_FALLING 1
 
 static void
 ws_close_impl(Workspace *w)
@@ -2134,6 +2201,8 @@ ws_close_impl(Workspace *w)
     w->edge_class = NULL;
     PyMem_RawFree(w->class_keys);
     w->class_keys = NULL;
+    PyMem_RawFree(w->class_turns);
+    w->class_turns = NULL;
     w->edge_class_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
@@ -2344,10 +2413,11 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)w;
 }
 
-/* reach(sources, wanted, blocked) -> list: nodes reachable from sources, BFS
- * order, sources first; only those flagged in wanted (a byte per node) unless
- * it is None. Nodes of a component flagged in blocked (a byte per component
- * id), other than the first source's, are neither listed nor entered. */
+/* reach(sources, wanted, blocked, limit=None) -> list: nodes reachable from
+ * sources, BFS order, sources first; only those flagged in wanted (a byte per
+ * node) unless it is None, and only the first limit of them. Nodes of a
+ * component flagged in blocked (a byte per component id), other than the first
+ * source's, are neither listed nor entered. */
 static PyObject *
 ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2355,12 +2425,24 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer wb = {0}, bb = {0};
     const uint8_t *wanted = NULL, *blocked = NULL;
     PyObject *out = NULL, *result = NULL;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "reach(sources, wanted, blocked) takes 3 arguments");
+    Py_ssize_t limit = PY_SSIZE_T_MAX;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "reach(sources, wanted, blocked, limit=None) takes 3 or 4 arguments");
         return NULL;
     }
     if (ws_check(w) < 0) {
         return NULL;
+    }
+    if (nargs == 4 && args[3] != Py_None) {
+        limit = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+        if (limit == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (limit < 0) {
+            PyErr_SetString(PyExc_ValueError, "limit must not be negative");
+            return NULL;
+        }
     }
     if (args[1] != Py_None) {
         if (PyObject_GetBuffer(args[1], &wb, PyBUF_C_CONTIGUOUS) < 0) {
@@ -2383,9 +2465,15 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         goto done;
     }
-    Py_ssize_t head = 0, tail = ctx.tail;
+    Py_ssize_t head = 0, tail = ctx.tail, found = 0;
     int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
-    while (head < tail) {
+    for (Py_ssize_t i = 0; i < tail && found < limit; i++) {
+        found += wanted == NULL || wanted[w->queue[i]];
+    }
+    /* The first limit wanted nodes in BFS order are settled once that many are
+     * queued: a giant cycle holding one payload stops at the first member's edges
+     * instead of visiting 10^6 others. */
+    while (head < tail && found < limit) {
         uint32_t u = w->queue[head++];
         for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
             int64_t v = w->g.tgt[e];
@@ -2398,17 +2486,20 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             w->stamp[v] = epoch;
             w->queue[tail++] = (uint32_t)v;
+            found += wanted == NULL || wanted[v];
         }
     }
+    reach_visits += (uint64_t)head;
     out = PyList_New(0);
     if (out == NULL) {
         goto done;
     }
-    for (Py_ssize_t i = 0; i < tail; i++) {
+    for (Py_ssize_t i = 0, listed = 0; i < tail && listed < limit; i++) {
         uint32_t v = w->queue[i];
         if (wanted != NULL && !wanted[v]) {
             continue;
         }
+        listed++;
         PyObject *index = PyLong_FromUnsignedLong(v);
         if (index == NULL || PyList_Append(out, index) < 0) {
             Py_XDECREF(index);
@@ -2737,6 +2828,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     classes_t c;
     int64_t *count = NULL, *stride = NULL;
     uint64_t *order = NULL;
+    int64_t *turns = NULL;
     PyObject *result = NULL, *keys = NULL, *counts = NULL, *samples = NULL;
     Py_ssize_t want, nmembers;
     size_t ccap = 16;
@@ -2762,10 +2854,11 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     order = (uint64_t *)PyMem_RawCalloc(ccap, sizeof(uint64_t));
+    turns = (int64_t *)PyMem_RawCalloc(2 * ccap, sizeof(int64_t));
     if (nmembers < 0 || samples == NULL) {
         goto done;
     }
-    if (count == NULL || stride == NULL || order == NULL) {
+    if (count == NULL || stride == NULL || order == NULL || turns == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -2783,17 +2876,27 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
         }
     }
-    /* A structure's edges mostly repeat one class after another: the last key
-     * is checked before the table. */
-    uint64_t last_key = CLASS_EMPTY;
-    int64_t last_id = -1;
+    /* A structure's members mostly repeat one class per position (a doubly
+     * linked list's .prev and .next alternate): the last key seen at each
+     * position is checked before the table. */
+    uint64_t last_key[CLASS_CAP + 1];
+    int64_t last_id[CLASS_CAP + 1];
+    for (int k = 0; k <= CLASS_CAP; k++) {
+        last_key[k] = CLASS_EMPTY;
+        last_id[k] = -1;
+    }
     FOR_MEMBER_EDGES(w, nmembers, {
-        int64_t id = key == last_key ? last_id : class_id(&c, key, 1);
+        int slot = (int)((key >> 5) & 31);
+        int64_t id = last_id[slot];
+        if (key != last_key[slot]) {
+            class_lookups++;
+            id = class_id(&c, key, 1);
+        }
         if (id < 0) {
             goto done;
         }
-        last_key = key;
-        last_id = id;
+        last_key[slot] = key;
+        last_id[slot] = id;
         if (edge_class != NULL) {
             if (id < EDGE_OUTSIDE) {
                 edge_class[e] = (uint8_t)id;
@@ -2815,11 +2918,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (norder != NULL) {
                 order = norder;
             }
-            if (ncount == NULL || nstride == NULL || norder == NULL) {
+            int64_t *nturns = (int64_t *)PyMem_RawRealloc(turns, 2 * ncap * sizeof(int64_t));
+            if (nturns != NULL) {
+                turns = nturns;
+            }
+            if (ncount == NULL || nstride == NULL || norder == NULL || nturns == NULL) {
                 PyErr_NoMemory();
                 goto done;
             }
             memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
+            memset(turns + 2 * ccap, 0, 2 * (ncap - ccap) * sizeof(int64_t));
             ccap = ncap;
         }
         if (count[id] == 0) {
@@ -2832,6 +2940,8 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             order[id] = key;
             stride[id] = 1;
         }
+        turns[2 * id + NOT_RISING] += (int64_t)u >= v;
+        turns[2 * id + NOT_FALLING] += (int64_t)u <= v;
         int64_t index = count[id]++;
         if ((index & (stride[id] - 1)) == 0) { /* strides are powers of two */
             PyObject *list = PyList_GET_ITEM(samples, id);
@@ -2880,8 +2990,16 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         uint64_t *class_keys = (uint64_t *)PyMem_RawRealloc(w->class_keys,
                                                             (c.nclasses + 1) * sizeof(uint64_t));
         if (class_keys != NULL) {
-            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
             w->class_keys = class_keys;
+        }
+        int64_t *class_turns = (int64_t *)PyMem_RawRealloc(w->class_turns,
+                                                           (2 * c.nclasses + 1) * sizeof(int64_t));
+        if (class_turns != NULL) {
+            w->class_turns = class_turns;
+        }
+        if (class_keys != NULL && class_turns != NULL) {
+            memcpy(class_keys, order, c.nclasses * sizeof(uint64_t));
+            memcpy(class_turns, turns, 2 * c.nclasses * sizeof(int64_t));
             w->nclass_keys = c.nclasses;
             w->edge_class_epoch = w->epoch;
         }
@@ -2893,8 +3011,46 @@ done:
     PyMem_RawFree(count);
     PyMem_RawFree(stride);
     PyMem_RawFree(order);
+    PyMem_RawFree(turns);
     classes_free(&c);
     return result;
+}
+
+/* Whether node ids rise along every edge kept among the members edge_classes
+ * numbered (or fall along every one): then no loop is left, and no peeling is
+ * needed (a list built in order without its .prev, a tree without its
+ * .parent). extra: the removed edge positions, ascending. */
+static int
+rises_or_falls(const Workspace *w, const uint8_t *removed_id, const int64_t *extra,
+               Py_ssize_t nextra)
+{
+    int64_t not_rising = 0, not_falling = 0;
+    for (size_t id = 0; id < w->nclass_keys; id++) {
+        if (!removed_id[id]) {
+            not_rising += w->class_turns[2 * id + NOT_RISING];
+            not_falling += w->class_turns[2 * id + NOT_FALLING];
+        }
+    }
+    for (Py_ssize_t i = 0; i < nextra; i++) {
+        int64_t e = extra[i];
+        uint8_t id = w->edge_class[e];
+        if ((i > 0 && extra[i - 1] == e) || id == EDGE_OUTSIDE || removed_id[id]) {
+            continue; /* counted once, and only when it was kept */
+        }
+        /* The edge's source: the last node whose edges start at or before e. */
+        Py_ssize_t lo = 0, hi = w->g.n;
+        while (hi - lo > 1) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (w->g.off[mid] <= e) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        not_rising -= (int64_t)lo >= w->g.tgt[e];
+        not_falling -= (int64_t)lo <= w->g.tgt[e];
+    }
+    return not_rising == 0 || not_falling == 0;
 }
 
 /* acyclic_without(members, removed, removed_edges) -> bool: whether no loop is
@@ -2983,6 +3139,11 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
     }
+    if (w->edge_class_epoch == w->epoch && rises_or_falls(w, removed_id, extra, nextra)) {
+        result = Py_NewRef(Py_True);
+        goto done;
+    }
+    peels++;
     /* The members' order lives in queue; the peeling needs its own queue. */
     peel = (uint32_t *)big_alloc(((size_t)nmembers + 1) * sizeof(uint32_t), 0);
     if (peel == NULL) {
@@ -3060,7 +3221,7 @@ ws_close(PyObject *self, PyObject *unused)
 
 static PyMethodDef ws_methods[] = {
     {"reach", (PyCFunction)(void (*)(void))ws_reach, METH_FASTCALL,
-     "reach(sources, wanted, blocked) -> [node, ...]"},
+     "reach(sources, wanted, blocked, limit=None) -> [node, ...]"},
     {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
      "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
     {"path_ends", (PyCFunction)(void (*)(void))ws_path_ends, METH_FASTCALL,
@@ -3119,6 +3280,17 @@ fg_hold_scratch(PyObject *self, PyObject *held)
     return PyLong_FromSsize_t(pool_holds);
 }
 
+/* work_counts() -> dict: work done so far, for tests that count it. */
+static PyObject *
+fg_work_counts(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("{sKsKsKsK}", "csr_checks", (unsigned long long)csr_checks,
+                         "class_lookups", (unsigned long long)class_lookups, "reach_visits",
+                         (unsigned long long)reach_visits, "peels", (unsigned long long)peels);
+}
+
 /* scratch_pieces() -> (count, bytes): the pieces kept right now. */
 static PyObject *
 fg_scratch_pieces(PyObject *self, PyObject *unused)
@@ -3135,6 +3307,10 @@ fg_scratch_pieces(PyObject *self, PyObject *unused)
 static PyMethodDef fg_methods[] = {
     {"hold_scratch", fg_hold_scratch, METH_O,
      "hold_scratch(held) -> holds left: keep freed big arrays for the next ones while held"},
+    {"work_counts", fg_work_counts, METH_NOARGS,
+     "work_counts() -> {'csr_checks': full CSR checks (a build's own pair is trusted), "
+     "'class_lookups': edge-class table lookups, 'reach_visits': nodes reach() expanded, "
+     "'peels': acyclic_without calls that peeled}"},
     {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
      "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
@@ -3148,8 +3324,8 @@ static PyMethodDef fg_methods[] = {
     {"reverse_edges", (PyCFunction)(void (*)(void))fg_reverse_edges, METH_FASTCALL,
      "reverse_edges(offsets, targets) -> (offsets, edges): edge positions by target."},
     {"clear_objects", (PyCFunction)(void (*)(void))fg_clear_objects, METH_FASTCALL,
-     "clear_objects(objects) -> None: tp_clear each object and drop it from the list "
-     "(None in its place), as the collector does"},
+     "clear_objects(objects) -> None: empty the list, then tp_clear each object and drop "
+     "it, as the collector does"},
     {"take_tail", (PyCFunction)(void (*)(void))fg_take_tail, METH_FASTCALL,
      "take_tail(items, start) -> items[start:], removed from items without copying"},
     {"saved_start", (PyCFunction)(void (*)(void))fg_saved_start, METH_FASTCALL,

@@ -46,9 +46,10 @@ Results:
   per-component work, each call costing what it visits, never the whole graph
   (the CSR is checked once; scratch arrays are reused):
 
-  - ``reach(sources, wanted, blocked) -> list``: the nodes reachable from
-    ``sources`` in BFS order (sources first), only those flagged in ``wanted``
-    (a byte per node) unless it is None; nodes of a component flagged in
+  - ``reach(sources, wanted, blocked, limit=None) -> list``: the nodes reachable
+    from ``sources`` in BFS order (sources first), only those flagged in ``wanted``
+    (a byte per node) unless it is None, and only the first ``limit`` of them
+    (the search stops once they are found); nodes of a component flagged in
     ``blocked`` (a byte per component id), other than the first source's, are
     neither listed nor entered.
   - ``shortest_paths(sources, goals) -> {goal: [node, ...]}``: one BFS from
@@ -135,7 +136,9 @@ ReverseEdges = Callable[[Any, Any], "tuple[memoryview, memoryview]"]
 class Workspace(Protocol):
     """Per-component graph work over one graph; each call costs what it visits."""
 
-    def reach(self, sources: Iterable[int], wanted: Any, blocked: Any) -> list[int]: ...
+    def reach(
+        self, sources: Iterable[int], wanted: Any, blocked: Any, limit: int | None = None
+    ) -> list[int]: ...
     def shortest_paths(
         self, sources: Iterable[int], goals: Iterable[int]
     ) -> dict[int, list[int]]: ...
@@ -155,7 +158,7 @@ class Workspace(Protocol):
 
 
 MakeWorkspace = Callable[[list[object], Any, Any, Any], Workspace]
-# tp_clear each object and put None in its place (C only: Python cannot call tp_clear).
+# Empty the list, then tp_clear each object and drop it (C only: Python cannot call tp_clear).
 ClearObjects = Callable[[list[object]], None]
 TakeTail = Callable[[list[object], int], "list[object]"]
 SavedStart = Callable[[list[object], int, int], int]

@@ -77,13 +77,15 @@ class ObjectGraph:
         sources: Iterable[int],
         wanted: bytes | bytearray | None = None,
         blocked: bytes | bytearray | None = None,
+        limit: int | None = None,
     ) -> list[int]:
         """Nodes reachable from ``sources`` (sources included), BFS order.
 
-        Only nodes flagged in ``wanted`` are listed when it is given; components
-        flagged in ``blocked`` (other than the sources' own) are not entered.
+        Only nodes flagged in ``wanted`` are listed when it is given, only the first
+        ``limit`` of them (the search stops there: pass how many are flagged in all);
+        components flagged in ``blocked`` (other than the sources' own) are not entered.
         """
-        return self.work().reach(sources, wanted, blocked)
+        return self.work().reach(sources, wanted, blocked, limit)
 
     def shortest_paths(self, sources: Iterable[int], goals: Iterable[int]) -> dict[int, list[int]]:
         """Shortest node path from any of ``sources`` to each reachable goal (one BFS)."""

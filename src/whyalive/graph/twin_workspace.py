@@ -42,12 +42,20 @@ class PyWorkspace:
             found.append(s)
         return found
 
-    def reach(self, sources: Iterable[int], wanted: Any, blocked: Any) -> list[int]:
+    def reach(
+        self, sources: Iterable[int], wanted: Any, blocked: Any, limit: int | None = None
+    ) -> list[int]:
         """Nodes reachable from ``sources``, BFS order; see the module docstring."""
         order = list(dict.fromkeys(self._ids(sources, self._n)))
         flags = bytes(wanted) if wanted is not None else None
         if flags is not None and len(flags) < self._n:
             raise ValueError("wanted must have one byte per node")
+        if limit is not None:
+            if limit < 0:
+                raise ValueError("limit must not be negative")
+            # The first ``limit`` listed in BFS order are the same whether or not
+            # the search goes on: the C core stops, the twin cuts.
+            return self.reach(sources, wanted, blocked)[:limit]
         stop = bytes(blocked) if blocked is not None else None
         home = self._comp[order[0]] if order else -1
         seen = set(order)
