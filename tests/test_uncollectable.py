@@ -16,6 +16,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -231,6 +232,28 @@ def test_what_a_garbage_node_holds_in_cpp_is_counted(fn: Callable[[], None]) -> 
     assert f"keeps {tensors} tensors alive" in report.render("text").replace("\n  ", " ")
     if fn is loops.stage_prehook:  # the prehook is a partial of the stage's bound method
         assert "func" in [edge.name for edge in cycle.loop]
+
+
+@pytest.mark.parametrize("fn", [loops.stage_prehook, loops.stage_prehook_logged], ids=_name)
+def test_a_stage_keeping_its_nodes_is_cut_at_the_store_in_its_own_method(
+    fn: Callable[[], None],
+) -> None:
+    """The stage's ``forward`` (a method of an object of the loop, not a function the loop
+    runs) stores the node by a computed key, ``self.pending[microbatch] = node``: that line
+    is quoted, not another store by the same key into another dict (``self.shapes``), and
+    the fix names the stage's own dict."""
+    report = find_leaks(fn)
+    [cycle] = report.cycles
+    assert cycle.cut is not None
+    assert cycle.cut.proven
+    assert cycle.cut.source_line is not None, cycle.cut.source_note
+    place, _, text = cycle.cut.source_line.partition("  ")
+    assert text == "self.pending[microbatch] = node"
+    lines = Path(loops.__file__).read_text(encoding="utf-8").splitlines()
+    assert lines[int(place.rpartition(":")[2]) - 1].strip() == text
+    assert "`self.pending[1]`" in cycle.fix
+    assert "`self.pending.clear()`" in cycle.fix
+    assert "through `self`" in cycle.explanation
 
 
 def test_a_live_models_parameters_held_by_a_garbage_node_are_not_counted() -> None:

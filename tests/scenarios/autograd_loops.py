@@ -4,8 +4,9 @@ Each leaky function, called, leaves a payload alive that a loop through autograd
 the collector never frees it (``tensor_hook``, ``hook_on_owner``, ``grad_cam``,
 ``prehook_holding_output``, ``node_metadata``) or frees it only at its next run,
 because nothing but the loop held the node (``prehook_on_node``, ``stage_prehook``,
-``ctx_attribute``): then what the node holds in C++ (saved tensors, leaves, their
-gradients) is in no list of garbage, and is counted through the node.
+``stage_prehook_logged``, ``ctx_attribute``): then what the node holds in C++ (saved
+tensors, leaves, their gradients) is in no list of garbage, and is counted through the
+node.
 Its ``_fixed`` twin applies the fix the report prints (its ``fix_edit`` where it has
 one, which the fix-proof suite also applies to this file) and leaves nothing behind.
 Payloads are ``PAYLOAD_BYTES`` of float32, tracked by :mod:`scenarios.payload`; the
@@ -235,6 +236,42 @@ def stage_prehook() -> None:
     outs[0].sum().backward()
 
 
+class LoggingStage(PipelineStage):
+    """:class:`PipelineStage` that also logs each microbatch's input shape, by the same
+    computed key into another dict: only the store into ``pending`` made the loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: dict[int, tuple[int, ...]] = {}
+
+    def forward(self, microbatch: int, x: Any) -> Any:
+        """``x @ weight``, its input's shape logged and its node kept until backward."""
+        self.shapes[microbatch] = tuple(x.shape)
+        out = x @ self.weight
+        node = out.grad_fn
+        self.pending[microbatch] = node
+        node.register_prehook(functools.partial(self.backward_started, microbatch))
+        return out
+
+
+def stage_prehook_logged() -> None:
+    """:func:`stage_prehook` with :class:`LoggingStage`: two dicts stored by key ``mb``."""
+    torch = _torch()
+    stage = LoggingStage()
+    outs = [stage.forward(mb, track(torch.randn(PAYLOAD // 256, 256))) for mb in range(2)]
+    outs[0].sum().backward()
+
+
+def stage_prehook_logged_fixed() -> None:
+    """:func:`stage_prehook_logged` with its report's other fix: the nodes the stage still
+    keeps are dropped once the step is over (``self.pending.clear()``)."""
+    torch = _torch()
+    stage = LoggingStage()
+    outs = [stage.forward(mb, track(torch.randn(PAYLOAD // 256, 256))) for mb in range(2)]
+    outs[0].sum().backward()
+    stage.pending.clear()
+
+
 class PipelineStageFixed(PipelineStage):
     """:class:`PipelineStage` with its report's fix: the prehooks' handles are kept, and
     removed once the step is over."""
@@ -362,7 +399,12 @@ def node_metadata_fixed() -> None:
 LEAKY = {
     "tensor-hook-loop": (tensor_hook, hook_on_owner),
     "module-hook-loop": (grad_cam,),
-    "node-hook-loop": (prehook_on_node, prehook_holding_output, stage_prehook),
+    "node-hook-loop": (
+        prehook_on_node,
+        prehook_holding_output,
+        stage_prehook,
+        stage_prehook_logged,
+    ),
     "ctx-attribute": (ctx_attribute,),
     "node-metadata": (node_metadata,),
 }
@@ -375,6 +417,7 @@ FIXED = {
     prehook_on_node: prehook_on_node_fixed,
     prehook_holding_output: prehook_holding_output_fixed,
     stage_prehook: stage_prehook_fixed,
+    stage_prehook_logged: stage_prehook_logged_fixed,
     ctx_attribute: ctx_attribute_fixed,
     node_metadata: node_metadata_fixed,
 }

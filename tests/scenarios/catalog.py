@@ -94,6 +94,8 @@ AUTOGRAD = (
     _autograd("grad_cam", "module-hook-loop"),
     _autograd("prehook_on_node", "node-hook-loop", record=True, forever=False),
     _autograd("prehook_holding_output", "node-hook-loop"),
+    # The node is kept by `self.pending[mb] = node` in a method of the stage, not of the loop.
+    _autograd("stage_prehook_logged", "node-hook-loop", forever=False),
     _autograd("ctx_attribute", "ctx-attribute", forever=False),
     _autograd("node_metadata", "node-metadata", record=True),
 )

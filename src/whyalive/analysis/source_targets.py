@@ -66,7 +66,14 @@ def store_target(view: CycleView, edge: NamedEdge) -> StoreTarget | None:
     if kind != ek.KEY:
         return None
     key = _constant(name[1:-1]) if name.startswith("[") else None
-    return StoreTarget("key", key) if isinstance(key, (str, int)) else None
+    if not isinstance(key, (str, int)):
+        return None
+    held_by = (
+        into.name.name[1:]
+        for into in view.edges_into(edge.source)
+        if into.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(into.source))
+    )
+    return StoreTarget("key", key, container=next(held_by, None))
 
 
 def _constant(text: str) -> object:

@@ -132,6 +132,10 @@ class StoreTarget:
     from_end: int | None = None
     """For an item: its position counted from the container's end (``[self]`` added last,
     as in ``self.nodes + [self]``), when the container's length is known."""
+    container: str | None = None
+    """For a key: the attribute of an instance that holds the dict (``pending`` for
+    ``self.pending``), so that a store with a computed key (``self.pending[mb] = node``)
+    is found when no line writes the key itself."""
 
     def spelled(self) -> str:
         """How a note names it: `` `.cb` ``, `` `['k']` ``, `` `xs` ``."""
@@ -195,11 +199,17 @@ def _stored(target: ast.AST, store: StoreTarget) -> bool:
         return isinstance(target, ast.Attribute) and _unmangled(target.attr) == _unmangled(name)
     if what == "name":
         return isinstance(target, ast.Name) and target.id == name
+    if what not in ("key", "item") or not isinstance(target, ast.Subscript):
+        return False
+    if isinstance(target.slice, ast.Constant):
+        return target.slice.value == name
+    # `self.pending[mb] = node`: a computed key, into the dict the instance's attribute holds.
+    container = target.value
     return (
-        what in ("key", "item")
-        and isinstance(target, ast.Subscript)
-        and isinstance(target.slice, ast.Constant)
-        and target.slice.value == name
+        what == "key"
+        and store.container is not None
+        and isinstance(container, ast.Attribute)
+        and _unmangled(container.attr) == _unmangled(store.container)
     )
 
 

@@ -11,6 +11,7 @@ reference (a node nothing else holds); the words then say it is freed late.
 from __future__ import annotations
 
 import sys
+import types
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.edges import EdgeName
@@ -315,6 +316,11 @@ class NodeHookPattern:
         cells = [e for e in steps if e.name.kind == ek.CELL]
         variable = reference_code(view, cells[0]) if cells else None
         after = steps[steps.index(cells[0]) + 1 :] if cells else []
+        bound = [e for e in steps if e.name.kind == ek.BOUND_SELF]
+        if not cells and bound:
+            # The hook is a method (or a partial of one): its `self` leads back to the node.
+            variable = _self_name(view.obj(bound[0].source))
+            after = steps[steps.index(bound[0]) + 1 :] if variable else []
         held_at = expression(variable, after) if variable else None
         named = tensor_code(view, goal) if goal != node else None
         what = f"`{named}`" if named else ("the node" if goal == node else "its output tensor")
@@ -364,6 +370,14 @@ class NodeHookPattern:
             cut_words,
             remedy=WORDS_ONLY,
         )
+
+
+def _self_name(method: object) -> str | None:
+    """The name a bound method's function gives its instance (``self``), read from its code."""
+    code = getattr(getattr(method, "__func__", None), "__code__", None)
+    if not isinstance(code, types.CodeType) or code.co_argcount + code.co_posonlyargcount < 1:
+        return None
+    return str(code.co_varnames[0])
 
 
 HOOK_PATTERNS = (ModuleHookPattern(), TensorHookPattern(), NodeHookPattern())
