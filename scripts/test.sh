@@ -48,10 +48,12 @@ rm -rf test-artifacts  # only this run's screenshots
 leg "full suite on Python 3.11" \
   .venv/bin/python -m pytest -W error::ResourceWarning -n 2 --whyalive "$@"
 
-# tests/test_interrupts.py (Ctrl-C at the first four occurrences of every line, both
-# cores, four scenarios: ~25,000 runs) runs whole in the full suite above. On the other Pythons it runs
-# the check and monitor scenarios at the first occurrence of every line: on 3.12+, where
-# the heap cannot be frozen, a run costs ~10 times more.
+# tests/test_interrupts.py (Ctrl-C at every line: its first four occurrences on the C core,
+# the first on the Python twin; four scenarios) runs whole in the full suite above. On the
+# other Pythons it runs the check and monitor scenarios on the C core at the first
+# occurrence of every line: what differs there is the tracer and the bytecode, and on 3.12+,
+# where the heap cannot be frozen, a run costs ~10 times more. The Python twin's runs and
+# the no-compiler fallback run only in the full suite (they were 3/4 of a leg's time).
 CORE_TESTS="tests/test_check.py tests/test_graphcore.py tests/test_release.py tests/test_diagnose.py tests/test_structures.py tests/test_gc_safety.py tests/test_adversarial.py tests/test_report_schema.py tests/test_collector.py tests/test_user_gc_tricks.py tests/test_fork_and_threads.py tests/test_interrupts.py"
 
 # core_leg VERSION_DIR: a venv for that Python with whyalive built for it, then its core tests.
@@ -59,11 +61,14 @@ core_leg() {
   local python="$1/bin/python" venv=".venv-$(basename "$1")"
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv" || return 1
   "$venv/bin/python" -m pip install -q --upgrade "pip>=25.1" || return 1
-  "$venv/bin/python" -m pip install -q pytest hypothesis numpy || return 1
+  "$venv/bin/python" -m pip install -q pytest pytest-xdist hypothesis numpy || return 1
   "$venv/bin/python" -m pip install -q . --no-deps || return 1
   # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
   WHYALIVE_TEST_INTERRUPT_SCENARIOS=check,monitor WHYALIVE_TEST_INTERRUPT_OCCURRENCES=1 \
-    "$venv/bin/python" -m pytest -q $CORE_TESTS
+    "$venv/bin/python" -m pytest -q -n 2 $CORE_TESTS \
+    --deselect "tests/test_interrupts.py::test_keyboard_interrupt_at_every_line_leaves_no_harm[check-python]" \
+    --deselect "tests/test_interrupts.py::test_keyboard_interrupt_at_every_line_leaves_no_harm[monitor-python]" \
+    --deselect tests/test_interrupts.py::test_without_the_compiled_module_harm_is_only_where_documented
 }
 
 for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
