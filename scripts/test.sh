@@ -40,7 +40,7 @@ say "setting up .venv (scripts/setup-env.sh)"
 bash scripts/setup-env.sh || { say "setting up .venv FAILED: no test ran"; exit 1; }
 
 export PYTHONDEVMODE=1
-say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 2.5 min on 2 quiet cores)"
+say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 4.5 min on 2 quiet cores)"
 # Dogfooding: the suite runs under its own plugin, so a test that leaks tensors fails.
 # test-artifacts/ (at the repository root) keeps the browser tests' screenshots, one per
 # page and window size, for CI to publish; a line after the last leg says how many.
@@ -75,7 +75,7 @@ for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   [ -x "$version_dir/bin/python" ] || continue
   version="$(basename "$version_dir")"
   case "$version" in 3.11.*) continue ;; esac
-  say "core tests on Python $version (venv, build, 1-2 minutes)"
+  say "core tests on Python $version (venv, build, tests on 2 workers: about 1 minute)"
   leg "core tests on Python $version" core_leg "$version_dir"
 done
 
