@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from capabilities import needs_threads
-from whyalive import check_leaks
+from whyalive import check_leaks, explain
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.capture.gcstate import OWNER
 from whyalive.monitor import GcMonitor
@@ -260,6 +260,48 @@ def test_hostile_metaclass_is_named_without_running_its_code(core: str) -> None:
     text = check.report.render("text")
     assert "HostileType" in text
     assert "`.me`" in text
+
+
+class UnhashableMeta(type):
+    """A metaclass whose classes cannot be hashed or compared: a set or dict of classes, or
+    ``cls in (...)``, runs this code."""
+
+    def __hash__(cls) -> int:
+        raise RuntimeError("hostile __hash__")
+
+    def __eq__(cls, other: object) -> bool:
+        raise RuntimeError("hostile __eq__")
+
+
+class Unhashable(metaclass=UnhashableMeta):
+    """Instances of a class that can be neither hashed nor compared."""
+
+
+def _unhashable_ring(size: int) -> None:
+    first = last = Unhashable()
+    for _ in range(size - 1):
+        link = Unhashable()
+        last.next = link  # type: ignore[attr-defined]
+        last = link
+    last.next = first  # type: ignore[attr-defined]
+    first.payload = bytearray(1 << 20)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("size", [1, 3000])  # a small cycle, and a structure
+def test_classes_that_cannot_be_hashed_or_compared_are_analysed(core: str, size: int) -> None:
+    """Types are told apart by identity: the report is built, rendered everywhere, and an
+    object of such a class is explained."""
+    with check_leaks(on_leak="ignore") as check:
+        _unhashable_ring(size)
+    assert check.report is not None
+    assert check.report.total_bytes >= 1 << 20
+    text = check.report.render("text")
+    assert "Unhashable" in text
+    for form in ("json", "dot", "html"):
+        assert check.report.render(form)
+    held = Unhashable()
+    held.payload = bytearray(1 << 16)  # type: ignore[attr-defined]
+    assert "bytearray" in str(explain(held.payload))
 
 
 def test_user_exception_wins_over_a_hostile_metaclass(core: str) -> None:

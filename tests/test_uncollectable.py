@@ -796,3 +796,20 @@ def test_hooks_on_autograd_nodes_are_uncollectable_loops_not_cyclic_garbage() ->
     assert not report.cycles
     assert [c.pattern for c in report.uncollectable] == ["node-hook-loop"]
     assert any("uncollectable loops" in note for note in report.notes)
+
+
+def test_garbage_of_classes_that_cannot_be_hashed_is_read_for_autograd_nodes() -> None:
+    """Which garbage types are autograd nodes is decided by identity and from type's own
+    descriptors (torch's Node subclass hook would read the class's name, a set of the
+    types would hash them): a cycle of such a class holding a graph's output is reported."""
+    from test_gc_safety import Unhashable
+
+    def make() -> None:
+        owner = Unhashable()
+        owner.me = owner  # type: ignore[attr-defined]
+        owner.out = torch.randn(4096, requires_grad=True).exp()  # type: ignore[attr-defined]
+
+    report = find_leaks(make)
+    assert report.found
+    assert report.total_bytes >= 2 * 4096 * 4  # the output and the input its graph saved
+    assert "Unhashable" in report.render("text")

@@ -10,6 +10,8 @@ code raises; none of these functions ever raises.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 _TYPE_NAME = type.__dict__["__name__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
@@ -75,3 +77,21 @@ def sizeof(obj: object) -> int:
         return int(sys.getsizeof(obj))
     except Exception:
         return 0
+
+
+def by_identity(items: Iterable[object]) -> dict[int, Any]:
+    """``id(item) -> item``, each item once (at C speed): a set of classes would hash each
+    one, which runs its metaclass's ``__hash__``."""
+    listed = list(items)
+    return dict(zip(map(id, listed), listed, strict=True))
+
+
+def distinct_types(objects: Iterable[object]) -> list[type]:
+    """The types of ``objects``, each once, told apart by identity."""
+    return list(by_identity(map(type, objects)).values())
+
+
+def is_in_mro(cls: type, base: object) -> bool:
+    """Whether ``base`` is one of ``cls``'s bases (or ``cls``), by identity: ``base in mro``
+    would compare with each class's metaclass ``__eq__``."""
+    return any(entry is base for entry in type_mro(cls))

@@ -34,7 +34,17 @@ CUT_SCORE = {
 # Above this many references a cycle is read as a structure (whyalive.analysis.structure).
 MAX_VERIFIED_EDGES = 400
 # Shown first when a cycle is listed: what the user wrote (functions, methods, objects).
-_SHOW_FIRST = {types.FunctionType: 0, types.MethodType: 0, types.CellType: 2, tuple: 3, dict: 3}
+# Keyed by the type's id: hashing a user's class would run its metaclass's __hash__.
+_SHOW_FIRST = {
+    id(cls): rank
+    for cls, rank in (
+        (types.FunctionType, 0),
+        (types.MethodType, 0),
+        (types.CellType, 2),
+        (tuple, 3),
+        (dict, 3),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,7 @@ def view_cycle(graph: ObjectGraph, members: Sequence[int]) -> CycleView:
                 owner_of[succ] = node
     shown = sorted(
         (node for node in members if node not in owner_of),
-        key=lambda node: _SHOW_FIRST.get(type(graph.nodes[node]), 1),
+        key=lambda node: _SHOW_FIRST.get(id(type(graph.nodes[node])), 1),
     )
     found: dict[tuple[int, int], list[NamedEdge]] = {}
     for node in shown:

@@ -24,7 +24,7 @@ from whyalive.analysis.edges import EdgeName, is_owned_part, name_edge, names_of
 from whyalive.analysis.paths import CUT_SCORE, NamedEdge, named_path
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
-from whyalive.guarded import type_module, type_qualname
+from whyalive.guarded import by_identity, type_module, type_qualname
 from whyalive.words import edge_kinds as ek
 
 STRUCTURE_MIN_MEMBERS = 200
@@ -73,7 +73,8 @@ class Structure:
     loop_hidden_after: int = 0
     owned_dicts: bool = False
     """Whether instance dicts are separate objects here (folded into their owners)."""
-    member_classes: frozenset[type] = frozenset()
+    member_classes: tuple[type, ...] = ()
+    """Each class once, told apart by identity (hashing one runs its metaclass's code)."""
     """Every type among the members."""
 
     def signature_parts(self) -> list[str]:
@@ -171,7 +172,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         verified=verified,
         loop=[],
         owned_dicts=owned_dicts,
-        member_classes=frozenset(key[0] for key in keys),
+        member_classes=tuple(by_identity(key[0] for key in keys).values()),
     )
     if through is not None and through.sample is not None:
         _name_loop(graph, structure, through.sample)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from whyalive.graph import core as graphcore
 from whyalive.graph.garbage import UNTRACKED_CONTAINERS
+from whyalive.guarded import by_identity
 from whyalive.kinds import KindResolver
 
 MODULE = 1
@@ -31,17 +32,29 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _type_subclasscheck = type.__subclasscheck__
 
 
-class _RootKinds(dict[type, int]):
-    """type -> MODULE / CLASS / 0, each type looked at once."""
+class _RootKinds(dict[int, int]):
+    """id(type) -> MODULE / CLASS / 0, each type looked at once. Keyed by id: hashing a
+    class runs its metaclass's ``__hash__`` (the snapshot's objects keep their types)."""
 
-    def __missing__(self, cls: type) -> int:
-        kind = 0
-        if _type_subclasscheck(types.ModuleType, cls):
-            kind = MODULE
-        elif _type_subclasscheck(type, cls):
-            kind = CLASS
-        self[cls] = kind
+    def of(self, cls: type) -> int:
+        kind = self.get(id(cls))
+        if kind is None:
+            kind = self[id(cls)] = _root_kind(cls)
         return kind
+
+    def learn(self, nodes: Sequence[object]) -> None:
+        """Look at every type of ``nodes`` not seen yet (one pass at C speed)."""
+        for key, cls in by_identity(map(type, nodes)).items():
+            if key not in self:
+                self[key] = _root_kind(cls)
+
+
+def _root_kind(cls: type) -> int:
+    if _type_subclasscheck(types.ModuleType, cls):
+        return MODULE
+    if _type_subclasscheck(type, cls):
+        return CLASS
+    return 0
 
 
 class RootKinds:
@@ -59,7 +72,7 @@ class RootKinds:
     def __getitem__(self, node: int) -> int:
         kind = self._set.get(node)
         if kind is None:
-            kind = self._by_type[type(self._nodes[node])]
+            kind = self._by_type.of(type(self._nodes[node]))
         return kind
 
     def __setitem__(self, node: int, kind: int) -> None:
@@ -68,7 +81,8 @@ class RootKinds:
     def every_root(self) -> list[int]:
         """Every node that is a root, in one pass over the types (at C speed after the
         first of each type)."""
-        kinds = map(self._by_type.__getitem__, map(type, self._nodes))
+        self._by_type.learn(self._nodes)
+        kinds = map(self._by_type.__getitem__, map(id, map(type, self._nodes)))
         found = {node for node, kind in enumerate(kinds) if kind}
         found.update(node for node, kind in self._set.items() if kind)
         found.difference_update(node for node, kind in self._set.items() if not kind)

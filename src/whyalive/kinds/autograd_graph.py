@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from whyalive.guarded import type_short_name
+from whyalive.guarded import is_in_mro, type_short_name
 
 # Autograd graphs of a training step have thousands of nodes; past this many nodes one
 # analysis stops walking (what lies further is then not seen).
@@ -69,11 +69,6 @@ def sequence_mark() -> int | None:
         return None
 
 
-# Read through type's own descriptors: a metaclass's __getattribute__ never runs.
-_TYPE_MRO: Any = type.__dict__["__mro__"]
-_TYPE_NAME: Any = type.__dict__["__name__"]
-
-
 class _Refused(Exception):
     """Raised by the registration spy so that torch adds no hook."""
 
@@ -87,9 +82,11 @@ class AutogradReader:
         graph = sys.modules.get("torch.autograd.graph")
         node_type = getattr(graph, "Node", None)
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
-        self._tensor_types: dict[type, bool] = {}  # read per object: once per type
-        self._accumulators: dict[type, bool] = {}
-        self._node_types: dict[type, bool] = {}
+        # What each type is, decided once; keyed by identity, as hashing a class runs its
+        # metaclass's __hash__.
+        self._tensor_types: dict[int, tuple[type, bool]] = {}
+        self._accumulators: dict[int, tuple[type, bool]] = {}
+        self._node_types: dict[int, tuple[type, bool]] = {}
         function = sys.modules.get("torch.autograd.function")
         # A custom Function's ctx type derives from it (what Node's subclass hook checks).
         self._function_base: object = getattr(function, "BackwardCFunction", None)
@@ -103,10 +100,10 @@ class AutogradReader:
     def is_tensor(self, obj: object) -> bool:
         """A ``torch.Tensor`` (or subclass), by type only."""
         cls = type(obj)
-        found = self._tensor_types.get(cls)
-        if found is None:
-            found = self._tensor_types[cls] = issubclass(cls, self.base)
-        return found
+        known = self._tensor_types.get(id(cls))
+        if known is None or known[0] is not cls:
+            known = self._tensor_types[id(cls)] = (cls, issubclass(cls, self.base))
+        return known[1]
 
     def is_node(self, obj: object) -> bool:
         """An autograd node (a C++ node's Python face, or a custom Function's ``ctx``)."""
@@ -119,23 +116,18 @@ class AutogradReader:
         ``issubclass`` would run that hook, which reads ``cls.__name__`` through a user's
         metaclass.
         """
-        found = self._node_types.get(cls)
-        if found is None:
-            found = self._node_types[cls] = self._reads_as_node(cls)
-        return found
+        known = self._node_types.get(id(cls))
+        if known is None or known[0] is not cls:
+            known = self._node_types[id(cls)] = (cls, self._reads_as_node(cls))
+        return known[1]
 
     def _reads_as_node(self, cls: type) -> bool:
         if self.node_type is None:
             return False
-        try:
-            mro = _TYPE_MRO.__get__(cls)
-            name = _TYPE_NAME.__get__(cls)
-        except Exception:
-            return False
-        if self.node_type in mro or any(base is self._function_base for base in mro):
+        if is_in_mro(cls, self.node_type) or is_in_mro(cls, self._function_base):
             return True
         functions = getattr(self.torch._C, "_functions", None)
-        return isinstance(name, str) and getattr(functions, name, None) is cls
+        return getattr(functions, type_short_name(cls), None) is cls
 
     def tensor_field(self, tensor: object, name: str) -> Any:
         """``TensorBase.<name>`` of a tensor, subclass code off; None when unreadable."""
@@ -219,10 +211,11 @@ class AutogradReader:
     def variable(self, node: object) -> object | None:
         """The leaf an ``AccumulateGrad`` node accumulates into, else None."""
         cls = type(node)
-        accumulates = self._accumulators.get(cls)
-        if accumulates is None:
-            accumulates = self._accumulators[cls] = type_short_name(cls) == "AccumulateGrad"
-        if not accumulates:
+        known = self._accumulators.get(id(cls))
+        if known is None or known[0] is not cls:
+            accumulates = type_short_name(cls) == "AccumulateGrad"
+            known = self._accumulators[id(cls)] = (cls, accumulates)
+        if not known[1]:
             return None
         try:
             found = node.variable  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
-from whyalive.guarded import type_short_name
+from whyalive.guarded import distinct_types, type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.kinds.autograd_graph import AutogradReader
 from whyalive.words import AUTOGRAD_NODE_KIND, AUTOGRAD_PART, plural, size_to_words
@@ -32,10 +32,10 @@ def garbage_nodes(
     through nodes) goes with them, walked or credited as the walked ones', never twice.
     """
     garbage = itertools.islice(objects, count)
-    types = {cls for cls in set(map(type, garbage)) if reader.is_node_type(cls)}
+    types = {id(cls) for cls in distinct_types(garbage) if reader.is_node_type(cls)}
     if not types:
         return []
-    found = map(types.__contains__, map(type, itertools.islice(objects, count)))
+    found = map(types.__contains__, map(id, map(type, itertools.islice(objects, count))))
     indices = list(itertools.compress(range(count), found))
     if not tensors:
         return indices

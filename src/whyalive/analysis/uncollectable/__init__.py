@@ -45,6 +45,7 @@ from whyalive.analysis.uncollectable.accounts import (
 from whyalive.capture.gcstate import OWNER
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
+from whyalive.guarded import distinct_types
 from whyalive.kinds import KindResolver
 from whyalive.kinds.autograd_graph import AutogradReader, loaded_torch
 
@@ -55,7 +56,7 @@ _MAX_NATIVE_HOLDS = 1
 def block_left_tensors(objects: list[object], reader: AutogradReader) -> bool:
     """Whether ``objects`` (what a block left) hold a tensor or an autograd node."""
     return any(
-        issubclass(cls, reader.base) or reader.is_node_type(cls) for cls in set(map(type, objects))
+        issubclass(cls, reader.base) or reader.is_node_type(cls) for cls in distinct_types(objects)
     )
 
 

@@ -329,10 +329,12 @@ def _sites(group: CycleGroup, options: AnalysisOptions) -> list[str]:
 def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
     """The members with code (functions, frames, generators); a structure without any skips
     the pass over its members."""
-    if structure is not None and not structure.member_classes.intersection(CODE_TYPES):
+    # By the types' ids: `in` and set operations on classes run a metaclass's __eq__/__hash__.
+    code_types = frozenset(map(id, CODE_TYPES))
+    if structure is not None and code_types.isdisjoint(map(id, structure.member_classes)):
         return []
     nodes = view.graph.nodes
-    return [nodes[n] for n in view.members if type(nodes[n]) in CODE_TYPES]
+    return [nodes[n] for n in view.members if id(type(nodes[n])) in code_types]
 
 
 def _cut_description(view: CycleView, diagnosis: Diagnosis, is_structure: bool) -> str:
