@@ -25,9 +25,10 @@ FINALIZED_LOOPS = (
 clean headline cannot rule out."""
 
 BLIND_SPOTS_SHORT = (
-    "whyalive sees what Python's cyclic GC sees; loops through C++ owners (autograd) "
-    "and objects without GC support are not reported here: `check_leaks(census=True)` "
-    "and `whyalive.explain(obj)` find what they keep alive."
+    "whyalive sees what Python's cyclic GC sees, and the loops a checked block closes "
+    "through torch's autograd graph; loops through other C++ owners and objects without GC "
+    "support are not reported here: `check_leaks(census=True)` and `whyalive.explain(obj)` "
+    "find what they keep alive."
 )
 """What a run says once (the CLI's output, the pytest terminal summary), at the end."""
 
