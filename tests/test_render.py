@@ -550,6 +550,37 @@ def test_text_width_is_a_render_option() -> None:
         report.render("text", width=0)
 
 
+class _Hub:
+    """Keeps one of each kind of container on a cycle through it."""
+
+
+class _Spoke:
+    """A member kind of its own, so the cycle's kinds make a long list."""
+
+
+def _many_kinds() -> None:
+    hub = _Hub()
+    hub.payload = heavy(4096)  # type: ignore[attr-defined]
+    spoke = _Spoke()
+    spoke.hub = hub  # type: ignore[attr-defined]
+    hub.members = [  # type: ignore[attr-defined]
+        {"hub": hub},
+        [hub],
+        (hub, spoke),
+        {"spoke": spoke},
+        [[hub]],
+    ]
+
+
+def test_the_rest_of_a_big_loop_is_wrapped() -> None:
+    """The line that says what else the cycle holds ("... in all: ...") wraps like a
+    sentence: a cycle of many kinds says them all within the width."""
+    report = find_leaks(_many_kinds)
+    text = report.render("text", width=60, detail="full")
+    assert "in all:" in text, text
+    assert _over_width(text, 60) == [], text
+
+
 def test_holds_fold_siblings_of_one_list() -> None:
     """Items of one list are one holds line, `xs[0..1]`, with their count and bytes."""
     report = scenario_report("recursive_closure")

@@ -133,7 +133,7 @@ def loop_lines(report: Report, cycle: CycleReport, width: int | None = None) -> 
         lines.extend(hop_lines(report, edge, width))
     more = more_members_words(cycle)
     if more:
-        lines.append(more)
+        lines.extend(wrap(more, width) if width else [more])
     return lines
 
 
