@@ -549,3 +549,33 @@ def test_full_saving_collections_after_a_batch_stay_within_their_budget() -> Non
         results.append(len(full))
     assert results[0] == 1
     assert results[1] >= 20
+
+
+def test_what_the_analysis_sets_off_joins_the_next_batch() -> None:
+    """The automatic collection that an analysis's own allocations set off (the collector is
+    off while it runs) finds the step's fresh leak: it waits for the next batch instead of
+    costing an analysis of its own at the next step, and is counted all the same."""
+    threshold = gc.get_threshold()
+    with whyalive.monitor(log=False) as mon:
+        first = numpy.zeros(1024)
+        stage_backward([first])
+        gc.collect(0)  # saved: the batch the next step analyses
+        second = numpy.zeros(1024)
+        freed = [weakref.ref(first), weakref.ref(second)]
+        del first
+        try:
+            # Above what the step allocates before its analysis, below what the analysis does.
+            gc.set_threshold(300, *threshold[1:])
+            stage_backward([second])  # garbage now, in the young generation
+            del second
+            mon.step()
+        finally:
+            gc.set_threshold(*threshold)
+        assert mon.stats.analyses == 1
+        assert len(mon._saved) > 0, "the analysis set off no collection: nothing tested"
+        mon.step()
+        mon.step()
+        assert mon.stats.analyses == 1  # held until a collection finds more, or stop()
+    assert mon.stats.analyses == 2
+    assert occurrences(mon) == {"recursive-closure": 2}
+    assert [ref() for ref in freed] == [None, None]

@@ -446,6 +446,13 @@ def test_the_short_way_describes_plain_tensors_as_the_general_way_does() -> None
     kind = TorchKind()
     for tensor in tensors:
         assert kind.describe(tensor) == kind.describe_any(tensor), tensor
+    # Many at once (the words of a class, device, dtype and shape made once for all; the
+    # subclass and the Parameter share a shape and dtype with plain tensors), twice over.
+    expected = [kind.describe_any(tensor) for tensor in tensors * 2]
+    described = kind.describe_many(tensors * 2)
+    assert described == expected
+    assert [hash(facts) for facts in described] == [hash(facts) for facts in expected]
+    assert [repr(facts) for facts in described] == [repr(facts) for facts in expected]
 
 
 def test_a_list_of_many_tensors_costs_work_per_container_not_per_tensor(

@@ -33,8 +33,7 @@ from whyalive.words import unreported_note, unshown_note
 
 _THROUGH_AUTOGRAD = attrgetter("through_autograd")
 _STORAGE = attrgetter("storage")
-_NBYTES = attrgetter("nbytes")
-_DEVICE = attrgetter("device")
+_NEXT = (1).__add__
 
 
 @dataclass(frozen=True)
@@ -230,10 +229,12 @@ def find_cycles(
 
     progress.stage(f"grouping {len(members_of):,} cycles")
     found: list[tuple[object, Sequence[int], list[int]]] = []
+    reach = graph.work().reach
+    heavy_total = len(facts)
     for component, members in members_of.items():
         # Once every heavy object is found no other can be: a giant cycle holding one
         # payload stops at its first member's references.
-        retained = graph.reachable_from(members, heavy_mask, blocked, len(facts))
+        retained = reach(members, heavy_mask, blocked, heavy_total)
         if not retained and not options.all_cycles:
             continue
         # A big cycle is its own group: keying it would cost a sort of its members.
@@ -267,6 +268,9 @@ def find_cycles(
     else:  # at C speed
         storage_users.update(Counter(map(_STORAGE, facts.values())))
     quick: dict[object, CycleGroup] = {}
+    # What each heavy object holds, read once (the monitor's batch repeats one leak).
+    held_of = {node: (fact.storage, (fact.nbytes, fact.device)) for node, fact in facts.items()}
+    walked_nodes = {node for node, fact in facts.items() if fact.through_autograd}
     for key, members, retained in found:
         group = quick.get(key)
         if group is None:
@@ -274,18 +278,18 @@ def find_cycles(
         group.occurrences += 1
         group.heavy_nodes.update(retained)
         storages = group.storages
-        own = list(map(facts.__getitem__, retained))
-        if any(map(_THROUGH_AUTOGRAD, own)):
+        if walked_nodes and not walked_nodes.isdisjoint(retained):
+            own = list(map(facts.__getitem__, retained))
             for held in (held for fact in own for held in fact.held()):
                 storages[held.storage] = (held.nbytes, held.device)
             count_autograd(group, retained, own)
         else:  # at C speed
-            sizes = zip(map(_NBYTES, own), map(_DEVICE, own), strict=True)
-            storages.update(zip(map(_STORAGE, own), sizes, strict=True))
-        if key in estimated and group.occurrences > walked_first[key]:
+            storages.update(map(held_of.__getitem__, retained))
+        shares = estimated.get(key)
+        if shares is not None and group.occurrences > walked_first[key]:
             # Not walked: what a walked occurrence's autograd graphs held, on average.
-            for number, share in enumerate(estimated[key]):
-                group.storages[("estimated", id(group), group.occurrences, number)] = share
+            for number, share in enumerate(shares):
+                storages[("estimated", id(group), group.occurrences, number)] = share
     estimate_autograd(quick, walked_first)
     heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
 
@@ -359,7 +363,9 @@ def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:
     if len(members) >= STRUCTURE_MIN_MEMBERS:
         return True
     offsets = graph.offsets
-    if sum(offsets[node + 1] - offsets[node] for node in members) <= MAX_VERIFIED_EDGES:
+    at = offsets.__getitem__
+    # The references of the members, at C speed: each member's end offset less its start.
+    if sum(map(at, map(_NEXT, members))) - sum(map(at, members)) <= MAX_VERIFIED_EDGES:
         return False  # even counting references that leave the cycle
     inside = set(members)
     count = 0

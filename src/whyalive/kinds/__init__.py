@@ -42,6 +42,40 @@ class HeavyFacts:
     through_autograd: tuple[HeavyFacts, ...] = ()
     """Tensors that only the object's autograd graph (C++, invisible to the GC) holds."""
 
+    @classmethod
+    def owning(
+        cls,
+        kind: str,
+        description: str,
+        nbytes: int,
+        device: str,
+        storage: Hashable,
+        storage_users: int,
+        memory: tuple[int, int] | None,
+    ) -> HeavyFacts:
+        """The facts of an object that owns its memory (no owner, ``locate`` or autograd
+        part), equal to the constructor's. Made in one step: a frozen dataclass's
+        ``__init__`` sets each field through ``object.__setattr__``, a third of what
+        describing a tensor costs, and the monitor describes a step's tensors every time."""
+        made = object.__new__(cls)
+        object.__setattr__(
+            made,
+            "__dict__",
+            {
+                "kind": kind,
+                "description": description,
+                "nbytes": nbytes,
+                "device": device,
+                "storage": storage,
+                "owner": None,
+                "storage_users": storage_users,
+                "memory": memory,
+                "locate": None,
+                "through_autograd": (),
+            },
+        )
+        return made
+
     def held(self) -> tuple[HeavyFacts, ...]:
         """This object's facts, then those of what its autograd graph holds."""
         return (self, *self.through_autograd)

@@ -14,23 +14,8 @@ from whyalive.guarded import type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.kinds.autograd_graph import SPARSE_PARTS, AutogradReader
 from whyalive.kinds.autograd_nodes import garbage_nodes, node_facts
+from whyalive.kinds.torch_dense import DenseReader, fake_tensor_type
 from whyalive.words import AUTOGRAD_PART, plural, size_to_words
-
-
-def _fake_tensor_type() -> type | None:
-    fake = sys.modules.get("torch._subclasses.fake_tensor")
-    cls = getattr(fake, "FakeTensor", None)
-    return cls if isinstance(cls, type) else None
-
-
-def _is_fake(cls: type) -> bool:
-    fake_type = _fake_tensor_type()
-    return fake_type is not None and issubclass(cls, fake_type)
-
-
-# Words of the dtypes and devices seen (a handful per process; torch makes them once).
-_DTYPE_WORDS: dict[object, str] = {}
-_DEVICE_WORDS: dict[object, str] = {}
 
 
 class TorchKind:
@@ -57,7 +42,7 @@ class TorchKind:
         """
         torch: Any = sys.modules["torch"]
         with torch._C.DisableTorchFunctionSubclass():
-            dense = _dense(torch, obj)
+            dense = DenseReader(torch).read(obj)
         return dense if dense is not None else self.describe_any(obj)
 
     def describe_any(self, obj: object) -> HeavyFacts | None:
@@ -68,7 +53,7 @@ class TorchKind:
             device = str(base.device.__get__(obj))
             dtype = _name(base.dtype.__get__(obj))
             layout = _name(base.layout.__get__(obj))
-            fake_type = _fake_tensor_type()
+            fake_type = fake_tensor_type()
             is_fake = fake_type is not None and issubclass(type(obj), fake_type)
             dims = _dims(base, obj, layout)
             description = f"{type_short_name(type(obj))}({dtype}[{dims}], {device}"
@@ -100,56 +85,14 @@ class TorchKind:
         torch: Any = sys.modules["torch"]
         found: list[HeavyFacts | None] = []
         with torch._C.DisableTorchFunctionSubclass():
+            read = DenseReader(torch).read
             for obj in objects:
                 try:
-                    dense = _dense(torch, obj)
+                    dense = read(obj)
                 except Exception:  # a hostile or half-dead tensor: as describe() reads it
                     dense = None
                 found.append(dense if dense is not None else self.describe_any(obj))
         return found
-
-
-def _dense(torch: Any, obj: object) -> HeavyFacts | None:
-    """The facts of a plain strided tensor (nearly all of them: the monitor describes a
-    step's tensors at every analysis), with the words of its dtype and device remembered;
-    None for another layout, a nested, fake or meta tensor (``describe_any`` reads those,
-    and would give the same result). Call with ``__torch_function__`` disabled."""
-    C = torch._C
-    base = C.TensorBase
-    if (
-        base.layout.__get__(obj) is not torch.strided
-        or base.is_nested.__get__(obj)
-        or _is_fake(type(obj))
-    ):
-        return None
-    device_object = base.device.__get__(obj)
-    device = _DEVICE_WORDS.get(device_object)
-    if device is None:
-        device = _DEVICE_WORDS.setdefault(device_object, str(device_object))
-    if device == "meta":
-        return None
-    dtype_object = base.dtype.__get__(obj)
-    dtype = _DTYPE_WORDS.get(dtype_object)
-    if dtype is None:
-        dtype = _DTYPE_WORDS.setdefault(dtype_object, str(dtype_object).removeprefix("torch."))
-    dims = ", ".join(map(str, base.shape.__get__(obj)))
-    storage = _storage(base, obj)
-    cdata = int(storage._cdata)
-    nbytes = int(storage.nbytes())
-    start = int(storage.data_ptr())
-    use_count = getattr(C, "_storage_Use_Count", None)
-    # One count is the temporary storage object we hold right now.
-    sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
-    del storage
-    return HeavyFacts(
-        "torch.Tensor",
-        f"{type_short_name(type(obj))}({dtype}[{dims}], {device})",
-        nbytes,
-        device,
-        ("torch", device, cdata),
-        storage_users=sharers,
-        memory=(start, start + nbytes) if start else None,
-    )
 
 
 # dtypes and layouts are singletons, few: each is named once ("float32", "strided").
@@ -359,16 +302,23 @@ class AutogradWalk:
 
     def _garbage_references(self, nodes: Sequence[object], garbage_count: int) -> dict[int, int]:
         """How many references each found tensor gets from the captured garbage (the first
-        ``garbage_count`` of ``nodes``; read in place: a copy of the list would be one
-        more reference to each)."""
-        found = self._found
-        counts: dict[int, int] = {}
-        for obj in itertools.islice(nodes, garbage_count):
-            for ref in gc.get_referents(obj):
-                key = id(ref)
-                if key in found and found[key] is ref:
-                    counts[key] = counts.get(key, 0) + 1
-        return counts
+        ``garbage_count`` of ``nodes``)."""
+        # At C speed, a slice at a time: its referents listed at once, the references the
+        # call and the list add gone before any count is read. The walk holds what it
+        # found and the list what it lists: one id is one object.
+        known = self._found.__contains__
+        counts: Counter[int] = Counter()
+        garbage = iter(nodes)
+        for start in range(0, garbage_count, _REFERENTS_SLICE):
+            size = min(_REFERENTS_SLICE, garbage_count - start)
+            referents = gc.get_referents(*itertools.islice(garbage, size))
+            counts.update(filter(known, map(id, referents)))
+            del referents  # before any reference count is read
+        return dict(counts)
+
+
+_REFERENTS_SLICE = 4096
+"""Garbage objects whose referents are listed at once (a bounded list, however big the heap)."""
 
 
 def _fewer_users(fact: HeavyFacts, others: int) -> HeavyFacts:

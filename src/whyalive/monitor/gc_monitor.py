@@ -325,20 +325,15 @@ class GcMonitor(GcSampler):
         began = self._clock()
         report: Report | None = None
         try:
-            self._quiet = True  # collections run by the analysis itself are not ours to save
+            # Collections run by the analysis itself are not ours to save; what the ones
+            # its allocations set off save waits for the next batch (see _dispose).
+            self._quiet = self._waiting = True
             self.stats.saved_objects += len(objects)
             report = analyze(objects, self.options, words_for=self._log.wants_words)
         finally:
             self._quiet = False
             heavy = report is None or report.cycle_count > report.light_cycle_count
-            if held_in is None:
-                objects.clear()
-            elif held_in < 2 or heavy or self._froze:
-                self._free(objects, held_in)
-            else:
-                # Light garbage only, already old: the next full collection frees it.
-                self.stats.deferred_objects += len(objects)
-                objects.clear()
+            self._dispose(objects, held_in, heavy)
             self.stats.analyses += 1
             self.stats.seconds += self._clock() - began
         self._log.record(report, self.stats.steps, self.on_cycle)

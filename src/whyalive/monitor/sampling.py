@@ -46,6 +46,7 @@ class GcSampler:
         self._off = True
         self._quiet = False
         self._forced = False
+        self._waiting = False  # what a collection saves waits for the next batch
         self._signal = False
         self._boost = False
         self._due = False
@@ -103,7 +104,7 @@ class GcSampler:
         self._signal = bool(saved)
         if saved:
             # What a freeing collection found waits for the next automatic one.
-            self._due = self._due or not self._forced
+            self._due = self._due or not (self._forced or self._waiting)
             self._saved.extend(saved)
             self._held_in = max(self._held_in, older_generation(self._armed_generation))
         self.stats.examined += 1
@@ -121,7 +122,7 @@ class GcSampler:
 
     def _settle(self, *_: object, **__: object) -> None:
         """No flag or armed collection left (the rescue of a safe point an interrupt cut)."""
-        self._forced = self._quiet = False
+        self._forced = self._quiet = self._waiting = False
         armed = self._armed
         if armed is not None:  # stopped inside a collection, or a cut callback
             armed.disarm()
@@ -190,6 +191,26 @@ class GcSampler:
             gc.collect(generation)
         finally:
             self._forced = False
+
+    def _dispose(self, objects: list[object], held_in: int | None, heavy: bool) -> None:
+        """Let an analysed batch go (``held_in=None``: the caller's collection frees it).
+
+        The analysis ran with the collector off, so the first allocation after it sets off
+        an automatic young collection, which finds the step's garbage (a leak's latest
+        cycle): what it saves waits for the next batch instead of costing an analysis of
+        its own at the next safe point (found and counted all the same).
+        """
+        try:
+            if held_in is None:
+                objects.clear()
+            elif held_in < 2 or heavy or self._froze:
+                self._free(objects, held_in)
+            else:
+                # Light garbage only, already old: the next full collection frees it.
+                self.stats.deferred_objects += len(objects)
+                objects.clear()
+        finally:
+            self._waiting = False
 
     def _free(self, objects: list[object], held_in: int) -> None:
         """Drop ``objects`` and collect where they are, seeing what else that collection frees.
