@@ -91,7 +91,13 @@ def distinct_types(objects: Iterable[object]) -> list[type]:
     return list(by_identity(map(type, objects)).values())
 
 
+def is_one_of(cls: object, classes: Iterable[object]) -> bool:
+    """``cls in classes``, by identity: ``in`` compares with ``==``, which runs the
+    metaclass's ``__eq__`` of a user's class before the builtin one's."""
+    return any(cls is entry for entry in classes)
+
+
 def is_in_mro(cls: type, base: object) -> bool:
     """Whether ``base`` is one of ``cls``'s bases (or ``cls``), by identity: ``base in mro``
     would compare with each class's metaclass ``__eq__``."""
-    return any(entry is base for entry in type_mro(cls))
+    return is_one_of(base, type_mro(cls))

@@ -39,6 +39,7 @@ from types import FrameType
 from typing import Any
 
 from whyalive.analysis.node_names import source_place
+from whyalive.guarded import is_one_of
 
 # numpy/_core/include/numpy/ndarraytypes.h: NPY_TRACE_DOMAIN.
 NUMPY_TRACE_DOMAIN = 389047
@@ -295,7 +296,7 @@ class AllocationRecorder:
         while pending:
             obj = pending.pop()
             cls = type(obj)
-            if cls in (tuple, dict) and not gc.is_tracked(obj) and id(obj) not in seen:
+            if is_one_of(cls, (tuple, dict)) and not gc.is_tracked(obj) and id(obj) not in seen:
                 seen.add(id(obj))
                 pending.extend(gc.get_referents(obj))
             elif issubclass(cls, ndarray):

@@ -14,6 +14,7 @@ from typing import Any
 
 from whyalive.analysis.edges import _FRAME_LIKE, EdgeName, _instance_dict, name_edge
 from whyalive.analysis.node_names import safe_repr
+from whyalive.guarded import is_one_of
 from whyalive.words.edge_kinds import ATTRIBUTE, CLASS, INDEX, INTERNAL, KEY
 
 
@@ -73,7 +74,7 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
     """id(item) -> its name, first occurrence winning, as the one-target scans find it."""
     cls = type(source)
     names: dict[int, EdgeName] = {}
-    if cls in (list, tuple):
+    if is_one_of(cls, (list, tuple)):
         for index, item in enumerate(source):
             names.setdefault(id(item), EdgeName(INDEX, f"[{index}]"))
         return names
@@ -82,9 +83,9 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
             names.setdefault(id(value), EdgeName(KEY, f"[{safe_repr(key)}]"))
             names.setdefault(id(key), EdgeName(KEY, "key"))
         return names
-    if cls in (types.FunctionType, types.CellType, types.MethodType, set, frozenset):
+    if is_one_of(cls, (types.FunctionType, types.CellType, types.MethodType, set, frozenset)):
         return None
-    if issubclass(cls, (type, BaseException, functools.partial)) or cls in _FRAME_LIKE:
+    if issubclass(cls, (type, BaseException, functools.partial)) or is_one_of(cls, _FRAME_LIKE):
         return None  # named one by one (a partial's slots before its instance dict)
     attrs = _instance_dict(source)
     if attrs is None:

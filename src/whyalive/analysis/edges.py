@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whyalive.analysis.node_names import code_of, safe_repr, safe_type_name
+from whyalive.guarded import is_one_of
 from whyalive.kinds.autograd_graph import AutogradReader, name_node_edge
 from whyalive.words.edge_kinds import (
     ATTRIBUTE,
@@ -101,7 +102,7 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
         if source.__self__ is target:
             return EdgeName(BOUND_SELF, "__self__")
         return EdgeName(BOUND_FUNC, "__func__")
-    if cls in (list, tuple):
+    if is_one_of(cls, (list, tuple)):
         for index, item in enumerate(source):
             if item is target:
                 return EdgeName(INDEX, f"[{index}]")
@@ -119,9 +120,9 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
     exception_edge = _name_exception_edge(source, target)
     if exception_edge is not None:
         return exception_edge
-    if cls in _FRAME_LIKE:
+    if is_one_of(cls, _FRAME_LIKE):
         return _name_frame_edge(source, target)
-    if cls in (set, frozenset):
+    if is_one_of(cls, (set, frozenset)):
         return EdgeName(INDEX, "{item}")
     if target is cls:
         return EdgeName(CLASS, "__class__")
@@ -363,7 +364,7 @@ def is_owned_part(owner: Any, part: object) -> bool:
         cls = type(owner)
         if cls is types.FunctionType:
             return owner.__closure__ is part
-        if type(part) is dict and cls not in (dict, type) and not issubclass(cls, type):
+        if type(part) is dict and not is_one_of(cls, (dict, type)) and not issubclass(cls, type):
             return _instance_dict(owner) is part
     except Exception:
         return False

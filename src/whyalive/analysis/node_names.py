@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from whyalive.guarded import type_module, type_qualname, type_short_name
+from whyalive.guarded import is_one_of, type_module, type_qualname, type_short_name
 
 _MAX_REPR = 60
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -84,7 +84,7 @@ def code_of(obj: Any) -> types.CodeType | None:
         return obj.__code__  # type: ignore[no-any-return]
     if cls is types.FrameType:
         return obj.f_code  # type: ignore[no-any-return]
-    if cls in (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType):
+    if is_one_of(cls, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
         for attr in ("gi_code", "cr_code", "ag_code"):
             code = getattr(obj, attr, None)
             if type(code) is types.CodeType:
@@ -143,7 +143,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
         return NodeName(tname, f"class {type_qualname(obj)}", None)
     if issubclass(cls, BaseException):
         return NodeName(tname, f"{type_qualname(cls)} exception{suffix}", None)
-    if cls in (list, dict, tuple, set, frozenset):
+    if is_one_of(cls, (list, dict, tuple, set, frozenset)):
         try:
             size = len(obj)
         except Exception:

@@ -15,6 +15,8 @@ import sysconfig
 import types
 from collections.abc import Iterable
 
+from whyalive.guarded import is_one_of
+
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 
@@ -65,7 +67,7 @@ def _code_and_line(obj: object) -> tuple[types.CodeType, int] | None:
     if cls is types.FrameType:
         frame: types.FrameType = obj  # type: ignore[assignment]
         return frame.f_code, frame.f_lineno or frame.f_code.co_firstlineno
-    if cls in _GENERATORS:
+    if is_one_of(cls, _GENERATORS):
         for attr in ("gi_code", "cr_code", "ag_code"):
             code = getattr(obj, attr, None)
             if type(code) is types.CodeType:

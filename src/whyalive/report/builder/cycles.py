@@ -22,7 +22,7 @@ from whyalive.analysis.origin import CODE_TYPES, made_inside
 from whyalive.analysis.paths import CycleView, NamedEdge, closed_loop
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.analysis.structure import Structure, type_words
-from whyalive.guarded import type_qualname, type_short_name
+from whyalive.guarded import is_one_of, type_qualname, type_short_name
 from whyalive.kinds import HeavyFacts
 from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report.builder.advice import Advice, advise
@@ -99,7 +99,7 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) ->
         middle = [e.name.name for e in edges[1:-1] if e.name.kind != ek.CELL]
         holder_cls = type(view.obj(holder))
         container = None
-        if holder not in facts and holder_cls in (list, tuple, dict, set):
+        if holder not in facts and is_one_of(holder_cls, (list, tuple, dict, set)):
             container = type_short_name(holder_cls)
         key = (place + through_words(middle), facts[heavy].kind, container)
         starts, heavy_nodes = groups.setdefault(key, (set(), []))
