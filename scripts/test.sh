@@ -40,7 +40,7 @@ say "setting up .venv (scripts/setup-env.sh)"
 bash scripts/setup-env.sh || { say "setting up .venv FAILED: no test ran"; exit 1; }
 
 export PYTHONDEVMODE=1
-say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 4.5 min on 2 quiet cores)"
+say "full suite on Python 3.11 (pytest -n 2 --whyalive; about 5.5 min on 2 quiet cores)"
 # Dogfooding: the suite runs under its own plugin, so a test that leaks tensors fails.
 # test-artifacts/ (at the repository root) keeps the browser tests' screenshots, one per
 # page and window size, for CI to publish; a line after the last leg says how many.
