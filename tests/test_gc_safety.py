@@ -334,7 +334,7 @@ def test_user_exception_wins_when_the_analysis_fails(
 class AppendsLive:
     """A cycle whose finalizer appends a live list to gc.garbage."""
 
-    def __init__(self, live: list[int]) -> None:
+    def __init__(self, live: list[object]) -> None:
         self.me = self
         self.live = live
 
@@ -345,7 +345,7 @@ class AppendsLive:
 @pytest.mark.whyalive_skip  # the monitor must see this collection, not the plugin
 def test_monitor_leaves_what_finalizers_put_on_gc_garbage(core: str) -> None:
     """The monitor takes only what its collection saved, never a finalizer's live object."""
-    live = [1, 2, 3]
+    live: list[object] = [1, 2, 3]
     start = len(gc.garbage)
     try:
         with GcMonitor(log=False) as monitor:

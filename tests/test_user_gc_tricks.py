@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from capabilities import needs_subprocess
+from test_gc_safety import AppendsLive
 from whyalive import check_leaks
 
 
@@ -116,22 +117,11 @@ def test_a_callback_ahead_of_ours_that_appends_a_live_list(core: str) -> None:
         del gc.garbage[start:]
 
 
-class AppendsOnDel:
-    """A finalizer that puts the user's live list in gc.garbage, in the collection."""
-
-    def __init__(self, mine: list[object]) -> None:
-        self.me = self
-        self.mine = mine
-
-    def __del__(self) -> None:
-        gc.garbage.append(self.mine)
-
-
 def _leak_with_a_finalizer_and_a_freed_weakref(
     mine: list[object], registry: weakref.WeakValueDictionary[str, Payload]
 ) -> weakref.ref[Payload]:
     """A collection whose "collected" count also holds a weakref freed after its callback."""
-    AppendsOnDel(mine)
+    AppendsLive(mine)
     payload = Payload()
     registry["payload"] = payload
     return weakref.ref(payload)
