@@ -10,8 +10,10 @@ code raises; none of these functions ever raises.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+_Answer = TypeVar("_Answer")
 
 _TYPE_NAME = type.__dict__["__name__"]
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
@@ -101,3 +103,18 @@ def is_in_mro(cls: type, base: object) -> bool:
     """Whether ``base`` is one of ``cls``'s bases (or ``cls``), by identity: ``base in mro``
     would compare with each class's metaclass ``__eq__``."""
     return is_one_of(base, type_mro(cls))
+
+
+class TypeMemo(Generic[_Answer]):
+    """``decide(cls)``, asked once per class and remembered by the class's identity: a dict
+    keyed by the class would hash it, which runs its metaclass's ``__hash__``."""
+
+    def __init__(self, decide: Callable[[type], _Answer]) -> None:
+        self._decide = decide
+        self._known: dict[int, tuple[type, _Answer]] = {}
+
+    def __call__(self, cls: type) -> _Answer:
+        known = self._known.get(id(cls))
+        if known is None or known[0] is not cls:  # the class kept: its id is not reused
+            known = self._known[id(cls)] = (cls, self._decide(cls))
+        return known[1]

@@ -17,12 +17,13 @@ functions off (no ``.grad`` of a non-leaf, nothing deprecated: no warning).
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from whyalive.guarded import is_in_mro, type_short_name
+from whyalive.guarded import TypeMemo, is_in_mro, type_short_name
 
 # Autograd graphs of a training step have thousands of nodes; past this many nodes one
 # analysis stops walking (what lies further is then not seen).
@@ -73,6 +74,18 @@ class _Refused(Exception):
     """Raised by the registration spy so that torch adds no hook."""
 
 
+def _reads_as_node(
+    node_type: type | None, function_base: object, functions: object, cls: type
+) -> bool:
+    """Node's subclass hook, read from ``type``'s descriptors: a node type, a custom
+    Function's ctx type, or a C++ node's class in ``torch._C._functions``."""
+    if node_type is None:
+        return False
+    if is_in_mro(cls, node_type) or is_in_mro(cls, function_base):
+        return True
+    return getattr(functions, type_short_name(cls), None) is cls
+
+
 class AutogradReader:
     """Reads tensors and autograd nodes for one analysis, never raising per node."""
 
@@ -82,14 +95,17 @@ class AutogradReader:
         graph = sys.modules.get("torch.autograd.graph")
         node_type = getattr(graph, "Node", None)
         self.node_type: type | None = node_type if isinstance(node_type, type) else None
-        # What each type is, decided once; keyed by identity, as hashing a class runs its
-        # metaclass's __hash__.
-        self._tensor_types: dict[int, tuple[type, bool]] = {}
-        self._accumulators: dict[int, tuple[type, bool]] = {}
-        self._node_types: dict[int, tuple[type, bool]] = {}
+        # Nothing here refers back to the reader, which would make it cyclic garbage.
+        base = self.base
+        self._is_tensor_type = TypeMemo(lambda cls: issubclass(cls, base))
+        self._is_accumulator = TypeMemo(lambda cls: type_short_name(cls) == "AccumulateGrad")
         function = sys.modules.get("torch.autograd.function")
         # A custom Function's ctx type derives from it (what Node's subclass hook checks).
-        self._function_base: object = getattr(function, "BackwardCFunction", None)
+        function_base = getattr(function, "BackwardCFunction", None)
+        functions = getattr(torch._C, "_functions", None)
+        self._is_node_type = TypeMemo(
+            functools.partial(_reads_as_node, self.node_type, function_base, functions)
+        )
         parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
         # Types whose fields run no user code (Parameter's torch function is disabled).
         self._plain = {torch.Tensor} | ({parameter} if isinstance(parameter, type) else set())
@@ -99,11 +115,7 @@ class AutogradReader:
 
     def is_tensor(self, obj: object) -> bool:
         """A ``torch.Tensor`` (or subclass), by type only."""
-        cls = type(obj)
-        known = self._tensor_types.get(id(cls))
-        if known is None or known[0] is not cls:
-            known = self._tensor_types[id(cls)] = (cls, issubclass(cls, self.base))
-        return known[1]
+        return self._is_tensor_type(type(obj))
 
     def is_node(self, obj: object) -> bool:
         """An autograd node (a C++ node's Python face, or a custom Function's ``ctx``)."""
@@ -116,18 +128,7 @@ class AutogradReader:
         ``issubclass`` would run that hook, which reads ``cls.__name__`` through a user's
         metaclass.
         """
-        known = self._node_types.get(id(cls))
-        if known is None or known[0] is not cls:
-            known = self._node_types[id(cls)] = (cls, self._reads_as_node(cls))
-        return known[1]
-
-    def _reads_as_node(self, cls: type) -> bool:
-        if self.node_type is None:
-            return False
-        if is_in_mro(cls, self.node_type) or is_in_mro(cls, self._function_base):
-            return True
-        functions = getattr(self.torch._C, "_functions", None)
-        return getattr(functions, type_short_name(cls), None) is cls
+        return self._is_node_type(cls)
 
     def tensor_field(self, tensor: object, name: str) -> Any:
         """``TensorBase.<name>`` of a tensor, subclass code off; None when unreadable."""
@@ -210,12 +211,7 @@ class AutogradReader:
 
     def variable(self, node: object) -> object | None:
         """The leaf an ``AccumulateGrad`` node accumulates into, else None."""
-        cls = type(node)
-        known = self._accumulators.get(id(cls))
-        if known is None or known[0] is not cls:
-            accumulates = type_short_name(cls) == "AccumulateGrad"
-            known = self._accumulators[id(cls)] = (cls, accumulates)
-        if not known[1]:
+        if not self._is_accumulator(type(node)):
             return None
         try:
             found = node.variable  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from whyalive.guarded import type_short_name
+from whyalive.guarded import TypeMemo, type_short_name
 from whyalive.kinds import HeavyFacts
 
 
@@ -44,8 +44,8 @@ class DenseReader:
         self._untyped_storage = base.untyped_storage
         self._strided = torch.strided
         self._use_count = getattr(C, "_storage_Use_Count", None)
-        self._fake = fake_tensor_type()
-        self._plain: dict[type, bool] = {}
+        fake = fake_tensor_type()
+        self._is_plain = TypeMemo(lambda cls: fake is None or not issubclass(cls, fake))
         # (class, device, dtype, shape) -> (description, device words); None for meta.
         self._words: dict[tuple[object, ...], tuple[str, str] | None] = {}
 
@@ -53,11 +53,7 @@ class DenseReader:
         """The facts of a plain strided tensor; None for another layout, a nested, fake or
         meta tensor (``describe_any`` reads those, and would give the same result)."""
         cls = type(obj)
-        plain = self._plain.get(cls)
-        if plain is None:
-            fake = self._fake
-            plain = self._plain[cls] = fake is None or not issubclass(cls, fake)
-        if not plain or self._layout(obj) is not self._strided or self._nested(obj):
+        if not self._is_plain(cls) or self._layout(obj) is not self._strided or self._nested(obj):
             return None
         device_object = self._device(obj)
         dtype_object = self._dtype(obj)
