@@ -326,15 +326,17 @@ def _sites(group: CycleGroup, options: AnalysisOptions) -> list[str]:
     return list(dict.fromkeys(sites))
 
 
+# By the types' ids: `in` and set operations on classes run a metaclass's __eq__/__hash__.
+_CODE_TYPE_IDS = frozenset(map(id, CODE_TYPES))
+
+
 def _code_members(view: CycleView, structure: Structure | None) -> list[object]:
     """The members with code (functions, frames, generators); a structure without any skips
     the pass over its members."""
-    # By the types' ids: `in` and set operations on classes run a metaclass's __eq__/__hash__.
-    code_types = frozenset(map(id, CODE_TYPES))
-    if structure is not None and code_types.isdisjoint(map(id, structure.member_classes)):
+    if structure is not None and _CODE_TYPE_IDS.isdisjoint(map(id, structure.member_classes)):
         return []
     nodes = view.graph.nodes
-    return [nodes[n] for n in view.members if id(type(nodes[n])) in code_types]
+    return [nodes[n] for n in view.members if id(type(nodes[n])) in _CODE_TYPE_IDS]
 
 
 def _cut_description(view: CycleView, diagnosis: Diagnosis, is_structure: bool) -> str:
