@@ -323,6 +323,36 @@ def test_automatic_collection_inside_block_is_still_caught() -> None:
     assert check.report.found
 
 
+def test_many_collections_of_one_leak_merge_into_one_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A leak repeated across 30 collections inside the block is one cycle entry with 30
+    occurrences and their bytes; only its first sighting is renumbered into the merged
+    report (a check of a long loop merges one report per collection)."""
+    from whyalive.report import merge
+
+    renumbered: list[str] = []
+    shift_cycle = merge.shift_cycle
+
+    def counting(cycle: object, shift: int) -> object:
+        renumbered.append(cycle.signature)  # type: ignore[attr-defined]
+        return shift_cycle(cycle, shift)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(merge, "shift_cycle", counting)
+    with check_leaks(on_leak="ignore") as check:
+        for _ in range(30):
+            buffer_cycle()
+            gc.collect()
+    report = check.report
+    assert report is not None
+    (cycle,) = report.cycles
+    assert cycle.occurrences == 30
+    assert cycle.total_bytes == report.total_bytes == 30 * (2 << 20)
+    assert renumbered == [cycle.signature]
+    assert all(0 <= n < len(report.nodes) for n in cycle.members)
+    assert len({n.node_id for n in report.nodes}) == len(report.nodes)
+
+
 def test_raise_gives_leak_error_with_report_and_explanation() -> None:
     """on_leak='raise' raises LeakError (an AssertionError) carrying the report."""
     with pytest.raises(LeakError) as info, check_leaks():

@@ -2005,6 +2005,10 @@ gc_list_run(PyObject *items, Py_ssize_t first, Py_ssize_t end, int *finalized)
     Py_ssize_t i = end - 1;
     for (;;) {
         PyObject *o = PyList_GET_ITEM(items, i);
+        /* The headers are read in list order, not along their links: fetched ahead. */
+        if (i >= first + 16) {
+            PREFETCH(GC_LINKS(PyList_GET_ITEM(items, i - 16)));
+        }
         uintptr_t prev = GC_LINKS(o)->prev;
         *finalized |= (prev & GC_PREV_FINALIZED) != 0;
         if (i == first) {
