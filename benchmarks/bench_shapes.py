@@ -21,10 +21,17 @@ Ratios are medians over ``--repeats`` rounds, with the range over the rounds. B/
 the analysis's peak extra memory (tracemalloc, which also sees the C core's big arrays)
 per captured object (per array too, for the arrays, which are no garbage themselves).
 
+The main table runs with automatic collection off, so each shape is one collection. With
+it on (``--automatic``), a block that makes many small cycles has them collected while it
+runs, each collection analysed where it runs and the reports merged at the end: that
+table times the block with ``check_leaks()`` around it against the same block without
+(making the garbage included on both sides, as a user's run would see it).
+
 Then ``check_leaks()`` itself on ring, tree and list garbage of 20,000 objects holding one
 tensor, on a torch-sized heap, against one plain collection of the same garbage there.
 
     python benchmarks/bench_shapes.py [--sizes 10000 100000 1000000] [--payload numpy|torch] [--cpu]
+                                      [--automatic]
 
 ``--cpu`` times with this thread's CPU time instead of wall-clock time: on a machine shared
 with other jobs a collection's wall-clock time moves by half, its CPU time far less.
@@ -199,6 +206,23 @@ def peak_bytes_per_object(make: Callable[[int], None], size: int) -> float:
     return peak / max(count, 1)
 
 
+def block_with_collection_on(make: Callable[[int], None], size: int, checked: bool) -> float:
+    """The block that makes the garbage, automatic collection on, then one collection (what
+    ``check_leaks()`` ends with), with or without ``check_leaks()`` around it."""
+    gc.enable()
+    try:
+        start = now()
+        if checked:
+            with check_leaks(on_leak="ignore"):
+                make(size)
+        else:
+            make(size)
+            gc.collect()
+        return now() - start
+    finally:
+        gc.disable()
+
+
 def check_leaks_on_heap(
     make: Callable[[int], None], size: int, repeats: int
 ) -> tuple[float, float]:
@@ -241,6 +265,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--payload", choices=("torch", "numpy", "bytes"), default="numpy")
     parser.add_argument("--skip-heap", action="store_true", help="skip the check_leaks() table")
+    parser.add_argument(
+        "--automatic",
+        action="store_true",
+        help="also time blocks with automatic collection on (many collections per check)",
+    )
     parser.add_argument(
         "--cpu", action="store_true", help="time with this thread's CPU time, not wall-clock time"
     )
@@ -285,6 +314,18 @@ def main(argv: list[str] | None = None) -> None:
                     f"{_ms(plain)} {_ms(ours)} {_ratio(ours, plain)} {per_object:9.0f}  {what}",
                     flush=True,
                 )
+        if args.automatic:
+            print("\nautomatic collection on: block with check_leaks() / the block alone")
+            for name in args.shapes:
+                for size in args.sizes:
+                    alone, check = [], []
+                    for _ in range(args.repeats):
+                        alone.append(block_with_collection_on(SHAPES[name], size, False))
+                        check.append(block_with_collection_on(SHAPES[name], size, True))
+                    print(
+                        f"{name:<15} {size:>9} {_ms(alone)} {_ms(check)} {_ratio(check, alone)}",
+                        flush=True,
+                    )
     finally:
         gc.enable()
     if args.skip_heap:

@@ -7,6 +7,7 @@ import json
 import sys
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from scenarios import (
     stage_backward,
     stage_backward_fixed,
 )
-from whyalive import LeakError, LeakWarning, check_leaks, find_leaks
+from whyalive import LeakError, LeakWarning, Report, check_leaks, find_leaks
 
 
 @needs_numpy
@@ -351,6 +352,92 @@ def test_many_collections_of_one_leak_merge_into_one_entry(
     assert renumbered == [cycle.signature]
     assert all(0 <= n < len(report.nodes) for n in cycle.members)
     assert len({n.node_id for n in report.nodes}) == len(report.nodes)
+    assert cycle.members
+    assert cycle.cut is not None
+    assert "contains itself" in cycle.title
+
+
+def test_a_leak_repeated_in_many_collections_gets_its_words_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each collection inside the block is analysed where it runs; a signature already
+    written is only counted there: 40 collections of one leak write one full report."""
+    from whyalive.report import pipeline
+
+    written: list[int] = []
+    build_report = pipeline.build_report
+
+    def counting(findings: Any, options: Any) -> Report:
+        written.append(len(findings.kept))
+        return build_report(findings, options)
+
+    monkeypatch.setattr(pipeline, "build_report", counting)
+    with check_leaks(on_leak="ignore") as check:
+        for _ in range(40):
+            buffer_cycle()
+            gc.collect()
+    report = check.report
+    assert report is not None
+    (cycle,) = report.cycles
+    assert cycle.occurrences == 40
+    assert report.heavy_count == 40
+    assert cycle.total_bytes == report.total_bytes == 40 * (2 << 20)
+    assert cycle.members
+    assert cycle.fix
+    assert [kept for kept in written if kept] == [1]
+
+
+def test_merging_keeps_the_first_report_with_words_of_a_signature() -> None:
+    """A report that only counts a signature (its words were written elsewhere) adds its
+    counts to the one with words, whichever comes first."""
+    import dataclasses
+
+    from whyalive.report.merge import merge_reports
+
+    worded = find_leaks(buffer_cycle)
+    (cycle,) = worded.cycles
+    counted = dataclasses.replace(
+        worded,
+        nodes=(),
+        heavy_objects=(),
+        cycles=(dataclasses.replace(cycle, members=(), edges=(), title="", fix="", cut=None),),
+    )
+    for reports in ([counted, worded], [worded, counted], [counted, counted, worded]):
+        (merged,) = merge_reports(reports).cycles
+        assert merged.members
+        assert merged.title == cycle.title
+        assert merged.fix == cycle.fix
+        assert merged.occurrences == len(reports)
+        assert merged.total_bytes == len(reports) * cycle.total_bytes
+        assert all(0 <= n < len(merge_reports(reports).nodes) for n in merged.members)
+
+
+def test_a_block_opened_later_gets_the_words_of_a_leak_seen_before_it() -> None:
+    """The innermost check analyses the collections of every open block; a block opened
+    after a leak's words were written receives its next reports with the words again."""
+    from whyalive.capture import GarbageWatch
+
+    with check_leaks(on_leak="ignore") as outer:
+        buffer_cycle()
+        gc.collect()  # the outer check writes this signature's words
+        inner = GarbageWatch()  # no analysis of its own: the outer check's serves it
+        inner.begin()
+        try:
+            buffer_cycle()
+            gc.collect()
+            captured = inner.end()
+            records = [r for r in captured.records if isinstance(r, Report)]
+            captured.release()
+        finally:
+            inner.abandon()
+    ((cycle,),) = [r.cycles for r in records if r.cycles]
+    assert cycle.members
+    assert cycle.fix
+    assert cycle.occurrences == 1
+    assert outer.report is not None  # the collection the inner block claimed is not its
+    (first,) = outer.report.cycles
+    assert first.occurrences == 1
+    assert first.members
 
 
 def test_raise_gives_leak_error_with_report_and_explanation() -> None:

@@ -24,7 +24,12 @@ from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
 from whyalive.report import Report
 from whyalive.report.merge import merge_reports
-from whyalive.report.pipeline import analyze, prepare_in_collector, probe_block
+from whyalive.report.pipeline import (
+    InBlockAnalyses,
+    analyze,
+    prepare_in_collector,
+    probe_block,
+)
 from whyalive.report.verdict import fails
 from whyalive.words import size_from_words
 
@@ -172,7 +177,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             self._recorder = AllocationRecorder()
             self._recorder.start()
         prepare_in_collector()
-        watch.begin(analyze_now=self._analyze_now)
+        watch.begin(analyze_now=InBlockAnalyses(lambda: self._options(progress_after=None)))
         return self
 
     def _abandon(self, *_: object) -> None:
@@ -203,10 +208,6 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             where=self._where or f"{source_place(filename, line)} in {function}",
             **more,
         )
-
-    def _analyze_now(self, objects: list[object]) -> Report:
-        """What a collection inside the block saved (inside that collection: no gc, no import)."""
-        return analyze(objects, self._options(progress_after=None))
 
     def _exit(
         self,

@@ -201,13 +201,16 @@ def _watched(
 ) -> tuple[list[Report], BaseException | None, int | None]:
     from whyalive.analysis import AnalysisOptions
     from whyalive.report.merge import merge_reports
-    from whyalive.report.pipeline import analyze, prepare_in_collector, probe_block
+    from whyalive.report.pipeline import (
+        InBlockAnalyses,
+        analyze,
+        prepare_in_collector,
+        probe_block,
+    )
 
     options = AnalysisOptions(min_bytes=min_bytes, where=where)
     inside = dataclasses.replace(options, progress_after=None)
-
-    def analyze_now(objects: list[object]) -> Report:
-        return analyze(objects, inside)
+    analyze_now = InBlockAnalyses(lambda: inside)
 
     try:
         # What the program's own collections find is analysed and freed inside them, as

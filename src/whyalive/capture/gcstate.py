@@ -216,6 +216,12 @@ class GcOwner:
         self._serial += 1
         return Lease(self._serial, self._get_ident(), _current_task(), analyze_now)
 
+    @property
+    def leases_made(self) -> int:
+        """How many leases were ever made: a lease made after a record was written
+        receives the records written from then on, but never that one."""
+        return self._serial
+
     def open_lease(self, lease: Lease) -> None:
         """Collections save from now on, for ``lease`` to claim (see :meth:`collect`)."""
         locked(self._lock, self._open_lease, lease)

@@ -39,10 +39,13 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         for found, into in ((report.cycles, cycles), (report.uncollectable, uncollectable)):
             for cycle in found:
                 same = into.get(cycle.signature)
-                # A signature seen before adds only its counts: renumbering it is wasted.
-                into[cycle.signature] = (
-                    shift_cycle(cycle, shift) if same is None else _absorb(same, cycle)
-                )
+                if same is None:
+                    into[cycle.signature] = shift_cycle(cycle, shift)
+                elif same.members or not cycle.members:
+                    # Seen before: only its counts are added (renumbering it is wasted).
+                    into[cycle.signature] = _absorb(same, cycle)
+                else:  # the first with words (the ones before only counted)
+                    into[cycle.signature] = _absorb(shift_cycle(cycle, shift), same)
         heavy.extend(_changed(h, node_id=h.node_id + shift) for h in report.heavy_objects)
         alive.extend(_shift_alive(a, shift) for a in report.alive)
         held.extend(_shift_alive(a, shift) for a in report.held_natively)

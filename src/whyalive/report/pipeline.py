@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
+from whyalive.analysis.repeats import RepeatMemo
 from whyalive.analysis.uncollectable import find_loops_among, find_uncollectable
 from whyalive.capture import GarbageWatch
 from whyalive.capture.gcstate import OWNER
@@ -34,6 +35,38 @@ UNPROBED_NOTE = (
     "Uncollectable leaks (loops through the autograd graph) were not looked for: that needs "
     "the heap frozen at the start (gc.freeze), and objects were already frozen."
 )
+
+
+class InBlockAnalyses:
+    """:func:`analyze` for the collections that run inside one watched block, whose
+    reports become one (:func:`~whyalive.report.merge.merge_reports`): each signature's
+    words are written once. A collection that finds only signatures already written
+    counts them (:func:`~whyalive.report.builder.counts_report`), with the diagnoses a
+    :class:`~whyalive.analysis.repeats.RepeatMemo` keeps: a loop that leaks every
+    iteration makes one report per collection, and writing its words each time was
+    most of a check's cost (7.5x the block's own time at 1,160 collections).
+    """
+
+    def __init__(self, options: Callable[[], AnalysisOptions]) -> None:
+        self._options = options  # asked each time: a check may be renamed once begun
+        self._memo = RepeatMemo()
+        self._worded: set[str] = set()
+        self._leases_made = OWNER.leases_made
+
+    def __call__(self, objects: list[object]) -> Report:
+        if OWNER.leases_made != self._leases_made:
+            # A block opened since receives the next reports too, without the words
+            # written before it began: they are written again.
+            self._worded.clear()
+            self._leases_made = OWNER.leases_made
+        options = replace(self._options(), repeats=self._memo)
+        report = analyze(objects, options, words_for=self._wants_words)
+        # Only once the report exists: an analysis cut short wrote no words.
+        self._worded.update(cycle.signature for cycle in report.cycles if cycle.members)
+        return report
+
+    def _wants_words(self, signatures: list[str]) -> bool:
+        return not self._worded.issuperset(signatures)
 
 
 @functools.cache

@@ -33,7 +33,8 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
     For a caller that already holds the full report of every signature found (the
     monitor, after a leak's first sighting): each cycle keeps its signature, pattern,
     occurrences and bytes over all occurrences; every sentence, and what describes the
-    one occurrence shown (its members, paths, bytes held), is empty.
+    one occurrence shown (its members, paths, bytes held), is empty; its heavy objects
+    are counted in ``heavy_objects_unlisted``, not listed.
     """
     cycles = []
     for group in findings.kept:
@@ -57,7 +58,9 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
                 heavy_count=group.heavy_count,
             )
         )
-    return _report(findings, options, (), cycles, ())
+    report = _report(findings, options, (), cycles, ())
+    unlisted = len({node for group in findings.kept for node in group.retained})
+    return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
