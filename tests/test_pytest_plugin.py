@@ -219,6 +219,41 @@ def test_min_bytes_option_hides_small_leaks(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
+def test_a_leak_in_every_collection_of_a_loop_is_one_explanation(
+    pytester: pytest.Pytester,
+) -> None:
+    """A test body whose loop leaks before each of 30 collections fails with the leak
+    explained once, its 30 occurrences and bytes summed, in one report file."""
+    pytester.makepyfile(
+        test_loop="""
+        import gc
+
+        def make():
+            holder = {"buffer": bytearray(2 << 20)}
+            holder["me"] = holder
+
+        def test_loop():
+            for _ in range(30):
+                make()
+                gc.collect()
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--whyalive", "--whyalive-report=reports", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert text.count("Leak found in the call of test_loop.py::test_loop") == 1
+    assert text.count("Cycle 1: container that contains itself") == 1
+    assert "30 reference cycles (1 signature) keep 30 bytearrays alive" in text
+    assert "60.0 MiB, 30\n  occurrences" in text or "60.0 MiB, 30 occurrences" in text
+    (written,) = (pytester.path / "reports").glob("*.json")
+    (cycle,) = json.loads(written.read_text())["cycles"]
+    assert cycle["occurrences"] == 30
+    assert cycle["total_bytes"] == 30 * (2 << 20)
+    assert cycle["members"]
+
+
 def test_help_lists_options_with_ini_twins(pytester: pytest.Pytester) -> None:
     """--help shows every --whyalive option and its ini twin with the same help text."""
     result = pytester.runpytest("--help")

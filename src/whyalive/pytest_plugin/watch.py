@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from whyalive.capture.gcstate import Lease
     from whyalive.pytest_plugin.options import TestOptions
     from whyalive.report import Report
+    from whyalive.report.pipeline import InBlockAnalyses
 
 
 @dataclass
@@ -45,6 +46,7 @@ class TestWatch:
     _holds_freeze: bool = False
     _captured: CapturedGarbage | None = None
     _mark: int | None = None
+    _analyses: dict[str, InBlockAnalyses] = field(default_factory=dict)
 
     def begin(self) -> None:
         """Open the bracket: earlier young garbage is freed as usual, later garbage is saved.
@@ -63,13 +65,19 @@ class TestWatch:
         OWNER.open_lease(self._lease)
 
     def _analyze(self, objects: list[object]) -> Leak | None:
-        """The leak in what one collection saved (inside that collection: no gc, no import)."""
-        from whyalive.report.pipeline import analyze
+        """The leak in what one collection saved (inside that collection: no gc, no import);
+        a leak already explained in this segment is only counted (:meth:`take_new` merges)."""
+        from whyalive.report.pipeline import InBlockAnalyses
 
         if not objects:
             return None
-        report = analyze(objects, self._analysis_options(progress_after=None))
-        return Leak(self.label, report) if report.found else None
+        label = self.label
+        analyses = self._analyses.get(label)
+        if analyses is None:
+            options = self._analysis_options(progress_after=None)
+            analyses = self._analyses[label] = InBlockAnalyses(lambda: options)
+        report = analyses(objects)
+        return Leak(label, report) if report.found else None
 
     def _analysis_options(self, **more: Any) -> AnalysisOptions:
         from whyalive.analysis import AnalysisOptions
@@ -172,7 +180,14 @@ class TestWatch:
             self.leaks.append(Leak(self.label, report))
 
     def take_new(self) -> list[Leak]:
-        """Leaks found since the last call."""
+        """Leaks found since the last call, one per segment: a loop that leaks in every
+        collection of the call is one report (its occurrences and bytes summed), not one
+        explanation per collection."""
+        from whyalive.report.merge import merge_reports
+
         new = self.leaks[self.reported :]
         self.reported = len(self.leaks)
-        return new
+        by_phase: dict[str, list[Report]] = {}
+        for leak in new:
+            by_phase.setdefault(leak.phase, []).append(leak.report)
+        return [Leak(phase, merge_reports(reports)) for phase, reports in by_phase.items()]
