@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import unittest
 import weakref
+from typing import ClassVar
 
 import pytest
 
@@ -63,6 +64,18 @@ class HighThreshold(LeakCheckMixin, unittest.TestCase):
         make_cycle(8000)
 
 
+class CollectsItsOwn(LeakCheckMixin, unittest.TestCase):
+    __test__ = False
+    freed: ClassVar[list[bool]] = []
+
+    def test_collects_each_step(self) -> None:
+        for _ in range(20):
+            make_cycle(8000)
+            gc.collect()
+            # Without whyalive the collection frees the array: so it must with it.
+            self.freed.append(kept[-1]() is None)
+
+
 def run_case(case: type[unittest.TestCase], name: str) -> unittest.TestResult:
     """Run one test of a case class and return its result."""
     result = unittest.TestResult()
@@ -107,3 +120,16 @@ def test_leak_in_setup_fails_and_min_bytes_is_honoured() -> None:
     """A leak in setUp fails the test; whyalive_min_bytes above the leak lets it pass."""
     assert len(run_case(SetUpLeaks, "test_nothing").failures) == 1
     assert run_case(HighThreshold, "test_small_leak").wasSuccessful()
+
+
+def test_a_tests_own_collections_free_as_without_whyalive_and_still_fail_it() -> None:
+    """A test that leaks and collects at each of 20 steps sees each array freed by its own
+    gc.collect(), as without the mixin, and still fails, the leak explained once."""
+    kept.clear()
+    CollectsItsOwn.freed.clear()
+    result = run_case(CollectsItsOwn, "test_collects_each_step")
+    assert CollectsItsOwn.freed == [True] * 20
+    assert not result.errors
+    ((_, message),) = result.failures
+    assert "20 reference cycles (1 signature) keep 20 arrays alive" in message
+    assert message.count("Cycle 1: ") == 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import unittest
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from whyalive.errors import LeakWarning, UsageError
@@ -56,32 +57,39 @@ class LeakCheckMixin:
         on_leak = self.whyalive_on_leak
         if on_leak not in ("fail", "warn"):
             raise UsageError(f"whyalive_on_leak must be 'fail' or 'warn', not {on_leak!r}")
+        from whyalive.analysis import AnalysisOptions
         from whyalive.capture import GarbageWatch
+        from whyalive.report.pipeline import InBlockAnalyses, prepare_in_collector
         from whyalive.words import size_from_words
 
         min_bytes = size_from_words(self.whyalive_min_bytes, "whyalive_min_bytes")
+        options = AnalysisOptions(
+            min_bytes=min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
+        )
+        inside = replace(options, progress_after=None)
 
         watch = GarbageWatch()
         # Cleanups run last-in first-out: added first, this verdict runs after all others.
-        self.addCleanup(self._whyalive_verdict, watch, min_bytes)
-        watch.begin()
+        self.addCleanup(self._whyalive_verdict, watch, options)
+        # The test's own collections free what they would free without whyalive (a test
+        # may check memory or reference counts after gc.collect()): analysed where they run.
+        prepare_in_collector()
+        watch.begin(analyze_now=InBlockAnalyses(lambda: inside))
         try:
             return super().run(result)  # type: ignore[misc, no-any-return]
         finally:
             watch.abandon()  # what a skipped or interrupted test left held
 
-    def _whyalive_verdict(self, watch: Any, min_bytes: int) -> None:
-        from whyalive.analysis import AnalysisOptions
+    def _whyalive_verdict(self, watch: Any, options: Any) -> None:
+        from whyalive.report import Report
         from whyalive.report.merge import merge_reports
         from whyalive.report.pipeline import analyze, probe_block
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()
-        options = AnalysisOptions(
-            min_bytes=min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
-        )
         try:
-            report = analyze(captured.objects, options)
+            records = [r for r in captured.records if isinstance(r, Report)]
+            report = merge_reports([analyze(captured.objects, options), *records])
         finally:
             captured.release()
             probed, _ = probe_block(watch, options)  # what the test left that loops in C++ hold
