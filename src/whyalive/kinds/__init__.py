@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Protocol, runtime_checkable
 
 
@@ -75,6 +75,7 @@ class HeavyFacts:
 
 
 _new = object.__new__
+_THROUGH_AUTOGRAD = attrgetter("through_autograd")
 _set = object.__setattr__
 # Every field of HeavyFacts, in order, as an object that owns its memory has them: copied
 # and filled in by HeavyFacts.owning (a copy keeps the order of a dataclass's __dict__).
@@ -221,11 +222,9 @@ def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
     different kinds with different storage keys but the same memory. Overlapping
     address ranges on one device merge into one storage spanning their union.
     """
-    every = [
-        held
-        for fact in facts.values()
-        for held in (fact.held() if fact.through_autograd else (fact,))
-    ]
+    every = list(facts.values())
+    if any(map(_THROUGH_AUTOGRAD, every)):  # most facts hold nothing through autograd
+        every = [held for fact in every for held in fact.held()]
     known = {
         (held.device, held.memory[0], held.memory[1], held.storage)
         for held in every
