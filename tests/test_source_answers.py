@@ -12,7 +12,8 @@ import pytest
 import whyalive
 from scenarios import stage_backward
 from whyalive.analysis import fix_edits, sourcelines
-from whyalive.analysis.statements import MAX_ANSWERS, ParsedFile
+from whyalive.analysis.statements import ParsedFile
+from whyalive.analysis.tree_answers import MAX_ANSWERS
 
 numpy = pytest.importorskip("numpy")
 
@@ -72,14 +73,14 @@ def test_answers_are_bounded_and_an_unhashable_question_is_worked_out_each_time(
         calls.append(1)
         return len(calls)
 
-    assert parsed.answer(("q", 1), work) == 1
-    assert parsed.answer(("q", 1), work) == 1
-    assert parsed.answer(("q", []), work) == 2  # a list cannot be a key: not kept
-    assert parsed.answer(("q", []), work) == 3
+    assert parsed.answers.answer(("q", 1), work) == 1
+    assert parsed.answers.answer(("q", 1), work) == 1
+    assert parsed.answers.answer(("q", []), work) == 2  # a list cannot be a key: not kept
+    assert parsed.answers.answer(("q", []), work) == 3
     for number in range(MAX_ANSWERS + 5):
-        parsed.answer(("many", number), work)
-    assert len(parsed.answers) <= MAX_ANSWERS
-    assert parsed.searches == len(calls) - 2
+        parsed.answers.answer(("many", number), work)
+    assert len(parsed.answers.known) <= MAX_ANSWERS
+    assert parsed.answers.searches == len(calls) - 2
 
 
 def test_a_key_of_the_programs_own_type_is_never_kept() -> None:

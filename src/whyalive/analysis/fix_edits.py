@@ -222,12 +222,13 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
     # Questions about the tree alone, answered once per parsed file (the next sighting of
     # the same leak asks them again).
     parsed = edit.parsed
-    if parsed.answer(("escapes", id(scope), base), lambda: _escapes(scope, base, parsed, set())):
+    answer = parsed.answers.answer
+    if answer(("escapes", id(scope), base), lambda: _escapes(scope, base, parsed, set())):
         return False
-    if parsed.answer(("deleted", id(scope), variable), lambda: _deleted(scope, variable)):
+    if answer(("deleted", id(scope), variable), lambda: _deleted(scope, variable)):
         return False  # the code deletes it already somewhere (on some path): not twice
     question = ("uses", id(scope), id(binding), variable)
-    uses = parsed.answer(question, lambda: _uses(scope, after, variable)) or [binding]
+    uses = answer(question, lambda: _uses(scope, after, variable)) or [binding]
     done = _deleted_note(edit, variable)
     after_last_use(edit, uses[-1], f"del {variable}", done)
     return True

@@ -106,7 +106,7 @@ class SourceLines:
         parsed = self.files.get(code.co_filename)
         if node is None or parsed is None:
             return None
-        return parsed.answer(
+        return parsed.answers.answer(
             ("calls", id(node), name),
             lambda: any(
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
@@ -342,7 +342,7 @@ class SourceLines:
             found = first_store(scope, target, made, naming_only=naming_only)
         else:  # the search depends on the tree and the names only: once per parsed file
             question = ("first_store", id(scope), target, frozenset(made), naming_only)
-            found = parsed.answer(
+            found = parsed.answers.answer(
                 question, lambda: first_store(scope, target, made, naming_only=naming_only)
             )
         return hit_for(filename, parsed, found, target) if found is not None else None

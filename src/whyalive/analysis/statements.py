@@ -11,16 +11,11 @@ quoted exactly as the file has it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
 
 from whyalive.analysis.node_names import source_place
+from whyalive.analysis.tree_answers import TreeAnswers
 
-_Answer = TypeVar("_Answer")
-_UNANSWERED = object()
-MAX_ANSWERS = 1024
-"""Answers a parsed file keeps (:meth:`ParsedFile.answer`); more start over."""
 # A class up to this size is linted whole around the line; a bigger one only by the function.
 MAX_CLASS_LINES = 400
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -40,31 +35,8 @@ class ParsedFile:
     """Function definitions by their first line (a decorator's line when decorated)."""
     flagged: dict[int, str] | None = None
     """Lint codes by line for the statements linted so far ("" for a line none flags)."""
-    answers: dict[Hashable, object] = field(default_factory=dict)
-    """What :meth:`answer` worked out from the tree, kept with it: the parsed file outlives
-    an analysis (see ``whyalive.analysis.sourcelines``), so the next sighting of a leak made
-    by the same code (a new monitor, another ``check_leaks``) searches its tree no more."""
-    searches: int = 0
-    """How many answers were worked out (not found in ``answers``)."""
-
-    def answer(self, question: Hashable, work_out: Callable[[], _Answer]) -> _Answer:
-        """``work_out()``, once per ``question`` about this file's tree.
-
-        A question names the tree's nodes by ``id`` (the tree keeps them alive, so an id
-        is never reused while the answer is kept) and plain values; the answer is made of
-        the tree's nodes and plain values, never of a live object of the program. Bounded:
-        past ``MAX_ANSWERS`` the answers start over.
-        """
-        try:
-            known = self.answers.get(question, _UNANSWERED)
-        except TypeError:  # an unhashable part (a key of a user's type): not kept
-            return work_out()
-        if known is _UNANSWERED:
-            self.searches += 1
-            if len(self.answers) >= MAX_ANSWERS:
-                self.answers.clear()
-            known = self.answers[question] = work_out()
-        return cast("_Answer", known)
+    answers: TreeAnswers = field(default_factory=TreeAnswers)
+    """Questions about the tree answered so far, kept with the file."""
 
     def lint_code(self, filename: str, lineno: int, statement: ast.AST) -> str | None:
         """The code of a lint rule that flags ``lineno``, if one does.
