@@ -111,10 +111,12 @@ class TypeMemo(Generic[_Answer]):
 
     def __init__(self, decide: Callable[[type], _Answer]) -> None:
         self._decide = decide
-        self._known: dict[int, tuple[type, _Answer]] = {}
+        self.known: dict[int, tuple[type, _Answer]] = {}
+        """``id(cls) -> (cls, answer)``: a hot loop may read it inline (the class must be
+        checked by identity, as :meth:`__call__` does), and asks the memo when it is missing."""
 
     def __call__(self, cls: type) -> _Answer:
-        known = self._known.get(id(cls))
+        known = self.known.get(id(cls))
         if known is None or known[0] is not cls:  # the class kept: its id is not reused
-            known = self._known[id(cls)] = (cls, self._decide(cls))
+            known = self.known[id(cls)] = (cls, self._decide(cls))
         return known[1]

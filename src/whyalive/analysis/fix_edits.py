@@ -216,19 +216,31 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
             return False
         block, after = found, found[found.index(binding) :]
     # `probe.frame`: the attribute is deleted; `probe` itself must not escape.
-    base, _, attribute = variable.partition(".")
-    if not isinstance(scope, DEF_NODES) or _escapes(scope, base, edit.parsed, set()):
+    base = variable.partition(".")[0]
+    if not isinstance(scope, DEF_NODES):
         return False
-    if _deleted(scope, variable):
+    # Questions about the tree alone, answered once per parsed file (the next sighting of
+    # the same leak asks them again).
+    parsed = edit.parsed
+    answer = parsed.answers.answer
+    if answer(("escapes", id(scope), base), lambda: _escapes(scope, base, parsed, set())):
+        return False
+    if answer(("deleted", id(scope), variable), lambda: _deleted(scope, variable)):
         return False  # the code deletes it already somewhere (on some path): not twice
-    if attribute:
-        uses = [s for s in after if _uses_attribute(s, base, attribute)] or [binding]
-    else:
-        users = _users(scope, variable)
-        uses = [s for s in after if any(uses_name(s, name) for name in users)] or [binding]
+    question = ("uses", id(scope), id(binding), variable)
+    uses = answer(question, lambda: _uses(scope, after, variable)) or [binding]
     done = _deleted_note(edit, variable)
     after_last_use(edit, uses[-1], f"del {variable}", done)
     return True
+
+
+def _uses(scope: ast.AST, after: list[ast.stmt], variable: str) -> list[ast.stmt]:
+    """The statements of ``after`` that use the variable (``probe.frame``: the attribute)."""
+    base, _, attribute = variable.partition(".")
+    if attribute:
+        return [s for s in after if _uses_attribute(s, base, attribute)]
+    users = _users(scope, variable)
+    return [s for s in after if any(uses_name(s, name) for name in users)]
 
 
 def _deleted_note(edit: EditBuffer, variable: str) -> str:

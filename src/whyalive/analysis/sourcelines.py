@@ -101,12 +101,17 @@ class SourceLines:
 
     def calls_itself(self, fn: types.FunctionType, name: str) -> bool | None:
         """Whether ``fn``'s code calls ``name`` (None when its source cannot be read)."""
-        node = self.function_node(fn.__code__)
-        if node is None:
+        code = fn.__code__
+        node = self.function_node(code)
+        parsed = self.files.get(code.co_filename)
+        if node is None or parsed is None:
             return None
-        return any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
-            for n in ast.walk(node)
+        return parsed.answers.answer(
+            ("calls", id(node), name),
+            lambda: any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+                for n in ast.walk(node)
+            ),
         )
 
     def takes_proxy(self, function: object, position: int | str, depth: int = 3) -> bool:
@@ -333,7 +338,13 @@ class SourceLines:
         *,
         naming_only: bool = False,
     ) -> SourceHit | None:
-        found = first_store(scope, target, made, naming_only=naming_only)
+        if not _plain(target.name):  # a key of the program's own type: never kept
+            found = first_store(scope, target, made, naming_only=naming_only)
+        else:  # the search depends on the tree and the names only: once per parsed file
+            question = ("first_store", id(scope), target, frozenset(made), naming_only)
+            found = parsed.answers.answer(
+                question, lambda: first_store(scope, target, made, naming_only=naming_only)
+            )
         return hit_for(filename, parsed, found, target) if found is not None else None
 
     def _site_lines(self, view: CycleView, sites: Iterable[str]) -> Iterator[tuple[str, int]]:
@@ -350,6 +361,13 @@ class SourceLines:
             base, _, line = site.rpartition(":")
             if line.isdigit() and base in known:
                 yield known[base], int(line)
+
+
+def _plain(name: object) -> bool:
+    """A name made of strings, ints and tuples of them (a lambda's ``("<lambda>", 12)``)."""
+    if type(name) is tuple:
+        return all(map(_plain, name))
+    return type(name) in (str, int, type(None))
 
 
 def _callee(function: types.FunctionType, callee: ast.expr) -> object:

@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass, field
 
 from whyalive.analysis.node_names import source_place
+from whyalive.analysis.tree_answers import TreeAnswers
 
 # A class up to this size is linted whole around the line; a bigger one only by the function.
 MAX_CLASS_LINES = 400
@@ -34,6 +35,8 @@ class ParsedFile:
     """Function definitions by their first line (a decorator's line when decorated)."""
     flagged: dict[int, str] | None = None
     """Lint codes by line for the statements linted so far ("" for a line none flags)."""
+    answers: TreeAnswers = field(default_factory=TreeAnswers)
+    """Questions about the tree answered so far, kept with the file."""
 
     def lint_code(self, filename: str, lineno: int, statement: ast.AST) -> str | None:
         """The code of a lint rule that flags ``lineno``, if one does.

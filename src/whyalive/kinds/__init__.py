@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Protocol, runtime_checkable
 
 
@@ -57,28 +57,40 @@ class HeavyFacts:
         part), equal to the constructor's. Made in one step: a frozen dataclass's
         ``__init__`` sets each field through ``object.__setattr__``, a third of what
         describing a tensor costs, and the monitor describes a step's tensors every time."""
-        made = object.__new__(cls)
-        object.__setattr__(
-            made,
-            "__dict__",
-            {
-                "kind": kind,
-                "description": description,
-                "nbytes": nbytes,
-                "device": device,
-                "storage": storage,
-                "owner": None,
-                "storage_users": storage_users,
-                "memory": memory,
-                "locate": None,
-                "through_autograd": (),
-            },
-        )
+        made = _new(cls)
+        fields = _OWNING.copy()
+        fields["kind"] = kind
+        fields["description"] = description
+        fields["nbytes"] = nbytes
+        fields["device"] = device
+        fields["storage"] = storage
+        fields["storage_users"] = storage_users
+        fields["memory"] = memory
+        _set(made, "__dict__", fields)
         return made
 
     def held(self) -> tuple[HeavyFacts, ...]:
         """This object's facts, then those of what its autograd graph holds."""
         return (self, *self.through_autograd)
+
+
+_new = object.__new__
+_THROUGH_AUTOGRAD = attrgetter("through_autograd")
+_set = object.__setattr__
+# Every field of HeavyFacts, in order, as an object that owns its memory has them: copied
+# and filled in by HeavyFacts.owning (a copy keeps the order of a dataclass's __dict__).
+_OWNING: dict[str, object] = {
+    "kind": "",
+    "description": "",
+    "nbytes": 0,
+    "device": "",
+    "storage": None,
+    "owner": None,
+    "storage_users": 0,
+    "memory": None,
+    "locate": None,
+    "through_autograd": (),
+}
 
 
 @runtime_checkable
@@ -210,11 +222,9 @@ def merge_shared_memory(facts: dict[int, HeavyFacts]) -> dict[int, HeavyFacts]:
     different kinds with different storage keys but the same memory. Overlapping
     address ranges on one device merge into one storage spanning their union.
     """
-    every = [
-        held
-        for fact in facts.values()
-        for held in (fact.held() if fact.through_autograd else (fact,))
-    ]
+    every = list(facts.values())
+    if any(map(_THROUGH_AUTOGRAD, every)):  # most facts hold nothing through autograd
+        every = [held for fact in every for held in fact.held()]
     known = {
         (held.device, held.memory[0], held.memory[1], held.storage)
         for held in every

@@ -25,6 +25,7 @@ def fake_tensor_type() -> type | None:
 # Words of the dtypes and devices seen (a handful per process; torch makes them once).
 _DTYPE_WORDS: dict[object, str] = {}
 _DEVICE_WORDS: dict[object, str] = {}
+_UNSEEN: Any = object()
 
 
 class DenseReader:
@@ -46,6 +47,8 @@ class DenseReader:
         self._use_count = getattr(C, "_storage_Use_Count", None)
         fake = fake_tensor_type()
         self._is_plain = TypeMemo(lambda cls: fake is None or not issubclass(cls, fake))
+        # The memo's own table, read inline: a call per tensor costs as much as a C accessor.
+        self._plain_known = self._is_plain.known
         # (class, device, dtype, shape) -> (description, device words); None for meta.
         self._words: dict[tuple[object, ...], tuple[str, str] | None] = {}
 
@@ -53,15 +56,20 @@ class DenseReader:
         """The facts of a plain strided tensor; None for another layout, a nested, fake or
         meta tensor (``describe_any`` reads those, and would give the same result)."""
         cls = type(obj)
-        if not self._is_plain(cls) or self._layout(obj) is not self._strided or self._nested(obj):
+        plain = self._plain_known.get(id(cls))
+        if plain is None or plain[0] is not cls:
+            if not self._is_plain(cls):
+                return None
+        elif not plain[1]:
+            return None
+        if self._layout(obj) is not self._strided or self._nested(obj):
             return None
         device_object = self._device(obj)
         dtype_object = self._dtype(obj)
         shape = self._shape(obj)
         key = (cls, device_object, dtype_object, shape)
-        if key in self._words:
-            words = self._words[key]
-        else:
+        words = self._words.get(key, _UNSEEN)
+        if words is _UNSEEN:
             words = self._words[key] = _words(cls, device_object, dtype_object, shape)
         if words is None:
             return None
