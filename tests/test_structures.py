@@ -203,6 +203,27 @@ def test_ring_is_cut_at_its_only_link_and_its_loop_is_elided() -> None:
     assert len(section) <= 10
 
 
+def test_a_rings_store_is_searched_for_once_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line that stores `.next` from outside the class (`current.next = following`) is
+    searched for in the module's tree by the first analysis only; the next one (another
+    check of the same code) finds it, and the same report, without walking the tree."""
+    from whyalive.analysis import sourcelines
+
+    searched: list[object] = []
+    outside_store = sourcelines.outside_store
+
+    def counting(parsed: Any, target: Any) -> Any:
+        searched.append(target)
+        return outside_store(parsed, target)
+
+    monkeypatch.setattr(sourcelines, "outside_store", counting)
+    reports = [analyse(make_ring, 300, heavy(1024))[0] for _ in range(2)]
+    assert len(searched) == 1
+    first, second = (report.cycles[0] for report in reports)
+    assert first.fix == second.fix
+    assert first.cut == second.cut
+
+
 def test_doubly_linked_list_is_cut_at_prev_with_a_two_hop_loop() -> None:
     """A doubly linked list's cut is `.prev` (the back link); its loop is prev then next."""
     report, ref = analyse(make_doubly_linked, chain_length(4000), heavy(512))

@@ -21,7 +21,7 @@ from typing import cast
 from whyalive.analysis.cuts import is_registry_attribute
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
 from whyalive.analysis.paths import CycleView, NamedEdge
-from whyalive.analysis.statements import StoreTarget
+from whyalive.analysis.statements import DEF_NODES, ParsedFile, StoreTarget, stores
 from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace
 from whyalive.kinds.autograd_graph import NODE_HOOKS, NODE_PREHOOKS, TENSOR_HOOKS
 from whyalive.words import edge_kinds as ek
@@ -195,3 +195,24 @@ def function_names(view: CycleView) -> set[str]:
     the one that made the cycle, when several statements store the same name."""
     functions = (function_of(view.obj(node)) for node in view.shown)
     return {str(f.__name__) for f in functions if f is not None}
+
+
+def outside_store(parsed: ParsedFile, target: StoreTarget) -> ast.stmt | None:
+    """The first ``other.name = ...`` in a function of the file (an attribute set on an
+    object other than ``self``), when every such store is in one function."""
+    found: list[tuple[ast.stmt, ast.AST]] = []
+    for node in ast.walk(parsed.tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        scope = parsed.enclosing(node)
+        if not isinstance(scope, DEF_NODES) or not stores(node, target, parsed.tree):
+            continue
+        stored = node.targets[0] if isinstance(node, ast.Assign) else node.target
+        base = stored.value if isinstance(stored, ast.Attribute) else None
+        params = [*scope.args.posonlyargs, *scope.args.args]
+        own = isinstance(parsed.parents.get(scope), ast.ClassDef) and params
+        if isinstance(base, ast.Name) and not (own and base.id == params[0].arg):
+            found.append((node, scope))
+    if not found or len({id(scope) for _, scope in found}) > 1:
+        return None
+    return min((node for node, _ in found), key=lambda node: node.lineno)

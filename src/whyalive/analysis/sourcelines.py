@@ -22,6 +22,7 @@ import types
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from whyalive.analysis.edit_text import proxy_uses
 from whyalive.analysis.naming import is_instance_node
@@ -31,6 +32,7 @@ from whyalive.analysis.source_targets import (
     function_names,
     methods_of,
     module_file,
+    outside_store,
     store_target,
 )
 from whyalive.analysis.statements import (
@@ -271,23 +273,11 @@ class SourceLines:
         parsed = self.parsed(files[0]) if files else None
         if parsed is None:
             return None
-        found: list[tuple[ast.stmt, ast.AST]] = []
-        for node in ast.walk(parsed.tree):
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-                continue
-            scope = parsed.enclosing(node)
-            if not isinstance(scope, DEF_NODES) or not stores(node, target, parsed.tree):
-                continue
-            stored = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            base = stored.value if isinstance(stored, ast.Attribute) else None
-            params = [*scope.args.posonlyargs, *scope.args.args]
-            own = isinstance(parsed.parents.get(scope), ast.ClassDef) and params
-            if isinstance(base, ast.Name) and not (own and base.id == params[0].arg):
-                found.append((node, scope))
-        if not found or len({id(scope) for _, scope in found}) > 1:
-            return None
-        first = min((node for node, _ in found), key=lambda node: node.lineno)
-        return hit_for(files[0], parsed, first, target)
+        search = partial(outside_store, parsed, target)
+        # The search depends on the tree and the name only: once per parsed file.
+        question = ("set_from_outside", target)
+        first = parsed.answers.answer(question, search) if _plain(target.name) else search()
+        return hit_for(files[0], parsed, first, target) if first is not None else None
 
     def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
