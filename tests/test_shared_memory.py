@@ -1,0 +1,62 @@
+"""Bytes counted once per memory range: ranges that overlap, on one device, are one storage."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from whyalive.kinds import HeavyFacts, merge_shared_memory
+
+# (device, start, length, storage): low addresses, and ones past 2**53 (not exact in a float).
+_RANGE = st.tuples(
+    st.sampled_from(["cpu", "cuda:0"]),
+    st.one_of(st.integers(1, 200), st.integers(2**60, 2**60 + 200)),
+    st.integers(0, 40),
+    st.integers(0, 12),
+)
+
+
+def _expected(ranges: list[tuple[str, int, int, int]]) -> dict[int, tuple[object, int]]:
+    """By brute force: storages joined when their ranges overlap (transitively, per device);
+    a joined group of two storages or more is one ``("memory", device, start)`` of the
+    union's bytes."""
+    spans = {(d, s, s + n, k) for d, s, n, k in ranges if n > 0}
+    group = {span: {span} for span in spans}
+    for a in spans:
+        for b in spans:
+            if a[0] == b[0] and max(a[1], b[1]) < min(a[2], b[2]) and group[a] is not group[b]:
+                joined = group[a] | group[b]
+                for member in joined:
+                    group[member] = joined
+    result: dict[int, tuple[object, int]] = {}
+    for index, (device, start, length, storage) in enumerate(ranges):
+        if length == 0:
+            continue
+        members = group[(device, start, start + length, storage)]
+        if len({m[3] for m in members}) > 1:
+            low, high = min(m[1] for m in members), max(m[2] for m in members)
+            result[index] = (("memory", device, low), high - low)
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_RANGE, max_size=25))
+def test_overlapping_ranges_are_one_storage_and_others_stay_apart(
+    ranges: list[tuple[str, int, int, int]],
+) -> None:
+    # One storage has one range (it is one allocation): its first range stands.
+    first: dict[int, tuple[str, int, int]] = {}
+    ranges = [(*first.setdefault(k, (d, s, n)), k) for d, s, n, k in ranges]
+    facts = {
+        index: HeavyFacts(
+            "bytearray", "", length, device, ("buffer", storage), memory=(s, s + length)
+        )
+        for index, (device, s, length, storage) in enumerate(ranges)
+    }
+    merged = merge_shared_memory(facts)
+    expected = _expected(ranges)
+    for index, fact in merged.items():
+        if index in expected:
+            assert (fact.storage, fact.nbytes) == expected[index]
+        else:
+            assert fact is facts[index]
