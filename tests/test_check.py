@@ -412,6 +412,30 @@ def test_merging_keeps_the_first_report_with_words_of_a_signature() -> None:
         assert all(0 <= n < len(merge_reports(reports).nodes) for n in merged.members)
 
 
+def test_overlapping_blocks_each_get_the_words_of_their_leak() -> None:
+    """Two checks that overlap without nesting: the first to end claims every collection
+    since it began, the other's words with them; the other's later collections write the
+    words again, so neither report has a leak without its explanation."""
+    first, second = check_leaks(on_leak="ignore"), check_leaks(on_leak="ignore")
+    first.__enter__()
+    second.__enter__()
+    for _ in range(2):
+        buffer_cycle()
+        gc.collect()  # analysed by the newest check: its words, then only counts
+    first.__exit__(None, None, None)  # takes both collections, words and all
+    for _ in range(2):
+        buffer_cycle()
+        gc.collect()
+    second.__exit__(None, None, None)
+    for check in (first, second):
+        assert check.report is not None
+        (cycle,) = check.report.cycles
+        assert cycle.occurrences == 2
+        assert cycle.members
+        assert cycle.fix
+        assert "contains itself" in check.report.render("text")
+
+
 def test_a_block_opened_later_gets_the_words_of_a_leak_seen_before_it() -> None:
     """The innermost check analyses the collections of every open block; a block opened
     after a leak's words were written receives its next reports with the words again."""

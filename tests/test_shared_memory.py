@@ -60,3 +60,26 @@ def test_overlapping_ranges_are_one_storage_and_others_stay_apart(
             assert (fact.storage, fact.nbytes) == expected[index]
         else:
             assert fact is facts[index]
+
+
+def test_an_owning_facts_record_is_the_constructors() -> None:
+    """``HeavyFacts.owning`` fills a copied template instead of running ``__init__``: every
+    field is set, to what the constructor sets (equal, same hash and repr)."""
+    import dataclasses
+
+    made = HeavyFacts.owning(
+        "torch.Tensor", "Tensor(float32[4], cpu)", 16, "cpu", ("t", 1), 2, (8, 24)
+    )
+    built = HeavyFacts(
+        "torch.Tensor",
+        "Tensor(float32[4], cpu)",
+        16,
+        "cpu",
+        ("t", 1),
+        storage_users=2,
+        memory=(8, 24),
+    )
+    assert made == built
+    assert hash(made) == hash(built)
+    assert repr(made) == repr(built)
+    assert set(vars(made)) == {field.name for field in dataclasses.fields(HeavyFacts)}

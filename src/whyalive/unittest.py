@@ -19,9 +19,13 @@ import unittest
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from whyalive.errors import LeakWarning, UsageError
+
+if TYPE_CHECKING:
+    from whyalive.analysis import AnalysisOptions
+    from whyalive.capture import GarbageWatch
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,7 +84,7 @@ class LeakCheckMixin:
         finally:
             watch.abandon()  # what a skipped or interrupted test left held
 
-    def _whyalive_verdict(self, watch: Any, options: Any) -> None:
+    def _whyalive_verdict(self, watch: GarbageWatch, options: AnalysisOptions) -> None:
         from whyalive.report import Report
         from whyalive.report.merge import merge_reports
         from whyalive.report.pipeline import analyze, probe_block

@@ -87,6 +87,7 @@ class GcOwner:
         self._lock = threading.RLock()
         self._leases: list[Lease] = []
         self._serial = 0
+        self._handovers = 0  # leases made and claims that took collections, ever
         self._collection: _Collection | None = None  # the last collection's start
         self._collections = 0
         # Collections that saved something, oldest first, until a lease claims them.
@@ -214,13 +215,16 @@ class GcOwner:
 
     def _new_lease(self, analyze_now: Callable[[list[object]], object] | None) -> Lease:
         self._serial += 1
+        self._handovers += 1
         return Lease(self._serial, self._get_ident(), _current_task(), analyze_now)
 
     @property
-    def leases_made(self) -> int:
-        """How many leases were ever made: a lease made after a record was written
-        receives the records written from then on, but never that one."""
-        return self._serial
+    def handovers(self) -> int:
+        """Grows when a lease is made and when a claim takes collections. A collection's
+        record goes to the one lease that claims it first: after a handover, the records
+        written so far may sit with another lease than the next ones (a lease made since
+        gets only the next ones; a claim took the ones so far)."""
+        return self._handovers
 
     def open_lease(self, lease: Lease) -> None:
         """Collections save from now on, for ``lease`` to claim (see :meth:`collect`)."""
@@ -265,7 +269,9 @@ class GcOwner:
         # Swapped out first: a collection in another thread may append meanwhile.
         saved, self._saved = self._saved, []
         self._saved[:0] = [collection for collection in saved if collection.number <= began]
-        objects = self._take(lease, (c for c in saved if c.number > began))
+        taken = [collection for collection in saved if collection.number > began]
+        self._handovers += bool(taken)
+        objects = self._take(lease, taken)
         # Under whyalive's freeze the probes tell, once, when the freeze is dropped:
         # scanning what is not frozen is cheap only after the captured garbage is freed.
         if not self.freeze.frozen and gc.get_freeze_count() > lease.freeze_count:
@@ -325,6 +331,7 @@ class GcOwner:
         # Saved after the lease's last claim (an automatic collection inside an
         # allocation on 3.10/3.11): nobody else will take it.
         saved, self._saved = self._saved, []
+        self._handovers += bool(saved)
         return self._take(lease, saved)
 
     def _disarm_running(self) -> None:

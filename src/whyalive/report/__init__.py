@@ -255,7 +255,7 @@ class Report:
     notes: tuple[str, ...] = ()
     alive: tuple[AliveObject, ...] = ()
     timeline: tuple[TimelinePoint, ...] = ()
-    heavy_objects_unlisted: int = 0  # what `heavy_objects` leaves out (siblings past 16)
+    heavy_objects_unlisted: int = 0  # what `heavy_objects` leaves out (siblings past 16, counted)
     uncollectable: tuple[CycleReport, ...] = ()
     """Loops through the autograd graph (C++) that the collector can never free, with
     the objects the block made that only they keep alive; each hop C++ holds is an

@@ -40,25 +40,27 @@ UNPROBED_NOTE = (
 class InBlockAnalyses:
     """:func:`analyze` for the collections that run inside one watched block, whose
     reports become one (:func:`~whyalive.report.merge.merge_reports`): each signature's
-    words are written once. A collection that finds only signatures already written
-    counts them (:func:`~whyalive.report.builder.counts_report`), with the diagnoses a
-    :class:`~whyalive.analysis.repeats.RepeatMemo` keeps: a loop that leaks every
-    iteration makes one report per collection, and writing its words each time was
-    most of a check's cost (7.5x the block's own time at 1,160 collections).
+    words are written once (again after a handover, :attr:`GcOwner.handovers
+    <whyalive.capture.gcstate.GcOwner.handovers>`). A collection that finds only
+    signatures already written counts them (:func:`~whyalive.report.builder.counts_report`),
+    with the diagnoses a :class:`~whyalive.analysis.repeats.RepeatMemo` keeps: a loop
+    that leaks every iteration makes one report per collection, and writing its words
+    each time was most of a check's cost (7.5x the block's own time at 1,160
+    collections).
     """
 
     def __init__(self, options: Callable[[], AnalysisOptions]) -> None:
         self._options = options  # asked each time: a check may be renamed once begun
         self._memo = RepeatMemo()
         self._worded: set[str] = set()
-        self._leases_made = OWNER.leases_made
+        self._handovers = OWNER.handovers
 
     def __call__(self, objects: list[object]) -> Report:
-        if OWNER.leases_made != self._leases_made:
-            # A block opened since receives the next reports too, without the words
-            # written before it began: they are written again.
+        if OWNER.handovers != self._handovers:
+            # The reports with the words may have gone to another block than the next
+            # ones (a block opened since, a claim that took them): written again.
             self._worded.clear()
-            self._leases_made = OWNER.leases_made
+            self._handovers = OWNER.handovers
         options = replace(self._options(), repeats=self._memo)
         report = analyze(objects, options, words_for=self._wants_words)
         # Only once the report exists: an analysis cut short wrote no words.
