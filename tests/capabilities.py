@@ -16,6 +16,7 @@ reason; nothing else may skip on that leg. Tests of the C extension are deselect
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -90,6 +91,12 @@ TORCH_MISSING = (
     else "needs torch: not installed"
 )
 """The reason for ``pytest.importorskip("torch", reason=TORCH_MISSING)``."""
+needs_torch_installed = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason=TORCH_MISSING
+)
+"""For a pytester test whose subprocess imports torch: torch is not imported here. pytester
+takes what a test imported out of ``sys.modules`` again, and torch's C extension, imported a
+second time in one process, fails (``SystemError: ... bad call flags``)."""
 JSONSCHEMA_MISSING = "needs jsonschema: not installed"
 """The reason for ``pytest.importorskip("jsonschema", reason=JSONSCHEMA_MISSING)``."""
 

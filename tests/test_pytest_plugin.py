@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from capabilities import needs_torch_installed
 from whyalive.report import Report
 
 pytest.importorskip("numpy")
@@ -279,12 +280,12 @@ def test_markers_are_listed(pytester: pytest.Pytester) -> None:
     )
 
 
+@needs_torch_installed
 def test_xdist_workers_check_themselves_and_torch_leaks_are_named(
     pytester: pytest.Pytester,
 ) -> None:
     """With -n 2 each worker checks its tests, and the controller's summary lists the leaks."""
     pytest.importorskip("xdist")
-    pytest.importorskip("torch")
     pytester.makepyfile(
         test_dist="""
         import numpy
@@ -553,13 +554,13 @@ def test_raises(n):
 """
 
 
+@needs_torch_installed
 def test_a_summary_of_only_listed_findings_opens_with_its_own_line(
     pytester: pytest.Pytester,
 ) -> None:
     """When nothing fails, the section still opens with a line that says what follows (as
     pytest-memray's entries each do), not with an indented signature entry; the held-by-C++
     group opens its own way."""
-    pytest.importorskip("torch")
     pytester.makepyfile(test_idiom=TORCH_IDIOM)
     result = pytester.runpytest_subprocess(
         "--whyalive", "-p", "no:cacheprovider", "-p", "no:randomly"
