@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import whyalive
-from capabilities import needs_numpy, needs_subprocess, numpy
+from capabilities import needs_c, needs_numpy, needs_subprocess, numpy
 from scenarios import (
     Trainer,
     counts_said,
@@ -324,6 +324,7 @@ def test_automatic_collection_inside_block_is_still_caught() -> None:
     assert check.report.found
 
 
+@needs_c  # a collection's garbage is analysed where it runs only where the C core frees it
 def test_many_collections_of_one_leak_merge_into_one_entry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -436,6 +437,7 @@ def test_overlapping_blocks_each_get_the_words_of_their_leak() -> None:
         assert "contains itself" in check.report.render("text")
 
 
+@needs_c  # a collection's garbage is analysed where it runs only where the C core frees it
 def test_a_block_opened_later_gets_the_words_of_a_leak_seen_before_it() -> None:
     """The innermost check analyses the collections of every open block; a block opened
     after a leak's words were written receives its next reports with the words again."""
