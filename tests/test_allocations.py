@@ -61,6 +61,25 @@ def test_alike_objects_from_one_site_are_said_once() -> None:
     assert sum(1 for h in report.heavy_objects if h.allocation_site == site) == 40
 
 
+def test_a_leak_collected_inside_the_block_has_its_site_too() -> None:
+    """Collections inside the block are analysed where they run, while the recording is on:
+    a leak each of them found is given its allocation site as the closing one's is."""
+    import gc
+
+    def leak_and_collect() -> None:
+        for _ in range(3):
+            numpy_leak()
+            gc.collect()
+
+    report = checked(leak_and_collect, record_allocations=True)
+    (cycle,) = report.cycles
+    assert cycle.occurrences == 3
+    held = set(cycle.heavy)
+    sites = {h.allocation_site for h in report.heavy_objects if h.node_id in held}
+    assert sites == {f"{HERE}:{line_of('# numpy allocation here')}"}
+    assert not any("not recorded" in note for note in report.notes)
+
+
 def test_sites_are_not_recorded_when_off() -> None:
     """Without record_allocations no site is recorded and tracemalloc stays off."""
     report = checked(numpy_leak)

@@ -177,7 +177,11 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
             self._recorder = AllocationRecorder()
             self._recorder.start()
         prepare_in_collector()
-        watch.begin(analyze_now=InBlockAnalyses(lambda: self._options(progress_after=None)))
+        # Sites are looked up while the recording runs: a collection inside the block
+        # reports its heavy objects' allocation sites as the closing one does.
+        site_of = self._recorder.site_of if self._recorder is not None else None
+        inside = InBlockAnalyses(lambda: self._options(progress_after=None, site_of=site_of))
+        watch.begin(analyze_now=inside)
         return self
 
     def _abandon(self, *_: object) -> None:
