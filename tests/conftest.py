@@ -12,6 +12,7 @@ import pytest
 
 from capabilities import WEBASSEMBLY, needs_c
 from whyalive.graph import core as graphcore
+from whyalive.graph.heap import user_freeze_count
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,7 +71,7 @@ def _gc_state() -> tuple[object, ...]:
         gc.isenabled(),
         gc.get_threshold(),
         list(gc.callbacks),
-        gc.get_freeze_count(),
+        user_freeze_count(),
     )
 
 

@@ -41,6 +41,7 @@ if os.environ.get("INTERRUPT_WITHOUT_COMPILED") == "1":
 import whyalive
 from whyalive import check_leaks, explain
 from whyalive.capture.gcstate import OWNER
+from whyalive.graph.heap import user_freeze_count
 from whyalive.monitor import GcMonitor
 
 PACKAGE = os.path.dirname(os.path.abspath(whyalive.__file__)) + os.sep
@@ -380,7 +381,7 @@ def gc_state() -> tuple[object, ...]:
         gc.isenabled(),
         gc.get_threshold(),
         [id(callback) for callback in gc.callbacks],
-        gc.get_freeze_count(),
+        user_freeze_count(),
         id(gc.garbage),
         [id(item) for item in gc.garbage],
     )
@@ -449,7 +450,7 @@ def repair(before: tuple[object, ...]) -> None:
     gc.set_debug(before[0])  # type: ignore[arg-type]
     kept = set(before[6])  # type: ignore[arg-type]
     gc.garbage[:] = [g for g in gc.garbage if id(g) in kept]
-    if gc.get_freeze_count() and not before[4]:
+    if user_freeze_count() and not before[4]:
         gc.unfreeze()
     # A lock left held would be found again after every later line.
     while OWNER._lock._is_owned():  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import pytest
 from scenarios.modules import throwaway_module
 from whyalive import LeakError, Report, check_leaks, explain
 from whyalive.errors import MissingToolError, UsageError
+from whyalive.graph.heap import user_freeze_count
 from whyalive.render import RENDERERS, render_bytes
 
 torch = pytest.importorskip("torch")
@@ -203,7 +204,7 @@ def test_nothing_kept_alive_after_explain(holders: types.ModuleType) -> None:
 def test_frozen_and_disabled_gc_are_noted(holders: types.ModuleType) -> None:
     """A report says when objects were frozen and when automatic GC was disabled."""
     holders.FROZEN = torch.ones(3)
-    if gc.get_freeze_count():
+    if user_freeze_count():
         pytest.skip("objects are already frozen in this process")
     gc.disable()
     gc.freeze()

@@ -20,6 +20,7 @@ import pytest
 from capabilities import needs_fork, needs_threads
 from whyalive import check_leaks
 from whyalive.capture.gcstate import OWNER
+from whyalive.graph.heap import user_freeze_count
 from whyalive.monitor import GcMonitor
 
 
@@ -37,7 +38,7 @@ def _child_state(batches: int) -> dict[str, object]:
         gc.collect()
     return {
         "debug": gc.get_debug(),
-        "frozen": gc.get_freeze_count(),
+        "frozen": user_freeze_count(),
         "callbacks": [repr(callback) for callback in gc.callbacks],
         "garbage": len(gc.garbage),
         "alive": sum(1 for ref in refs if ref() is not None),
@@ -66,7 +67,7 @@ def _fork_and_report(batches: int = 5) -> dict[str, object]:
 @pytest.mark.whyalive_skip  # the child must start from the user's state, not a bracket
 def test_a_child_forked_inside_a_check_starts_unwatched(core: str) -> None:
     debug, callbacks = gc.get_debug(), [repr(c) for c in gc.callbacks]
-    frozen = gc.get_freeze_count()
+    frozen = user_freeze_count()
     garbage = len(gc.garbage)
     with check_leaks(on_leak="ignore") as check:
         leaked = weakref.ref(Payload())
@@ -88,7 +89,7 @@ def test_a_child_forked_inside_a_check_starts_unwatched(core: str) -> None:
 @pytest.mark.whyalive_skip
 def test_a_child_forked_inside_a_monitor_starts_unwatched(core: str) -> None:
     debug, callbacks = gc.get_debug(), [repr(c) for c in gc.callbacks]
-    frozen = gc.get_freeze_count()
+    frozen = user_freeze_count()
     with GcMonitor(log=False) as monitor:
         child = _fork_and_report(batches=3)
         leaked = weakref.ref(Payload())

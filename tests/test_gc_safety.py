@@ -19,6 +19,7 @@ from capabilities import needs_threads
 from whyalive import check_leaks, explain
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.capture.gcstate import OWNER
+from whyalive.graph.heap import user_freeze_count
 from whyalive.monitor import GcMonitor
 
 
@@ -175,6 +176,29 @@ def test_checks_in_two_threads_say_they_overlapped(core: str) -> None:
     assert all(ref() is None for ref in refs)
 
 
+@pytest.mark.whyalive_skip  # the plugin's own freeze would hide the check's
+def test_what_the_interpreter_freezes_itself_is_not_taken_for_a_user_freeze(core: str) -> None:
+    """With nothing frozen by the user, checks, the monitor and explain() see an unfrozen heap.
+
+    CPython 3.12 keeps its immortal tuples in the permanent generation (its freeze count
+    is never 0): read as a user's freeze, no check froze the heap (every one paid for a
+    collection of the whole heap), and every report and explain() noted frozen objects.
+    """
+    assert user_freeze_count() == 0
+    with check_leaks(on_leak="ignore") as check:
+        leaked = _leak()
+        assert OWNER.freeze.frozen
+    assert check.report is not None
+    assert not any("frozen" in note for note in check.report.notes), check.report.notes
+    assert leaked() is None
+    with GcMonitor(log=False) as monitor:
+        assert monitor._froze
+    held = [1]
+    explained = explain(held)
+    assert not any("frozen" in note for note in explained.report.notes), explained.report.notes
+    assert user_freeze_count() == 0
+
+
 @pytest.mark.whyalive_skip  # freezes inside the plugin's frozen baseline on purpose
 def test_user_freeze_inside_the_block_is_kept_and_stated(core: str) -> None:
     """gc.freeze() in the block stays in force, and the report states what it hides."""
@@ -183,7 +207,7 @@ def test_user_freeze_inside_the_block_is_kept_and_stated(core: str) -> None:
             before_freeze = _leak()
             gc.freeze()
             after_freeze = _leak()
-        assert gc.get_freeze_count() > 0  # the user's freeze was not undone
+        assert user_freeze_count() > 0  # the user's freeze was not undone
         assert check.report is not None
         assert FREEZE_NOTE in check.report.notes
         assert check.report.cycle_count == 1  # the leak made after the freeze

@@ -22,6 +22,7 @@ from capabilities import needs_fork, needs_subprocess
 from scenarios import counts_said, stage_backward
 from whyalive import GcMonitor, Report
 from whyalive.errors import UsageError
+from whyalive.graph.heap import user_freeze_count
 
 numpy = pytest.importorskip("numpy")
 
@@ -138,7 +139,7 @@ def test_torch_tensors_counted_and_freed() -> None:
 def test_without_freeze_still_frees_and_restores() -> None:
     """freeze=False leaves the heap unfrozen; leaks are still found and every array freed."""
     with whyalive.monitor(log=False, freeze=False) as mon:
-        assert gc.get_freeze_count() == 0
+        assert user_freeze_count() == 0
         refs = leak_steps(mon, 30)
     assert 0 < occurrences(mon)["recursive-closure"] <= 30
     gc.collect()
@@ -224,7 +225,7 @@ def test_gc_settings_and_user_garbage_restored() -> None:
         assert gc.get_debug() == 0
         assert gc.callbacks == callbacks
         assert gc.garbage[-1] is mine
-        assert gc.get_freeze_count() == 0
+        assert user_freeze_count() == 0
     finally:
         gc.set_threshold(*threshold)
         gc.garbage.remove(mine)

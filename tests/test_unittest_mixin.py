@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pytest
 
+from whyalive.graph.heap import user_freeze_count
 from whyalive.unittest import LeakCheckMixin, whyalive_skip
 
 numpy = pytest.importorskip("numpy")
@@ -100,11 +101,11 @@ def test_leaking_test_fails_with_the_explanation() -> None:
 @pytest.mark.whyalive_skip  # the opted-out case leaves garbage on purpose
 def test_clean_skipped_and_opted_out_tests_pass() -> None:
     """Clean, unittest-skipped and whyalive_skip tests pass, and gc is restored after each."""
-    frozen = gc.get_freeze_count()
+    frozen = user_freeze_count()
     for name in ("test_clean", "test_skipped", "test_opted_out"):
         result = run_case(Cases, name)
         assert result.wasSuccessful(), name
-        assert gc.get_freeze_count() == frozen
+        assert user_freeze_count() == frozen
     gc.collect()
 
 

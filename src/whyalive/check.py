@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 from whyalive.analysis import AnalysisOptions
 from whyalive.analysis.node_names import source_place
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE, GarbageWatch, ThreadWatch
-from whyalive.capture.collector import FREEZE_COUNT_HAS_IMMORTALS
 from whyalive.capture.interrupts import guard
 from whyalive.errors import LeakError, LeakWarning, UsageError
 from whyalive.guarded import read_attribute, type_qualname, type_short_name
@@ -60,11 +59,6 @@ def _user_location() -> tuple[str, int, str]:
 _FROZEN_NOTE = (
     "Objects were already frozen (gc.freeze), so the baseline was collected instead of "
     "frozen; frozen objects are never examined."
-    if not FREEZE_COUNT_HAS_IMMORTALS
-    # A non-zero freeze count then does not tell whether the user froze anything.
-    else "Python 3.12 keeps immortal objects in the permanent generation, so whyalive "
-    "cannot tell whether objects were frozen (gc.freeze); it collected the baseline "
-    "instead of freezing it; frozen objects are never examined."
 )
 
 

@@ -33,7 +33,7 @@ from whyalive.analysis.paths import named_path
 from whyalive.errors import UsageError
 from whyalive.graph import ObjectGraph
 from whyalive.graph.core import announce_implementation
-from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap
+from whyalive.graph.heap import CLASS, MODULE, HeapGraph, snapshot_heap, user_freeze_count
 from whyalive.guarded import sizeof
 from whyalive.kinds import HeavyFacts, KindResolver
 from whyalive.report import AliveObject, Report
@@ -139,7 +139,7 @@ def _state_notes() -> list[str]:
             "Automatic garbage collection is disabled: unreachable cycles stay alive "
             "until gc.collect() runs."
         )
-    frozen = gc.get_freeze_count()
+    frozen = user_freeze_count()
     if frozen:
         notes.append(
             f"{frozen} objects are frozen (gc.freeze()); those reachable from the heap were "

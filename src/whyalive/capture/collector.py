@@ -34,9 +34,6 @@ Generations 0 and 1 on the generational collector; the young generation on the
 incremental one, whose ``gc.collect(1)`` may collect nothing.
 """
 
-FREEZE_COUNT_HAS_IMMORTALS = sys.version_info[:2] == (3, 12)
-"""3.12 parks immortal objects in the permanent generation: its freeze count is never 0."""
-
 
 def older_generation(generation: int) -> int:
     """The generation to collect to free what a ``generation`` collection saved.

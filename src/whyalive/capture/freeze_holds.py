@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import cast
 
 from whyalive.capture.interrupts import locked
+from whyalive.graph.heap import user_freeze_count
 
 
 class FreezeHolds:
@@ -52,7 +53,7 @@ class FreezeHolds:
         if self._holders:
             self._holders.append(holder)
             return True, False
-        if self._probes is not None or gc.get_freeze_count() != 0:
+        if self._probes is not None or user_freeze_count() != 0:
             return False, False
         # Probes tell later whether someone else froze or unfroze (see changed());
         # the freeze count cannot: on 3.11 reading it walks the whole frozen heap,
@@ -70,7 +71,7 @@ class FreezeHolds:
         return cast(bool, locked(self._lock, self._available))
 
     def _available(self) -> bool:
-        return bool(self._holders) or gc.get_freeze_count() == 0
+        return bool(self._holders) or user_freeze_count() == 0
 
     def changed(self) -> bool:
         """Whether someone else froze (or unfroze) the heap since whyalive froze it.
@@ -111,10 +112,10 @@ class FreezeHolds:
             return changed
         # hold() cut short (no second probe): did it freeze?
         cut = self._probes[1] is None
-        if gc.get_freeze_count() != 0 if cut else not (changed or self.changed()):
+        if user_freeze_count() != 0 if cut else not (changed or self.changed()):
             gc.unfreeze()
         self._probes = None
-        self._on_unfreeze(gc.get_freeze_count())
+        self._on_unfreeze(user_freeze_count())
         return changed
 
     def after_fork_in_child(self, lock: threading.RLock) -> None:

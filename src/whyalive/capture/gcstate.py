@@ -23,6 +23,7 @@ from whyalive.capture.freeze_holds import FreezeHolds
 from whyalive.capture.gcsaving import SavingCollection
 from whyalive.capture.interrupts import gc_callback, locked
 from whyalive.graph import core as graphcore
+from whyalive.graph.heap import user_freeze_count
 
 _SAVEALL = gc.DEBUG_SAVEALL
 
@@ -233,7 +234,7 @@ class GcOwner:
     def _open_lease(self, lease: Lease) -> None:
         lease.began = self._collections
         # Only read without a whyalive freeze (the probes tell then).
-        lease.freeze_count = 0 if self.freeze.frozen else gc.get_freeze_count()
+        lease.freeze_count = 0 if self.freeze.frozen else user_freeze_count()
         self._install()
         self._leases.append(lease)
 
@@ -274,7 +275,7 @@ class GcOwner:
         objects = self._take(lease, taken)
         # Under whyalive's freeze the probes tell, once, when the freeze is dropped:
         # scanning what is not frozen is cheap only after the captured garbage is freed.
-        if not self.freeze.frozen and gc.get_freeze_count() > lease.freeze_count:
+        if not self.freeze.frozen and user_freeze_count() > lease.freeze_count:
             # Frozen objects that die shrink the count; only gc.freeze() grows it
             # (a freeze of fewer objects than died meanwhile goes unseen).
             lease.freeze_changed = True
