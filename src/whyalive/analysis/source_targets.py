@@ -110,13 +110,13 @@ def in_hook_registry(view: CycleView, edge: NamedEdge) -> bool:
     )
 
 
-def codes_to_search(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
-    """Code objects whose source may store the reference; True: search the enclosing def."""
-    seen: set[tuple[types.CodeType, bool]] = set()
-    for item in _codes_in_order(view, edge):
-        if item not in seen:
-            seen.add(item)
-            yield item
+def codes_to_search(view: CycleView, edge: NamedEdge) -> list[tuple[types.CodeType, bool]]:
+    """Code objects whose source may store the reference; True: search the enclosing def.
+
+    A list, not a generator: a search stops at its first hit, and a generator left
+    suspended is closed when it is freed, where an exception (an interrupt) is lost.
+    """
+    return list(dict.fromkeys(_codes_in_order(view, edge)))
 
 
 def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:

@@ -382,8 +382,8 @@ def _callee(function: types.FunctionType, callee: ast.expr) -> object:
     return found.__func__ if type(found) is staticmethod else found
 
 
-def _functions_at(parsed: ParsedFile, first_line: int) -> Iterator[ast.AST]:
-    """The function definitions (or module) a code object's first line belongs to."""
-    if first_line <= 1:
-        yield parsed.tree
-    yield from parsed.functions_by_line.get(first_line, ())
+def _functions_at(parsed: ParsedFile, first_line: int) -> list[ast.AST]:
+    """The function definitions (or module) a code object's first line belongs to (a list:
+    see ``codes_to_search``)."""
+    functions: list[ast.AST] = list(parsed.functions_by_line.get(first_line, ()))
+    return [parsed.tree, *functions] if first_line <= 1 else functions
