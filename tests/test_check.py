@@ -23,6 +23,7 @@ from scenarios import (
     stage_backward_fixed,
 )
 from whyalive import LeakError, LeakWarning, Report, check_leaks, find_leaks
+from whyalive.report import CycleReport
 
 
 @needs_numpy
@@ -324,6 +325,21 @@ def test_automatic_collection_inside_block_is_still_caught() -> None:
     assert check.report.found
 
 
+def _one_leak_in_every_collection(times: int) -> tuple[Report, CycleReport]:
+    """A check around ``times`` collections, each after one more buffer cycle: its report
+    and the one cycle entry they make, with every occurrence and its bytes counted."""
+    with check_leaks(on_leak="ignore") as check:
+        for _ in range(times):
+            buffer_cycle()
+            gc.collect()
+    report = check.report
+    assert report is not None
+    (cycle,) = report.cycles
+    assert cycle.occurrences == times
+    assert cycle.total_bytes == report.total_bytes == times * (2 << 20)
+    return report, cycle
+
+
 @needs_c  # a collection's garbage is analysed where it runs only where the C core frees it
 def test_many_collections_of_one_leak_merge_into_one_entry(
     monkeypatch: pytest.MonkeyPatch,
@@ -341,15 +357,7 @@ def test_many_collections_of_one_leak_merge_into_one_entry(
         return shift_cycle(cycle, shift)  # type: ignore[arg-type]
 
     monkeypatch.setattr(merge, "shift_cycle", counting)
-    with check_leaks(on_leak="ignore") as check:
-        for _ in range(30):
-            buffer_cycle()
-            gc.collect()
-    report = check.report
-    assert report is not None
-    (cycle,) = report.cycles
-    assert cycle.occurrences == 30
-    assert cycle.total_bytes == report.total_bytes == 30 * (2 << 20)
+    report, cycle = _one_leak_in_every_collection(30)
     assert renumbered == [cycle.signature]
     assert all(0 <= n < len(report.nodes) for n in cycle.members)
     assert len({n.node_id for n in report.nodes}) == len(report.nodes)
@@ -373,16 +381,8 @@ def test_a_leak_repeated_in_many_collections_gets_its_words_once(
         return build_report(findings, options)
 
     monkeypatch.setattr(pipeline, "build_report", counting)
-    with check_leaks(on_leak="ignore") as check:
-        for _ in range(40):
-            buffer_cycle()
-            gc.collect()
-    report = check.report
-    assert report is not None
-    (cycle,) = report.cycles
-    assert cycle.occurrences == 40
+    report, cycle = _one_leak_in_every_collection(40)
     assert report.heavy_count == 40
-    assert cycle.total_bytes == report.total_bytes == 40 * (2 << 20)
     assert cycle.members
     assert cycle.fix
     assert [kept for kept in written if kept] == [1]

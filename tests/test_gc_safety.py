@@ -341,10 +341,10 @@ def test_user_exception_wins_when_the_analysis_fails(
 ) -> None:
     """Even a failing analysis never replaces the user's exception; it adds a note."""
 
-    def broken(objects: list[object], options: object) -> object:
+    def broken(captured: object, options: object) -> object:
         raise RuntimeError("analysis failed")
 
-    monkeypatch.setattr("whyalive.check.analyze", broken)
+    monkeypatch.setattr("whyalive.check.analyze_block", broken)
     refs: list[weakref.ref[Payload]] = []
     with pytest.raises(ValueError, match="the user's own") as raised:
         _raise_inside_check(ValueError("the user's own"), lambda: refs.append(_leak()))

@@ -25,7 +25,7 @@ from whyalive.report import Report
 from whyalive.report.merge import merge_reports
 from whyalive.report.pipeline import (
     InBlockAnalyses,
-    analyze,
+    analyze_block,
     prepare_in_collector,
     probe_block,
 )
@@ -174,7 +174,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         # Sites are looked up while the recording runs: a collection inside the block
         # reports its heavy objects' allocation sites as the closing one does.
         site_of = self._recorder.site_of if self._recorder is not None else None
-        inside = InBlockAnalyses(lambda: self._options(progress_after=None, site_of=site_of))
+        inside = InBlockAnalyses(lambda: self._options(site_of=site_of))
         watch.begin(analyze_now=inside)
         return self
 
@@ -259,8 +259,7 @@ class check_leaks:  # lower case: used like a function, `with check_leaks():`
         options = self._options(
             notes=tuple(notes), site_of=recorder.site_of if recorder is not None else None
         )
-        reports = [r for r in captured.records if isinstance(r, Report)]
-        report = merge_reports([analyze(captured.objects, options), *reports])
+        report = analyze_block(captured, options)
         if recorder is not None:
             report = _note_unrecorded(report)
         captured.release()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib.util
 import os
 import sys
@@ -203,14 +202,13 @@ def _watched(
     from whyalive.report.merge import merge_reports
     from whyalive.report.pipeline import (
         InBlockAnalyses,
-        analyze,
+        analyze_block,
         prepare_in_collector,
         probe_block,
     )
 
     options = AnalysisOptions(min_bytes=min_bytes, where=where)
-    inside = dataclasses.replace(options, progress_after=None)
-    analyze_now = InBlockAnalyses(lambda: inside)
+    analyze_now = InBlockAnalyses(lambda: options)
 
     try:
         # What the program's own collections find is analysed and freed inside them, as
@@ -219,8 +217,7 @@ def _watched(
         watch.begin(analyze_now=analyze_now)
         error, code = _call(program)
         captured = watch.end()
-        records = [r for r in captured.records if isinstance(r, Report)]
-        report = merge_reports([analyze(captured.objects, options), *records])
+        report = analyze_block(captured, options)
         captured.release()
         # With the garbage freed and the baseline still frozen: what is left is alive.
         probed, _ = probe_block(watch, options)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import unittest
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from whyalive.errors import LeakWarning, UsageError
@@ -70,7 +69,6 @@ class LeakCheckMixin:
         options = AnalysisOptions(
             min_bytes=min_bytes, allow=tuple(self.whyalive_allow), where=self.id()
         )
-        inside = replace(options, progress_after=None)
 
         watch = GarbageWatch()
         # Cleanups run last-in first-out: added first, this verdict runs after all others.
@@ -78,22 +76,20 @@ class LeakCheckMixin:
         # The test's own collections free what they would free without whyalive (a test
         # may check memory or reference counts after gc.collect()): analysed where they run.
         prepare_in_collector()
-        watch.begin(analyze_now=InBlockAnalyses(lambda: inside))
+        watch.begin(analyze_now=InBlockAnalyses(lambda: options))
         try:
             return super().run(result)  # type: ignore[misc, no-any-return]
         finally:
             watch.abandon()  # what a skipped or interrupted test left held
 
     def _whyalive_verdict(self, watch: GarbageWatch, options: AnalysisOptions) -> None:
-        from whyalive.report import Report
         from whyalive.report.merge import merge_reports
-        from whyalive.report.pipeline import analyze, probe_block
+        from whyalive.report.pipeline import analyze_block, probe_block
 
         assert isinstance(self, unittest.TestCase)
         captured = watch.end()
         try:
-            records = [r for r in captured.records if isinstance(r, Report)]
-            report = merge_reports([analyze(captured.objects, options), *records])
+            report = analyze_block(captured, options)
         finally:
             captured.release()
             probed, _ = probe_block(watch, options)  # what the test left that loops in C++ hold

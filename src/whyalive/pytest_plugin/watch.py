@@ -74,7 +74,7 @@ class TestWatch:
         label = self.label
         analyses = self._analyses.get(label)
         if analyses is None:
-            options = self._analysis_options(progress_after=None)
+            options = self._analysis_options()
             analyses = self._analyses[label] = InBlockAnalyses(lambda: options)
         report = analyses(objects)
         return Leak(label, report) if report.found else None

@@ -16,7 +16,7 @@ from dataclasses import replace
 from whyalive.analysis import AnalysisOptions, CycleGroup, Progress, find_cycles
 from whyalive.analysis.repeats import RepeatMemo
 from whyalive.analysis.uncollectable import find_loops_among, find_uncollectable
-from whyalive.capture import GarbageWatch
+from whyalive.capture import CapturedGarbage, GarbageWatch
 from whyalive.capture.gcstate import OWNER
 from whyalive.graph import ObjectGraph, build_graph
 from whyalive.graph.core import announce_implementation, scratch_held
@@ -61,7 +61,8 @@ class InBlockAnalyses:
             # ones (a block opened since, a claim that took them): written again.
             self._worded.clear()
             self._handovers = OWNER.handovers
-        options = replace(self._options(), repeats=self._memo)
+        # Inside a collection: no progress lines.
+        options = replace(self._options(), repeats=self._memo, progress_after=None)
         report = analyze(objects, options, words_for=self._wants_words)
         # Only once the report exists: an analysis cut short wrote no words.
         self._worded.update(cycle.signature for cycle in report.cycles if cycle.members)
@@ -69,6 +70,13 @@ class InBlockAnalyses:
 
     def _wants_words(self, signatures: list[str]) -> bool:
         return not self._worded.issuperset(signatures)
+
+
+def analyze_block(captured: CapturedGarbage, options: AnalysisOptions) -> Report:
+    """What a watched block left: its closing collection's garbage analysed, merged with
+    the reports of the collections inside it (:class:`InBlockAnalyses`)."""
+    records = [record for record in captured.records if isinstance(record, Report)]
+    return merge_reports([analyze(captured.objects, options), *records])
 
 
 @functools.cache
