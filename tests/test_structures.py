@@ -74,7 +74,7 @@ def make_tree(count: int, payload: object, materialise_dicts: bool = False) -> w
     return weakref.ref(root)
 
 
-def make_ring(count: int, payload: object) -> weakref.ref[Ring]:
+def make_ring(count: int, payload: object, materialise_dicts: bool = False) -> weakref.ref[Ring]:
     """A ring of ``count`` objects, the first holding ``payload``."""
     first = Ring()
     first.payload = payload  # type: ignore[attr-defined]
@@ -82,8 +82,12 @@ def make_ring(count: int, payload: object) -> weakref.ref[Ring]:
     for _ in range(count - 1):
         following = Ring()
         current.next = following
+        if materialise_dicts:  # how every instance looks on Python 3.10
+            vars(current)
         current = following
     current.next = first
+    if materialise_dicts:
+        vars(current)
     return weakref.ref(first)
 
 
@@ -203,10 +207,15 @@ def test_ring_is_cut_at_its_only_link_and_its_loop_is_elided() -> None:
     assert len(section) <= 10
 
 
-def test_a_rings_store_is_searched_for_once_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("materialise_dicts", [False, True], ids=["inline", "dicts"])
+def test_a_rings_store_is_searched_for_once_per_file(
+    monkeypatch: pytest.MonkeyPatch, materialise_dicts: bool
+) -> None:
     """The line that stores `.next` from outside the class (`current.next = following`) is
     searched for in the module's tree by the first analysis only; the next one (another
-    check of the same code) finds it, and the same report, without walking the tree."""
+    check of the same code) finds it, and the same report, without walking the tree. With
+    instance dicts (every instance on 3.10) the reference is still the `Ring`'s: its
+    module is the one searched."""
     from whyalive.analysis import sourcelines
 
     searched: list[object] = []
@@ -218,15 +227,60 @@ def test_a_rings_store_is_searched_for_once_per_file(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(sourcelines, "outside_store", counting)
     monkeypatch.setattr(sourcelines, "_recent", type(sourcelines._recent)())  # parsed afresh
-    first_report = analyse(make_ring, 300, heavy(1024))[0]
-    searches = len(searched)
-    if sys.version_info >= (3, 11):  # on 3.10 the link's holder is an instance dict
-        assert searches == 1
-    reports = [first_report, analyse(make_ring, 300, heavy(1024))[0]]
-    assert len(searched) == searches
+    first_report = analyse(make_ring, 300, heavy(1024), materialise_dicts)[0]
+    assert len(searched) == 1
+    reports = [first_report, analyse(make_ring, 300, heavy(1024), materialise_dicts)[0]]
+    assert len(searched) == 1
     first, second = (report.cycles[0] for report in reports)
     assert first.fix == second.fix
     assert first.cut == second.cut
+
+
+class Slot:
+    """A list node holding one timer (`.value`), linked both ways."""
+
+    prev: Slot | None
+    next: Slot | None
+
+    def __init__(self, value: Timer) -> None:
+        self.value = value
+
+
+class Timer:
+    """A timer that knows the list node holding it."""
+
+    node: Slot
+
+
+def make_timer_list(count: int, payload: object, materialise_dicts: bool) -> weakref.ref[Slot]:
+    """``count`` timers in a doubly linked list of slots, each timer pointing back to its slot."""
+    slots = [Slot(Timer()) for _ in range(count)]
+    slots[0].value.payload = payload  # type: ignore[attr-defined]
+    for before, after in itertools.pairwise(slots):
+        before.next, after.prev = after, before
+    slots[0].prev = slots[-1].next = None
+    for slot in slots:
+        slot.value.node = slot
+        if materialise_dicts:  # how every instance looks on Python 3.10
+            vars(slot)
+            vars(slot.value)
+    return weakref.ref(slots[0])
+
+
+@pytest.mark.parametrize("materialise_dicts", [False, True], ids=["inline", "dicts"])
+def test_each_reference_is_named_by_the_class_that_holds_it(materialise_dicts: bool) -> None:
+    """Two classes in one structure: `.node` is the `Timer`'s, `.prev` the `Slot`'s, also
+    when attributes live in instance dicts (3.10), where the holder is a `dict` object."""
+    report, ref = analyse(make_timer_list, 1000, heavy(1024), materialise_dicts)
+    assert ref() is None
+    (cycle,) = report.cycles
+    assert cycle.cut is not None
+    assert "the attribute `.node` of every `Timer` object (1,000 references)" in (
+        cycle.cut.description
+    )
+    assert "the attribute `.prev` of every `Slot` object (999 references)" in (
+        cycle.cut.description
+    )
 
 
 def test_doubly_linked_list_is_cut_at_prev_with_a_two_hop_loop() -> None:

@@ -278,11 +278,9 @@ def _name_frame_edge(source: Any, target: object) -> EdgeName | None:
     tail = referents[start:]
     while tail and type(tail[0]) is types.FunctionType and tail[0].__code__ is code:
         tail = tail[1:]  # the frame's own function (3.11+ visits it next to the code)
-    if type(source) is types.FrameType and sys.version_info < (3, 11):
-        skip = (source.f_builtins, source.f_globals)
-        while tail and any(tail[0] is s for s in skip):
-            tail = tail[1:]
     names = code.co_varnames + code.co_cellvars + code.co_freevars
+    if type(source) is types.FrameType and sys.version_info < (3, 11):
+        tail = _fast_locals_of_310(source, tail, names)
     position = next((i for i, ref in enumerate(tail) if ref is target), None)
     if position is None:
         return None
@@ -307,17 +305,46 @@ def _name_frame_edge(source: Any, target: object) -> EdgeName | None:
 _ASSERT_TEMPORARY = "@py_assert"
 
 
+def _fast_locals_of_310(
+    frame: types.FrameType, tail: list[Any], names: tuple[str, ...]
+) -> list[Any]:
+    """``tail`` without what 3.10 visits between a frame's code and its fast locals:
+    ``f_builtins``, ``f_globals``, then ``f_locals`` once something has read it (the
+    naming itself does, for a finished frame) and ``f_trace``.
+
+    A finished frame's ``f_locals`` is read to know it (a snapshot of locals no code will
+    change again); a running frame's is not, as reading it would keep its locals alive in
+    that dict after the function drops them, so a leading non-empty dict keyed only by the
+    code's own names is taken for it.
+    """
+    for field in (frame.f_builtins, frame.f_globals):
+        if tail and tail[0] is field:
+            tail = tail[1:]
+    if tail and type(tail[0]) is dict:
+        if _is_running(frame):
+            own_names = set(names)
+            is_locals = bool(tail[0]) and all(
+                type(key) is str and key in own_names for key in tail[0]
+            )
+        else:
+            try:
+                is_locals = tail[0] is frame.f_locals
+            except Exception:
+                is_locals = False
+        if is_locals:
+            tail = tail[1:]
+    if tail and frame.f_trace is not None and tail[0] is frame.f_trace:
+        tail = tail[1:]
+    return tail
+
+
 def _local_holding(frame: types.FrameType, target: object) -> str | None:
     """The one local of ``frame`` bound to ``target``, read from ``f_locals``.
 
     Up to 3.12 reading ``f_locals`` writes the locals into the frame, so only a
     frame no thread is running qualifies (garbage frames have all finished); from
-    3.13 it is a read-only view of any frame. On 3.10 a finished frame's
-    ``f_locals`` can still show a local deleted at the end of an ``except`` block,
-    so the slot position alone is trusted there.
+    3.13 it is a read-only view of any frame.
     """
-    if sys.version_info < (3, 11):
-        return None
     if sys.version_info < (3, 13) and _is_running(frame):
         return None
     try:

@@ -12,7 +12,14 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from whyalive.guarded import is_one_of, type_module, type_qualname, type_short_name
+from whyalive.guarded import (
+    is_in_mro,
+    is_one_of,
+    type_module,
+    type_namespace,
+    type_qualname,
+    type_short_name,
+)
 
 _MAX_REPR = 60
 _GENERATORS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
@@ -93,11 +100,30 @@ def code_of(obj: Any) -> types.CodeType | None:
 
 
 def code_qualname(code: types.CodeType, owner: Any = None) -> str:
-    """``co_qualname`` (3.11+); on 3.10 the function's or generator's ``__qualname__``."""
+    """``co_qualname`` (3.11+); on 3.10 the function's or generator's ``__qualname__``,
+    or for a frame the method of a class of its module whose code it runs."""
     found = getattr(code, "co_qualname", None)
     if found is None and type(owner) in (types.FunctionType, *_GENERATORS):
         found = owner.__qualname__
+    if found is None and type(owner) is types.FrameType:
+        found = _method_qualname(code, owner.f_globals)
     return str(found or code.co_name)
+
+
+def _method_qualname(code: types.CodeType, namespace: dict[str, Any]) -> str | None:
+    """``Protocol.connection_lost``: a class of ``namespace`` whose own function runs
+    ``code`` (read through type's descriptors: a metaclass's hooks never run)."""
+    try:
+        for value in list(namespace.values()):
+            if not is_in_mro(type(value), type):
+                continue
+            held = type_namespace(value).get(code.co_name)
+            function = getattr(held, "__func__", held)  # a staticmethod or classmethod
+            if type(function) is types.FunctionType and function.__code__ is code:
+                return str(function.__qualname__)
+    except Exception:  # a namespace that cannot be read names the code alone
+        return None
+    return None
 
 
 def name_node(obj: object, variable: str | None = None) -> NodeName:
@@ -124,7 +150,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
         if cls is types.FrameType:
             line = obj.f_lineno
             where = source_place(code.co_filename, line)
-            return NodeName(tname, f"frame of {code_qualname(code)}", where)
+            return NodeName(tname, f"frame of {code_qualname(code, obj)}", where)
         kind = "function" if cls is types.FunctionType else type_short_name(cls)
         return NodeName(tname, f"{kind} {code_qualname(code, obj)}", code_location(code))
     if cls is types.MethodType:
@@ -138,7 +164,7 @@ def _name_node(obj: Any, variable: str | None) -> NodeName:
     if cls is types.TracebackType:
         frame = obj.tb_frame
         where = source_place(frame.f_code.co_filename, obj.tb_lineno)
-        return NodeName(tname, f"traceback in {code_qualname(frame.f_code)}", where)
+        return NodeName(tname, f"traceback in {code_qualname(frame.f_code, frame)}", where)
     if issubclass(cls, type):
         return NodeName(tname, f"class {type_qualname(obj)}", None)
     if issubclass(cls, BaseException):

@@ -142,21 +142,28 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         if owned[klass] or not picked:
             continue
         names = [_normalised(n, owned_dicts) for n in named[klass]]
-        source_words = type_words(nodes[picked[0][0]])
-        if owners and source_words == "dict" and names[0].kind == ek.ATTRIBUTE:
-            source_words = owners.most_common(1)[0][0]  # the instance dict's owner
-        target_words = type_words(nodes[picked[0][1]])
+        attribute_dicts = bool(owners) and type(nodes[picked[0][0]]) is dict
+        sample = picked[0][:2]
+        source_words = type_words(nodes[sample[0]])
+        if attribute_dicts and names[0].kind == ek.ATTRIBUTE:
+            # Read as the instance's attribute: its class is named, and its module searched.
+            sample = _as_held_by_instance(graph, *sample)
+            is_found = sample[0] != picked[0][0]
+            source_words = type_words(nodes[sample[0]]) if is_found else owners.most_common(1)[0][0]
+        target_words = type_words(nodes[sample[1]])
         if count <= len(picked) and len(set(names)) > 1:
             # Every reference of this class was named: each goes to its own link.
             for name, (u, v, e) in zip(names, picked, strict=True):
                 link = _link_for(links, name, source_words, target_words, 1)
                 link.edges.append(e)
-                link.sample = link.sample or (u, v)
+                if link.sample is None:
+                    is_attribute = attribute_dicts and name.kind == ek.ATTRIBUTE
+                    link.sample = _as_held_by_instance(graph, u, v) if is_attribute else (u, v)
             continue
         if len(set(names)) == 1:
             link = _link_for(links, names[0], source_words, target_words, count)
             link.classes.append(klass)
-            link.sample = link.sample or picked[0][:2]
+            link.sample = link.sample or sample
         else:
             name = Counter(names).most_common(1)[0][0]
             _link_for(links, name, source_words, target_words, count).unsure += count
@@ -177,6 +184,19 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     if through is not None and through.sample is not None:
         _name_loop(graph, structure, through.sample)
     return structure
+
+
+def _as_held_by_instance(graph: ObjectGraph, attrs: int, target: int) -> tuple[int, int]:
+    """``(instance, target)`` for a reference an instance's attribute dict ``attrs`` holds,
+    where instances keep that dict apart (3.10); ``(attrs, target)`` if its owner is not
+    found. The owner is the object before the dict on a shortest path back to it from
+    ``target``, which the loop closes."""
+    ends = graph.work().path_ends(target, attrs, 1)
+    if ends is not None:
+        path = ends[2] or ends[1]
+        if len(path) >= 2 and is_owned_part(graph.nodes[path[-2]], graph.nodes[attrs]):
+            return path[-2], target
+    return attrs, target
 
 
 def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
@@ -280,6 +300,13 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
     """
     nodes = graph.nodes
     source, target = through
+    if target not in graph.successors(source):
+        # The sample names the instance (see _as_held_by_instance): walk from its dict.
+        source = next(
+            part
+            for part in graph.successors(source)
+            if is_owned_part(nodes[source], nodes[part]) and target in graph.successors(part)
+        )
     # With instance dicts as objects an attribute is two raw hops: show as many hops.
     scale = 2 if structure.owned_dicts else 1
     ends = graph.work().path_ends(target, source, _LOOP_FULL * scale)

@@ -21,6 +21,7 @@ from whyalive.analysis.cuts import CutProof, prove_cut
 from whyalive.analysis.diagnose import Diagnosis
 from whyalive.analysis.fix_edits import CLEAR_TRACEBACK, DROP_TRACEBACK
 from whyalive.analysis.fix_traceback import catching_handler
+from whyalive.analysis.node_names import code_qualname
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.analysis.statements import DEF_NODES, SourceHit, StoreTarget, hit_for
@@ -131,8 +132,10 @@ def _catching(view: CycleView, entry: int, exc: int, sources: SourceLines) -> So
 def _part_words(view: CycleView, entry: NamedEdge, exc: int) -> str:
     """ "the `ConnectionResetError`'s traceback from the frame of `Protocol.connection_lost`
     on": the frames it had when it was handed over."""
-    found = _code_of(view, entry.target)
-    where = getattr(found[0], "co_qualname", found[0].co_name) if found else None
+    tb = view.obj(entry.target)
+    where = (
+        code_qualname(tb.tb_frame.f_code, tb.tb_frame) if type(tb) is types.TracebackType else None
+    )
     start = f" from the frame of `{where}` on" if where else ""
     name = type_qualname(type(view.obj(exc)))
     return f"the `{name}`'s traceback{start}: the frames it had when it was handed over"

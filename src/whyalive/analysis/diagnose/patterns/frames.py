@@ -13,6 +13,7 @@ from whyalive.analysis.naming import (
     reference_code,
     variable_of,
 )
+from whyalive.analysis.node_names import code_qualname
 from whyalive.analysis.paths import CycleView
 from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
 from whyalive.words import a_code
@@ -192,8 +193,7 @@ def _frame_back(view: CycleView, exc: int, future: int) -> str:
     for step in chain(view, exc, future):
         frame = view.obj(step.source)
         if step.name.kind == ek.LOCAL and type(frame) is types.FrameType:
-            code = frame.f_code
-            name = getattr(code, "co_qualname", code.co_name)
+            name = code_qualname(frame.f_code, frame)
             variable = variable_of(step)
             local = f" (its local `{variable}`)" if variable.isidentifier() else ""
             return f"the frame of `{name}`{local}"
