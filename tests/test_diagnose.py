@@ -156,6 +156,9 @@ def test_exception_stored_on_self() -> None:
     # 3.10 code objects have no co_qualname: the method is found on its module's class.
     assert "Step.run" in cycle.summary
     assert "activations" in cycle.explanation
+    # The exact local on every Python (3.10 read it by slot, where `error` is unbound).
+    names = [edge.name for path in cycle.holder_paths for edge in path.edges]
+    assert names == ["local activations"]
     assert "traceback.clear_frames" in cycle.fix
     assert not find_leaks(lambda: Step().run(cycle=False)).found
 

@@ -393,7 +393,8 @@ def _diagnose_group(
         group.structure = structure
     else:
         view = view_cycle(graph, members)
-    view.holder_paths = holder_paths(graph, view, group.retained, facts)
+    instance_dicts = group.structure is not None and group.structure.owned_dicts
+    view.holder_paths = holder_paths(graph, view, group.retained, facts, instance_dicts)
     view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
     group.view = view
     group.diagnosis = diagnose(view, structure=group.structure)

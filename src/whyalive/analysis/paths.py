@@ -291,12 +291,23 @@ def holder_paths(
     view: CycleView,
     retained: list[int],
     facts: dict[int, HeavyFacts],
+    instance_dicts: bool = False,
 ) -> list[tuple[list[int], list[NamedEdge]]]:
     """The named holder paths from ``view``'s cycle to each heavy object it retains, one
     per holder first; a container's many siblings share their first one's path
-    (``view.siblings``, ``view.sibling_indices``)."""
+    (``view.siblings``, ``view.sibling_indices``).
+
+    ``instance_dicts``: the members' attributes live in dicts of their own (a structure
+    read without a view of every member, see :func:`whyalive.analysis.structure`). The
+    paths then start at the members that are not dicts, so that an attribute reads as
+    its instance's (``.data`` of each `Node`), not as a dict's entry.
+    """
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
-    found = graph.shortest_paths(view.members, goals)
+    sources: Sequence[int] = view.members
+    if instance_dicts:
+        nodes = graph.nodes
+        sources = [node for node in view.members if type(nodes[node]) is not dict]
+    found = graph.shortest_paths(sources, goals)
     # Goals by the path to their holder: the siblings of one container share it.
     by_holder: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for goal in goals:
