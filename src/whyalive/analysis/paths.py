@@ -286,6 +286,14 @@ def _loop_through(view: CycleView, through: NamedEdge) -> list[NamedEdge]:
 NAMED_SIBLINGS = 16
 
 
+def instance_of_dict(graph: ObjectGraph, attrs: int) -> int | None:
+    """The instance whose attribute dict ``attrs`` is: every instance keeps one apart on
+    3.10, and on 3.11+ one whose attributes were not set in its class's usual order."""
+    nodes = graph.nodes
+    holders = graph.holders_of(attrs)
+    return next((node for node in holders if is_owned_part(nodes[node], nodes[attrs])), None)
+
+
 def holder_paths(
     graph: ObjectGraph,
     view: CycleView,
@@ -297,17 +305,12 @@ def holder_paths(
     per holder first; a container's many siblings share their first one's path
     (``view.siblings``, ``view.sibling_indices``).
 
-    ``instance_dicts``: the members' attributes live in dicts of their own (a structure
-    read without a view of every member, see :func:`whyalive.analysis.structure`). The
-    paths then start at the members that are not dicts, so that an attribute reads as
-    its instance's (``.data`` of each `Node`), not as a dict's entry.
+    ``instance_dicts``: the members' attributes live in dicts of their own, and the view
+    (a structure's, which names no owners) does not know whose: a path that starts at
+    such a dict starts at its instance, so that it reads ``.data`` of each `Node`.
     """
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
-    sources: Sequence[int] = view.members
-    if instance_dicts:
-        nodes = graph.nodes
-        sources = [node for node in view.members if type(nodes[node]) is not dict]
-    found = graph.shortest_paths(sources, goals)
+    found = graph.shortest_paths(view.members, goals)
     # Goals by the path to their holder: the siblings of one container share it.
     by_holder: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for goal in goals:
@@ -330,6 +333,8 @@ def holder_paths(
         if path is None or goal in standing_in:
             continue
         owner = view.owner_of.get(path[0])
+        if owner is None and instance_dicts and type(nodes[path[0]]) is dict:
+            owner = instance_of_dict(graph, path[0])
         if owner is not None:
             path = [owner, *path]
         paths.append(named_path(graph, path, namer))

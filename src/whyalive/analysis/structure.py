@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from whyalive.analysis.cuts import is_back_reference, is_payload_reference
 from whyalive.analysis.edges import EdgeName, is_owned_part, name_edge, names_of
-from whyalive.analysis.paths import CUT_SCORE, NamedEdge, named_path
+from whyalive.analysis.paths import CUT_SCORE, NamedEdge, instance_of_dict, named_path
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
 from whyalive.guarded import by_identity, type_module, type_qualname
@@ -187,16 +187,10 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
 
 
 def _as_held_by_instance(graph: ObjectGraph, attrs: int, target: int) -> tuple[int, int]:
-    """``(instance, target)`` for a reference an instance's attribute dict ``attrs`` holds,
-    where instances keep that dict apart (3.10); ``(attrs, target)`` if its owner is not
-    found. The owner is the object before the dict on a shortest path back to it from
-    ``target``, which the loop closes."""
-    ends = graph.work().path_ends(target, attrs, 1)
-    if ends is not None:
-        path = ends[2] or ends[1]
-        if len(path) >= 2 and is_owned_part(graph.nodes[path[-2]], graph.nodes[attrs]):
-            return path[-2], target
-    return attrs, target
+    """``(instance, target)`` for a reference an instance's attribute dict ``attrs`` holds;
+    ``(attrs, target)`` if its instance is not found."""
+    owner = instance_of_dict(graph, attrs)
+    return (owner if owner is not None else attrs), target
 
 
 def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:

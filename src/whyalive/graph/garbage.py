@@ -9,6 +9,7 @@ and never become nodes.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,19 @@ class ObjectGraph:
 
     workspace: graphcore.Workspace | None = None
     """Per-component work (reach, paths, edge classes), once components are known."""
+    reverse: tuple[Sequence[int], Sequence[int]] | None = None
+    """Edge positions grouped by target (see :meth:`holders_of`), made on first use."""
+
+    def holders_of(self, node: int) -> list[int]:
+        """Nodes with a reference to ``node``, from a reverse index of every edge built
+        the first time any node's holders are asked for (one counting sort, in C)."""
+        if self.reverse is None:
+            self.reverse = graphcore.reverse_edges(self.offsets, self.targets)
+        by_target, edges = self.reverse
+        return [
+            bisect_right(self.offsets, edge) - 1
+            for edge in edges[by_target[node] : by_target[node + 1]]
+        ]
 
     def open_workspace(self, component_of: memoryview) -> graphcore.Workspace:
         """Start per-component work; the CSR is checked once, here."""
@@ -65,6 +79,7 @@ class ObjectGraph:
         self.nodes = []
         self.offsets = ()
         self.targets = ()
+        self.reverse = None
 
     def work(self) -> graphcore.Workspace:
         """The open workspace (see :meth:`open_workspace`)."""
