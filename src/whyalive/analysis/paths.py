@@ -286,9 +286,15 @@ def _loop_through(view: CycleView, through: NamedEdge) -> list[NamedEdge]:
 NAMED_SIBLINGS = 16
 
 
-def instance_of_dict(graph: ObjectGraph, attrs: int) -> int | None:
+def instance_of_dict(graph: ObjectGraph, attrs: int, known: dict[int, int]) -> int | None:
     """The instance whose attribute dict ``attrs`` is: every instance keeps one apart on
-    3.10, and on 3.11+ one whose attributes were not set in its class's usual order."""
+    3.10, and on 3.11+ one whose attributes were not set in its class's usual order.
+
+    ``known`` answers first (a structure's samples met a few dicts' owners), so that a
+    structure with a single such instance builds no reverse index of its graph.
+    """
+    if attrs in known:
+        return known[attrs]
     nodes = graph.nodes
     holders = graph.holders_of(attrs)
     return next((node for node in holders if is_owned_part(nodes[node], nodes[attrs])), None)
@@ -299,15 +305,16 @@ def holder_paths(
     view: CycleView,
     retained: list[int],
     facts: dict[int, HeavyFacts],
-    instance_dicts: bool = False,
+    instances: dict[int, int] | None = None,
 ) -> list[tuple[list[int], list[NamedEdge]]]:
     """The named holder paths from ``view``'s cycle to each heavy object it retains, one
     per holder first; a container's many siblings share their first one's path
     (``view.siblings``, ``view.sibling_indices``).
 
-    ``instance_dicts``: the members' attributes live in dicts of their own, and the view
-    (a structure's, which names no owners) does not know whose: a path that starts at
-    such a dict starts at its instance, so that it reads ``.data`` of each `Node`.
+    ``instances``: the members' attributes live in dicts of their own, and the view (a
+    structure's, which names no owners) does not know whose: a path that starts at such
+    a dict starts at its instance (known ones given), so that it reads ``.data`` of each
+    `Node`.
     """
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
     found = graph.shortest_paths(view.members, goals)
@@ -333,8 +340,8 @@ def holder_paths(
         if path is None or goal in standing_in:
             continue
         owner = view.owner_of.get(path[0])
-        if owner is None and instance_dicts and type(nodes[path[0]]) is dict:
-            owner = instance_of_dict(graph, path[0])
+        if owner is None and instances is not None and type(nodes[path[0]]) is dict:
+            owner = instance_of_dict(graph, path[0], instances)
         if owner is not None:
             path = [owner, *path]
         paths.append(named_path(graph, path, namer))

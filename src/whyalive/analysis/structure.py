@@ -73,6 +73,8 @@ class Structure:
     loop_hidden_after: int = 0
     owned_dicts: bool = False
     """Whether instance dicts are separate objects here (folded into their owners)."""
+    instances: dict[int, int] = field(default_factory=dict)
+    """Instance dicts met in the samples -> their instances (the rest are looked up)."""
     member_classes: tuple[type, ...] = ()
     """Each class once, told apart by identity (hashing one runs its metaclass's code)."""
     """Every type among the members."""
@@ -130,6 +132,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         named.append([_name_at(graph, u, v, e) for u, v, e in picked])
         owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
     owned_dicts = any(owned)
+    instances = {v: u for klass, picked in enumerate(samples) if owned[klass] for u, v, _ in picked}
     owners: Counter[str] = Counter()
     if owned_dicts:
         for key, count, is_owned in zip(keys, counts, owned, strict=True):
@@ -147,7 +150,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         source_words = type_words(nodes[sample[0]])
         if attribute_dicts and names[0].kind == ek.ATTRIBUTE:
             # Read as the instance's attribute: its class is named, and its module searched.
-            sample = _as_held_by_instance(graph, *sample)
+            sample = _as_held_by_instance(graph, instances, *sample)
             is_found = sample[0] != picked[0][0]
             source_words = type_words(nodes[sample[0]]) if is_found else owners.most_common(1)[0][0]
         target_words = type_words(nodes[sample[1]])
@@ -156,9 +159,10 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
             for name, (u, v, e) in zip(names, picked, strict=True):
                 link = _link_for(links, name, source_words, target_words, 1)
                 link.edges.append(e)
-                if link.sample is None:
-                    is_attribute = attribute_dicts and name.kind == ek.ATTRIBUTE
-                    link.sample = _as_held_by_instance(graph, u, v) if is_attribute else (u, v)
+                if link.sample is None and attribute_dicts and name.kind == ek.ATTRIBUTE:
+                    link.sample = _as_held_by_instance(graph, instances, u, v)
+                elif link.sample is None:
+                    link.sample = (u, v)
             continue
         if len(set(names)) == 1:
             link = _link_for(links, names[0], source_words, target_words, count)
@@ -179,6 +183,7 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         verified=verified,
         loop=[],
         owned_dicts=owned_dicts,
+        instances=instances,
         member_classes=tuple(by_identity(key[0] for key in keys).values()),
     )
     if through is not None and through.sample is not None:
@@ -186,10 +191,12 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     return structure
 
 
-def _as_held_by_instance(graph: ObjectGraph, attrs: int, target: int) -> tuple[int, int]:
+def _as_held_by_instance(
+    graph: ObjectGraph, instances: dict[int, int], attrs: int, target: int
+) -> tuple[int, int]:
     """``(instance, target)`` for a reference an instance's attribute dict ``attrs`` holds;
     ``(attrs, target)`` if its instance is not found."""
-    owner = instance_of_dict(graph, attrs)
+    owner = instance_of_dict(graph, attrs, instances)
     return (owner if owner is not None else attrs), target
 
 
