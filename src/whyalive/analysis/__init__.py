@@ -385,16 +385,15 @@ def _diagnose_group(
 ) -> None:
     """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
     members = group.members
-    instances = None
     if _is_big(graph, members):
         progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
         structure = find_structure(graph, members)
         shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))
         view = CycleView(graph, members, shown, list(structure.loop))
         group.structure = structure
-        instances = structure.instances if structure.owned_dicts else None
     else:
         view = view_cycle(graph, members)
+    instances = group.structure.instances if group.structure is not None else None
     view.holder_paths = holder_paths(graph, view, group.retained, facts, instances)
     view.heavy_bytes = {node: facts[node].nbytes for node in group.retained}
     group.view = view

@@ -311,10 +311,9 @@ def holder_paths(
     per holder first; a container's many siblings share their first one's path
     (``view.siblings``, ``view.sibling_indices``).
 
-    ``instances``: the members' attributes live in dicts of their own, and the view (a
-    structure's, which names no owners) does not know whose: a path that starts at such
-    a dict starts at its instance (known ones given), so that it reads ``.data`` of each
-    `Node`.
+    ``instances``: some of a structure's instances keep their attributes in dicts of
+    their own (some known ones given), and its view names no owners: a path that starts
+    at such a dict starts at its instance, so that it reads ``.data`` of each `Node`.
     """
     goals = sorted(retained, key=lambda n: -facts[n].nbytes)
     found = graph.shortest_paths(view.members, goals)
@@ -340,7 +339,7 @@ def holder_paths(
         if path is None or goal in standing_in:
             continue
         owner = view.owner_of.get(path[0])
-        if owner is None and instances is not None and type(nodes[path[0]]) is dict:
+        if owner is None and instances and type(nodes[path[0]]) is dict:
             owner = instance_of_dict(graph, path[0], instances)
         if owner is not None:
             path = [owner, *path]

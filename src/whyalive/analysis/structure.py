@@ -74,7 +74,8 @@ class Structure:
     owned_dicts: bool = False
     """Whether instance dicts are separate objects here (folded into their owners)."""
     instances: dict[int, int] = field(default_factory=dict)
-    """Instance dicts met in the samples -> their instances (the rest are looked up)."""
+    """Instance dicts met in the samples -> their instances (the rest are looked up);
+    empty when no instance keeps a dict apart."""
     member_classes: tuple[type, ...] = ()
     """Each class once, told apart by identity (hashing one runs its metaclass's code)."""
     """Every type among the members."""
