@@ -285,6 +285,44 @@ def test_each_reference_is_named_by_the_class_that_holds_it(materialise_dicts: b
     assert "its attribute `.payload` holds 1 " in cycle.summary  # an array, or a bytearray
 
 
+class Group:
+    """A group keeping its subgroups by name in a plain dict, each knowing its parent."""
+
+    def __init__(self, parent: Group | None) -> None:
+        self.parent = parent
+        self.members: dict[str, Group] = {}
+
+
+def make_named_groups(count: int, payload: object, materialise_dicts: bool) -> weakref.ref[Group]:
+    """``count`` groups, each a member of its parent's dict under an identifier name."""
+    root = Group(None)
+    root.payload = payload  # type: ignore[attr-defined]
+    groups = [root]
+    while len(groups) < count:
+        parent = groups[(len(groups) - 1) // 4]
+        child = Group(parent)
+        parent.members[f"g{len(parent.members)}"] = child
+        groups.append(child)
+    if materialise_dicts:
+        for group in groups:
+            vars(group)
+    return weakref.ref(root)
+
+
+@pytest.mark.parametrize("materialise_dicts", [False, True], ids=["inline", "dicts"])
+def test_a_plain_dicts_entries_stay_entries_beside_instance_dicts(materialise_dicts: bool) -> None:
+    """With instance dicts as objects, an attribute dict's keys read as attributes, but the
+    entries of a dict the user made (`members["g0"]`) are still entries."""
+    report, ref = analyse(make_named_groups, 2000, heavy(1024), materialise_dicts)
+    assert ref() is None
+    (cycle,) = report.cycles
+    assert cycle.member_types == {"Group object": 2000, "dict": 500}
+    linked_by = cycle.summary.split("linked by ")[1].split(";")[0]
+    assert "`.parent`" in linked_by
+    assert "`['g" in linked_by
+    assert "`.g" not in linked_by
+
+
 def test_doubly_linked_list_is_cut_at_prev_with_a_two_hop_loop() -> None:
     """A doubly linked list's cut is `.prev` (the back link); its loop is prev then next."""
     report, ref = analyse(make_doubly_linked, chain_length(4000), heavy(512))

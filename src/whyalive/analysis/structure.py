@@ -103,10 +103,10 @@ def type_words(obj: object) -> str:
     return class_words(type(obj))
 
 
-def _normalised(name: EdgeName, owned_dicts: bool) -> EdgeName:
+def _normalised(name: EdgeName, of_instance_dict: bool) -> EdgeName:
     if name.kind == ek.INDEX:
         return EdgeName(ek.INDEX, "[]")
-    if owned_dicts and name.kind == ek.KEY and name.name.startswith("['"):
+    if of_instance_dict and name.kind == ek.KEY and name.name.startswith("['"):
         key = name.name[2:-2]
         if key.isidentifier():
             return EdgeName(ek.ATTRIBUTE, f".{key}")
@@ -145,25 +145,23 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     for klass, (count, picked) in enumerate(zip(counts, samples, strict=True)):
         if owned[klass] or not picked:
             continue
-        names = [_normalised(n, owned_dicts) for n in named[klass]]
-        attribute_dicts = bool(owners) and type(nodes[picked[0][0]]) is dict
         sample = picked[0][:2]
+        # An instance's attribute dict (a plain dict's entries stay entries): the reference
+        # is read as the instance's, its class named and its module searched.
+        owner = _instance_of(graph, instances, sample[0]) if owned_dicts else None
+        names = [_normalised(n, owner is not None) for n in named[klass]]
+        if owner is not None:
+            sample = (owner, sample[1])
         source_words = type_words(nodes[sample[0]])
-        if attribute_dicts and names[0].kind == ek.ATTRIBUTE:
-            # Read as the instance's attribute: its class is named, and its module searched.
-            sample = _as_held_by_instance(graph, instances, *sample)
-            is_found = sample[0] != picked[0][0]
-            source_words = type_words(nodes[sample[0]]) if is_found else owners.most_common(1)[0][0]
         target_words = type_words(nodes[sample[1]])
         if count <= len(picked) and len(set(names)) > 1:
             # Every reference of this class was named: each goes to its own link.
             for name, (u, v, e) in zip(names, picked, strict=True):
                 link = _link_for(links, name, source_words, target_words, 1)
                 link.edges.append(e)
-                if link.sample is None and attribute_dicts and name.kind == ek.ATTRIBUTE:
-                    link.sample = _as_held_by_instance(graph, instances, u, v)
-                elif link.sample is None:
-                    link.sample = (u, v)
+                if link.sample is None:
+                    held_by = _instance_of(graph, instances, u) if owner is not None else None
+                    link.sample = (u if held_by is None else held_by, v)
             continue
         if len(set(names)) == 1:
             link = _link_for(links, names[0], source_words, target_words, count)
@@ -192,13 +190,11 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     return structure
 
 
-def _as_held_by_instance(
-    graph: ObjectGraph, instances: dict[int, int], attrs: int, target: int
-) -> tuple[int, int]:
-    """``(instance, target)`` for a reference an instance's attribute dict ``attrs`` holds;
-    ``(attrs, target)`` if its instance is not found."""
-    owner = instance_of_dict(graph, attrs, instances)
-    return (owner if owner is not None else attrs), target
+def _instance_of(graph: ObjectGraph, instances: dict[int, int], node: int) -> int | None:
+    """The instance whose attribute dict ``node`` is; None for any other object."""
+    if type(graph.nodes[node]) is not dict:
+        return None
+    return instance_of_dict(graph, node, instances)
 
 
 def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
@@ -303,7 +299,7 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
     nodes = graph.nodes
     source, target = through
     if target not in graph.successors(source):
-        # The sample names the instance (see _as_held_by_instance): walk from its dict.
+        # The sample names the instance (see find_structure): walk from its dict.
         source = next(
             part
             for part in graph.successors(source)
