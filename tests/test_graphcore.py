@@ -826,6 +826,46 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         gc.enable()
 
 
+def test_an_attribute_dicts_references_are_classed_by_its_instances_class() -> None:
+    """Where instances keep their attributes in a dict of their own (3.10; 3.11+ once it
+    is asked for), a dict's references are keyed by its instance's class, marked with
+    CLASS_OF_DICT: a `_Left`'s `.next` and a `_Right` helper's `.node`, each a dict's one
+    reference to a `_Left`, are two classes; a plain dict in the loop keeps `dict`. Both
+    cores agree, and a key given back to acyclic_without removes its class."""
+    gc.disable()
+    try:
+        ring: list[Any] = [_Left() for _ in range(60)]
+        for index, link in enumerate(ring):
+            link.next = ring[(index + 1) % len(ring)]
+        for link in ring[::3]:
+            link.helper = _Right()
+            link.helper.node = link
+        ring[7].next = {"to": ring[8]}  # a plain dict between two links
+        objects: list[object] = [*ring, *(link.helper for link in ring[::3]), ring[7].next]
+        objects += [vars(obj) for obj in list(objects) if type(obj) is not dict]
+        flag = graphcore.CLASS_OF_DICT
+        results = []
+        for impl in IMPLS:
+            nodes, offsets, targets, _ = impl.build_graph(list(objects), (), (), False)
+            comp, _, members = impl.cycle_candidates(offsets, targets, None)
+            work = impl.workspace(nodes, offsets, targets, comp)
+            keys, counts, _ = work.edge_classes(members, 4)
+            assert {key[0] for key in keys if key[3] & flag} == {_Left, _Right}
+            assert (dict, _Left, 0, 1) in keys  # {"to": ...}
+            helpers = [key for key in keys if key[0] is _Right and key[3] & flag]
+            assert sum(counts[keys.index(key)] for key in helpers) == 20
+            # Without the helpers' `.node` the links still make a loop; without `.next` too,
+            # none is left.
+            nexts = [key for key in keys if key[0] is _Left and key[3] & flag]
+            assert not work.acyclic_without(members, helpers, None)
+            assert work.acyclic_without(members, [*helpers, *nexts], None)
+            results.append((keys, counts))
+            work.close()
+        assert results[0] == results[-1]
+    finally:
+        gc.enable()
+
+
 @needs_c
 def test_a_builds_own_csr_is_checked_once() -> None:
     """The offsets and targets one build made are a valid CSR as they stand: the C core

@@ -323,6 +323,47 @@ def test_a_plain_dicts_entries_stay_entries_beside_instance_dicts(materialise_di
     assert "`.g" not in linked_by
 
 
+class Tag:
+    """A helper that keeps the node it tags (``node.tag = Tag(node)``)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+
+def make_tagged_tree(count: int, payload: object, materialise_dicts: bool) -> weakref.ref[Node]:
+    """A tree of ``count`` nodes; every tenth keeps a `Tag` that points back to it."""
+    root = Node()
+    root.payload = payload  # type: ignore[attr-defined]
+    nodes = [root]
+    while len(nodes) < count:
+        parent = nodes[(len(nodes) - 1) // 3]
+        child = Node(parent)
+        parent.children.append(child)
+        nodes.append(child)
+    for node in nodes[::10]:
+        node.tag = Tag(node)  # type: ignore[attr-defined]
+    if materialise_dicts:  # how every instance looks on Python 3.10
+        for node in nodes:
+            vars(node)
+            vars(getattr(node, "tag", node))
+    return weakref.ref(root)
+
+
+@pytest.mark.parametrize("materialise_dicts", [False, True], ids=["inline", "dicts"])
+def test_two_classes_with_one_reference_each_are_cut_apart(materialise_dicts: bool) -> None:
+    """A leaf's `.parent` and a tag's `.node` are each the one reference its holder has
+    into the tree: two labels of the cut, also where both live in instance dicts, whose
+    references would otherwise be one class (a dict's only reference to a `Node`)."""
+    report, ref = analyse(make_tagged_tree, 1000, heavy(1024), materialise_dicts)
+    assert ref() is None
+    (cycle,) = report.cycles
+    assert cycle.cut is not None
+    assert "the attribute `.parent` of every `Node` object (999 references)" in (
+        cycle.cut.description
+    )
+    assert "the attribute `.node` of every `Tag` object (100 references)" in (cycle.cut.description)
+
+
 def test_doubly_linked_list_is_cut_at_prev_with_a_two_hop_loop() -> None:
     """A doubly linked list's cut is `.prev` (the back link); its loop is prev then next."""
     report, ref = analyse(make_doubly_linked, chain_length(4000), heavy(512))

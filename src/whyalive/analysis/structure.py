@@ -124,9 +124,10 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     # Every member of a loop has a first reference inside it: counting the classes at
     # position 0 counts the members by type, without a pass over them.
     kinds: Counter[str] = Counter()
-    for (source_type, _, position, _), count in zip(keys, counts, strict=True):
+    for (source_type, _, position, degree), count in zip(keys, counts, strict=True):
         if position == 0:
-            kinds[class_words(source_type)] += count
+            of_dict = degree & graphcore.CLASS_OF_DICT
+            kinds["dict" if of_dict else class_words(source_type)] += count
     named: list[list[EdgeName]] = []
     owned: list[bool] = []
     for picked in samples:
@@ -142,26 +143,28 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         kinds["dict"] -= sum(owners.values())
         kinds = +kinds  # drop the kinds that were only instance dicts
     links: dict[EdgeName, Link] = {}
+    unsampled: dict[EdgeName, tuple[int, int]] = {}
     for klass, (count, picked) in enumerate(zip(counts, samples, strict=True)):
         if owned[klass] or not picked:
             continue
-        sample = picked[0][:2]
-        # An instance's attribute dict (a plain dict's entries stay entries): the reference
-        # is read as the instance's, its class named and its module searched.
-        owner = _instance_of(graph, instances, sample[0]) if owned_dicts else None
-        names = [_normalised(n, owner is not None) for n in named[klass]]
-        if owner is not None:
-            sample = (owner, sample[1])
-        source_words = type_words(nodes[sample[0]])
+        # Out of an instance's attribute dict (keyed by the instance's class; a plain
+        # dict's entries stay entries): read as the instance's attribute, its class named
+        # and its module searched.
+        key = keys[klass]
+        of_dict = bool(key[3] & graphcore.CLASS_OF_DICT)
+        names = [_normalised(n, of_dict) for n in named[klass]]
+        sample = _class_sample(graph, instances, picked, key, names[0])
+        source_words = class_words(key[0]) if of_dict else type_words(nodes[sample[0]])
         target_words = type_words(nodes[sample[1]])
         if count <= len(picked) and len(set(names)) > 1:
             # Every reference of this class was named: each goes to its own link.
             for name, (u, v, e) in zip(names, picked, strict=True):
                 link = _link_for(links, name, source_words, target_words, 1)
                 link.edges.append(e)
-                if link.sample is None:
-                    held_by = _instance_of(graph, instances, u) if owner is not None else None
-                    link.sample = (u if held_by is None else held_by, v)
+                if link.sample is None and of_dict and u not in instances:
+                    unsampled.setdefault(name, (u, v))  # a later class may know its instance
+                elif link.sample is None:
+                    link.sample = (instances[u], v) if of_dict else (u, v)
             continue
         if len(set(names)) == 1:
             link = _link_for(links, names[0], source_words, target_words, count)
@@ -170,6 +173,9 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         else:
             name = Counter(names).most_common(1)[0][0]
             _link_for(links, name, source_words, target_words, count).unsure += count
+    for name, (attrs, target) in unsampled.items():
+        if links[name].sample is None:
+            links[name].sample = _held_by_instance(graph, instances, attrs, target)
     ordered = sorted(links.values(), key=lambda link: -link.count)
     cut = _find_cut(work, members, keys, counts, ordered)
     verified = bool(cut)
@@ -190,11 +196,42 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     return structure
 
 
-def _instance_of(graph: ObjectGraph, instances: dict[int, int], node: int) -> int | None:
-    """The instance whose attribute dict ``node`` is; None for any other object."""
-    if type(graph.nodes[node]) is not dict:
-        return None
-    return instance_of_dict(graph, node, instances)
+def _class_sample(
+    graph: ObjectGraph,
+    instances: dict[int, int],
+    picked: list[tuple[int, int, int]],
+    key: graphcore.ClassKey,
+    name: EdgeName,
+) -> tuple[int, int]:
+    """The class's first sampled reference ``(holder, target)``. Out of an attribute dict,
+    as its instance's: a sampled one whose instance the samples met, else the same
+    reference of an instance they met (a list's links are sampled one apart from their
+    dicts), else one looked up."""
+    if not key[3] & graphcore.CLASS_OF_DICT:
+        return picked[0][:2]
+    for attrs, target, _ in picked:
+        if attrs in instances:
+            return instances[attrs], target
+    nodes = graph.nodes
+    for attrs, owner in instances.items():
+        if type(nodes[owner]) is not key[0]:  # the key's class: the instance's
+            continue
+        held = graph.successors(attrs)
+        if len(held) > _NAMED_DEGREE:
+            continue
+        for target in held:
+            if _normalised(name_edge(nodes[attrs], nodes[target]), True) == name:
+                return owner, target
+    return _held_by_instance(graph, instances, *picked[0][:2])
+
+
+def _held_by_instance(
+    graph: ObjectGraph, instances: dict[int, int], attrs: int, target: int
+) -> tuple[int, int]:
+    """``(instance, target)`` for a reference the attribute dict ``attrs`` holds, or
+    ``(attrs, target)`` where its instance is not found."""
+    owner = instance_of_dict(graph, attrs, instances)
+    return (attrs if owner is None else owner), target
 
 
 def _name_at(graph: ObjectGraph, u: int, v: int, position: int) -> EdgeName:
@@ -299,7 +336,7 @@ def _name_loop(graph: ObjectGraph, structure: Structure, through: tuple[int, int
     nodes = graph.nodes
     source, target = through
     if target not in graph.successors(source):
-        # The sample names the instance (see find_structure): walk from its dict.
+        # The sample names the instance (_held_by_instance): walk from its dict.
         source = next(
             part
             for part in graph.successors(source)

@@ -2077,11 +2077,20 @@ get_components(PyObject *obj, Py_ssize_t n, Py_buffer *view, const int64_t **com
     return 0;
 }
 
+/* A class key packs (source type, target type, position, degree); the degree's
+ * CLASS_OF_DICT bit says the source is an instance's attribute dict and the source
+ * type is that instance's class. */
+#define CLASS_OF_DICT 32
+#define KEY_SOURCE(key) ((key) >> 35)
+#define KEY_TARGET(key) (((key) >> 11) & 0xFFFFFF)
+#define KEY_POSITION(key) ((int)(((key) >> 6) & 31))
+#define KEY_DEGREE(key) ((int)((key) & 63))
+
 static inline uint64_t
 class_key(int32_t src, int32_t dst, int pos, int deg)
 {
-    return ((uint64_t)(uint32_t)src << 34) | ((uint64_t)(uint32_t)dst << 10) |
-           ((uint64_t)pos << 5) | (uint64_t)deg;
+    return ((uint64_t)(uint32_t)src << 35) | ((uint64_t)(uint32_t)dst << 11) |
+           ((uint64_t)pos << 6) | (uint64_t)deg;
 }
 
 /* Class id of a key: found, added (add != 0), or -1 when absent; -2 on MemoryError. */
@@ -2181,7 +2190,17 @@ typedef struct {
      * the offsets came from build_graph: held through typed_by. */
     const uint32_t *node_types;
     PyObject *typed_by;
+    /* The type index of dict (-1 until looked up), whether the members marked now
+     * include a dict, and the epoch whose members' attribute dicts are marked in
+     * member[] (see OWNED_DICT). */
+    int64_t dict_type;
+    int members_have_dict;
+    uint32_t dict_owner_epoch;
 } Workspace;
+
+/* In member[]'s low word, a member dict that is another member's attribute dict:
+ * the bit, and that member's type index in place of dict's. */
+#define OWNED_DICT 0x80000000u
 
 #define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
 /* class_turns[2 * id + NOT_RISING], class_turns[2 * id + NOT_FALLING] */
@@ -2208,6 +2227,7 @@ ws_close_impl(Workspace *w)
     PyMem_RawFree(w->class_turns);
     w->class_turns = NULL;
     w->edge_class_epoch = 0;
+    w->dict_owner_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
     big_free(w->parent);
@@ -2237,7 +2257,8 @@ ws_is_member(const Workspace *w, int64_t v)
 static inline int32_t
 ws_type(const Workspace *w, int64_t v)
 {
-    return (int32_t)(uint32_t)w->member[v];
+    uint32_t t = (uint32_t)w->member[v];
+    return (int32_t)(t & OWNED_DICT ? (uint32_t)w->dict_type : t);
 }
 
 /* Room for one node's edges in the scratch arrays; -1 with MemoryError. */
@@ -2384,6 +2405,7 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (w == NULL) {
         return NULL;
     }
+    w->dict_type = -1;
     if (csr_open(&w->g, offsets, targets) < 0) {
         Py_DECREF(w);
         return NULL;
@@ -2705,6 +2727,7 @@ typedef struct {
     Py_ssize_t count;
     PyTypeObject *last_type; /* consecutive members are mostly of one type */
     int64_t last_index;
+    int has_dict;
 } member_ctx;
 
 static int
@@ -2734,6 +2757,7 @@ visit_member(void *ctx, Py_ssize_t s)
     }
     w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
     w->queue[m->count++] = (uint32_t)s;
+    m->has_dict |= t == w->dict_type;
     return 0;
 }
 
@@ -2748,10 +2772,17 @@ ws_members(Workspace *w, PyObject *members)
     }
     Py_CLEAR(w->marked_by);
     ws_next_epoch(w);
-    member_ctx ctx = {w, &w->types, 0, NULL, 0};
+    if (w->dict_type < 0) {
+        w->dict_type = type_index(&w->types, &PyDict_Type);
+        if (w->dict_type < 0) {
+            return -1;
+        }
+    }
+    member_ctx ctx = {w, &w->types, 0, NULL, 0, 0};
     if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
         return -1;
     }
+    w->members_have_dict = ctx.has_dict;
     Py_buffer view;
     if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
         if (view.readonly) {
@@ -2764,6 +2795,63 @@ ws_members(Workspace *w, PyObject *members)
     }
     PyErr_Clear();
     return ctx.count;
+}
+
+/* The attribute dict ``obj`` keeps apart, or NULL; never makes one (3.11+ keep the
+ * attributes of most instances inline, with no dict until one is asked for). */
+static PyObject *
+instance_dict_of(PyObject *obj)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (PyType_Check(obj)) {
+        return NULL; /* a class's namespace is not an instance's attributes */
+    }
+#if PY_VERSION_HEX >= 0x030B0000
+    if (tp->tp_flags & Py_TPFLAGS_MANAGED_DICT) {
+        /* The managed dict slot, three words before the object (3.11-3.13). On 3.12 it
+         * may hold the inline values' pointer, tagged by its low bit: never a dict. */
+        return ((PyObject **)obj)[-3];
+    }
+#endif
+    if (tp->tp_dictoffset == 0) {
+        return NULL;
+    }
+    PyObject **slot = _PyObject_GetDictPtr(obj);
+    return slot != NULL ? *slot : NULL;
+}
+
+/* Marks in member[] each member dict that is another member's attribute dict
+ * (OWNED_DICT, with that member's type): those dicts' references are then classed
+ * by the class whose attributes they are (a tree's leaves and their helpers each
+ * hold one reference to a node, under names of their own). Nothing is read when
+ * no member is a dict. */
+static void
+ws_mark_dict_owners(Workspace *w, Py_ssize_t nmembers)
+{
+    if (w->dict_owner_epoch == w->epoch) {
+        return;
+    }
+    w->dict_owner_epoch = w->epoch;
+    for (Py_ssize_t i = 0; w->members_have_dict && i < nmembers; i++) {
+        uint32_t u = w->queue[i];
+        int32_t owner = ws_type(w, u);
+        if (owner == w->dict_type) {
+            continue;
+        }
+        PyObject *attrs = instance_dict_of(PyList_GET_ITEM(w->nodes, u));
+        if (attrs == NULL) {
+            continue;
+        }
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (ws_is_member(w, v) && PyList_GET_ITEM(w->nodes, v) == attrs) {
+                if (ws_type(w, v) == w->dict_type) {
+                    w->member[v] = ((uint64_t)w->epoch << 32) | OWNED_DICT | (uint32_t)owner;
+                }
+                break;
+            }
+        }
+    }
 }
 
 /* Runs BODY for every edge u -> v from node u to a member, in CSR order, with
@@ -2788,7 +2876,11 @@ ws_members(Workspace *w, PyObject *members)
             }                                                                          \
         }                                                                              \
         int capped_ = deg_ > CLASS_CAP + 1 ? CLASS_CAP + 1 : (int)deg_;                \
-        int32_t source_type_ = ws_type((w), u);                                        \
+        uint32_t source_word_ = (uint32_t)(w)->member[u];                              \
+        int32_t source_type_ = (int32_t)(source_word_ & ~OWNED_DICT);                  \
+        if (source_word_ & OWNED_DICT) {                                               \
+            capped_ |= CLASS_OF_DICT;                                                  \
+        }                                                                              \
         for (Py_ssize_t pos_ = 0; pos_ < deg_; pos_++) {                               \
             int64_t e = (w)->scratch_e[pos_];                                          \
             int64_t v = (w)->g.tgt[e];                                                 \
@@ -2854,6 +2946,9 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     nmembers = ws_members(w, args[0]);
+    if (nmembers >= 0) {
+        ws_mark_dict_owners(w, nmembers);
+    }
     samples = PyList_New(0);
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
@@ -2890,7 +2985,7 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         last_id[k] = -1;
     }
     FOR_MEMBER_EDGES(w, nmembers, {
-        int slot = (int)((key >> 5) & 31);
+        int slot = KEY_POSITION(key);
         int64_t id = last_id[slot];
         if (key != last_key[slot]) {
             class_lookups++;
@@ -2971,9 +3066,9 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     for (size_t id = 0; id < c.nclasses; id++) {
         uint64_t key = order[id];
-        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)w->types.types[key >> 34],
-                                        (PyObject *)w->types.types[(key >> 10) & 0xFFFFFF],
-                                        (int)((key >> 5) & 31), (int)(key & 31));
+        PyObject *entry = Py_BuildValue("(OOii)", (PyObject *)w->types.types[KEY_SOURCE(key)],
+                                        (PyObject *)w->types.types[KEY_TARGET(key)],
+                                        KEY_POSITION(key), KEY_DEGREE(key));
         PyObject *n = PyLong_FromLongLong((long long)count[id]);
         if (entry == NULL || n == NULL) {
             Py_XDECREF(entry);
@@ -3087,6 +3182,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (nmembers < 0) {
         goto done;
     }
+    ws_mark_dict_owners(w, nmembers);
     seq = PySequence_Fast(args[1], "removed must be a sequence of class keys");
     if (seq == NULL) {
         goto done;
@@ -3102,7 +3198,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
         if (!PyType_Check(src) || !PyType_Check(dst) || pos < 0 || pos > CLASS_CAP || deg < 0 ||
-            deg > CLASS_CAP + 1) {
+            (deg & ~CLASS_OF_DICT) > CLASS_CAP + 1) {
             PyErr_SetString(PyExc_ValueError, "a class key is (type, type, position, degree)");
             goto done;
         }

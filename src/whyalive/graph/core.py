@@ -61,7 +61,10 @@ Results:
   - ``edge_classes(members, samples) -> (keys, counts, samples)``: classes of
     the edges between members, keyed ``(type(u), type(v), position, degree)``
     where position is the edge's index among ``u``'s edges to members and
-    degree their count, capped at 15 and 16; class ids in order of first edge
+    degree their count, capped at 15 and 16; an edge out of a member that is
+    another member's attribute dict (``vars(u)``, kept apart on 3.10, and on 3.11+
+    once asked for or set out of order) is keyed by that member's type instead,
+    with ``CLASS_OF_DICT`` added to the degree; class ids in order of first edge
     (members in the order given, edges in CSR order); ``samples[c]`` up to
     ``samples`` ``(u, v, edge position)`` triples spread over the class, in one
     pass (every stride-th edge; at twice ``samples`` every other one is
@@ -90,6 +93,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from whyalive.graph.twin import (
+    CLASS_OF_DICT,
     ClassKey,
     py_build_graph,
     py_cycle_candidates,
@@ -102,6 +106,7 @@ from whyalive.graph.twin import (
 from whyalive.graph.twin_workspace import PyWorkspace
 
 __all__ = [
+    "CLASS_OF_DICT",
     "IMPLEMENTATION",
     "ClassKey",
     "GraphImplementation",

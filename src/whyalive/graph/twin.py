@@ -17,6 +17,9 @@ from typing import Any
 
 # (type of source, type of target, edge position, degree): an edge class of a structure.
 ClassKey = tuple[type, type, int, int]
+# In a class key's degree: the source is an instance's attribute dict, and the key's
+# source type is that instance's class.
+CLASS_OF_DICT = 32
 
 # Formats of 8-byte signed integers that CPython's struct/array/memoryview
 # produce on the platforms we support; the C side accepts exactly these too.

@@ -6,9 +6,25 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from whyalive.graph.twin import ClassKey, int64_list, open_csr
+from whyalive.graph.twin import CLASS_OF_DICT, ClassKey, int64_list, open_csr
+from whyalive.guarded import is_in_mro
 
 _CLASS_CAP = 15
+
+
+def _instance_dict_of(obj: object) -> object:
+    """The attribute dict ``obj`` keeps apart, or None (a class's namespace is not one).
+
+    The C core reads the dict's slot; here ``__dict__`` is asked for, which on 3.11+
+    makes a dict for an instance that kept its attributes inline: never one of the
+    graph's nodes, so the classes found are the same.
+    """
+    if is_in_mro(type(obj), type):
+        return None
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
 
 
 def _key_id(key: ClassKey) -> tuple[int, int, int, int]:
@@ -137,12 +153,35 @@ class PyWorkspace:
         assert self._nodes is not None
         nodes, off, tgt = self._nodes, self._off, self._tgt
         inside = set(members)
+        owners = self._dict_owners(members, inside)
         for u in members:
             mine = [e for e in range(off[u], off[u + 1]) if tgt[e] in inside]
             deg = min(len(mine), _CLASS_CAP + 1)
+            source = type(nodes[u])
+            if source is dict and u in owners:
+                source, deg = owners[u], deg | CLASS_OF_DICT
             for pos, e in enumerate(mine):
                 v = tgt[e]
-                yield u, v, e, (type(nodes[u]), type(nodes[v]), min(pos, _CLASS_CAP), deg)
+                yield u, v, e, (source, type(nodes[v]), min(pos, _CLASS_CAP), deg)
+
+    def _dict_owners(self, members: list[int], inside: set[int]) -> dict[int, type]:
+        """Member dicts that are another member's attribute dict -> that member's type."""
+        assert self._nodes is not None
+        nodes, off, tgt = self._nodes, self._off, self._tgt
+        owners: dict[int, type] = {}
+        if not any(type(nodes[u]) is dict for u in members):
+            return owners
+        for u in members:
+            obj = nodes[u]
+            held = [v for v in tgt[off[u] : off[u + 1]] if v in inside]
+            if type(obj) is dict or not any(type(nodes[v]) is dict for v in held):
+                continue
+            attrs = _instance_dict_of(obj)
+            for v in held:
+                if attrs is not None and nodes[v] is attrs:
+                    owners[v] = type(obj)
+                    break
+        return owners
 
     def edge_classes(
         self, members: Iterable[int], samples: int
