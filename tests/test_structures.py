@@ -58,6 +58,12 @@ class Doubly:
     next: Doubly | None
 
 
+def keep_attributes_apart(obj: object) -> None:
+    """Give ``obj`` a dict of its own that it holds, as every instance has on 3.10 (3.13+
+    can keep a dict asked for by ``vars()`` beside inline values it still reads)."""
+    obj.__dict__ = dict(vars(obj))
+
+
 def make_tree(count: int, payload: object, materialise_dicts: bool = False) -> weakref.ref[Node]:
     """A tree of ``count`` nodes, fan-out 3, holding ``payload`` at the root."""
     root = Node()
@@ -83,11 +89,11 @@ def make_ring(count: int, payload: object, materialise_dicts: bool = False) -> w
         following = Ring()
         current.next = following
         if materialise_dicts:  # how every instance looks on Python 3.10
-            vars(current)
+            keep_attributes_apart(current)
         current = following
     current.next = first
     if materialise_dicts:
-        vars(current)
+        keep_attributes_apart(current)
     return weakref.ref(first)
 
 
@@ -262,8 +268,8 @@ def make_timer_list(count: int, payload: object, materialise_dicts: bool) -> wea
     for slot in slots:
         slot.value.node = slot
         if materialise_dicts:  # how every instance looks on Python 3.10
-            vars(slot)
-            vars(slot.value)
+            keep_attributes_apart(slot)
+            keep_attributes_apart(slot.value)
     return weakref.ref(slots[0])
 
 
@@ -305,7 +311,7 @@ def make_named_groups(count: int, payload: object, materialise_dicts: bool) -> w
         groups.append(child)
     if materialise_dicts:
         for group in groups:
-            vars(group)
+            keep_attributes_apart(group)
     return weakref.ref(root)
 
 
@@ -344,8 +350,9 @@ def make_tagged_tree(count: int, payload: object, materialise_dicts: bool) -> we
         node.tag = Tag(node)  # type: ignore[attr-defined]
     if materialise_dicts:  # how every instance looks on Python 3.10
         for node in nodes:
-            vars(node)
-            vars(getattr(node, "tag", node))
+            keep_attributes_apart(node)
+            if hasattr(node, "tag"):
+                keep_attributes_apart(node.tag)
     return weakref.ref(root)
 
 
