@@ -64,8 +64,18 @@ def keep_attributes_apart(obj: object) -> None:
     obj.__dict__ = dict(vars(obj))
 
 
-def make_tree(count: int, payload: object, materialise_dicts: bool = False) -> weakref.ref[Node]:
-    """A tree of ``count`` nodes, fan-out 3, holding ``payload`` at the root."""
+class Tag:
+    """A helper that keeps the node it tags (``node.tag = Tag(node)``)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+
+def make_tree(
+    count: int, payload: object, materialise_dicts: bool = False, tag_every: int = 0
+) -> weakref.ref[Node]:
+    """A tree of ``count`` nodes, fan-out 3, holding ``payload`` at the root; with
+    ``tag_every``, every so many nodes keep a `Tag` that points back to them."""
     root = Node()
     root.payload = payload  # type: ignore[attr-defined]
     nodes = [root]
@@ -74,9 +84,13 @@ def make_tree(count: int, payload: object, materialise_dicts: bool = False) -> w
         child = Node(parent)
         parent.children.append(child)
         nodes.append(child)
+    for node in nodes[::tag_every] if tag_every else ():
+        node.tag = Tag(node)  # type: ignore[attr-defined]
     if materialise_dicts:  # how every instance looks on Python 3.10
         for node in nodes:
-            vars(node)
+            keep_attributes_apart(node)
+            if hasattr(node, "tag"):
+                keep_attributes_apart(node.tag)
     return weakref.ref(root)
 
 
@@ -329,39 +343,12 @@ def test_a_plain_dicts_entries_stay_entries_beside_instance_dicts(materialise_di
     assert "`.g" not in linked_by
 
 
-class Tag:
-    """A helper that keeps the node it tags (``node.tag = Tag(node)``)."""
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
-
-
-def make_tagged_tree(count: int, payload: object, materialise_dicts: bool) -> weakref.ref[Node]:
-    """A tree of ``count`` nodes; every tenth keeps a `Tag` that points back to it."""
-    root = Node()
-    root.payload = payload  # type: ignore[attr-defined]
-    nodes = [root]
-    while len(nodes) < count:
-        parent = nodes[(len(nodes) - 1) // 3]
-        child = Node(parent)
-        parent.children.append(child)
-        nodes.append(child)
-    for node in nodes[::10]:
-        node.tag = Tag(node)  # type: ignore[attr-defined]
-    if materialise_dicts:  # how every instance looks on Python 3.10
-        for node in nodes:
-            keep_attributes_apart(node)
-            if hasattr(node, "tag"):
-                keep_attributes_apart(node.tag)
-    return weakref.ref(root)
-
-
 @pytest.mark.parametrize("materialise_dicts", [False, True], ids=["inline", "dicts"])
 def test_two_classes_with_one_reference_each_are_cut_apart(materialise_dicts: bool) -> None:
     """A leaf's `.parent` and a tag's `.node` are each the one reference its holder has
     into the tree: two labels of the cut, also where both live in instance dicts, whose
     references would otherwise be one class (a dict's only reference to a `Node`)."""
-    report, ref = analyse(make_tagged_tree, 1000, heavy(1024), materialise_dicts)
+    report, ref = analyse(make_tree, 1000, heavy(1024), materialise_dicts, 10)
     assert ref() is None
     (cycle,) = report.cycles
     assert cycle.cut is not None
