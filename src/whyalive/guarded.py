@@ -65,6 +65,17 @@ def type_namespace(cls: type) -> dict[str, object]:
         return {}
 
 
+def instance_dict(obj: object) -> dict[str, object] | None:
+    """The dict ``obj`` keeps its attributes in, read by ``object``'s own lookup (a
+    class's ``__getattr__`` never runs); None when it has none or it is no dict. On
+    3.11+ asking makes one for an instance that kept its attributes inline."""
+    try:
+        found = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
+    return found if type(found) is dict else None
+
+
 def read_attribute(obj: object, name: str, default: object = None) -> object:
     """``getattr(obj, name, default)``, with ``default`` also when the user's code raises."""
     try:

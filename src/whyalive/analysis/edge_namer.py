@@ -12,9 +12,9 @@ import functools
 import types
 from typing import Any
 
-from whyalive.analysis.edges import _FRAME_LIKE, EdgeName, _instance_dict, name_edge
+from whyalive.analysis.edges import _FRAME_LIKE, EdgeName, name_edge
 from whyalive.analysis.node_names import safe_repr
-from whyalive.guarded import is_one_of
+from whyalive.guarded import instance_dict, is_one_of
 from whyalive.words.edge_kinds import ATTRIBUTE, CLASS, INDEX, INTERNAL, KEY
 
 
@@ -87,7 +87,7 @@ def _container_names(source: Any) -> dict[int, EdgeName] | None:
         return None
     if issubclass(cls, (type, BaseException, functools.partial)) or is_one_of(cls, _FRAME_LIKE):
         return None  # named one by one (a partial's slots before its instance dict)
-    attrs = _instance_dict(source)
+    attrs = instance_dict(source)
     if attrs is None:
         return None
     names[id(cls)] = EdgeName(CLASS, "__class__")

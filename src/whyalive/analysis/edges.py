@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whyalive.analysis.node_names import code_of, safe_repr, safe_type_name
-from whyalive.guarded import is_one_of
+from whyalive.guarded import instance_dict, is_one_of
 from whyalive.kinds.autograd_graph import AutogradReader, name_node_edge
 from whyalive.words.edge_kinds import (
     ATTRIBUTE,
@@ -83,7 +83,7 @@ def names_of(source: object, target: object) -> list[EdgeName]:
             items: Any = source
             found = [EdgeName(INDEX, f"[{i}]") for i, x in enumerate(items) if x is target]
         else:
-            attrs = (_instance_dict(source) if type(source) is not dict else None) or {}
+            attrs = (instance_dict(source) if type(source) is not dict else None) or {}
             found = [EdgeName(ATTRIBUTE, f".{k}") for k, v in attrs.items() if v is target]
             items = dict.items(source) if isinstance(source, dict) else ()
             found += [EdgeName(KEY, f"[{safe_repr(k)}]") for k, v in items if v is target]
@@ -188,16 +188,8 @@ def _name_dict_edge(mapping: dict[object, object], target: object) -> EdgeName |
     return None
 
 
-def _instance_dict(obj: object) -> dict[str, object] | None:
-    try:
-        found = object.__getattribute__(obj, "__dict__")
-    except Exception:
-        return None
-    return found if type(found) is dict else None
-
-
 def _name_instance_edge(obj: object, target: object) -> EdgeName | None:
-    attrs = _instance_dict(obj)
+    attrs = instance_dict(obj)
     if attrs is not None:
         if attrs is target:
             return EdgeName(INTERNAL, "__dict__")
@@ -392,7 +384,7 @@ def is_owned_part(owner: Any, part: object) -> bool:
         if cls is types.FunctionType:
             return owner.__closure__ is part
         if type(part) is dict and not is_one_of(cls, (dict, type)) and not issubclass(cls, type):
-            return _instance_dict(owner) is part
+            return instance_dict(owner) is part
     except Exception:
         return False
     return False

@@ -122,12 +122,12 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
     work = graph.work()
     keys, counts, samples = work.edge_classes(members, _SAMPLES)
     # Every member of a loop has a first reference inside it: counting the classes at
-    # position 0 counts the members by type, without a pass over them.
+    # position 0 counts the members by type, without a pass over them (an instance's
+    # attribute dict is its instance's part, not a member of its own).
     kinds: Counter[str] = Counter()
     for (source_type, _, position, degree), count in zip(keys, counts, strict=True):
-        if position == 0:
-            of_dict = degree & graphcore.CLASS_OF_DICT
-            kinds["dict" if of_dict else class_words(source_type)] += count
+        if position == 0 and not degree & graphcore.CLASS_OF_DICT:
+            kinds[class_words(source_type)] += count
     named: list[list[EdgeName]] = []
     owned: list[bool] = []
     for picked in samples:
@@ -135,13 +135,6 @@ def find_structure(graph: ObjectGraph, members: Sequence[int]) -> Structure:
         owned.append(bool(picked) and all(is_owned_part(nodes[u], nodes[v]) for u, v, _ in picked))
     owned_dicts = any(owned)
     instances = {v: u for klass, picked in enumerate(samples) if owned[klass] for u, v, _ in picked}
-    owners: Counter[str] = Counter()
-    if owned_dicts:
-        for key, count, is_owned in zip(keys, counts, owned, strict=True):
-            if is_owned:
-                owners[class_words(key[0])] += count
-        kinds["dict"] -= sum(owners.values())
-        kinds = +kinds  # drop the kinds that were only instance dicts
     links: dict[EdgeName, Link] = {}
     unsampled: dict[EdgeName, tuple[int, int]] = {}
     for klass, (count, picked) in enumerate(zip(counts, samples, strict=True)):

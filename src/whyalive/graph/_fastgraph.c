@@ -2190,12 +2190,8 @@ typedef struct {
      * the offsets came from build_graph: held through typed_by. */
     const uint32_t *node_types;
     PyObject *typed_by;
-    /* The type index of dict (-1 until looked up), whether the members marked now
-     * include a dict, and the epoch whose members' attribute dicts are marked in
-     * member[] (see OWNED_DICT). */
+    /* The type index of dict, -1 until ws_members looks it up. */
     int64_t dict_type;
-    int members_have_dict;
-    uint32_t dict_owner_epoch;
 } Workspace;
 
 /* In member[]'s low word, a member dict that is another member's attribute dict:
@@ -2227,7 +2223,6 @@ ws_close_impl(Workspace *w)
     PyMem_RawFree(w->class_turns);
     w->class_turns = NULL;
     w->edge_class_epoch = 0;
-    w->dict_owner_epoch = 0;
     big_free(w->stamp);
     big_free(w->member);
     big_free(w->parent);
@@ -2761,42 +2756,6 @@ visit_member(void *ctx, Py_ssize_t s)
     return 0;
 }
 
-/* Marks the members (in the order given, repeats dropped) and their types, in
- * queue and member[]; the same read-only buffer again, with nothing run on the
- * workspace in between, is already marked. */
-static Py_ssize_t
-ws_members(Workspace *w, PyObject *members)
-{
-    if (members == w->marked_by && w->epoch == w->marked_epoch) {
-        return w->marked_count;
-    }
-    Py_CLEAR(w->marked_by);
-    ws_next_epoch(w);
-    if (w->dict_type < 0) {
-        w->dict_type = type_index(&w->types, &PyDict_Type);
-        if (w->dict_type < 0) {
-            return -1;
-        }
-    }
-    member_ctx ctx = {w, &w->types, 0, NULL, 0, 0};
-    if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
-        return -1;
-    }
-    w->members_have_dict = ctx.has_dict;
-    Py_buffer view;
-    if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
-        if (view.readonly) {
-            Py_INCREF(members);
-            w->marked_by = members;
-            w->marked_epoch = w->epoch;
-            w->marked_count = ctx.count;
-        }
-        PyBuffer_Release(&view);
-    }
-    PyErr_Clear();
-    return ctx.count;
-}
-
 /* The attribute dict ``obj`` keeps apart, or NULL; never makes one (3.11+ keep the
  * attributes of most instances inline, with no dict until one is asked for). */
 static PyObject *
@@ -2823,16 +2782,11 @@ instance_dict_of(PyObject *obj)
 /* Marks in member[] each member dict that is another member's attribute dict
  * (OWNED_DICT, with that member's type): those dicts' references are then classed
  * by the class whose attributes they are (a tree's leaves and their helpers each
- * hold one reference to a node, under names of their own). Nothing is read when
- * no member is a dict. */
+ * hold one reference to a node, under names of their own). */
 static void
 ws_mark_dict_owners(Workspace *w, Py_ssize_t nmembers)
 {
-    if (w->dict_owner_epoch == w->epoch) {
-        return;
-    }
-    w->dict_owner_epoch = w->epoch;
-    for (Py_ssize_t i = 0; w->members_have_dict && i < nmembers; i++) {
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
         uint32_t u = w->queue[i];
         int32_t owner = ws_type(w, u);
         if (owner == w->dict_type) {
@@ -2852,6 +2806,45 @@ ws_mark_dict_owners(Workspace *w, Py_ssize_t nmembers)
             }
         }
     }
+}
+
+/* Marks the members (in the order given, repeats dropped) and their types, in
+ * queue and member[], attribute dicts with their instances' types (OWNED_DICT);
+ * the same read-only buffer again, with nothing run on the workspace in between,
+ * is already marked. */
+static Py_ssize_t
+ws_members(Workspace *w, PyObject *members)
+{
+    if (members == w->marked_by && w->epoch == w->marked_epoch) {
+        return w->marked_count;
+    }
+    Py_CLEAR(w->marked_by);
+    ws_next_epoch(w);
+    if (w->dict_type < 0) {
+        w->dict_type = type_index(&w->types, &PyDict_Type);
+        if (w->dict_type < 0) {
+            return -1;
+        }
+    }
+    member_ctx ctx = {w, &w->types, 0, NULL, 0, 0};
+    if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
+        return -1;
+    }
+    if (ctx.has_dict) { /* nothing is read when no member is a dict */
+        ws_mark_dict_owners(w, ctx.count);
+    }
+    Py_buffer view;
+    if (PyObject_CheckBuffer(members) && PyObject_GetBuffer(members, &view, PyBUF_SIMPLE) == 0) {
+        if (view.readonly) {
+            Py_INCREF(members);
+            w->marked_by = members;
+            w->marked_epoch = w->epoch;
+            w->marked_count = ctx.count;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
+    return ctx.count;
 }
 
 /* Runs BODY for every edge u -> v from node u to a member, in CSR order, with
@@ -2946,9 +2939,6 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     nmembers = ws_members(w, args[0]);
-    if (nmembers >= 0) {
-        ws_mark_dict_owners(w, nmembers);
-    }
     samples = PyList_New(0);
     count = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
     stride = (int64_t *)PyMem_RawCalloc(ccap, sizeof(int64_t));
@@ -3182,7 +3172,6 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (nmembers < 0) {
         goto done;
     }
-    ws_mark_dict_owners(w, nmembers);
     seq = PySequence_Fast(args[1], "removed must be a sequence of class keys");
     if (seq == NULL) {
         goto done;

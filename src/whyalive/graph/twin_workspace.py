@@ -7,24 +7,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from whyalive.graph.twin import CLASS_OF_DICT, ClassKey, int64_list, open_csr
-from whyalive.guarded import is_in_mro
+from whyalive.guarded import instance_dict, is_in_mro
 
 _CLASS_CAP = 15
-
-
-def _instance_dict_of(obj: object) -> object:
-    """The attribute dict ``obj`` keeps apart, or None (a class's namespace is not one).
-
-    The C core reads the dict's slot; here ``__dict__`` is asked for, which on 3.11+
-    makes a dict for an instance that kept its attributes inline: never one of the
-    graph's nodes, so the classes found are the same.
-    """
-    if is_in_mro(type(obj), type):
-        return None
-    try:
-        return object.__getattribute__(obj, "__dict__")
-    except Exception:
-        return None
 
 
 def _key_id(key: ClassKey) -> tuple[int, int, int, int]:
@@ -176,11 +161,13 @@ class PyWorkspace:
             held = [v for v in tgt[off[u] : off[u + 1]] if v in inside]
             if type(obj) is dict or not any(type(nodes[v]) is dict for v in held):
                 continue
-            attrs = _instance_dict_of(obj)
-            for v in held:
-                if attrs is not None and nodes[v] is attrs:
-                    owners[v] = type(obj)
-                    break
+            # The C core reads the dict's slot; asking for it may make a dict (3.11+),
+            # never one of the graph's nodes, so the classes found are the same. A class's
+            # namespace is not an instance's attributes.
+            attrs = None if is_in_mro(type(obj), type) else instance_dict(obj)
+            owned = next((v for v in held if attrs is not None and nodes[v] is attrs), None)
+            if owned is not None:
+                owners[owned] = type(obj)
         return owners
 
     def edge_classes(
