@@ -13,6 +13,7 @@ import textwrap
 import types
 import weakref
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import pytest
 
@@ -253,6 +254,74 @@ def test_parent_child_back_reference() -> None:
     assert "weakref.proxy(parent)" in cycle.fix
     assert ".parent" in cycle.fix
     assert not find_leaks(tree, weak=True).found
+
+
+# attributes set on a function -------------------------------------------------------------
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.payload = heavy()
+        self.handlers: list[Callable[[object], object]] = []
+
+
+def register_handler(*, cycle: bool) -> None:
+    registry = Registry()
+
+    def handler(event: object) -> object:
+        return event
+
+    if cycle:
+        handler.registry = registry  # type: ignore[attr-defined]
+    registry.handlers.append(handler)
+
+
+def test_an_attribute_set_on_a_function_reads_as_one_and_its_store_is_quoted() -> None:
+    """`handler.registry = registry`, the registry listing the handler: the function's
+    attribute is `.registry` (its __dict__ hidden, as an instance's), not an entry `['registry']`
+    of a dict, and the cut quotes the line that stored it."""
+    cycle = only_cycle(register_handler, cycle=True)
+    assert cycle.pattern == "attribute-loop"
+    assert cut_names(cycle) == [".registry"]
+    assert sorted(e.name for e in cycle.loop) == [".handlers", ".registry", "[0]"]
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None
+    assert "handler.registry = registry" in cycle.cut.source_line
+    assert not find_leaks(register_handler, cycle=False).found
+
+
+def test_a_functions_own_slots_are_named() -> None:
+    """Every reference the interpreter keeps for a function reads by its slot's name, read
+    without evaluating lazy annotations (3.14's `__annotate__` is named, never called)."""
+    from whyalive.analysis.edges import name_edge
+
+    namespace: dict[str, object] = {"__name__": "made_here"}
+    # Compiled here, without this module's `from __future__ import annotations`.
+    exec("def made(x: list) -> None:\n    'Its doc.'\n", namespace)
+    made = cast(types.FunctionType, namespace["made"])
+    made.__annotations__ = {"x": list}  # also what 3.10-3.13 made at the def
+    made.__qualname__ = "outer.made"  # not the very string __name__ is
+    expected = {
+        "__builtins__": made.__builtins__,
+        "__module__": made.__module__,
+        "__doc__": made.__doc__,
+        "__name__": made.__name__,
+        "__qualname__": made.__qualname__,
+        "__annotations__": made.__annotations__,
+        "__code__": made.__code__,
+        "__globals__": made.__globals__,
+    }
+    if sys.version_info >= (3, 14):
+        exec("def lazy(x: undefined_name) -> None: pass", namespace)
+        lazy = cast(types.FunctionType, namespace["lazy"])
+        expected["__annotate__"] = vars(types.FunctionType)["__annotate__"].__get__(lazy)
+        assert name_edge(lazy, expected["__annotate__"]).name == "__annotate__"
+    for slot, value in expected.items():
+        if slot != "__annotate__":
+            assert name_edge(made, value).name == slot, slot
+    made.owner = expected  # type: ignore[attr-defined]
+    assert name_edge(made, expected).name == ".owner"
+    namespace.clear()  # the functions' globals: a loop through them otherwise
 
 
 # container that contains itself ----------------------------------------------------------

@@ -158,24 +158,33 @@ def _name_partial_edge(source: Any, target: object) -> EdgeName | None:
     return None
 
 
+# A function's slots, read through FunctionType's own descriptors (no user code runs): those
+# this Python has (__builtins__ 3.10+, __type_params__ 3.12+, __annotate__ 3.14+).
+_FUNCTION_SLOTS = tuple(
+    (vars(types.FunctionType)[name], EdgeName(kind, name))
+    for name, kind in [("__globals__", GLOBALS), ("__defaults__", DEFAULTS)]
+    + [("__kwdefaults__", DEFAULTS), ("__closure__", INTERNAL), ("__code__", INTERNAL)]
+    + [(name, INTERNAL) for name in ("__builtins__", "__type_params__", "__annotate__")]
+    + [(name, INTERNAL) for name in ("__module__", "__doc__", "__name__", "__qualname__")]
+    if hasattr(vars(types.FunctionType).get(name), "__get__")
+)
+
+
 def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | None:
-    if fn.__globals__ is target:
-        return EdgeName(GLOBALS, "__globals__")
-    if fn.__defaults__ is target:
-        return EdgeName(DEFAULTS, "__defaults__")
-    if fn.__kwdefaults__ is target:
-        return EdgeName(DEFAULTS, "__kwdefaults__")
-    if fn.__closure__ is target:
-        return EdgeName(INTERNAL, "__closure__")
-    if fn.__code__ is target:
-        return EdgeName(INTERNAL, "__code__")
     if type(target) is types.CellType and fn.__closure__:
         for index, cell in enumerate(fn.__closure__):
             if cell is target:
                 return EdgeName(CLOSURE, f"__closure__[{index}] {fn.__code__.co_freevars[index]}")
-    if fn.__dict__ is target:
-        return EdgeName(INTERNAL, "__dict__")
-    return None
+    for slot, name in _FUNCTION_SLOTS:
+        if slot.__get__(fn) is target:
+            return name
+    # Attributes set on the function (``fn.owner = self``) live in its __dict__, as an
+    # instance's do.
+    found = _name_instance_edge(fn, target)
+    if found is None and type(target) is dict:
+        # The one dict slot left: reading __annotations__ itself may evaluate them (3.14).
+        return EdgeName(INTERNAL, "__annotations__")
+    return found
 
 
 def _name_dict_edge(mapping: dict[object, object], target: object) -> EdgeName | None:
@@ -376,13 +385,13 @@ def is_dead_proxy(obj: object) -> bool:
 def is_owned_part(owner: Any, part: object) -> bool:
     """True when ``part`` is an interpreter-made piece of ``owner`` that paths hide.
 
-    A function's ``__closure__`` tuple and an instance's ``__dict__`` are shown as
-    one named reference (``__closure__[1] x``, ``.attr``) instead of two hops.
+    A function's ``__closure__`` tuple and an instance's (or function's) ``__dict__`` are
+    shown as one named reference (``__closure__[1] x``, ``.attr``) instead of two hops.
     """
     try:
         cls = type(owner)
-        if cls is types.FunctionType:
-            return owner.__closure__ is part
+        if cls is types.FunctionType and owner.__closure__ is part:
+            return True
         if type(part) is dict and not is_one_of(cls, (dict, type)) and not issubclass(cls, type):
             return instance_dict(owner) is part
     except Exception:
