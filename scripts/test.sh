@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: install everything the tests need, then run the suite:
 # the full suite on Python 3.11 (torch, NumPy, Graphviz, Chromium), the core tests on
-# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 through Pyodide. Every
+# every other CPython 3.10+ that pyenv offers, and on CPython 3.14 (Debian's, C core, when
+# root; Pyodide's, pure-Python core). Every
 # leg runs even when an earlier one failed; the failed legs are listed at the end, and the
 # exit status is 1 if any failed. Each stage prints one line saying what it does; times
 # are in the README.
@@ -79,7 +80,27 @@ for version_dir in "$HOME"/.pyenv/versions/3.1[0-9]*; do
   leg "core tests on Python $version" core_leg "$version_dir"
 done
 
-# CPython 3.14, which pyenv cannot build here: Pyodide (3.14 compiled to WebAssembly) under
+# CPython 3.14 on the C core, which pyenv cannot build here: Debian sid's python3.14 in a
+# chroot (needs root, as the Debian packages above do).
+if [ "$(id -u)" = 0 ]; then
+  say "core tests on CPython 3.14 (Debian sid chroot, C core; first run makes it: about 1.5 min)"
+  # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
+  WHYALIVE_TEST_INTERRUPT_SCENARIOS=check,monitor leg "core tests on CPython 3.14 (Debian sid)" \
+    bash scripts/test-debian-python.sh -q -n 2 $CORE_TESTS \
+    --deselect "tests/test_interrupts.py::test_keyboard_interrupt_at_every_line_leaves_no_harm[check-python]" \
+    --deselect "tests/test_interrupts.py::test_keyboard_interrupt_at_every_line_leaves_no_harm[monitor-python]" \
+    --deselect tests/test_interrupts.py::test_without_the_compiled_module_harm_is_only_where_documented
+  # Its debug build checks the C core's use of every object (Ctrl-C at every line is
+  # Python's business: left to the leg above).
+  say "core tests on CPython 3.14's debug build (same chroot; about 1 min)"
+  # shellcheck disable=SC2086  # CORE_TESTS is a list of paths
+  leg "core tests on CPython 3.14's debug build (Debian sid)" \
+    bash scripts/test-debian-python.sh --debug -q -n 2 ${CORE_TESTS/tests\/test_interrupts.py/}
+else
+  say "core tests on CPython 3.14 (Debian sid chroot) not run: they need root"
+fi
+
+# CPython 3.14 again, on the pure-Python core and 3.14.0's incremental collector: Pyodide (3.14 compiled to WebAssembly) under
 # node, on the pure-Python core, under the plugin like the full suite. Installs into
 # .cache/pyodide first, then runs offline.
 say "core tests on CPython 3.14 (Pyodide under node, pure-Python core; install, then offline)"

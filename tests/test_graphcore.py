@@ -473,7 +473,8 @@ def test_extras_found_behind_queued_references_match_the_twin() -> None:
     gc.collect()
     small_dicts = [{"key": b"%d" % i} for i in range(100)]
     assert not any(gc.is_tracked(t) for t in nested)
-    assert not any(gc.is_tracked(d) for d in small_dicts)
+    # 3.14 tracks every dict: there they are live objects the graph leaves out, as in the twin.
+    assert not any(gc.is_tracked(d) for d in small_dicts) or sys.version_info >= (3, 14)
     lists: list[list[object]] = [[] for _ in range(3000)]
     for items in lists:
         items.extend(rng.choices(lists, k=rng.randint(0, 12)))

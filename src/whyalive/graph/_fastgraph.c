@@ -2767,9 +2767,14 @@ instance_dict_of(PyObject *obj)
     }
 #if PY_VERSION_HEX >= 0x030B0000
     if (tp->tp_flags & Py_TPFLAGS_MANAGED_DICT) {
-        /* The managed dict slot, three words before the object (3.11-3.13). On 3.12 it
-         * may hold the inline values' pointer, tagged by its low bit: never a dict. */
+        /* The managed dict slot, three words before the object (3.11-3.14), the word
+         * before it without the GIL (no GC header there). On 3.12 it may hold the inline
+         * values' pointer, tagged by its low bit: never a dict. */
+#ifdef Py_GIL_DISABLED
+        return ((PyObject **)obj)[-1];
+#else
         return ((PyObject **)obj)[-3];
+#endif
     }
 #endif
     if (tp->tp_dictoffset == 0) {
