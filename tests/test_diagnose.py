@@ -324,6 +324,18 @@ def test_a_functions_own_slots_are_named() -> None:
     namespace.clear()  # the functions' globals: a loop through them otherwise
 
 
+def test_what_a_frame_past_the_cycle_holds_reads_from_its_variable() -> None:
+    """A frame kept by its own local (`frame = inspect.currentframe()`) reaches its caller's
+    frame by `f_back`, out of the cycle: the payload reads as the caller's local `batch`,
+    with the frame it is a local of, not as the steps to it (`f_back local batch of ...`)."""
+    from scenarios.case_goggles_caller_frame import log_step
+
+    cycle = only_cycle(log_step, 3)
+    assert [holding.where for holding in cycle.holds] == [
+        "batch in frame of `log_step` (case_goggles_caller_frame.py:26)"
+    ]
+
+
 # container that contains itself ----------------------------------------------------------
 
 

@@ -118,8 +118,8 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) ->
 def _path_start(view: CycleView, edges: list[NamedEdge]) -> tuple[str, list[NamedEdge], bool]:
     """The code-level name a holder path starts from, the steps after it, and if it is code."""
     first = edges[0]
-    variable = variable_name(first.name)
-    if first.name.kind in (ek.CLOSURE, ek.LOCAL) and variable is not None:
+    variable = _variable_of(first)
+    if variable is not None:
         return variable, edges[1:], True
     if first.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(first.source)):
         return "self", edges, True
@@ -142,7 +142,18 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
         where = expression(base, steps)
         if where is not None:
             return where, "", index
+    else:  # code further on (a traceback's frame out of the cycle): from its last variable
+        at = next((k for k in range(len(steps) - 1, -1, -1) if _variable_of(steps[k])), None)
+        if at is not None:
+            where = expression(_variable_of(steps[at]) or "", steps[at + 1 :])
+            if where is not None:
+                return where, f" in {label(view, steps[at].source)}", index
     return steps_words([e.name.name for e in steps]), f" of {base}", index
+
+
+def _variable_of(edge: NamedEdge) -> str | None:
+    """The local or closure variable an edge is, if it is one."""
+    return variable_name(edge.name) if edge.name.kind in (ek.CLOSURE, ek.LOCAL) else None
 
 
 def _holds(
