@@ -336,6 +336,30 @@ def test_what_a_frame_past_the_cycle_holds_reads_from_its_variable() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("scenario_name", "named"),
+    [
+        ("shapes.container_loop", "[0]"),  # a deque's item
+        ("shapes.task_exception", "_exception"),  # a C asyncio task's exception
+        ("shapes.future_reraised", "_exception"),  # a C asyncio future's
+        ("case_cpython_class_in_loop", "__dict__"),  # a class's namespace
+        ("case_cpython_class_in_loop", "__objclass__"),  # its descriptors' class
+    ],
+)
+def test_references_builtin_types_hold_in_slots_are_named(scenario_name: str, named: str) -> None:
+    """A deque's items, a C future's slots, a class's namespace and its descriptors' class read
+    by the names the interpreter gives them: no reference of these cycles is left unnamed."""
+    from scenarios.catalog import SCENARIOS
+
+    scenario = next(s for s in SCENARIOS if s.name == scenario_name)
+    with check_leaks(on_leak="ignore", record_allocations=scenario.record_allocations) as check:
+        scenario.load()(*scenario.arguments())
+    assert check.report is not None
+    cycle = check.report.cycles[0]
+    assert named in [edge.name for edge in cycle.loop]
+    assert [edge.name for edge in cycle.edges if edge.kind == "unknown"] == []
+
+
 # container that contains itself ----------------------------------------------------------
 
 

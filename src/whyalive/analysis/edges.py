@@ -12,7 +12,7 @@ where it is a read-only view).
 
 from __future__ import annotations
 
-import functools
+import collections
 import gc
 import sys
 import threading
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from whyalive.analysis.node_names import code_of, safe_repr, safe_type_name
+from whyalive.analysis.slot_names import FUNCTION_SLOTS, is_class_namespace, name_slot_edge
 from whyalive.guarded import instance_dict, is_one_of
 from whyalive.kinds.autograd_graph import AutogradReader, name_node_edge
 from whyalive.words.edge_kinds import (
@@ -32,14 +33,12 @@ from whyalive.words.edge_kinds import (
     CELL,
     CLASS,
     CLOSURE,
-    DEFAULTS,
     FRAME,
     GLOBALS,
     INDEX,
     INTERNAL,
     KEY,
     LOCAL,
-    TRACEBACK,
     UNKNOWN,
 )
 
@@ -102,24 +101,16 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
         if source.__self__ is target:
             return EdgeName(BOUND_SELF, "__self__")
         return EdgeName(BOUND_FUNC, "__func__")
-    if is_one_of(cls, (list, tuple)):
+    if is_one_of(cls, (list, tuple, collections.deque)):
         for index, item in enumerate(source):
             if item is target:
                 return EdgeName(INDEX, f"[{index}]")
         return None
     if cls is dict:
         return _name_dict_edge(source, target)
-    slot = _name_partial_edge(source, target) if issubclass(cls, functools.partial) else None
+    slot = name_slot_edge(source, target)
     if slot is not None:
-        return slot
-    if cls is types.TracebackType:
-        for attr in ("tb_frame", "tb_next"):
-            if getattr(source, attr) is target:
-                return EdgeName(TRACEBACK, attr)
-        return None
-    exception_edge = _name_exception_edge(source, target)
-    if exception_edge is not None:
-        return exception_edge
+        return EdgeName(*slot)
     if is_one_of(cls, _FRAME_LIKE):
         return _name_frame_edge(source, target)
     if is_one_of(cls, (set, frozenset)):
@@ -131,53 +122,14 @@ def _name_edge(source: Any, target: object) -> EdgeName | None:
     return _name_instance_edge(source, target)
 
 
-def _name_exception_edge(source: Any, target: object) -> EdgeName | None:
-    if not issubclass(type(source), BaseException):
-        return None
-    for attr in ("__traceback__", "__context__", "__cause__"):
-        if getattr(source, attr, None) is target:
-            return EdgeName(TRACEBACK, attr)
-    args_descriptor: Any = BaseException.__dict__["args"]
-    if target is args_descriptor.__get__(source):
-        return EdgeName(INTERNAL, "args")
-    return None
-
-
-# A partial's slots, read through the C type's own descriptors (no user code runs).
-_PARTIAL_SLOTS = tuple(
-    (name, vars(functools.partial)[name]) for name in ("func", "args", "keywords")
-)
-
-
-def _name_partial_edge(source: Any, target: object) -> EdgeName | None:
-    """``partial.args``, ``partial.keywords``, ``partial.func``: slots no code can reassign
-    (the partial is rebuilt instead), so named as the interpreter's, never cut."""
-    for name, descriptor in _PARTIAL_SLOTS:
-        if descriptor.__get__(source) is target:
-            return EdgeName(INTERNAL, name)
-    return None
-
-
-# A function's slots, read through FunctionType's own descriptors (no user code runs): those
-# this Python has (__builtins__ 3.10+, __type_params__ 3.12+, __annotate__ 3.14+).
-_FUNCTION_SLOTS = tuple(
-    (vars(types.FunctionType)[name], EdgeName(kind, name))
-    for name, kind in [("__globals__", GLOBALS), ("__defaults__", DEFAULTS)]
-    + [("__kwdefaults__", DEFAULTS), ("__closure__", INTERNAL), ("__code__", INTERNAL)]
-    + [(name, INTERNAL) for name in ("__builtins__", "__type_params__", "__annotate__")]
-    + [(name, INTERNAL) for name in ("__module__", "__doc__", "__name__", "__qualname__")]
-    if hasattr(vars(types.FunctionType).get(name), "__get__")
-)
-
-
 def _name_function_edge(fn: types.FunctionType, target: object) -> EdgeName | None:
     if type(target) is types.CellType and fn.__closure__:
         for index, cell in enumerate(fn.__closure__):
             if cell is target:
                 return EdgeName(CLOSURE, f"__closure__[{index}] {fn.__code__.co_freevars[index]}")
-    for slot, name in _FUNCTION_SLOTS:
+    for slot, (kind, name) in FUNCTION_SLOTS:
         if slot.__get__(fn) is target:
-            return name
+            return EdgeName(kind, name)
     # Attributes set on the function (``fn.owner = self``) live in its __dict__, as an
     # instance's do.
     found = _name_instance_edge(fn, target)
@@ -240,7 +192,7 @@ def _name_tensor_edge(reader: AutogradReader, tensor: object, target: object) ->
 
 
 def _name_class_edge(cls: type, target: object) -> EdgeName | None:
-    if target is cls.__dict__:
+    if is_class_namespace(cls, target):
         return EdgeName(INTERNAL, "__dict__")
     if target is cls.__mro__ or target is cls.__bases__:
         return EdgeName(INTERNAL, "__mro__")
