@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 import types
 from typing import Any
 
@@ -70,9 +71,12 @@ def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
         return (INTERNAL, "args") if vars(BaseException)["args"].__get__(source) is target else None
     if is_one_of(cls, _DESCRIPTORS):
         return (INTERNAL, "__objclass__") if source.__objclass__ is target else None
+    future = getattr(sys.modules.get("_asyncio"), "Future", None)
+    if not isinstance(future, type) or not issubclass(cls, future):
+        return None
     # A task's getters are its own or, on 3.14, its base future's.
-    futures = [vars(c) for c in type_mro(cls) if type_module(c) == "_asyncio"]
-    slots = [(space[n], n) for space in futures for n in _FUTURE_SLOTS if n in space]
+    spaces = [vars(c) for c in type_mro(cls) if type_module(c) == "_asyncio"]
+    slots = [(space[n], n) for space in spaces for n in _FUTURE_SLOTS if n in space]
     found = _slot_holding(slots, source, target)
     return (INTERNAL, found) if found is not None else None
 
