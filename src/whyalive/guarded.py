@@ -9,6 +9,7 @@ code raises; none of these functions ever raises.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
@@ -63,6 +64,16 @@ def type_namespace(cls: type) -> dict[str, object]:
         return dict(_TYPE_DICT.__get__(cls))
     except Exception:
         return {}
+
+
+def is_type_namespace(cls: type, target: object) -> bool:
+    """Whether ``target`` is the dict behind ``cls.__dict__`` (which shows it only through a
+    new mappingproxy each time)."""
+    try:
+        proxy = _TYPE_DICT.__get__(cls)
+    except Exception:
+        return False
+    return type(target) is dict and any(held is target for held in gc.get_referents(proxy))
 
 
 def instance_dict(obj: object) -> dict[str, object] | None:

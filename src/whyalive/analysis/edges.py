@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from whyalive.analysis.node_names import code_of, safe_repr, safe_type_name
-from whyalive.analysis.slot_names import FUNCTION_SLOTS, is_class_namespace, name_slot_edge
-from whyalive.guarded import instance_dict, is_one_of
+from whyalive.analysis.slot_names import FUNCTION_SLOTS, name_slot_edge
+from whyalive.guarded import instance_dict, is_one_of, is_type_namespace
 from whyalive.kinds.autograd_graph import AutogradReader, name_node_edge
 from whyalive.words.edge_kinds import (
     ATTRIBUTE,
@@ -192,7 +192,7 @@ def _name_tensor_edge(reader: AutogradReader, tensor: object, target: object) ->
 
 
 def _name_class_edge(cls: type, target: object) -> EdgeName | None:
-    if is_class_namespace(cls, target):
+    if is_type_namespace(cls, target):
         return EdgeName(INTERNAL, "__dict__")
     if target is cls.__mro__ or target is cls.__bases__:
         return EdgeName(INTERNAL, "__mro__")

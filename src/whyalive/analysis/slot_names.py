@@ -2,16 +2,15 @@
 
 A function's ``__code__`` or ``__annotate__``, a partial's ``func``, an exception's
 ``__traceback__``, a traceback's ``tb_frame``, an asyncio future's ``_exception``, a
-descriptor's ``__objclass__``, a class's ``__dict__``: each read through the builtin type's
-own descriptors or ``gc.get_referents``, so no user code runs (a subclass's properties
-never do). :mod:`whyalive.analysis.edges` names user-level references and asks here for
-the rest.
+descriptor's ``__objclass__``: each read through the builtin type's own descriptors, so
+no user code runs (a subclass's properties never do). :mod:`whyalive.analysis.edges`
+names user-level references and asks here for the rest; a class's namespace dict is told
+by :func:`whyalive.guarded.is_type_namespace`.
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 import types
 from typing import Any
@@ -50,7 +49,6 @@ _DESCRIPTORS = (
     types.WrapperDescriptorType,
     types.ClassMethodDescriptorType,
 )
-_TYPE_DICT: Any = vars(type)["__dict__"]
 
 
 def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
@@ -79,14 +77,6 @@ def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
     slots = [(space[n], n) for space in spaces for n in _FUTURE_SLOTS if n in space]
     found = _slot_holding(slots, source, target)
     return (INTERNAL, found) if found is not None else None
-
-
-def is_class_namespace(cls: type, target: object) -> bool:
-    """Whether ``target`` is the dict behind ``cls.__dict__`` (which shows it only through a
-    new mappingproxy each time)."""
-    return type(target) is dict and any(
-        held is target for held in gc.get_referents(_TYPE_DICT.__get__(cls))
-    )
 
 
 def _slot_holding(slots: Any, source: object, target: object) -> str | None:

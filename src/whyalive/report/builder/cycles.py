@@ -143,11 +143,13 @@ def _holding_place(view: CycleView, edges: list[NamedEdge]) -> tuple[str, str, i
         if where is not None:
             return where, "", index
     else:  # code further on (a traceback's frame out of the cycle): from its last variable
-        at = next((k for k in range(len(steps) - 1, -1, -1) if _variable_of(steps[k])), None)
-        if at is not None:
-            where = expression(_variable_of(steps[at]) or "", steps[at + 1 :])
-            if where is not None:
-                return where, f" in {label(view, steps[at].source)}", index
+        for at in range(len(steps) - 1, -1, -1):
+            variable = _variable_of(steps[at])
+            if variable is not None:
+                where = expression(variable, steps[at + 1 :])
+                if where is not None:
+                    return where, f" in {label(view, steps[at].source)}", index
+                break
     return steps_words([e.name.name for e in steps]), f" of {base}", index
 
 
