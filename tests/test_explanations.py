@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import inspect
 import re
 import sys
@@ -363,6 +364,40 @@ def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> 
     assert cycle.cut is not None
     assert cycle.cut.source_line == line_of("def walk(value: object) -> None:")
     assert cycle.cut.source_rule == "WAL101"
+
+
+def test_a_fix_on_a_line_of_several_statements_writes_the_one_it_changes(
+    tmp_path: Path,
+) -> None:
+    """`a = A(); a.me = a`: the fix writes the store it makes weak, not the line's first
+    statement, and its edit changes that store alone."""
+    source = tmp_path / "one_line_module.py"
+    source.write_text(
+        "class Holder:\n"
+        "    pass\n"
+        "\n"
+        "\n"
+        "def make(payload):\n"
+        "    holder = Holder(); holder.data = payload; holder.me = holder\n"
+        "\n"
+        "\n"
+    )
+    spec = importlib.util.spec_from_file_location(source.stem, source)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[source.stem] = module  # the store is looked for in the holder's module
+    try:
+        spec.loader.exec_module(module)
+        report = find_leaks(module.make, heavy())
+    finally:
+        del sys.modules[source.stem]
+    [cycle] = report.cycles
+    assert cycle.fix_edit is not None, cycle.fix
+    assert "write `holder.me = weakref.proxy(holder)`" in cycle.fix, cycle.fix
+    assert cycle.fix_edit.new.strip().splitlines()[-1].strip() == (
+        "holder = Holder(); holder.data = payload; holder.me = weakref.proxy(holder)"
+    )
 
 
 class Index:

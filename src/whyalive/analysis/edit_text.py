@@ -205,16 +205,26 @@ def first_line(text: str) -> str:
 
 def new_text(edit: EditBuffer, statement: ast.stmt) -> str:
     """The statement's text with the edit's changes that fall inside it, on one line."""
-    lines = edit.parsed.lines[statement.lineno - 1 : (statement.end_lineno or statement.lineno)]
-    text = "".join(lines)
+    first = statement.lineno
+    last = statement.end_lineno or first
+    lines = edit.parsed.lines[first - 1 : last]
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
-    first = statement.lineno
+    # Only this statement's span: `h = Holder(); h.me = h` holds two statements on one line.
+    begin = chars(edit.parsed, first, statement.col_offset)
+    end = starts[last - first] + (
+        chars(edit.parsed, last, statement.end_col_offset)
+        if statement.end_col_offset is not None
+        else len(lines[-1])
+    )
+    text = " " * begin + "".join(lines)[begin:end]
     inside = [
         c
         for c in edit.changes
-        if first <= c[0] and c[2] <= (statement.end_lineno or first) and c[0] - first < len(lines)
+        if (first, begin) <= (c[0], c[1])
+        and c[2] <= first + len(lines) - 1
+        and starts[c[2] - first] + c[3] <= end
     ]
     text = textwrap.dedent(applied(text, starts, first, inside))
     try:
