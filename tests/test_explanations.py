@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import gc
 import importlib.util
 import inspect
 import re
 import sys
+import types
+import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -400,6 +405,79 @@ def test_a_fix_on_a_line_of_several_statements_writes_the_one_it_changes(
     )
 
 
+def test_a_tree_of_one_class_says_which_node_points_back(reports: dict[str, Report]) -> None:
+    """Parent and child of one class: not "the `Node` reaches the `Node`"."""
+    [cycle] = reports["parent and children"].cycles
+    assert "`Node` reaches the `Node`" not in cycle.explanation
+    assert "A `Node` reaches another `Node`, which points back to it through `.parent`" in (
+        cycle.explanation
+    )
+    assert cycle.summary.startswith("`Node` objects refer to each other"), cycle.summary
+
+
+class ClosedOnExit:
+    def __init__(self, weak: bool = False) -> None:
+        self.data = heavy()
+        self.stack = contextlib.ExitStack()
+        # The fix's own words: the method bound to a weak proxy of the object.
+        close = types.MethodType(type(self).close, weakref.proxy(self)) if weak else self.close
+        self.stack.callback(close)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_method_a_library_wraps_is_handed_to_it_weakly() -> None:
+    """`ExitStack.callback(self.close)`: the library's wrapper keeps the bound method. The fix
+    speaks of what the user handed the library, not of moving a wrapper to the class body
+    nor of deleting the library's private entry; applied, it frees the payload."""
+    [cycle] = find_leaks(ClosedOnExit).cycles
+    assert cycle.pattern == "wrapped-method-on-self"
+    bound = "types.MethodType(type(self).close, weakref.proxy(self))"
+    assert cycle.fix.startswith(f"Hand the library `{bound}`"), cycle.fix
+    assert "class body" not in cycle.fix
+    assert "_exit_callbacks" not in cycle.fix
+    assert "`_exit_wrapper`" in cycle.explanation
+    assert not find_leaks(ClosedOnExit, weak=True).cycles
+    gc.disable()
+    try:
+        fixed = ClosedOnExit(weak=True)
+        freed = weakref.ref(fixed.data)
+        del fixed
+        assert freed() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
+def exc_info_in_local(fixed: bool = False) -> weakref.ref[Any]:
+    data = heavy()
+    seen = weakref.ref(data)
+    try:
+        raise ZeroDivisionError
+    except ZeroDivisionError:
+        info = sys.exc_info()
+    try:
+        return seen
+    finally:
+        if fixed:
+            del info
+
+
+def test_exc_info_kept_in_a_local_is_deleted_whole_not_by_item() -> None:
+    """`info = sys.exc_info()`: a tuple takes no `del info[1]`, and its traceback item closes
+    the loop without the exception: the fix deletes the tuple, and that frees the payload."""
+    [cycle] = find_leaks(exc_info_in_local).cycles
+    assert cycle.pattern == "exception-traceback"
+    assert "`del info` in a finally block" in cycle.fix, cycle.fix
+    assert "del info[" not in cycle.fix
+    assert ".with_traceback(None)" not in cycle.fix  # the tuple holds the traceback itself
+    gc.disable()
+    try:
+        assert exc_info_in_local(fixed=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class Index:
     pass
 
@@ -419,6 +497,49 @@ def test_articles_and_plurals_read_right() -> None:
     assert "1 objects" not in text
     assert ": 1 object, " in text
     assert "1 reference cycle keeps 1 array alive" in text
+
+
+class TorchTrainer:
+    def __init__(self) -> None:
+        import torch
+
+        self.model = torch.nn.Linear(64, 64)
+        self.model.trainer = self
+
+
+def test_a_link_set_on_a_library_object_is_the_one_pointing_back() -> None:
+    """`self.model.trainer = self`: whatever `.model` says by its name, the link the user set
+    on torch's module points back. The fix, its "Or clear it" and the Why all speak of
+    `.trainer`, spelled as the statement spells its holder (`self.model`)."""
+    pytest.importorskip("torch")
+    [cycle] = find_leaks(TorchTrainer).cycles
+    assert cycle.pattern == "parent-child"
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == [".trainer"]
+    assert "write `self.model.trainer = weakref.proxy(self)`" in cycle.fix, cycle.fix
+    assert "Or clear it (`self.model.trainer = None`) when the `Linear` is detached" in cycle.fix
+    assert "the `Linear` points back through `.trainer`" in cycle.explanation
+
+
+class Net:
+    pass
+
+
+class HookOnNet:
+    def __init__(self) -> None:
+        self.model = Net()
+        self.model.hook = self  # type: ignore[attr-defined]
+        self.data = heavy()
+
+
+def test_another_cut_does_not_bring_the_patterns_own_clearing_advice() -> None:
+    """The pattern's cut (`.model`, made inline: nothing to weaken) gives way to `.hook`; the
+    pattern's "clear `self.model`" is about the other reference and is not appended."""
+    [cycle] = find_leaks(HookOnNet).cycles
+    assert cycle.cut is not None
+    assert [e.name for e in cycle.cut.edges] == [".hook"]
+    assert "write `self.model.hook = weakref.proxy(self)`" in cycle.fix, cycle.fix
+    assert "self.model = None" not in cycle.fix
 
 
 def test_cycles_made_by_torch_fx_tracing_read_right() -> None:

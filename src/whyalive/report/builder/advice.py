@@ -145,7 +145,12 @@ def _advice(
                 view, _REMEDY_BY_KIND.get(edge.name.kind), [(edge, hit)], sources, user_root
             )
             if other is not None:
-                fix = f"{other.words} {_respell(match.also, _holder_spelling(hit))}".strip()
+                # "Or clear `self.model`" speaks of the pattern's cut, not of this one.
+                own = {e.name.name for e in diagnosis.cut if e.name.kind == ek.ATTRIBUTE}
+                own.discard(edge.name.name)
+                spoken = (re.search(rf"`[^`]*{re.escape(n)}\b[^`]*`", match.also) for n in own)
+                also = "" if any(spoken) else match.also
+                fix = f"{other.words} {_respell(also, _holder_spelling(hit))}".strip()
                 edit = _fix_edit(other, user_root)
                 return Advice((hit.quote,), None, hit.rule, fix, edit, tuple(cut), proof)
     return Advice(quotes, note, rule, words)
@@ -229,14 +234,23 @@ def _rewrite(
 
 
 def _holder_spelling(hit: SourceHit) -> str | None:
-    """How the statement names the object it stores on: ``model`` in ``model.forward = ...``."""
+    """How the statement names the object it stores on: ``model`` in ``model.forward = ...``,
+    ``self.model`` in ``self.model.trainer = self``."""
     stored = stored_target(hit.statement)
-    if isinstance(hit.store, ast.Call) and isinstance(hit.store.func, ast.Attribute):
-        stored = hit.store.func
+    store = hit.store
+    call = isinstance(store, ast.Call) and isinstance(store.func, ast.Attribute)
+    if isinstance(store, ast.Call) and isinstance(store.func, ast.Attribute):
+        stored = store.func
     base = stored
     while isinstance(base, (ast.Attribute, ast.Subscript)):
         base = base.value
-    return base.id if isinstance(base, ast.Name) and base is not stored else None
+    if not isinstance(base, ast.Name) or base is stored:
+        return None
+    if call or not isinstance(stored, ast.Attribute):
+        # `self.hooks.append(...)`, `self.pending[key] = node`: the patterns speak of the
+        # container's owner, named by its base.
+        return base.id
+    return ast.unparse(stored.value)
 
 
 def _respell(text: str, holder: str | None) -> str:

@@ -12,7 +12,9 @@ from whyalive.analysis.naming import (
     is_instance_node,
     is_python,
 )
+from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
+from whyalive.analysis.source_targets import module_file
 from whyalive.guarded import type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
@@ -87,33 +89,49 @@ class ParentChildPattern:
             return None
         if len({e.name.name for e in view.edges}) == 1:
             return None  # one link repeated (a ring of `.next`): not owner and member
-        back = next((e for e in attr_edges if is_back_reference(e.name)), None)
+        instance_set = set(instances)
+        direct = [e for e in attr_edges if e.target in instance_set and e.source in instance_set]
+        # `model.trainer = self`: a user object's link set on a library's object (a torch
+        # module) is the one pointing back, whatever the names say: the library's class never
+        # makes that link itself, and the user's `.model` is then the owner's forward link.
+        back = next(
+            (
+                e
+                for e in direct
+                if _installed_class(type(view.obj(e.source)))
+                and not _installed_class(type(view.obj(e.target)))
+            ),
+            None,
+        ) or next((e for e in attr_edges if is_back_reference(e.name)), None)
         path: list[NamedEdge] = []
         if back is None:
-            entry = _entry_to_owner(view, set(instances))
+            entry = _entry_to_owner(view, instance_set)
             if entry is not None:
                 back, path = entry
         if back is None:
             # The back reference is the direct attribute pointing at an object that holds
             # its children through a container (the child-side link).
-            instance_set = set(instances)
-            direct = [
-                e for e in attr_edges if e.target in instance_set and e.source in instance_set
-            ]
             back = direct[-1] if direct else attr_edges[-1]
         if not path:
             path = [back]
         child = type_qualname(type(view.obj(path[0].source)))
         parent = type_qualname(type(view.obj(back.target)))
         where = expression("", path) or back.name.name
-        summary = (
-            f"{a_code(parent)} object and {a_code(child)} object refer to each other "
-            f"(the `{child}` holds its `{parent}` in `{where}`)"
-        )
+        if parent == child:  # a tree of one class: "the `Node` reaches the `Node`" says nothing
+            summary = (
+                f"`{child}` objects refer to each other (a `{child}` holds the one above it in "
+                f"`{where}`)"
+            )
+            reaches = f"A `{parent}` reaches another `{child}`, which points back to it through"
+        else:
+            summary = (
+                f"{a_code(parent)} object and {a_code(child)} object refer to each other "
+                f"(the `{child}` holds its `{parent}` in `{where}`)"
+            )
+            reaches = f"The `{parent}` reaches the `{child}` and the `{child}` points back through"
         explanation = (
-            f"The `{parent}` reaches the `{child}` and the `{child}` points back through "
-            f"`{where}`. Two-way links between owner and member keep both alive until the "
-            f"cyclic collector runs."
+            f"{reaches} `{where}`. Two-way links between owner and member keep both alive until "
+            f"the cyclic collector runs."
         )
         attr = back.name.name.lstrip(".") if back.name.kind == ek.ATTRIBUTE else ""
         if attr.isidentifier():
@@ -217,3 +235,9 @@ class SelfContainingContainerPattern:
             "remove the entry that refers back to it after use."
         )
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
+
+
+def _installed_class(cls: type) -> bool:
+    """Whether ``cls`` is defined by an installed package or the standard library."""
+    files = module_file(cls)
+    return bool(files) and installed_part(files[0], "") is not None

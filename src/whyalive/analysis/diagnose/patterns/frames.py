@@ -71,7 +71,24 @@ class ExceptionTracebackPattern:
             f"frames refers to it makes a cycle.{held}"
         )
         kept = reference_code(view, holders[0]) if holders else None
-        if kept:
+        # `info = sys.exc_info()`: the tuple holds the traceback too, and takes no `del`.
+        tuple_holder = (
+            next(iter(view.edges_into(holders[0].source)), None)
+            if kept and type(view.obj(holders[0].source)) is tuple
+            else None
+        )
+        whole = reference_code(view, tuple_holder) if tuple_holder is not None else None
+        if kept and whole:
+            fix = (
+                f"Keep only what you need (`str({kept})`, `traceback.format_exception({kept})`) "
+                f"instead of the tuple, which holds the traceback as well, or `del {whole}` in a "
+                "finally block."
+            )
+            also = (
+                f"Or keep only what you need (`str({kept})`, `traceback.format_exception("
+                f"{kept})`) instead of the tuple, which holds the traceback as well."
+            )
+        elif kept:
             fix = (
                 f"Keep the exception without its frames (`{kept}.with_traceback(None)` once "
                 f"it is stored), keep only what you need (`str({kept})`, "

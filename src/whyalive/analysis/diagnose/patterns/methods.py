@@ -19,6 +19,7 @@ from whyalive.analysis.naming import (
     qualname_of,
     short_name,
 )
+from whyalive.analysis.origin import is_installed_code
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
@@ -343,22 +344,41 @@ class WrappedMethodOnSelfPattern:
             f"{a_code(cls)} object stores in {stored} the wrapper `{wrapper_name}` around its own "
             f"bound method `{method_name}`"
         )
-        explanation = (
-            f"`functools.wraps` sets `__wrapped__` on the wrapper to the wrapped callable, here "
-            f"the bound method `self.{method_name}`, and the wrapper's closure usually holds it "
-            f"too. A bound method holds its instance, so the `{cls}` object holds the wrapper, "
-            "the wrapper holds the method and the method holds the object: reference counting "
-            "cannot free them."
-        )
         removal = _removal(view, "self", steps)
         remove = f"; or remove it when done{removal}" if removal else ""
         bound = f"types.MethodType(type(self).{method_name}, weakref.proxy(self))"
-        fix = (
-            f"Wrap the function once, in the class body, so the wrapper never holds an "
-            f"instance; if it must be per instance, wrap `{bound}` (the method bound to a weak "
-            f"proxy of the object) instead of `self.{method_name}`{remove}."
+        holds = (
+            f"A bound method holds its instance, so the `{cls}` object holds the wrapper, the "
+            "wrapper holds the method and the method holds the object: reference counting "
+            "cannot free them."
         )
-        also = f"Or wrap the function once, in the class body, instead of per instance{remove}."
+        if is_installed_code(view.obj(wrapper)):
+            # A library made the wrapper (`ExitStack.callback(self.close)`): the user's part
+            # is the method they handed it, not a wrapper they could move to the class body;
+            # nor is deleting an entry of the library's private state.
+            if "._" in removal:
+                removal = remove = ""
+            explanation = (
+                f"The library's wrapper `{wrapper_name}` keeps the callable it was given in "
+                f"`__wrapped__`, here the bound method `self.{method_name}`. {holds}"
+            )
+            fix = (
+                f"Hand the library `{bound}` (the method bound to a weak proxy of the object) "
+                f"instead of `self.{method_name}`{remove}."
+            )
+            also = f"Or remove it when done{removal}." if removal else ""
+        else:
+            explanation = (
+                f"`functools.wraps` sets `__wrapped__` on the wrapper to the wrapped callable, "
+                f"here the bound method `self.{method_name}`, and the wrapper's closure usually "
+                f"holds it too. {holds}"
+            )
+            fix = (
+                f"Wrap the function once, in the class body, so the wrapper never holds an "
+                f"instance; if it must be per instance, wrap `{bound}` (the method bound to a "
+                f"weak proxy of the object) instead of `self.{method_name}`{remove}."
+            )
+            also = f"Or wrap the function once, in the class body, instead of per instance{remove}."
         return PatternMatch(
             self.name,
             self.title,
