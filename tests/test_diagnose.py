@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import collections
 import concurrent.futures
 import functools
 import gc
@@ -380,6 +381,35 @@ def test_a_c_tasks_exception_is_named_by_its_slot() -> None:
         loop.close()
     assert name_edge(task, raised.value).name == "_exception"
     assert name_edge(task, loop).name == "_loop"
+
+
+class CountsWithDefault:
+    def __init__(self) -> None:
+        self.data = heavy()
+        self.counts: collections.defaultdict[str, int] = collections.defaultdict(
+            lambda: self.zero()
+        )
+
+    def zero(self) -> int:
+        return 0
+
+
+def test_a_defaultdicts_factory_is_named_and_its_removal_works() -> None:
+    """`defaultdict(lambda: self.zero())` on self: the factory reads as `.default_factory`, and
+    the removal the fix offers (`del self.counts.default_factory`) frees the payload."""
+    cycle = only_cycle(CountsWithDefault)
+    assert ".default_factory" in [edge.name for edge in cycle.loop]
+    assert [edge.name for edge in cycle.edges if edge.kind == "unknown"] == []
+    assert "`del self.counts.default_factory`" in cycle.fix, cycle.fix
+    gc.disable()
+    try:
+        counts = CountsWithDefault()
+        freed = weakref.ref(counts.data)
+        del counts.counts.default_factory
+        del counts
+        assert freed() is None
+    finally:
+        gc.enable()
 
 
 # container that contains itself ----------------------------------------------------------

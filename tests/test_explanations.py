@@ -415,6 +415,37 @@ def test_a_tree_of_one_class_says_which_node_points_back(reports: dict[str, Repo
     assert cycle.summary.startswith("`Node` objects refer to each other"), cycle.summary
 
 
+def errors_collected(clear: bool = False) -> weakref.ref[Any]:
+    data = heavy()
+    seen = weakref.ref(data)
+    errors: list[BaseException] = []
+    try:
+        try:
+            raise KeyError("first")
+        except KeyError as first:
+            errors.append(first)
+            raise ValueError("second") from None
+    except ValueError as second:
+        errors.append(second)
+    if clear:
+        errors.clear()
+    return seen
+
+
+def test_exceptions_collected_in_a_list_are_cleared_together() -> None:
+    """Two exceptions in one list, each closing a loop through the frame: advice for one item
+    (`del errors[0]`) frees nothing; the fix clears the list, and that frees the payload."""
+    [cycle] = find_leaks(errors_collected).cycles
+    assert cycle.pattern == "exception-traceback"
+    assert "`errors.clear()`" in cycle.fix, cycle.fix
+    assert "errors[0]" not in cycle.fix
+    gc.disable()
+    try:
+        assert errors_collected(clear=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

@@ -10,13 +10,14 @@ by :func:`whyalive.guarded.is_type_namespace`.
 
 from __future__ import annotations
 
+import collections
 import functools
 import sys
 import types
 from typing import Any
 
 from whyalive.guarded import is_one_of, type_module, type_mro
-from whyalive.words.edge_kinds import DEFAULTS, GLOBALS, INTERNAL, TRACEBACK
+from whyalive.words.edge_kinds import ATTRIBUTE, DEFAULTS, GLOBALS, INTERNAL, TRACEBACK
 
 # (descriptor, name) pairs of each builtin type, read once.
 _PARTIAL_SLOTS = tuple(
@@ -25,6 +26,7 @@ _PARTIAL_SLOTS = tuple(
 _EXCEPTION_SLOTS = tuple(
     (vars(BaseException)[name], name) for name in ("__traceback__", "__context__", "__cause__")
 )
+_DEFAULT_FACTORY = vars(collections.defaultdict)["default_factory"]
 _TRACEBACK_SLOTS = tuple(
     (vars(types.TracebackType)[name], name) for name in ("tb_frame", "tb_next")
 )
@@ -69,6 +71,11 @@ def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
         return (INTERNAL, "args") if vars(BaseException)["args"].__get__(source) is target else None
     if is_one_of(cls, _DESCRIPTORS):
         return (INTERNAL, "__objclass__") if source.__objclass__ is target else None
+    if issubclass(cls, collections.defaultdict):
+        # An attribute code may set (`counts.default_factory = None`); the items are the
+        # dict's, named by the caller.
+        held = _DEFAULT_FACTORY.__get__(source) is target
+        return (ATTRIBUTE, ".default_factory") if held else None
     future = getattr(sys.modules.get("_asyncio"), "Future", None)
     if not isinstance(future, type) or not issubclass(cls, future):
         return None

@@ -71,14 +71,25 @@ class ExceptionTracebackPattern:
             f"frames refers to it makes a cycle.{held}"
         )
         kept = reference_code(view, holders[0]) if holders else None
-        # `info = sys.exc_info()`: the tuple holds the traceback too, and takes no `del`.
-        tuple_holder = (
-            next(iter(view.edges_into(holders[0].source)), None)
-            if kept and type(view.obj(holders[0].source)) is tuple
-            else None
-        )
-        whole = reference_code(view, tuple_holder) if tuple_holder is not None else None
-        if kept and whole:
+        # `info = sys.exc_info()`: the tuple holds the traceback too, and takes no `del`;
+        # `errors.append(exc)` twice: each exception closes a loop, item by item advice frees
+        # one. Both are advised as the container.
+        container = holders[0].source if holders else None
+        whole = None
+        if kept and container is not None and all(h.source == container for h in holders):
+            cls = type(view.obj(container))
+            if cls is tuple or (len(holders) > 1 and cls is list):
+                into = next(iter(view.edges_into(container)), None)
+                whole = reference_code(view, into) if into is not None else None
+        if kept and whole and container is not None and type(view.obj(container)) is list:
+            fix = (
+                f"Clear `{whole}` once its exceptions have been reported (`{whole}.clear()`, or "
+                f"`del {whole}` in a finally block), or keep only what you need of each (its "
+                f"message, its formatted traceback) instead of the exception objects: each of them "
+                f"holds the frames of its traceback."
+            )
+            also = f"Or keep only what you need of each exception in `{whole}`, not the objects."
+        elif kept and whole:
             fix = (
                 f"Keep only what you need (`str({kept})`, `traceback.format_exception({kept})`) "
                 f"instead of the tuple, which holds the traceback as well, or `del {whole}` in a "
