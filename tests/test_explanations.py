@@ -552,6 +552,48 @@ def test_a_link_set_on_a_library_object_is_the_one_pointing_back() -> None:
     assert "the `Linear` points back through `.trainer`" in cycle.explanation
 
 
+def dataset_holding_its_loader(weak: bool = False) -> object:
+    from torch.utils.data import DataLoader, Dataset
+
+    class Rows(Dataset):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.x = heavy()
+            # The fix's own words: the loader holds a weak proxy of the dataset.
+            self.loader = DataLoader(weakref.proxy(self) if weak else self, batch_size=4)
+
+        def __len__(self) -> int:
+            return 10
+
+        def __getitem__(self, index: int) -> object:
+            return self.x[index]
+
+    return Rows()
+
+
+def test_a_librarys_own_link_back_is_explained_and_the_users_link_is_fixed() -> None:
+    """`self.loader = DataLoader(self)`: the loader's `.dataset` is torch's own attribute. The
+    Why names it; the fix hands the loader a weak proxy at the user's line (a branch already
+    weak left alone), and never offers to clear `.dataset`. Applied, the loader still
+    iterates and the payload is freed."""
+    pytest.importorskip("torch")
+    [cycle] = find_leaks(dataset_holding_its_loader).cycles
+    assert cycle.pattern == "parent-child"
+    assert "points back through `.dataset`" in cycle.explanation
+    # The branch that is weak already stays as it is (no proxy of a proxy).
+    fixed_line = "self.loader = DataLoader(weakref.proxy(self) if weak else weakref.proxy(self), "
+    assert f"write `{fixed_line}batch_size=4)`" in cycle.fix, cycle.fix
+    assert "dataset = None" not in cycle.fix
+    gc.disable()
+    try:
+        fixed: Any = dataset_holding_its_loader(weak=True)
+        assert [len(batch) for batch in fixed.loader] == [4, 4, 2]
+        freed = weakref.ref(fixed.x)
+        del fixed
+        assert freed() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class Net:
     pass
 

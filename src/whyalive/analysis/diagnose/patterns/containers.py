@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 from whyalive.analysis.cuts import is_back_reference
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
@@ -15,7 +17,7 @@ from whyalive.analysis.naming import (
 from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import module_file
-from whyalive.guarded import type_qualname, type_short_name
+from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
 
@@ -91,18 +93,21 @@ class ParentChildPattern:
             return None  # one link repeated (a ring of `.next`): not owner and member
         instance_set = set(instances)
         direct = [e for e in attr_edges if e.target in instance_set and e.source in instance_set]
-        # `model.trainer = self`: a user object's link set on a library's object (a torch
-        # module) is the one pointing back, whatever the names say: the library's class never
-        # makes that link itself, and the user's `.model` is then the owner's forward link.
-        back = next(
-            (
-                e
-                for e in direct
-                if _installed_class(type(view.obj(e.source)))
-                and not _installed_class(type(view.obj(e.target)))
-            ),
-            None,
-        ) or next((e for e in attr_edges if is_back_reference(e.name)), None)
+        # A library's object pointing at the user's: `model.trainer = self` set on a torch
+        # module, or a `DataLoader`'s own `.dataset`. Either points back, whatever the names
+        # say (the user's `.model` or `.loader` is then the owner's forward link).
+        onto_user = [
+            e
+            for e in direct
+            if _installed_class(type(view.obj(e.source)))
+            and not _installed_class(type(view.obj(e.target)))
+        ]
+        library_made = {
+            e for e in onto_user if _named_by_class(type(view.obj(e.source)), _attribute(e))
+        }
+        back = next((e for e in onto_user if e not in library_made), None) or next(
+            (e for e in attr_edges if is_back_reference(e.name)), None
+        )
         path: list[NamedEdge] = []
         if back is None:
             entry = _entry_to_owner(view, instance_set)
@@ -111,7 +116,7 @@ class ParentChildPattern:
         if back is None:
             # The back reference is the direct attribute pointing at an object that holds
             # its children through a container (the child-side link).
-            back = direct[-1] if direct else attr_edges[-1]
+            back = onto_user[0] if onto_user else direct[-1] if direct else attr_edges[-1]
         if not path:
             path = [back]
         child = type_qualname(type(view.obj(path[0].source)))
@@ -140,7 +145,12 @@ class ParentChildPattern:
                 f"`{parent}` there (it reads like the object), or clear it (`self.{attr} = "
                 f"None`) when the `{child}` is detached."
             )
-            also = f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
+            # The library's own attribute is its business: the fix is the user's link.
+            also = (
+                ""
+                if back in library_made
+                else f"Or clear it (`self.{attr} = None`) when the `{child}` is detached."
+            )
             # Every child's back reference of that name: together they free the tree.
             backs = [e for e in attr_edges if e.name.name == back.name.name]
         else:
@@ -241,3 +251,20 @@ def _installed_class(cls: type) -> bool:
     """Whether ``cls`` is defined by an installed package or the standard library."""
     files = module_file(cls)
     return bool(files) and installed_part(files[0], "") is not None
+
+
+def _attribute(edge: NamedEdge) -> str:
+    return edge.name.name.lstrip(".")
+
+
+def _named_by_class(cls: type, attribute: str) -> bool:
+    """Whether a method of ``cls`` or its bases reads or sets ``attribute`` (its own)."""
+    for klass in type_mro(cls):
+        for value in type_namespace(klass).values():
+            function = getattr(value, "__func__", value) if type(value) in _WRAPPED else value
+            if type(function) is types.FunctionType and attribute in function.__code__.co_names:
+                return True
+    return False
+
+
+_WRAPPED = (staticmethod, classmethod)
