@@ -15,7 +15,7 @@ import textwrap
 import types
 import weakref
 from collections.abc import Callable, Iterator
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -419,6 +419,42 @@ def list_with_itself(*, cycle: bool) -> None:
     items: list[object] = [heavy()]
     if cycle:
         items.append(items)
+
+
+def dict_tree(children: int, *, detach: bool = False) -> weakref.ref[Any] | None:
+    root: dict[str, Any] = {"name": "root", "children": [], "data": heavy()}
+    seen = weakref.ref(root["data"])
+    for number in range(children):
+        root["children"].append({"name": f"child {number}", "parent": root})
+    if detach:  # the fix: no child keeps `['parent']` once the tree is done
+        for child in root["children"]:
+            del child["parent"]
+        return seen
+    return None
+
+
+def test_a_tree_of_dicts_is_cut_at_each_childs_parent_key() -> None:
+    """Dicts whose children keep `['parent']`: that key points back (not the root's
+    `['children']`, which is the tree itself); the fix says a dict takes no weak reference,
+    small tree or big, and removing the key from each child frees the tree."""
+    cycle = only_cycle(dict_tree, 3)
+    assert cycle.pattern == "self-containing-container"
+    assert cut_names(cycle) == ["['parent']"] * 3
+    assert "entry `['parent']` refers back to it" in cycle.summary
+    assert "cannot be held weakly" in cycle.fix
+    # Read as a structure: the same key, and no `WeakValueDictionary` for values that are dicts.
+    [big] = find_leaks(dict_tree, 3000).cycles
+    assert big.cut is not None
+    assert {edge.name for edge in big.cut.edges} == {"['parent']"}
+    assert "cannot be held weakly" in big.fix
+    assert "WeakValueDictionary" not in big.fix
+    gc.disable()
+    try:
+        seen = dict_tree(3, detach=True)
+        assert seen is not None
+        assert seen() is None  # by reference counting alone
+    finally:
+        gc.enable()
 
 
 def test_list_containing_itself_directly() -> None:

@@ -48,11 +48,17 @@ def is_payload_reference(name: EdgeName) -> bool:
 # Words that say "back to the owner" as the first or last part of a longer name
 # (`parent_run`, `root_node`, `run_parent`); not `module`/`model`, which start many names.
 _BACK_PARTS = frozenset(("parent", "owner", "root", "prev", "previous", "manager", "master"))
+_BACK_KEYS = frozenset(("parent", "owner", "prev", "previous", "manager", "master"))
 
 
 def is_back_reference(name: EdgeName) -> bool:
     """``.parent``, ``._owner``, ``._Dict__parent``, ``.parent_run``: an attribute whose name
-    says it points back to an owner."""
+    says it points back to an owner; ``['parent']``, a string key that says so in a tree of
+    dicts (not ``['model']`` or ``['root']``, which a config or a checkpoint holds forward)."""
+    if name.kind == ek.KEY:
+        key = name.name[2:-2].lower() if name.name[:2] in ("['", '["') else ""
+        parts = key.split("_")
+        return key in _BACK_KEYS or parts[0] in _BACK_KEYS or parts[-1] in _BACK_KEYS
     if name.kind != ek.ATTRIBUTE:
         return False
     attribute = _attribute_name(name)

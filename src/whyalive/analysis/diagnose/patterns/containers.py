@@ -207,6 +207,7 @@ class SelfContainingContainerPattern:
         """Only builtin containers (and instance dicts) in the loop."""
         if not all(type(view.obj(n)) in _CONTAINERS for n in view.shown):
             return None
+        back_fix = ""
         if len(view.shown) == 1:
             node = view.shown[0]
             edge = view.edges[0] if view.edges else None
@@ -215,6 +216,19 @@ class SelfContainingContainerPattern:
                 f"{a_code(type_short_name(type(view.obj(node))))} contains itself at `{where}`"
             )
             cut = [edge] if edge else []
+        elif any(is_back_reference(e.name) for e in view.edges):
+            # A tree of dicts whose children keep `['parent']`: that key points back.
+            key = next(e.name.name for e in view.edges if is_back_reference(e.name))
+            cut = [e for e in view.edges if e.name.name == key]
+            held = type_short_name(type(view.obj(cut[0].target)))
+            summary = f"{a_code(held)} holds containers whose entry `{key}` refers back to it"
+            if held in ("dict", "list"):  # neither takes a weak reference
+                back_fix = (
+                    f"Keep the entry `{key}` out of the children (a `{held}` cannot be held "
+                    "weakly: store a key or an id to look it up by, or make the nodes objects "
+                    f"that hold it in a `weakref.proxy`), or remove `{key}` from each child "
+                    "when the tree is done."
+                )
         else:
             order = {n: i for i, n in enumerate(view.shown)}
             root = max(view.shown, key=lambda n: (len(view.edges_from(n)), -order[n]))
@@ -235,15 +249,19 @@ class SelfContainingContainerPattern:
         holder = holder_code(view, cut[0].source) if cut else None
         entry = deletion(view, holder, cut[:1]) if holder else None
         name = cut[0].name.name if cut else None
-        fix = (
-            f"Keep the entries in a separate structure, or remove them after use (`del {entry}`)."
-            if entry
-            else "Do not store the container inside itself (keep the items elsewhere), or "
-            f"remove the entry `{name}` that refers back to it after use."
-            if name and is_python(name)
-            else "Do not store the container inside itself (keep the items elsewhere), or "
-            "remove the entry that refers back to it after use."
-        )
+        if back_fix:
+            fix = back_fix
+        elif entry:
+            fix = (
+                f"Keep the entries in a separate structure, or remove them after use "
+                f"(`del {entry}`)."
+            )
+        else:
+            spelled = f" `{name}`" if name and is_python(name) else ""
+            fix = (
+                "Do not store the container inside itself (keep the items elsewhere), or "
+                f"remove the entry{spelled} that refers back to it after use."
+            )
         return PatternMatch(self.name, self.title, summary, explanation, fix, cut, None)
 
 

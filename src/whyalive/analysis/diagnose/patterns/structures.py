@@ -131,6 +131,10 @@ def _structure_also(links: list[Link]) -> str:
     )
 
 
+# Builtin kinds (as structure counts name them) whose objects take no weak reference.
+_NOT_WEAKLY_HELD = frozenset(("dict", "list", "tuple", "int", "str", "bytes", "float"))
+
+
 def _structure_fix(links: list[Link], *, ring: bool = False) -> str:
     if not links:
         return "Hold the links that point back into the structure weakly (a `weakref.proxy`)."
@@ -152,6 +156,14 @@ def _structure_fix(links: list[Link], *, ring: bool = False) -> str:
             "reference weakly), or empty the container when done."
         )
     if name.kind == ek.KEY:
+        values = set(links[0].target_types)
+        if values and values <= _NOT_WEAKLY_HELD:
+            # A tree of dicts keeping `['parent']`: its values take no weak reference.
+            kinds = joined([f"`{kind}`" for kind in sorted(values)])
+            return (
+                f"Remove the `{name.name}` entries when done: a {kinds} cannot be held weakly, "
+                "so store a key or an id to look it up by instead of the container itself."
+            )
         return (
             f"Remove the `{name.name}` entries when done, or keep those values in a "
             "`weakref.WeakValueDictionary`."
