@@ -10,6 +10,7 @@ import importlib.util
 import inspect
 import re
 import sys
+import threading
 import types
 import weakref
 from collections.abc import Callable
@@ -413,6 +414,38 @@ def test_a_tree_of_one_class_says_which_node_points_back(reports: dict[str, Repo
         cycle.explanation
     )
     assert cycle.summary.startswith("`Node` objects refer to each other"), cycle.summary
+
+
+class ThreadOnSelf:
+    def __init__(self) -> None:
+        self.data = heavy()
+        self.thread = threading.Thread(target=self.run)
+
+    def run(self) -> None:
+        pass
+
+
+def test_the_report_claims_a_lint_rule_only_where_it_flags_the_line(
+    reports: dict[str, Report],
+) -> None:
+    """ "`whyalive lint` rule X finds it in source" only where X flags the quoted statement:
+    not for `Thread(target=self.run)` (no rule sees that spelling), nor for parent links (no
+    rule looks for them; WAL901 is about closures); still for `self.callback = self.on_step`."""
+    threaded = find_leaks(ThreadOnSelf)
+    [cycle] = threaded.cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None
+    assert cycle.cut.source_rule is None
+    assert "finds it in source" not in threaded.render("text", width=1000)
+    [tree] = reports["parent and children"].cycles
+    assert tree.lint_rule is None
+    assert "finds it in source" not in reports["parent and children"].render("text", width=1000)
+    flagged = reports["bound method on self"]
+    [bound] = flagged.cycles
+    assert bound.cut is not None
+    rule = bound.cut.source_rule
+    assert rule == "WAL201"
+    assert f"`whyalive lint` rule {rule} finds it in source" in flagged.render("text", width=1000)
 
 
 def errors_collected(clear: bool = False) -> weakref.ref[Any]:

@@ -331,11 +331,10 @@ class TextRenderer:
             if full and hidden > 0:
                 lines.append(f"    {more_words(hidden, 'more heavy object')}")
         allow = f"`check_leaks(allow=[{cycle.signature!r}])`"
-        lint = (
-            f"; `whyalive lint` rule {cycle.lint_rule} finds it in source"
-            if cycle.lint_rule
-            else ""
-        )
+        # Claimed only where the rule flags the statement quoted: a pattern's rule may not
+        # see this spelling of it (`Thread(target=self.run)`).
+        flagged = cycle.cut.source_rule if cycle.cut is not None else None
+        lint = f"; `whyalive lint` rule {flagged} finds it in source" if flagged else ""
         lines.extend(
             self._wrapped(f"Signature: {cycle.signature} (to allow it: {allow}){lint}", "  ")
         )

@@ -168,7 +168,7 @@ class ParentChildPattern:
             )
             backs = [back]
         return PatternMatch(
-            self.name, self.title, summary, explanation, fix, backs, "WAL901", None, WEAKEN, also
+            self.name, self.title, summary, explanation, fix, backs, None, None, WEAKEN, also
         )
 
 

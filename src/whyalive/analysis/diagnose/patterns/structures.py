@@ -81,7 +81,6 @@ class LinkedStructurePattern:
         ]
         fix = _structure_fix(cut if structure.verified else cut[:1], ring=ring)
         pattern = ParentChildPattern if back else LinkedStructurePattern
-        lint = "WAL901" if back else None
         loop_cut = view.edges[:1]
         also = _structure_also(cut if structure.verified else [])
         return PatternMatch(
@@ -91,7 +90,7 @@ class LinkedStructurePattern:
             explanation,
             fix,
             loop_cut,
-            lint,
+            None,  # no lint rule looks for parent links
             cut_words,
             WEAKEN,
             also,
