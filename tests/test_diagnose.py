@@ -344,6 +344,7 @@ def test_what_a_frame_past_the_cycle_holds_reads_from_its_variable() -> None:
     [
         ("shapes.container_loop", "[0]"),  # a deque's item
         ("shapes.future_reraised", "_exception"),  # a C asyncio future's exception
+        ("shapes.task_exception", "_exception"),  # a C asyncio task's exception
         ("case_cpython_class_in_loop", "__dict__"),  # a class's namespace
         ("case_cpython_class_in_loop", "__objclass__"),  # its descriptors' class
     ],

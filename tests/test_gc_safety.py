@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import subprocess
 import sys
+import textwrap
 import threading
 import weakref
 from collections.abc import Callable
 
 import pytest
 
-from capabilities import needs_threads
+from capabilities import needs_subprocess, needs_threads
 from whyalive import check_leaks, explain
 from whyalive.capture import FREEZE_NOTE, OVERLAP_NOTE
 from whyalive.capture.gcstate import OWNER
@@ -427,3 +430,41 @@ def test_check_around_an_event_loop_nests_the_checks_inside_it(core: str) -> Non
     assert OVERLAP_NOTE not in inner.notes  # type: ignore[attr-defined]
     assert outer.report is not None
     assert OVERLAP_NOTE not in outer.report.notes
+
+
+_FREED_ITERATORS = textwrap.dedent(
+    """
+    import asyncio, gc
+    import whyalive
+
+    loop = asyncio.new_event_loop()
+    future = loop.create_future()
+    for _ in range(4):  # each dropped iterator goes to the C _asyncio module's free list
+        iter(future)
+    whyalive.explain([bytearray(16)])  # a walk over the whole heap, the module included
+    for _ in range(4):
+        iter(future)
+    gc.collect()
+    loop.close()
+    print("collected")
+    """
+)
+
+
+@needs_subprocess
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["c", "python"])
+def test_a_heap_walk_leaves_the_asyncio_free_list_alone(pure: str) -> None:
+    """On CPython 3.12.0-3.12.5 asking for the `_asyncio` module's referents hands out the
+    freed iterators of its free list; dropping that answer frees them again, and the next
+    collection loops for ever (3.12.1 here). `explain()` walks the heap on both cores and a
+    collection still returns. In a child process: what fails here hangs."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FREED_ITERATORS],
+        env={**os.environ, "WHYALIVE_PURE_PYTHON": pure, "PYTHONWARNINGS": "ignore"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "collected"

@@ -103,6 +103,30 @@ def sizeof(obj: object) -> int:
         return 0
 
 
+# CPython 3.12.0-3.12.5 and 3.13 before 3.13.0rc2: the C `_asyncio` module's traversal lists
+# the freed objects of its free list (docs/architecture.md, "GC rules" 11).
+_TRAVERSAL_LISTS_FREED = (3, 12) <= sys.version_info[:2] <= (3, 13) and (
+    sys.version_info < (3, 12, 6) or (3, 13) <= sys.version_info < (3, 13, 0, "candidate", 2)
+)
+_MODULE_DICT: Any = vars(type(sys))["__dict__"]
+
+
+def unsafe_to_traverse() -> object | None:
+    """The module whose ``gc.get_referents()`` hands out freed objects here, when loaded.
+
+    Dropping that answer frees them a second time and loops the collector's lists: a
+    walk over the whole heap takes that module's dict for its referents instead
+    (:func:`module_dict`).
+    """
+    module = sys.modules.get("_asyncio") if _TRAVERSAL_LISTS_FREED else None
+    return module if type(module) is type(sys) else None
+
+
+def module_dict(module: object) -> dict[str, object]:
+    """A module's ``__dict__``, read through the module type's own descriptor."""
+    return _MODULE_DICT.__get__(module)  # type: ignore[no-any-return]
+
+
 def by_identity(items: Iterable[object]) -> dict[int, Any]:
     """``id(item) -> item``, each item once (at C speed): a set of classes would hash each
     one, which runs its metaclass's ``__hash__``."""

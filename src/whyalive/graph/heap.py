@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from whyalive.graph import core as graphcore
 from whyalive.graph.garbage import UNTRACKED_CONTAINERS
-from whyalive.guarded import by_identity
+from whyalive.guarded import by_identity, module_dict, unsafe_to_traverse
 from whyalive.kinds import KindResolver
 
 MODULE = 1
@@ -241,7 +241,10 @@ def _frozen_objects(seen: list[object]) -> list[object]:
     known = set(map(id, seen))
     found: list[object] = []
     frontier = seen
+    unsafe = unsafe_to_traverse()
     while frontier:
+        if unsafe is not None and id(unsafe) in set(map(id, frontier)):
+            frontier = [o for o in frontier if o is not unsafe] + [module_dict(unsafe)]
         referents = gc.get_referents(*frontier)
         by_id = dict(zip(map(id, referents), referents, strict=True))
         fresh = list(filter(gc.is_tracked, map(by_id.__getitem__, by_id.keys() - known)))

@@ -1,7 +1,11 @@
 """The pure-Python twin of the C graph core: CSR building, components, reachability.
 
 Identical results to ``whyalive.graph._fastgraph`` (same node order, edge order and component
-ids); :mod:`whyalive.graph.core` describes the contract and picks one of the two.
+ids); :mod:`whyalive.graph.core` describes the contract and picks one of the two. One
+exception: where the C ``_asyncio`` module's traversal lists freed objects
+(:func:`whyalive.guarded.unsafe_to_traverse`), the twin reads that module's dict alone, as
+asking Python for its referents would free them again; the C core reads raw pointers, and
+never takes a reference to what it does not keep.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from whyalive.guarded import module_dict, unsafe_to_traverse
 
 # (type of source, type of target, edge position, degree): an edge class of a structure.
 ClassKey = tuple[type, type, int, int]
@@ -77,6 +83,8 @@ def _build_graph_paused(
         index: dict[int, int] = {}
         for i, obj in enumerate(nodes):
             index.setdefault(id(obj), i)
+        unsafe = unsafe_to_traverse()
+        unsafe_at = index.get(id(unsafe), -1) if unsafe is not None else -1
         # id(type) -> follows?  Types outlive the call: their instances are held.
         follow_cache: dict[int, bool] = {}
         mark_cache: dict[int, bool] = {}
@@ -102,7 +110,7 @@ def _build_graph_paused(
                     mark_cache[id(node_type)] = marks
                 if marks:
                     marked.append(i)
-            for ref in get_referents(nodes[i]):
+            for ref in get_referents(nodes[i]) if i != unsafe_at else [module_dict(unsafe)]:
                 j = index.get(id(ref))
                 if j is None:
                     if is_tracked(ref):
