@@ -813,3 +813,51 @@ def test_garbage_of_classes_that_cannot_be_hashed_is_read_for_autograd_nodes() -
     assert report.found
     assert report.total_bytes >= 2 * 4096 * 4  # the output and the input its graph saved
     assert "Unhashable" in report.render("text")
+
+
+def node_hook_capturing_its_node() -> None:
+    x = torch.randn(64, 64, requires_grad=True)
+    y = torch.sigmoid(x @ x)
+    node = y.grad_fn
+    seen: list[str] = []
+    node.register_hook(lambda grad_in, grad_out: seen.append(node.name()))
+    y.sum().backward()
+
+
+def attach_debug(state: dict[str, Any], out: Any) -> None:
+    state["node"] = out.grad_fn
+    state["handle"] = out.grad_fn.register_prehook(
+        lambda grad_outputs: state.setdefault("seen", []).append(len(grad_outputs))
+    )
+
+
+def node_prehook_keeping_its_node(clear: bool = False) -> weakref.ref[Any]:
+    w = torch.randn(64, 64, requires_grad=True)
+    out = (w @ w).relu()
+    state: dict[str, Any] = {}
+    attach_debug(state, out)
+    out.sum().backward()
+    seen = weakref.ref(w)
+    if clear:  # the fix's own words
+        del state["node"]
+    return seen
+
+
+def test_node_hook_advice_offers_only_what_works_on_a_node() -> None:
+    """An autograd node takes no weak reference, so no `weakref.ref(node)`; the hook's own
+    variable is not deleted (`del state` frees nothing, and the hook still reads it): the
+    entry is (`del state['node']`), which frees the payload."""
+    report = find_leaks(node_hook_capturing_its_node)
+    [loop] = [*report.cycles, *report.uncollectable]
+    assert loop.pattern == "node-hook-loop"
+    assert "weakref.ref(node)" not in loop.fix, loop.fix
+    assert "let the hook use the gradients it is given instead of `node`" in loop.fix
+    report = find_leaks(node_prehook_keeping_its_node)
+    [kept] = [*report.cycles, *report.uncollectable]
+    assert "`del state['node']`" in kept.fix, kept.fix
+    assert "`del state`" not in kept.fix
+    gc.disable()
+    try:
+        assert node_prehook_keeping_its_node(clear=True)() is None  # by reference counting
+    finally:
+        gc.enable()

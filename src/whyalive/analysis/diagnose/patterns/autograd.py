@@ -15,6 +15,7 @@ import types
 
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.edges import EdgeName
+from whyalive.analysis.edit_text import weak_referenceable
 from whyalive.analysis.fix_edits import WORDS_ONLY
 from whyalive.analysis.naming import (
     chain,
@@ -335,18 +336,22 @@ class NodeHookPattern:
             f"reaches {what} again through {captured}: node -> hooks -> hook -> "
             f"{captured} -> node. {never_freed(view, 'The node')}."
         )
-        if variable and not after:  # the hook captures the node's tensor itself
-            instead = (
-                f"let the hook use the gradients it is given, or `weakref.ref({variable})`, "
-                f"instead of `{variable}`"
+        if variable and not after:  # the hook captures the node or its tensor itself
+            # A tensor takes a weak reference; an autograd node does not.
+            weak = (
+                f", or `weakref.ref({variable})`,"
+                if cells and weak_referenceable(view.obj(cells[0].target))
+                else ""
             )
+            instead = f"let the hook use the gradients it is given{weak} instead of `{variable}`"
         elif held_at and "[" in held_at:
             container = held_at.rsplit("[", 1)[0]
+            # Not `del {container}`: the hook's own variable, which it still reads.
             instead = (
                 f"drop the reference when the step is done (`{held_at}` out of the "
-                f"structure, e.g. `{container}.clear()` or `del {container}`); autograd "
-                "nodes cannot be weakly referenced, so keep them only as long as the step "
-                "needs them"
+                f"structure: `del {held_at}`, or `{container}.clear()`); autograd nodes "
+                "cannot be weakly referenced, so keep them only as long as the step needs "
+                "them"
             )
         else:
             instead = "drop the structure's reference to the node (or its tensor) after backward"
