@@ -448,6 +448,37 @@ def test_the_report_claims_a_lint_rule_only_where_it_flags_the_line(
     assert f"`whyalive lint` rule {rule} finds it in source" in flagged.render("text", width=1000)
 
 
+class Plain:
+    def forward(self, x: object) -> object:
+        return x
+
+
+def add_logging(obj: Plain) -> Plain:
+    @functools.wraps(type(obj).forward)
+    def forward(*args: object) -> object:
+        return type(obj).forward(obj, *args)
+
+    obj.forward = forward  # type: ignore[method-assign]
+    obj.data = heavy()  # type: ignore[attr-defined]
+    return obj
+
+
+def logged_model() -> None:
+    add_logging(Plain()).forward(1)
+
+
+def test_a_closure_made_by_functools_wraps_is_named_by_its_def() -> None:
+    """`functools.wraps` copies `Plain.forward` into the wrapper's `__qualname__`: the
+    closure variable is still `obj` in `add_logging`, where the `def` is, never in
+    `Plain.forward` (a method the user would look for in vain)."""
+    report = find_leaks(logged_model)
+    assert len(report.cycles) == 1
+    text = report.render("text", width=1000)
+    assert "Cut: the closure variable `obj` in `add_logging`" in text, text
+    assert "`Plain.forward`" not in text
+    assert "function add_logging.<locals>.forward" in text
+
+
 def errors_collected(clear: bool = False) -> weakref.ref[Any]:
     data = heavy()
     seen = weakref.ref(data)

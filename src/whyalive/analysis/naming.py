@@ -12,7 +12,7 @@ import functools
 import types
 from collections import deque
 
-from whyalive.analysis.node_names import name_node
+from whyalive.analysis.node_names import code_qualname, name_node
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.guarded import type_module, type_qualname
 from whyalive.words import chain_words, quoted_label
@@ -33,6 +33,18 @@ def qualname_of(obj: object) -> str:
         # A plain function's __qualname__ is a C-level slot: no user code runs.
         return str(obj.__qualname__)
     return type_qualname(type(obj))
+
+
+def code_qualname_of(obj: object) -> str:
+    """The qualified name of the code a function runs, where its ``def`` is
+    (``add_logging.<locals>.forward``): ``functools.wraps`` rewrites ``__qualname__``, never
+    the code's. Else :func:`qualname_of`; a method's attribute name is its ``__qualname__``'s
+    (a decorator's wrapper runs other code under the method's name)."""
+    if type(obj) is types.MethodType:
+        obj = obj.__func__
+    if type(obj) is types.FunctionType:
+        return code_qualname(obj.__code__, obj)
+    return qualname_of(obj)
 
 
 def enclosing_function(qualname: str) -> str:

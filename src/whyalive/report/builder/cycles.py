@@ -11,11 +11,11 @@ from whyalive.analysis.diagnose import Diagnosis
 from whyalive.analysis.edges import variable_name
 from whyalive.analysis.naming import (
     cell_variable,
+    code_qualname_of,
     enclosing_function,
     expression,
     is_instance_node,
     label,
-    qualname_of,
     short_name,
 )
 from whyalive.analysis.origin import CODE_TYPES, made_inside
@@ -74,7 +74,7 @@ def _reference(
         functions = [e.source for e in view.edges_into(source) if e.name.kind == ek.CLOSURE]
         # The variable belongs to the function that defines the closure's function.
         inner = view.obj(functions[0]) if functions else view.obj(edge.target)
-        function = short_name(enclosing_function(qualname_of(inner)))
+        function = short_name(enclosing_function(code_qualname_of(inner)))
     return Reference(kind, edge.name.name, holder, holder_type, variable, function)
 
 

@@ -10,9 +10,9 @@ from whyalive.analysis.fix_edits import DELETE, WEAKEN, weak_referenceable
 from whyalive.analysis.naming import (
     captured_variables,
     chain,
+    code_qualname_of,
     enclosing_function,
     label,
-    qualname_of,
     short_name,
 )
 from whyalive.analysis.paths import CycleView, NamedEdge
@@ -51,7 +51,7 @@ class RecursiveClosurePattern:
             return None
         fn, closure_edge, back = mutual[0]
         other = back.target
-        first, second = qualname_of(view.obj(fn)), qualname_of(view.obj(other))
+        first, second = code_qualname_of(view.obj(fn)), code_qualname_of(view.obj(other))
         outer = short_name(enclosing_function(first))
         # The user's names for the functions: the closure variables that hold them.
         names = sorted(
@@ -81,7 +81,7 @@ class RecursiveClosurePattern:
     ) -> PatternMatch:
         variable = closure_edge.name.name.split(" ", 1)[1]
         function = view.obj(fn)
-        qualname = qualname_of(function)
+        qualname = code_qualname_of(function)
         outer = short_name(enclosing_function(qualname))
         others = captured_variables(view, fn, variable)
         calls = (
@@ -175,8 +175,8 @@ class ClosureInCapturedContainerPattern:
     ) -> PatternMatch:
         variable = closure.name.name.split(" ", 1)[1]
         function = view.obj(fn)
-        name = short_name(qualname_of(function))
-        outer = short_name(enclosing_function(qualname_of(function)))
+        name = short_name(code_qualname_of(function))
+        outer = short_name(enclosing_function(code_qualname_of(function)))
         container = view.obj(held.target)
         kind = type_short_name(type(container))
         where = "".join(step.name.name for step in steps)

@@ -6,9 +6,9 @@ from whyalive.analysis.cuts import choose_cut
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import weak_referenceable
 from whyalive.analysis.naming import (
+    code_qualname_of,
     enclosing_function,
     label,
-    qualname_of,
     reference_code,
     short_name,
 )
@@ -115,7 +115,7 @@ def _family_fix(view: CycleView, family: str, edge: NamedEdge | None, code: str 
             "`weakref.WeakValueDictionary`."
         )
     if family == "closure" and code and edge is not None:
-        outer = short_name(enclosing_function(qualname_of(_cell_owner(view, edge.source))))
+        outer = short_name(enclosing_function(code_qualname_of(_cell_owner(view, edge.source))))
         # A weak reference only to what can be weakly referenced (not a `map` object).
         weak = (
             f", capture `weakref.ref({code})`" if weak_referenceable(view.obj(edge.target)) else ""

@@ -11,6 +11,7 @@ from whyalive.analysis.naming import (
     accessor,
     cell_variable,
     chain,
+    code_qualname_of,
     deletion,
     enclosing_function,
     expression,
@@ -212,7 +213,7 @@ class BoundMethodOnSelfPattern:
         ]
         # A closure made in one of the class's own methods is WAL202's; one made elsewhere and
         # stored on the object (a patched `forward`) is WAL204's.
-        made_in = enclosing_function(qualname_of(view.obj(fn)))
+        made_in = enclosing_function(code_qualname_of(view.obj(fn)))
         own = any(
             made_in.startswith(type_qualname(c) + ".") for c in type_mro(type(view.obj(owner)))
         )
@@ -225,7 +226,7 @@ class BoundMethodOnSelfPattern:
             and sources.function_node(function.__code__) is not None
         )
         if readable and not sources.name_takes_proxy(function, variable):  # type: ignore[arg-type]
-            name = short_name(qualname_of(function))
+            name = short_name(code_qualname_of(function))
             fix = f"Remove the function when done{remove}. {_no_proxy(name, 'captures', cls)}"
             also, remedy = "", WORDS_ONLY
         return PatternMatch(
