@@ -8,6 +8,7 @@ import functools
 import gc
 import importlib.util
 import inspect
+import io
 import re
 import sys
 import threading
@@ -506,6 +507,53 @@ def test_exceptions_collected_in_a_list_are_cleared_together() -> None:
     gc.disable()
     try:
         assert errors_collected(clear=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
+def error_read_after_try() -> weakref.ref[Any]:
+    data = heavy()
+    seen = weakref.ref(data)
+    error = None
+    try:
+        raise OSError("missing")
+    except OSError as caught:
+        error = caught
+    if error is not None:
+        print(error, file=io.StringIO())
+    return seen
+
+
+def error_read_after_try_fixed() -> weakref.ref[Any]:
+    data = heavy()
+    seen = weakref.ref(data)
+    error = None
+    try:
+        raise OSError("missing")
+    except OSError as caught:
+        error = caught
+    if error is not None:
+        print(error, file=io.StringIO())
+    del error  # where the fix puts it: after the last use, not inside the except clause
+    return seen
+
+
+def test_del_after_the_last_use_looks_past_the_block_that_bound_it() -> None:
+    """`error = caught` in an `except` clause, read by the `if` after the `try`: `del error`
+    goes after that `if` (inside the clause it would make the `if` raise
+    UnboundLocalError), and a compound last use is named by its keyword and lines, not
+    joined onto one line. Applied, the payload is freed."""
+    [cycle] = find_leaks(error_read_after_try).cycles
+    assert cycle.fix_edit is not None, cycle.fix
+    lines = inspect.getsource(error_read_after_try).splitlines()
+    first = inspect.getsourcelines(error_read_after_try)[1]
+    use = first + next(i for i, line in enumerate(lines) if "if error is not None:" in line)
+    assert cycle.fix_edit.line == use + 1  # the if's last line
+    assert f"after its last use (the if statement at lines {use}-{use + 1})" in cycle.fix
+    assert cycle.fix_edit.new.splitlines()[-1] == "    del error"
+    gc.disable()
+    try:
+        assert error_read_after_try_fixed()() is None  # by reference counting alone
     finally:
         gc.enable()
 

@@ -303,7 +303,26 @@ def after_last_use(edit: EditBuffer, last: ast.stmt, cleanup: str, note: str) ->
     line_text = edit.parsed.lines[end - 1]
     edit.insert(end, len(line_text.rstrip("\r\n")), f"\n{indent}{cleanup}")
     edit.cover(end, end)
-    edit.say(f"add `{cleanup}` after its last use (`{first_line(edit.source(last))}`)", note)
+    edit.say(f"add `{cleanup}` after its last use ({_statement_words(edit, last)})", note)
+
+
+_KEYWORDS: dict[type, str] = {
+    ast.If: "if", ast.For: "for", ast.AsyncFor: "async for", ast.While: "while",
+    ast.Try: "try", ast.With: "with", ast.AsyncWith: "async with",
+    **({ast.Match: "match"} if hasattr(ast, "Match") else {}),
+    **({ast.TryStar: "try"} if hasattr(ast, "TryStar") else {}),
+}  # fmt: skip
+
+
+def _statement_words(edit: EditBuffer, statement: ast.stmt) -> str:
+    """A simple statement quoted as code; a compound one (a `try` block joined onto one line
+    is no Python) named by its keyword and lines."""
+    keyword = _KEYWORDS.get(type(statement))
+    if keyword is None:
+        return f"`{first_line(edit.source(statement))}`"
+    first, last = statement.lineno, statement.end_lineno or statement.lineno
+    lines = f"line {first}" if first == last else f"lines {first}-{last}"
+    return f"the {keyword} statement at {lines}"
 
 
 # Builtins that treat a proxy as its object (the proxy forwards what they call).

@@ -214,7 +214,7 @@ def _delete(edit: EditBuffer, target: Target) -> bool:
         found = _block_of(edit.parsed, binding)
         if found is None:
             return False
-        block, after = found, found[found.index(binding) :]
+        block, after = found, [binding, *_run_after(edit.parsed, binding, scope)]
     # `probe.frame`: the attribute is deleted; `probe` itself must not escape.
     base = variable.partition(".")[0]
     if not isinstance(scope, DEF_NODES):
@@ -257,6 +257,22 @@ def _deleted_words(variables: list[str]) -> str:
     if len(variables) == 1:
         return f"once it has been used, nothing holds {named} and the loop is gone."
     return f"once they have been used, nothing holds {named} and the loops are gone."
+
+
+def _run_after(parsed: ParsedFile, statement: ast.stmt, scope: ast.AST) -> list[ast.stmt]:
+    """The statements that run after ``statement`` up to the end of the function: the rest of
+    its block, then of each block around it (an ``except`` clause's binding read after the
+    ``try``). Other clauses of a compound statement are not among them."""
+    following: list[ast.stmt] = []
+    node: ast.AST | None = statement
+    while node is not None and node is not scope:
+        if isinstance(node, ast.stmt):
+            block = _block_of(parsed, node)
+            if block is None:
+                break
+            following += block[block.index(node) + 1 :]
+        node = parsed.parents.get(node)
+    return following
 
 
 def _block_of(parsed: ParsedFile, statement: ast.stmt) -> list[ast.stmt] | None:
