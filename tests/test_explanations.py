@@ -558,6 +558,35 @@ def test_del_after_the_last_use_looks_past_the_block_that_bound_it() -> None:
         gc.enable()
 
 
+class Encoder:
+    def __init__(self) -> None:
+        self.data = heavy()
+        self.encoders = {"json": self.to_json, "csv": self.to_csv}
+
+    def to_json(self) -> str:
+        return "{}"
+
+    def to_csv(self) -> str:
+        return ""
+
+
+def test_removal_of_one_of_several_entries_closing_the_loop_takes_the_container() -> None:
+    """Two bound methods in one dict: `del self.encoders['json']` leaves `['csv']` closing the
+    loop; the removal offered is the dict's own reference, which frees the payload."""
+    [cycle] = find_leaks(Encoder).cycles
+    assert "`del self.encoders`" in cycle.fix, cycle.fix
+    assert "del self.encoders[" not in cycle.fix
+    gc.disable()
+    try:
+        encoder = Encoder()
+        freed = weakref.ref(encoder.data)
+        del encoder.encoders
+        del encoder
+        assert freed() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

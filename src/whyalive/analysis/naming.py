@@ -141,12 +141,15 @@ def deletion(view: CycleView, base: str, steps: list[NamedEdge]) -> str | None:
     """What ``del`` can take out to drop the end of ``steps``: the whole chain when its last
     step is an entry of a mutable container or an attribute, else the longest part of it
     that is (``self._cache[0]`` for ``self._cache[0][1]``: a tuple's items cannot be
-    deleted); None when no part can be."""
+    deleted; ``self.encoders`` for ``self.encoders['json']`` when another entry of that dict
+    closes the loop too); None when no part can be."""
     for end in range(len(steps), 0, -1):
         step = steps[end - 1]
         holder = type(view.obj(step.source))
         if step.name.kind in (ek.KEY, ek.INDEX) and issubclass(holder, _IMMUTABLE):
             continue
+        if step.name.kind in (ek.KEY, ek.INDEX) and len(view.edges_from(step.source)) > 1:
+            continue  # `{"json": self.to_json, "csv": self.to_csv}`: one entry out frees nothing
         if step.name.kind not in (ek.ATTRIBUTE, ek.KEY, ek.INDEX):
             continue
         return expression(base, steps[:end])
