@@ -587,6 +587,38 @@ def test_removal_of_one_of_several_entries_closing_the_loop_takes_the_container(
         gc.enable()
 
 
+class Notifier:
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+
+    def __call__(self) -> None:
+        pass
+
+
+class Job:
+    def __init__(self, callable_hook: bool = False) -> None:
+        self.payload = heavy()
+        self.hooks: dict[str, object] = (
+            {"done": Notifier(self)} if callable_hook else {"done": self.on_done}
+        )
+
+    def on_done(self) -> None:
+        pass
+
+
+def test_a_users_own_hooks_dict_is_not_advised_as_torchs_registry() -> None:
+    """`self.hooks = {...}`: no handle to remove and no parameters or buffers (torch's words),
+    and a hook with no function name is not "the hook the hook"."""
+    for callable_hook in (False, True):
+        [cycle] = find_leaks(Job, callable_hook).cycles
+        assert cycle.pattern == "hook-registry"
+        text = f"{cycle.summary} {cycle.explanation} {cycle.fix}"
+        assert "handle" not in text, text
+        assert "parameters, buffers" not in text
+        assert "the hook the hook" not in text
+        assert "take it out of `.hooks` again" in cycle.fix
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

@@ -9,7 +9,7 @@ from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
 from whyalive.analysis.naming import chain, qualname_of, short_name
 from whyalive.analysis.paths import CycleView, NamedEdge
-from whyalive.guarded import type_qualname
+from whyalive.guarded import type_module, type_mro, type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
 
@@ -53,8 +53,8 @@ class HookRegistryPattern:
         back: list[NamedEdge],
     ) -> PatternMatch:
         cls = type_qualname(type(view.obj(owner)))
-        hook = _hook_name(view, entry) or "the hook"
-        hook_code = f"`{hook}`" if hook != "the hook" else hook
+        hook = _hook_name(view, entry)
+        named = f" `{hook}`" if hook else ""
         registry_name = registry.name.name
         captured = [e for e in back if e.name.kind == ek.CELL and e.target == owner]
         bound = any(e.name.kind == ek.BOUND_SELF for e in back)
@@ -66,31 +66,44 @@ class HookRegistryPattern:
             else "refers back to the object"
         )
         summary = (
-            f"{a_code(cls)} object keeps the hook {hook_code} in `{registry_name}` (at "
+            f"{a_code(cls)} object keeps the hook{named} in `{registry_name}` (at "
             f"`{entry.name.name}`), and the hook {through}"
         )
+        # torch's registries hand out a handle; a dict of the user's own (`self.hooks =
+        # {...}`) is emptied by the code that filled it.
+        module = _is_torch_module(type(view.obj(owner)))
+        holds = "everything it holds (parameters, buffers)" if module else "everything it holds"
         explanation = (
             f"Registering a hook puts it in the object's `{registry_name}` registry, and the "
-            f"hook {hook_code} {through}: object -> registry -> hook -> object, a loop "
-            "reference counting cannot free, so the object and everything it holds "
-            "(parameters, buffers) wait for the collector."
+            f"hook{named} {through}: object -> registry -> hook -> object, a loop "
+            f"reference counting cannot free, so the object and {holds} wait for the collector."
+        )
+        undo = (
+            "keep the handle the registering call returns and call its remove method"
+            if module
+            else f"take it out of `{registry_name}` again"
         )
         fix = (
             "Let the hook refer to the object weakly (a `weakref.proxy`, which it uses the "
-            "same way), or undo the registration when done: keep the handle the registering "
-            "call returns and call its remove method."
+            f"same way), or undo the registration when done: {undo}."
         )
-        also = (
-            "Or undo the registration when the object is done: keep the handle the "
-            "registering call returns and call its remove method."
-        )
+        also = f"Or undo the registration when the object is done: {undo}."
         cut = captured[:1] or [entry]
         cut_words = None
         if not captured:
+            out = "its handle's remove method takes it out" if module else "a `del` takes it out"
             cut_words = (
                 f"the entry `{entry.name.name}` of `{registry_name}` of {a_code(cls)} object "
-                f"(the hook {hook_code}; its handle's remove method takes it out)"
+                f"(the hook{named}; {out})"
             )
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, cut, None, cut_words, WEAKEN, also
         )
+
+
+def _is_torch_module(cls: type) -> bool:
+    """Whether ``cls`` is a ``torch.nn.Module`` (read from the MRO: torch is never imported)."""
+    return any(
+        type_short_name(c) == "Module" and type_module(c) == "torch.nn.modules.module"
+        for c in type_mro(cls)
+    )
