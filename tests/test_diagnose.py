@@ -413,6 +413,20 @@ def test_a_defaultdicts_factory_is_named_and_its_removal_works() -> None:
         gc.enable()
 
 
+def test_a_weak_references_callback_is_named() -> None:
+    """`weakref.ref(target, self._gone)` holds its callback strongly: `__callback__`."""
+    from whyalive.analysis.edges import name_edge
+
+    class Target:
+        pass
+
+    target = Target()
+    callback = print
+    ref = weakref.ref(target, callback)
+    assert name_edge(ref, callback).name == "__callback__"
+    assert name_edge(ref, target).kind == "unknown"  # the referent is not held
+
+
 # container that contains itself ----------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ import collections
 import functools
 import sys
 import types
+import weakref
 from typing import Any
 
 from whyalive.guarded import is_one_of, type_module, type_mro
@@ -27,6 +28,7 @@ _EXCEPTION_SLOTS = tuple(
     (vars(BaseException)[name], name) for name in ("__traceback__", "__context__", "__cause__")
 )
 _DEFAULT_FACTORY = vars(collections.defaultdict)["default_factory"]
+_WEAKREF_CALLBACK = vars(weakref.ReferenceType)["__callback__"]
 _TRACEBACK_SLOTS = tuple(
     (vars(types.TracebackType)[name], name) for name in ("tb_frame", "tb_next")
 )
@@ -71,6 +73,10 @@ def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
         return (INTERNAL, "args") if vars(BaseException)["args"].__get__(source) is target else None
     if is_one_of(cls, _DESCRIPTORS):
         return (INTERNAL, "__objclass__") if source.__objclass__ is target else None
+    if issubclass(cls, weakref.ReferenceType):
+        # A weak reference holds only its callback strongly (`weakref.ref(x, self._gone)`).
+        held = _WEAKREF_CALLBACK.__get__(source) is target
+        return (INTERNAL, "__callback__") if held else None
     if issubclass(cls, collections.defaultdict):
         # An attribute code may set (`counts.default_factory = None`); the items are the
         # dict's, named by the caller.
