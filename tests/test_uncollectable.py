@@ -861,3 +861,54 @@ def test_node_hook_advice_offers_only_what_works_on_a_node() -> None:
         assert node_prehook_keeping_its_node(clear=True)() is None  # by reference counting
     finally:
         gc.enable()
+
+
+class _Gate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any, layer: Any) -> Any:
+        ctx.layer = layer
+        return x * layer.gain
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        ctx.layer.grad_calls += 1
+        return grad * ctx.layer.gain, None
+
+
+class _WeakGate(_Gate):
+    @staticmethod
+    def forward(ctx: Any, x: Any, layer: Any) -> Any:
+        ctx.layer = weakref.proxy(layer)  # the fix's own words
+        return x * layer.gain
+
+
+class GateLayer:
+    def __init__(self, gate: Any = _Gate) -> None:
+        self.gain, self.grad_calls, self.last, self.gate = 3.0, 0, None, gate
+
+    def __call__(self, x: Any) -> Any:
+        self.last = self.gate.apply(x, self)
+        return self.last
+
+
+def gate_step(gate: Any = _Gate) -> tuple[int, weakref.ref[Any]]:
+    layer = GateLayer(gate)
+    layer(torch.randn(64, 16, requires_grad=True)).sum().backward()
+    return layer.grad_calls, weakref.ref(layer.last)
+
+
+def test_a_ctx_attribute_holding_an_owner_is_held_weakly_not_saved() -> None:
+    """`ctx.layer = layer`, the layer keeping the output: the ctx holds an owner, not a tensor,
+    so the fix is a weak proxy of it (`save_for_backward` takes tensors only); applied,
+    backward still runs and the output is freed."""
+    [cycle] = find_leaks(gate_step).cycles
+    assert cycle.pattern == "autograd-node"
+    assert "save_for_backward" not in cycle.fix
+    assert "write `ctx.layer = weakref.proxy(layer)`" in cycle.fix, cycle.fix
+    gc.disable()
+    try:
+        calls, output = gate_step(_WeakGate)
+        assert calls == 1
+        assert output() is None  # by reference counting alone
+    finally:
+        gc.enable()

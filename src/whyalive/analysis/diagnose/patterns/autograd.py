@@ -272,9 +272,13 @@ def _registrations(view: CycleView, owner: int) -> list[tuple[str, NamedEdge]]:
 
 
 def kept_tensor(view: CycleView, edge: NamedEdge) -> bool:
-    """Whether ``edge`` leads, through containers, to a tensor of the loop."""
+    """Whether ``edge`` leads, through a builtin container, to a tensor of the loop (not
+    through an object of the user's, such as a layer keeping its last output: that object
+    is what is kept, and a tensor-saving fix does not apply)."""
     if is_tensor(view, edge.target):
         return True
+    if type(view.obj(edge.target)) not in (list, tuple, dict, set):
+        return False
     return any(is_tensor(view, e.target) for e in view.edges_from(edge.target))
 
 
