@@ -619,6 +619,24 @@ def test_a_users_own_hooks_dict_is_not_advised_as_torchs_registry() -> None:
         assert "take it out of `.hooks` again" in cycle.fix
 
 
+class Runner:
+    def __init__(self, weak: bool = False) -> None:
+        self.data = heavy()
+        self.callback = types.MethodType(type(self).run, weakref.proxy(self)) if weak else self.run
+
+    def run(self) -> None:
+        pass
+
+
+def test_a_weak_method_branch_is_left_as_it_is() -> None:
+    """`MethodType(type(self).run, weakref.proxy(self)) if weak else self.run`: only the
+    strong branch changes (no `type(weakref.proxy(self))` inside the weak one)."""
+    [cycle] = find_leaks(Runner).cycles
+    assert cycle.fix_edit is not None, cycle.fix
+    assert "type(weakref.proxy(self))" not in cycle.fix_edit.new
+    assert cycle.fix_edit.new.count("types.MethodType(type(self).run, weakref.proxy(self))") == 2
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

@@ -13,6 +13,7 @@ import gc
 import re
 import sys
 import threading
+import types
 import warnings
 import weakref
 from collections.abc import Callable
@@ -910,5 +911,54 @@ def test_a_ctx_attribute_holding_an_owner_is_held_weakly_not_saved() -> None:
         calls, output = gate_step(_WeakGate)
         assert calls == 1
         assert output() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
+class GradProbe:
+    def __init__(self) -> None:
+        self.state: dict[str, Any] = {}
+        self.norm: float | None = None
+
+    def watch(self, t: Any) -> None:
+        self.state = {"tensor": t, "step": 0}
+        t.register_hook(self.on_grad)
+
+    def on_grad(self, grad: Any) -> None:
+        self.norm = float(grad.norm())
+
+
+class WeakGradProbe(GradProbe):
+    def watch(self, t: Any) -> None:
+        self.state = {"tensor": t, "step": 0}
+        # The fix's own words (with a branch already weak, an edit leaves it as it is).
+        t.register_hook(types.MethodType(type(self).on_grad, weakref.proxy(self)))
+
+
+def probed_step(weak: bool = False) -> tuple[float | None, weakref.ref[Any]]:
+    probe = WeakGradProbe() if weak else GradProbe()
+    h = torch.nn.functional.linear(torch.randn(8, 32), torch.randn(32, 32, requires_grad=True))
+    probe.watch(h)
+    h.sum().backward()
+    return probe.norm, weakref.ref(h)
+
+
+def test_a_tensor_hook_that_is_a_bound_method_is_a_tensor_hook_loop() -> None:
+    """`t.register_hook(self.on_grad)`, the object keeping `t`: a tensor's own
+    `_backward_hooks` is no module's hook dict, so this is the tensor-hook loop (not Grad-CAM's
+    module hooks), and its Why spells the tensor from the object (`self.state['tensor']`), not
+    from `t`. The fix, applied, still runs the hook and frees the tensor."""
+    report = find_leaks(probed_step)
+    [loop] = [*report.cycles, *report.uncollectable]
+    assert loop.pattern == "tensor-hook-loop"
+    bound = "types.MethodType(type(self).on_grad, weakref.proxy(self))"
+    assert f"write `t.register_hook({bound})`" in loop.fix, loop.fix
+    assert "t.state" not in loop.explanation
+    assert "`self.state['tensor']`" in loop.explanation
+    gc.disable()
+    try:
+        norm, tensor = probed_step(weak=True)
+        assert norm is not None
+        assert tensor() is None  # by reference counting alone
     finally:
         gc.enable()

@@ -190,14 +190,16 @@ def _borrowed(
 
 
 def _already_weak(node: ast.expr) -> bool:
-    """``weakref.ref(x)``, ``weakref.proxy(x)``: a branch that already holds it weakly."""
-    func = node.func if isinstance(node, ast.Call) else None
-    return (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "weakref"
-        and func.attr in ("ref", "proxy")
-    )
+    """``weakref.ref(x)``, ``weakref.proxy(x)``, ``types.MethodType(type(x).m,
+    weakref.proxy(x))``: a branch that already holds it weakly."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return False
+    if func.value.id == "types" and func.attr == "MethodType" and len(node.args) == 2:
+        return _already_weak(node.args[1])
+    return func.value.id == "weakref" and func.attr in ("ref", "proxy")
 
 
 def _returned(scope: ast.AST) -> set[str]:

@@ -246,6 +246,13 @@ def _holder_spelling(hit: SourceHit) -> str | None:
         base = base.value
     if not isinstance(base, ast.Name) or base is stored:
         return None
+    arguments = (
+        [*store.args, *(k.value for k in store.keywords)] if isinstance(store, ast.Call) else []
+    )
+    if call and any(
+        isinstance(n, ast.Name) and n.id == "self" for a in arguments for n in ast.walk(a)
+    ):
+        return None  # `t.register_hook(self.on_grad)`: the patterns' `self` is this one
     if call or not isinstance(stored, ast.Attribute):
         # `self.hooks.append(...)`, `self.pending[key] = node`: the patterns speak of the
         # container's owner, named by its base.

@@ -192,11 +192,12 @@ class ModuleHookPattern:
             if edge.name.kind != ek.BOUND_SELF:
                 continue
             method, owner = edge.source, edge.target
+            # A tensor's own `_backward_hooks` (its `register_hook` dict) is no module's.
             registrars = [
                 _MODULE_HOOK_DICTS[held.name.name]
                 for into in view.edges_into(method)
                 for held in view.edges_into(into.source)
-                if held.name.name in _MODULE_HOOK_DICTS
+                if held.name.name in _MODULE_HOOK_DICTS and not is_tensor(view, held.source)
             ]
             kept = [
                 e
