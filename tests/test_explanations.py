@@ -637,6 +637,51 @@ def test_a_weak_method_branch_is_left_as_it_is() -> None:
     assert cycle.fix_edit.new.count("types.MethodType(type(self).run, weakref.proxy(self))") == 2
 
 
+class LoadError(Exception):
+    pass
+
+
+def parse_blob(blob: object) -> None:
+    raise ValueError("bad header")
+
+
+def load_blob(blob: object) -> None:
+    try:
+        parse_blob(blob)
+    except ValueError as error:
+        raise LoadError("could not load") from error
+
+
+def failures_kept(drop: bool = False) -> weakref.ref[Any]:
+    blob = heavy()
+    seen = weakref.ref(blob)
+    failures: dict[str, Exception] = {}
+    try:
+        load_blob(blob)
+    except LoadError as err:
+        failures["blob"] = err
+    if drop:  # the fix's own words
+        del failures["blob"]
+    return seen
+
+
+def test_an_exception_that_chains_another_is_not_cut_at_its_own_traceback() -> None:
+    """`raise LoadError(...) from error`, the LoadError kept: the Why names it (not the
+    ValueError it chains), and no edit drops its own traceback, which leaves the chained
+    exception's frames holding the payload; deleting the entry frees it."""
+    [cycle] = find_leaks(failures_kept).cycles
+    assert cycle.pattern == "exception-traceback"
+    assert "Keeping the `LoadError`" in cycle.explanation
+    assert cycle.fix_edit is None
+    assert "`traceback.format_exception(failures['blob'])`" in cycle.fix, cycle.fix
+    assert "`del failures['blob']`" in cycle.fix
+    gc.disable()
+    try:
+        assert failures_kept(drop=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

@@ -39,6 +39,16 @@ class ExceptionTracebackPattern:
             for e in view.edges_into(node)
             if e.name.kind not in (ek.TRACEBACK, ek.INTERNAL)
         ]
+        # The exception the code keeps (`failures["blob"] = err`), not one it chains.
+        kept_exceptions = [h.target for h in holders if h.target in exceptions]
+        exc = kept_exceptions[0] if kept_exceptions else exc
+        # `raise LoadError(...) from e`: the chained exception's traceback holds frames of its
+        # own, which dropping the kept one's traceback leaves in place.
+        chained = any(
+            e.name.name in ("__cause__", "__context__") and e.target in exceptions
+            for node in exceptions
+            for e in view.edges_from(node)
+        )
         frame_words = ", ".join(label(view, f) for f in frames[:3])
         exc_name = type_qualname(type(view.obj(exc)))
         named = [h for h in holders if h.name.kind != ek.UNKNOWN]
@@ -99,6 +109,15 @@ class ExceptionTracebackPattern:
                 f"Or keep only what you need (`str({kept})`, `traceback.format_exception("
                 f"{kept})`) instead of the tuple, which holds the traceback as well."
             )
+        elif kept and chained:
+            fix = (
+                f"Keep the text of the exception and of the ones it chains "
+                f"(`traceback.format_exception({kept})`) instead of the objects, or "
+                f"`del {kept}` when done: dropping its own traceback "
+                f"(`{kept}.with_traceback(None)`) leaves the frames of its `__cause__` or "
+                f"`__context__` holding their locals."
+            )
+            also = ""
         elif kept:
             fix = (
                 f"Keep the exception without its frames (`{kept}.with_traceback(None)` once "
@@ -135,7 +154,7 @@ class ExceptionTracebackPattern:
             )  # fmt: skip
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, holders[:1], "WAL301", None,
-            DROP_TRACEBACK, also,
+            WORDS_ONLY if chained else DROP_TRACEBACK, also,
         )  # fmt: skip
 
 
