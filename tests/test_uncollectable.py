@@ -962,3 +962,42 @@ def test_a_tensor_hook_that_is_a_bound_method_is_a_tensor_hook_loop() -> None:
         assert tensor() is None  # by reference counting alone
     finally:
         gc.enable()
+
+
+class RaisingNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x: Any) -> Any:
+        h = self.fc(x)
+        raise ValueError(f"bad shape {tuple(h.shape)}")
+
+
+class FailureLog:
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.failures: list[BaseException] = []
+
+    def step(self, x: Any) -> Any:
+        try:
+            return self.model(x).sum()
+        except ValueError as e:
+            self.failures.append(e)
+            return None
+
+
+def failing_step() -> None:
+    FailureLog(RaisingNet()).step(torch.randn(4, 16))
+
+
+def test_a_cut_through_torchs_frames_quotes_the_users_store() -> None:
+    """An exception raised in `forward` and kept by the caller: the traceback's frames include
+    torch's `_call_impl`, whose lines store items too; the item `[0]` is made by the user's
+    `self.failures.append(e)`, which the cut quotes."""
+    [cycle] = find_leaks(failing_step).cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None, cycle.cut.source_note
+    place, _, text = cycle.cut.source_line.partition("  ")
+    assert text == "self.failures.append(e)", cycle.cut.source_line
+    assert place.startswith("test_uncollectable.py:")

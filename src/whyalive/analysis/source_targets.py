@@ -20,6 +20,7 @@ from typing import cast
 
 from whyalive.analysis.cuts import is_registry_attribute
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
+from whyalive.analysis.origin import installed_part
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.statements import DEF_NODES, ParsedFile, StoreTarget, stores
 from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace
@@ -114,9 +115,17 @@ def codes_to_search(view: CycleView, edge: NamedEdge) -> list[tuple[types.CodeTy
     """Code objects whose source may store the reference; True: search the enclosing def.
 
     A list, not a generator: a search stops at its first hit, and a generator left
-    suspended is closed when it is freed, where an exception (an interrupt) is lost.
+    suspended is closed when it is freed, where an exception (an interrupt) is lost. The
+    user's code comes before an installed package's, each in its own order: a traceback
+    through torch's `_call_impl` holds frames whose lines store items too
+    (`args_result = (args_result,)`), which made none of the user's references.
     """
-    return list(dict.fromkeys(_codes_in_order(view, edge)))
+    codes = list(dict.fromkeys(_codes_in_order(view, edge)))
+    return sorted(codes, key=lambda found: _is_installed(found[0].co_filename))
+
+
+def _is_installed(filename: str) -> bool:
+    return not filename.startswith("<") and installed_part(filename, "") is not None
 
 
 def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
