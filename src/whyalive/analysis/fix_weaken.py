@@ -127,13 +127,15 @@ def _weaken_entry(edit: EditBuffer, target: Target, display: ast.AST) -> bool:
     return True
 
 
+# What a proxy needs is said: the object it points to must be kept by another reference
+# (the caller's), else using the proxy raises ReferenceError.
 _WRAPPED = (
     "the reference then is a `weakref.proxy`, which reads and calls like the object but "
-    "does not keep it alive."
+    "does not keep it alive: it works while the object is referenced elsewhere."
 )
 _INSIDE = (
     "what is stored then holds its owner through a `weakref.proxy`, so it works as before "
-    "but no longer keeps the owner alive."
+    "while the owner is referenced elsewhere, but no longer keeps the owner alive."
 )
 
 
