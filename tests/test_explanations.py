@@ -755,6 +755,20 @@ def index_holding_itself() -> None:
     index.me = index  # type: ignore[attr-defined]
 
 
+def test_a_name_opening_with_an_acronym_takes_the_article_of_its_spelled_letters() -> None:
+    """ "an `LLNode`" (el), "an `SGD`", "an `HTTPServer`", "a `UUIDField`" (you), "a `URLError`";
+    other names by their first letter ("an `Index`", "a `Node`")."""
+    from whyalive.words.basics import a_code
+
+    expected = {
+        "LLNode": "an", "SGD": "an", "HTTPServer": "an", "RNN": "an", "MLP": "an",
+        "UUIDField": "a", "URLError": "a", "GPTModel": "a",
+        "Index": "an", "Node": "a", "list": "a", "Adam": "an",
+    }  # fmt: skip
+    for name, article in expected.items():
+        assert a_code(name) == f"{article} `{name}`"
+
+
 def test_articles_and_plurals_read_right() -> None:
     """Articles and plurals agree: "an `Index` object", "1 object", "1 reference cycle keeps"."""
     report = find_leaks(index_holding_itself)
@@ -877,6 +891,9 @@ def test_cycles_made_by_torch_fx_tracing_read_right() -> None:
             ast.parse(span.strip())
         assert "`del self`" not in cycle.fix
         assert "->" not in " ".join(backticked(cycle.fix + cycle.explanation))
+        # The fix is torch's to make: the text says so before the cut, as the plugin does.
+        assert cycle.made_inside is not None
+        assert f"Made inside {cycle.made_inside}, not in your code" in text
 
 
 def lazy_pipeline() -> None:

@@ -288,6 +288,16 @@ class TextRenderer:
             f"{plural(members, 'object')}, {size_to_words(cycle.total_bytes)}{times}{at}",
             bold=True,
         )
+        if cycle.made_inside is not None:
+            # Said first: the cut and the fix below are the package's code, not the user's.
+            lines.extend(
+                self._wrapped(
+                    f"Made inside {cycle.made_inside}, not in your code: the cut and the fix "
+                    "are that package's (report them there); `allow` its signature below to "
+                    "keep it out of your checks.",
+                    "  ",
+                )
+            )
         cut = cut_line(report, cycle, with_edges=full)
         if cut:
             lines.extend(self._wrapped(cut, "  "))

@@ -241,8 +241,12 @@ def verb(count: int, singular: str, plural_form: str) -> str:
 def an(word: str) -> str:
     """``"an"`` before ``Index``, ``"a"`` before ``list``: the article the word's sound asks for.
 
-    Read from the first letter, as a reader says a type name: ``an `Index```, ``a `Node```.
+    Read from the first letter, as a reader says a type name: ``an `Index```, ``a `Node```;
+    a name opening with an acronym is spelled out: ``an `LLNode``` (el), ``an `HTTPServer```
+    (aitch), ``a `UUIDField``` (you).
     """
+    if word[:2].isupper() and word[:2].isalpha():
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
     return "an" if word[:1].lower() in ("a", "e", "i", "o", "u") else "a"
 
 

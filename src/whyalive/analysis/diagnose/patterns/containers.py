@@ -127,7 +127,11 @@ class ParentChildPattern:
                 f"`{child}` objects refer to each other (a `{child}` holds the one above it in "
                 f"`{where}`)"
             )
-            reaches = f"A `{parent}` reaches another `{child}`, which points back to it through"
+            article = a_code(parent)
+            reaches = (
+                f"{article[0].upper()}{article[1:]} reaches another `{child}`, which points "
+                "back to it through"
+            )
         else:
             summary = (
                 f"{a_code(parent)} object and {a_code(child)} object refer to each other "
