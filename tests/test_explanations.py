@@ -9,6 +9,7 @@ import gc
 import importlib.util
 import inspect
 import io
+import logging
 import re
 import sys
 import threading
@@ -678,6 +679,45 @@ def test_an_exception_that_chains_another_is_not_cut_at_its_own_traceback() -> N
     gc.disable()
     try:
         assert failures_kept(drop=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
+class FilteredService:
+    def __init__(self, weak: bool = False) -> None:
+        self.data = heavy()
+        self.seen = 0
+        self.handler = logging.StreamHandler(io.StringIO())
+        if weak:  # the fix's own words
+            self.handler.addFilter(types.MethodType(type(self).only_mine, weakref.proxy(self)))
+        else:
+            self.handler.addFilter(self.only_mine)
+
+    def only_mine(self, record: logging.LogRecord) -> bool:
+        self.seen += 1
+        return True
+
+
+def test_a_method_handed_to_a_library_in_a_later_call_is_cut_at_that_call() -> None:
+    """`self.handler.addFilter(self.only_mine)` after `self.handler = StreamHandler()`: the
+    reference is made by the call that hands the method over (not by logging's own
+    `self.filters.append(filter)`), and the fix rewrites that call. Applied, the filter still
+    runs and the payload is freed."""
+    [cycle] = find_leaks(FilteredService).cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None
+    assert cycle.cut.source_line.endswith("self.handler.addFilter(self.only_mine)")
+    bound = "types.MethodType(type(self).only_mine, weakref.proxy(self))"
+    assert f"write `self.handler.addFilter({bound})`" in cycle.fix, cycle.fix
+    gc.disable()
+    try:
+        fixed = FilteredService(weak=True)
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello", None, None)
+        assert fixed.handler.filter(record)
+        assert fixed.seen == 1
+        freed = weakref.ref(fixed.data)
+        del fixed
+        assert freed() is None  # by reference counting alone
     finally:
         gc.enable()
 

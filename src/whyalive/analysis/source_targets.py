@@ -15,7 +15,7 @@ import ast
 import functools
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import cast
 
 from whyalive.analysis.cuts import is_registry_attribute
@@ -121,10 +121,11 @@ def codes_to_search(view: CycleView, edge: NamedEdge) -> list[tuple[types.CodeTy
     (`args_result = (args_result,)`), which made none of the user's references.
     """
     codes = list(dict.fromkeys(_codes_in_order(view, edge)))
-    return sorted(codes, key=lambda found: _is_installed(found[0].co_filename))
+    return sorted(codes, key=lambda found: is_installed(found[0].co_filename))
 
 
-def _is_installed(filename: str) -> bool:
+def is_installed(filename: str) -> bool:
+    """Whether ``filename`` is an installed package's or the standard library's."""
     return not filename.startswith("<") and installed_part(filename, "") is not None
 
 
@@ -167,6 +168,31 @@ def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.Co
         obj = view.obj(node)
         if is_instance_node(obj):
             yield from methods_of(type(obj))
+
+
+def handed_over(
+    method: object, parsed_of: Callable[[str], ParsedFile | None]
+) -> tuple[str, ParsedFile, ast.Call] | None:
+    """``self.handler.addFilter(self.only_mine)``: the call, in a method of the user's class,
+    that handed the bound method ``self.<name>`` to another object (a library's list of
+    filters, a future's callbacks), which keeps it where no statement of the user stores it."""
+    if type(method) is not types.MethodType or type(method.__func__) is not types.FunctionType:
+        return None
+    name = method.__func__.__name__
+    for code, _ in methods_of(type(method.__self__)):
+        parsed = None if is_installed(code.co_filename) else parsed_of(code.co_filename)
+        for function in parsed.functions_by_line.get(code.co_firstlineno, ()) if parsed else ():
+            args = getattr(function, "args", None)
+            params = [*args.posonlyargs, *args.args] if args is not None else []
+            me = params[0].arg if params else None
+            for node in ast.walk(function):
+                if parsed is not None and isinstance(node, ast.Call) and any(
+                    isinstance(a, ast.Attribute) and a.attr == name
+                    and isinstance(a.value, ast.Name) and a.value.id == me
+                    for a in (*node.args, *(k.value for k in node.keywords))
+                ):  # fmt: skip
+                    return code.co_filename, parsed, node
+    return None
 
 
 def methods_of(cls: type) -> Iterator[tuple[types.CodeType, bool]]:

@@ -30,6 +30,8 @@ from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import (
     codes_to_search,
     function_names,
+    handed_over,
+    is_installed,
     methods_of,
     module_file,
     outside_store,
@@ -189,8 +191,12 @@ class SourceLines:
             hit = self._display(view, edge, target, sites)
             if hit is not None:
                 return hit, None
+        # A bound method the user's code handed to a library (`self.handler.addFilter(
+        # self.only_mine)`): that call, not the library's own `append`, made the reference.
+        handed = handed_over(view.obj(edge.target), self.parsed)
         for code, scope_up in codes_to_search(view, edge):
-            parsed = self.parsed(code.co_filename)
+            library = handed is not None and is_installed(code.co_filename)
+            parsed = None if library else self.parsed(code.co_filename)
             if parsed is None:
                 continue
             searched = True
@@ -234,6 +240,8 @@ class SourceLines:
             hit = self._set_from_outside(view, edge, target)
             if hit is not None:
                 return hit, None
+        if handed is not None:
+            return hit_for(*handed, target), None
         pins = "; `check_leaks(record_allocations=True)` records where each payload was made"
         what = (
             f"no function in the cycle shows where {target.spelled()} is stored"
