@@ -722,6 +722,40 @@ def test_a_method_handed_to_a_library_in_a_later_call_is_cut_at_that_call() -> N
         gc.enable()
 
 
+class Scorer:
+    def __init__(self, weak: bool = False) -> None:
+        self.weights = heavy()
+        if weak:  # the fix's own words
+            self.predict = functools.lru_cache(maxsize=8)(
+                lambda x, *, self=weakref.proxy(self): float(self.weights.sum()) * x  # noqa: B008
+            )
+        else:
+            self.predict = functools.lru_cache(maxsize=8)(lambda x: float(self.weights.sum()) * x)
+
+
+def scored(weak: bool = False) -> weakref.ref[Any]:
+    scorer = Scorer(weak)
+    scorer.predict(2)
+    return weakref.ref(scorer.weights)
+
+
+def test_an_lru_cache_around_a_closure_over_self_is_the_closure_loop() -> None:
+    """`lru_cache(...)(lambda x: self.weights...)`: `self` is no argument the cache keeps; the
+    loop runs through the function's closure (the closure pattern, not the method cache), and
+    the removal offered is the attribute, not the wrapper's `__wrapped__` (the cache holds
+    the function in a slot of its own too). The fix, applied, still computes and frees."""
+    [cycle] = find_leaks(scored).cycles
+    assert cycle.pattern != "method-cache"
+    assert "keeps every argument" not in cycle.explanation
+    assert "__wrapped__`" not in cycle.fix, cycle.fix
+    assert "`del self.predict`" in cycle.fix
+    gc.disable()
+    try:
+        assert scored(weak=True)() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

@@ -150,6 +150,8 @@ def deletion(view: CycleView, base: str, steps: list[NamedEdge]) -> str | None:
             continue
         if step.name.kind in (ek.KEY, ek.INDEX) and len(view.edges_from(step.source)) > 1:
             continue  # `{"json": self.to_json, "csv": self.to_csv}`: one entry out frees nothing
+        if step.name.kind == ek.ATTRIBUTE and step.name.name.startswith(".__"):
+            continue  # `.__wrapped__`: a wrapper keeps what it wraps in a slot of its own too
         if step.name.kind not in (ek.ATTRIBUTE, ek.KEY, ek.INDEX):
             continue
         return expression(base, steps[:end])

@@ -75,6 +75,10 @@ class MethodCachePattern:
             return None
         cache = caches[0]
         wrapped = getattr(view.obj(cache), "__wrapped__", None)
+        if _captures_member(view, wrapped):
+            # `lru_cache(...)(lambda x: self.weights.sum() * x)`: the loop runs through the
+            # function's closure, not through arguments kept in the cache.
+            return None
         name = qualname_of(wrapped) if wrapped is not None else "function"
         summary = f"`functools.lru_cache` of `{name}` is part of the cycle"
         explanation = (
@@ -109,3 +113,12 @@ class MethodCachePattern:
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, cut, "WAL501", None, remedy, also
         )
+
+
+def _captures_member(view: CycleView, function: object) -> bool:
+    """Whether ``function`` is a closure one of whose cells holds an object of the cycle."""
+    if type(function) is not types.FunctionType:
+        return False
+    members = {id(view.obj(n)) for n in view.shown}
+    cells = function.__closure__ or ()
+    return any(id(getattr(cell, "cell_contents", None)) in members for cell in cells)
