@@ -918,6 +918,34 @@ def test_a_librarys_own_link_back_is_explained_and_the_users_link_is_fixed() -> 
         gc.enable()
 
 
+class FitLoop:
+    def __init__(self) -> None:
+        self.model: Any = None
+
+
+def connect(loop: FitLoop, model: Any) -> None:
+    loop.model = model
+    model.loop = loop
+
+
+def connected() -> None:
+    import torch
+
+    connect(FitLoop(), torch.nn.Linear(64, 64))
+
+
+def test_a_link_set_on_a_library_object_by_a_helper_is_found_in_the_users_module() -> None:
+    """`model.loop = loop` in a helper function, on a torch module: the store is looked for
+    in the module of the object it refers to (the user's), not only in torch's, so the cut
+    and the fix are the link back, not the owner's forward `.model`."""
+    pytest.importorskip("torch")
+    [cycle] = find_leaks(connected).cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None, cycle.cut.source_note
+    assert cycle.cut.source_line.endswith("model.loop = loop")
+    assert "weakref.proxy(loop)" in cycle.fix
+
+
 class Net:
     pass
 

@@ -191,8 +191,7 @@ class SourceLines:
             hit = self._display(view, edge, target, sites)
             if hit is not None:
                 return hit, None
-        # A bound method the user's code handed to a library (`self.handler.addFilter(
-        # self.only_mine)`): that call, not the library's own `append`, made the reference.
+        # `self.handler.addFilter(self.only_mine)` made it, not the library's own `append`.
         handed = handed_over(view.obj(edge.target), self.parsed)
         for code, scope_up in codes_to_search(view, edge):
             library = handed is not None and is_installed(code.co_filename)
@@ -274,18 +273,22 @@ class SourceLines:
     def _set_from_outside(
         self, view: CycleView, edge: NamedEdge, target: StoreTarget
     ) -> SourceHit | None:
-        """``child.parent = tree`` in a function of the holder's module: an attribute set on
-        an object other than ``self``, where the holder's class is defined. Only when every
-        such store is in one function (else which one made this cycle is a guess)."""
-        files = module_file(type(view.obj(edge.source)))
-        parsed = self.parsed(files[0]) if files else None
-        if parsed is None:
-            return None
-        search = partial(outside_store, parsed, target)
-        # The search depends on the tree and the name only: once per parsed file.
-        question = ("set_from_outside", target)
-        first = parsed.answers.answer(question, search) if _plain(target.name) else search()
-        return hit_for(files[0], parsed, first, target) if first is not None else None
+        """``child.parent = tree`` in a function of the holder's module, or of the module of
+        what it refers to (``model.trainer = trainer`` on a torch module): an attribute set on
+        an object other than ``self``. Only when every such store of a file is in one
+        function (else which one made this cycle is a guess)."""
+        classes = (type(view.obj(edge.source)), type(view.obj(edge.target)))
+        for filename in dict.fromkeys(f for cls in classes for f in module_file(cls)):
+            parsed = self.parsed(filename)
+            if parsed is None:
+                continue
+            search = partial(outside_store, parsed, target)
+            # The search depends on the tree and the name only: once per parsed file.
+            question = ("set_from_outside", target)
+            first = parsed.answers.answer(question, search) if _plain(target.name) else search()
+            if first is not None:
+                return hit_for(filename, parsed, first, target)
+        return None
 
     def _parameter(self, view: CycleView, edge: NamedEdge, target: StoreTarget) -> SourceHit | None:
         """A frame's local that is a parameter (``self``): bound by the function's ``def``."""
