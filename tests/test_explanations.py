@@ -756,6 +756,47 @@ def test_an_lru_cache_around_a_closure_over_self_is_the_closure_loop() -> None:
         gc.enable()
 
 
+class FailingTask:
+    def __init__(self) -> None:
+        self.data = heavy()
+        self.exc_info = None
+
+    def run(self) -> None:
+        try:
+            raise ZeroDivisionError
+        except ZeroDivisionError:
+            self.exc_info = sys.exc_info()
+
+
+def failed_task() -> None:
+    FailingTask().run()
+
+
+def failed_task_dropped() -> weakref.ref[Any]:
+    task = FailingTask()
+    task.run()
+    seen = weakref.ref(task.data)
+    del task.exc_info  # the fix's own words
+    return seen
+
+
+def test_exc_info_kept_on_an_attribute_is_cut_at_that_attribute() -> None:
+    """`self.exc_info = sys.exc_info()`: the cut is the attribute that holds the tuple (its
+    store quoted), never the method's `self` (`del self` after a try block) nor the tuple's
+    item; deleting the attribute frees the payload."""
+    [cycle] = find_leaks(failed_task).cycles
+    assert cycle.cut is not None
+    assert cycle.cut.source_line is not None
+    assert cycle.cut.source_line.endswith("self.exc_info = sys.exc_info()")
+    assert "`del self.exc_info`" in cycle.fix, cycle.fix
+    assert "`del self`" not in cycle.fix
+    gc.disable()
+    try:
+        assert failed_task_dropped()() is None  # by reference counting alone
+    finally:
+        gc.enable()
+
+
 class ClosedOnExit:
     def __init__(self, weak: bool = False) -> None:
         self.data = heavy()

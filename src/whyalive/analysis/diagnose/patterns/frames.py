@@ -85,12 +85,19 @@ class ExceptionTracebackPattern:
         # `errors.append(exc)` twice: each exception closes a loop, item by item advice frees
         # one. Both are advised as the container.
         container = holders[0].source if holders else None
-        whole = None
+        whole = into = None
+        cls: type | None = None
         if kept and container is not None and all(h.source == container for h in holders):
             cls = type(view.obj(container))
             if cls is tuple or (len(holders) > 1 and cls is list):
                 into = next(iter(view.edges_into(container)), None)
                 whole = reference_code(view, into) if into is not None else None
+        in_tuple = whole is not None and into is not None and cls is tuple
+        if in_tuple and into is not None:
+            # The cut is what holds the tuple (`self.exc_info`, `info`), never `self` or the
+            # tuple's item, which no `del` removes; a stored `sys.exc_info()` is no exception
+            # to drop the traceback of.
+            holders = [into]
         if kept and whole and container is not None and type(view.obj(container)) is list:
             fix = (
                 f"Clear `{whole}` once its exceptions have been reported (`{whole}.clear()`, or "
@@ -154,7 +161,7 @@ class ExceptionTracebackPattern:
             )  # fmt: skip
         return PatternMatch(
             self.name, self.title, summary, explanation, fix, holders[:1], "WAL301", None,
-            WORDS_ONLY if chained else DROP_TRACEBACK, also,
+            WORDS_ONLY if chained or in_tuple else DROP_TRACEBACK, also,
         )  # fmt: skip
 
 
