@@ -457,6 +457,8 @@ def test_a_tree_of_dicts_is_cut_at_each_childs_parent_key() -> None:
     assert cut_names(cycle) == ["['parent']"] * 3
     assert "entry `['parent']` refers back to it" in cycle.summary
     assert "cannot be held weakly" in cycle.fix
+    assert "keeps the container above it in its entry `['parent']`" in cycle.explanation
+    assert "optimizer" not in cycle.explanation
     # Read as a structure: the same key, and no `WeakValueDictionary` for values that are dicts.
     [big] = find_leaks(dict_tree, 3000).cycles
     assert big.cut is not None

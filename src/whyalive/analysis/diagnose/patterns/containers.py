@@ -211,7 +211,7 @@ class SelfContainingContainerPattern:
         """Only builtin containers (and instance dicts) in the loop."""
         if not all(type(view.obj(n)) in _CONTAINERS for n in view.shown):
             return None
-        back_fix = ""
+        back_fix = key = ""
         if len(view.shown) == 1:
             node = view.shown[0]
             edge = view.edges[0] if view.edges else None
@@ -250,6 +250,12 @@ class SelfContainingContainerPattern:
             "cycle: reference counting cannot free it, so everything inside waits for the "
             "collector."
         )
+        if back_fix:
+            explanation = (
+                f"Each child keeps the container above it in its entry `{key}` while that "
+                "container holds the child: every link goes both ways, so reference counting "
+                "cannot free the tree, and everything in it waits for the collector."
+            )
         holder = holder_code(view, cut[0].source) if cut else None
         entry = deletion(view, holder, cut[:1]) if holder else None
         name = cut[0].name.name if cut else None
