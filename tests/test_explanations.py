@@ -848,9 +848,12 @@ def exc_info_in_local(fixed: bool = False) -> weakref.ref[Any]:
 def test_exc_info_kept_in_a_local_is_deleted_whole_not_by_item() -> None:
     """`info = sys.exc_info()`: a tuple takes no `del info[1]`, and its traceback item closes
     the loop without the exception: the fix deletes the tuple, and that frees the payload."""
-    [cycle] = find_leaks(exc_info_in_local).cycles
+    report = find_leaks(exc_info_in_local)
+    [cycle] = report.cycles
     assert cycle.pattern == "exception-traceback"
     assert "`del info` in a finally block" in cycle.fix, cycle.fix
+    text = report.render("text", width=1000)
+    assert "Cut: the local variable `info` of the frame of `exc_info_in_local`" in text, text
     assert "del info[" not in cycle.fix
     assert ".with_traceback(None)" not in cycle.fix  # the tuple holds the traceback itself
     gc.disable()

@@ -97,7 +97,9 @@ def reference_words(ref: Reference) -> str:
     if ref.kind == ek.ATTRIBUTE:
         return f"the attribute `{ref.name}` of {a_code(ref.holder_type)} object"
     if ref.kind == ek.LOCAL:
-        return f"the {ref.name.replace('local ', 'local variable `', 1)}` of {ref.holder}"
+        # "of the frame of `scenario`": a frame's label starts with its kind, not an article.
+        holder = f"the {ref.holder}" if ref.holder.startswith("frame of ") else ref.holder
+        return f"the {ref.name.replace('local ', 'local variable `', 1)}` of {holder}"
     if ref.kind == ek.KEY:
         return f"the entry `{ref.name}` of {a_code(ref.holder_type)}"
     if ref.kind == ek.INDEX:
