@@ -374,6 +374,16 @@ def test_recursive_closure_cut_points_at_its_def(reports: dict[str, Report]) -> 
     assert cycle.cut.source_rule == "WAL101"
 
 
+def freed_by_reference_counting(run: Callable[[], weakref.ref[Any]]) -> bool:
+    """Whether the object ``run`` returns a weak reference to is gone with the collector off:
+    what a fix must achieve (reference counting frees the payload)."""
+    gc.disable()
+    try:
+        return run()() is None
+    finally:
+        gc.enable()
+
+
 def test_a_fix_on_a_line_of_several_statements_writes_the_one_it_changes(
     tmp_path: Path,
 ) -> None:
@@ -505,11 +515,7 @@ def test_exceptions_collected_in_a_list_are_cleared_together() -> None:
     assert cycle.pattern == "exception-traceback"
     assert "`errors.clear()`" in cycle.fix, cycle.fix
     assert "errors[0]" not in cycle.fix
-    gc.disable()
-    try:
-        assert errors_collected(clear=True)() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    assert freed_by_reference_counting(lambda: errors_collected(clear=True))
 
 
 def error_read_after_try() -> weakref.ref[Any]:
@@ -522,20 +528,6 @@ def error_read_after_try() -> weakref.ref[Any]:
         error = caught
     if error is not None:
         print(error, file=io.StringIO())
-    return seen
-
-
-def error_read_after_try_fixed() -> weakref.ref[Any]:
-    data = heavy()
-    seen = weakref.ref(data)
-    error = None
-    try:
-        raise OSError("missing")
-    except OSError as caught:
-        error = caught
-    if error is not None:
-        print(error, file=io.StringIO())
-    del error  # where the fix puts it: after the last use, not inside the except clause
     return seen
 
 
@@ -552,11 +544,14 @@ def test_del_after_the_last_use_looks_past_the_block_that_bound_it() -> None:
     assert cycle.fix_edit.line == use + 1  # the if's last line
     assert f"after its last use (the if statement at lines {use}-{use + 1})" in cycle.fix
     assert cycle.fix_edit.new.splitlines()[-1] == "    del error"
-    gc.disable()
-    try:
-        assert error_read_after_try_fixed()() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    # The edit applied to the function's own lines, run: the payload is freed.
+    old = cycle.fix_edit.old.split("\n")
+    at = cycle.fix_edit.line - first
+    assert lines[at : at + len(old)] == old
+    fixed = "\n".join([*lines[:at], *cycle.fix_edit.new.split("\n"), *lines[at + len(old) :]])
+    namespace: dict[str, Any] = dict(globals())
+    exec(compile(fixed, __file__, "exec"), namespace)
+    assert freed_by_reference_counting(lambda: namespace["error_read_after_try"]())
 
 
 class Encoder:
@@ -676,11 +671,7 @@ def test_an_exception_that_chains_another_is_not_cut_at_its_own_traceback() -> N
     assert cycle.fix_edit is None
     assert "`traceback.format_exception(failures['blob'])`" in cycle.fix, cycle.fix
     assert "`del failures['blob']`" in cycle.fix
-    gc.disable()
-    try:
-        assert failures_kept(drop=True)() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    assert freed_by_reference_counting(lambda: failures_kept(drop=True))
 
 
 class FilteredService:
@@ -709,17 +700,15 @@ def test_a_method_handed_to_a_library_in_a_later_call_is_cut_at_that_call() -> N
     assert cycle.cut.source_line.endswith("self.handler.addFilter(self.only_mine)")
     bound = "types.MethodType(type(self).only_mine, weakref.proxy(self))"
     assert f"write `self.handler.addFilter({bound})`" in cycle.fix, cycle.fix
-    gc.disable()
-    try:
+
+    def filtered() -> weakref.ref[Any]:
         fixed = FilteredService(weak=True)
         record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello", None, None)
         assert fixed.handler.filter(record)
         assert fixed.seen == 1
-        freed = weakref.ref(fixed.data)
-        del fixed
-        assert freed() is None  # by reference counting alone
-    finally:
-        gc.enable()
+        return weakref.ref(fixed.data)
+
+    assert freed_by_reference_counting(filtered)
 
 
 class Scorer:
@@ -749,11 +738,7 @@ def test_an_lru_cache_around_a_closure_over_self_is_the_closure_loop() -> None:
     assert "keeps every argument" not in cycle.explanation
     assert "__wrapped__`" not in cycle.fix, cycle.fix
     assert "`del self.predict`" in cycle.fix
-    gc.disable()
-    try:
-        assert scored(weak=True)() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    assert freed_by_reference_counting(lambda: scored(weak=True))
 
 
 class FailingTask:
@@ -790,11 +775,7 @@ def test_exc_info_kept_on_an_attribute_is_cut_at_that_attribute() -> None:
     assert cycle.cut.source_line.endswith("self.exc_info = sys.exc_info()")
     assert "`del self.exc_info`" in cycle.fix, cycle.fix
     assert "`del self`" not in cycle.fix
-    gc.disable()
-    try:
-        assert failed_task_dropped()() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    assert freed_by_reference_counting(lambda: failed_task_dropped())
 
 
 class ClosedOnExit:
@@ -856,11 +837,7 @@ def test_exc_info_kept_in_a_local_is_deleted_whole_not_by_item() -> None:
     assert "Cut: the local variable `info` of the frame of `exc_info_in_local`" in text, text
     assert "del info[" not in cycle.fix
     assert ".with_traceback(None)" not in cycle.fix  # the tuple holds the traceback itself
-    gc.disable()
-    try:
-        assert exc_info_in_local(fixed=True)() is None  # by reference counting alone
-    finally:
-        gc.enable()
+    assert freed_by_reference_counting(lambda: exc_info_in_local(fixed=True))
 
 
 class Index:
@@ -951,15 +928,13 @@ def test_a_librarys_own_link_back_is_explained_and_the_users_link_is_fixed() -> 
     fixed_line = "self.loader = DataLoader(weakref.proxy(self) if weak else weakref.proxy(self), "
     assert f"write `{fixed_line}batch_size=4)`" in cycle.fix, cycle.fix
     assert "dataset = None" not in cycle.fix
-    gc.disable()
-    try:
+
+    def loaded() -> weakref.ref[Any]:
         fixed: Any = dataset_holding_its_loader(weak=True)
         assert [len(batch) for batch in fixed.loader] == [4, 4, 2]
-        freed = weakref.ref(fixed.x)
-        del fixed
-        assert freed() is None  # by reference counting alone
-    finally:
-        gc.enable()
+        return weakref.ref(fixed.x)
+
+    assert freed_by_reference_counting(loaded)
 
 
 class FitLoop:
