@@ -99,7 +99,10 @@ def is_installed_code(obj: object) -> bool:
     """Whether ``obj`` is a function, method, frame or generator whose code is installed
     code (a package's or the standard library's), not the user's."""
     found = _code_and_line(obj)
-    if found is None:
-        return False
-    filename = found[0].co_filename
+    return found is not None and is_installed_file(found[0].co_filename)
+
+
+def is_installed_file(filename: str) -> bool:
+    """Whether ``filename`` is an installed package's or the standard library's (code with no
+    file, ``<string>``, is neither)."""
     return not filename.startswith("<") and installed_part(filename, "") is not None

@@ -20,7 +20,7 @@ from typing import cast
 
 from whyalive.analysis.cuts import is_registry_attribute
 from whyalive.analysis.naming import cell_variable, is_instance_node, variable_of
-from whyalive.analysis.origin import installed_part
+from whyalive.analysis.origin import is_installed_file
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.statements import DEF_NODES, ParsedFile, StoreTarget, stores
 from whyalive.guarded import read_attribute, type_module, type_mro, type_namespace
@@ -121,12 +121,7 @@ def codes_to_search(view: CycleView, edge: NamedEdge) -> list[tuple[types.CodeTy
     (`args_result = (args_result,)`), which made none of the user's references.
     """
     codes = list(dict.fromkeys(_codes_in_order(view, edge)))
-    return sorted(codes, key=lambda found: is_installed(found[0].co_filename))
-
-
-def is_installed(filename: str) -> bool:
-    """Whether ``filename`` is an installed package's or the standard library's."""
-    return not filename.startswith("<") and installed_part(filename, "") is not None
+    return sorted(codes, key=lambda found: is_installed_file(found[0].co_filename))
 
 
 def _codes_in_order(view: CycleView, edge: NamedEdge) -> Iterator[tuple[types.CodeType, bool]]:
@@ -180,13 +175,15 @@ def handed_over(
         return None
     name = method.__func__.__name__
     for code, _ in methods_of(type(method.__self__)):
-        parsed = None if is_installed(code.co_filename) else parsed_of(code.co_filename)
-        for function in parsed.functions_by_line.get(code.co_firstlineno, ()) if parsed else ():
+        parsed = None if is_installed_file(code.co_filename) else parsed_of(code.co_filename)
+        if parsed is None:
+            continue
+        for function in parsed.functions_by_line.get(code.co_firstlineno, ()):
             args = getattr(function, "args", None)
             params = [*args.posonlyargs, *args.args] if args is not None else []
             me = params[0].arg if params else None
             for node in ast.walk(function):
-                if parsed is not None and isinstance(node, ast.Call) and any(
+                if isinstance(node, ast.Call) and any(
                     isinstance(a, ast.Attribute) and a.attr == name
                     and isinstance(a.value, ast.Name) and a.value.id == me
                     for a in (*node.args, *(k.value for k in node.keywords))

@@ -26,12 +26,12 @@ from functools import partial
 
 from whyalive.analysis.edit_text import proxy_uses
 from whyalive.analysis.naming import is_instance_node
+from whyalive.analysis.origin import is_installed_file
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import (
     codes_to_search,
     function_names,
     handed_over,
-    is_installed,
     methods_of,
     module_file,
     outside_store,
@@ -194,7 +194,7 @@ class SourceLines:
         # `self.handler.addFilter(self.only_mine)` made it, not the library's own `append`.
         handed = handed_over(view.obj(edge.target), self.parsed)
         for code, scope_up in codes_to_search(view, edge):
-            library = handed is not None and is_installed(code.co_filename)
+            library = handed is not None and is_installed_file(code.co_filename)
             parsed = None if library else self.parsed(code.co_filename)
             if parsed is None:
                 continue

@@ -14,7 +14,7 @@ from whyalive.analysis.naming import (
     is_instance_node,
     is_python,
 )
-from whyalive.analysis.origin import installed_part
+from whyalive.analysis.origin import is_installed_file
 from whyalive.analysis.paths import CycleView, NamedEdge
 from whyalive.analysis.source_targets import module_file
 from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
@@ -277,8 +277,7 @@ class SelfContainingContainerPattern:
 
 def _installed_class(cls: type) -> bool:
     """Whether ``cls`` is defined by an installed package or the standard library."""
-    files = module_file(cls)
-    return bool(files) and installed_part(files[0], "") is not None
+    return any(map(is_installed_file, module_file(cls)))
 
 
 def _attribute(edge: NamedEdge) -> str:
