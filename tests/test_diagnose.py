@@ -413,6 +413,25 @@ def test_a_defaultdicts_factory_is_named_and_its_removal_works() -> None:
         gc.enable()
 
 
+@pytest.mark.skipif(sys.platform == "emscripten", reason="Pyodide's event loop is its own")
+def test_a_c_futures_done_callback_is_named() -> None:
+    """`future.add_done_callback(self._on_done)`: the C future keeps it in a slot of its own."""
+    from whyalive.analysis.edges import name_edge
+
+    class Fetcher:
+        def on_done(self, future: object) -> None:
+            pass
+
+    loop = asyncio.new_event_loop()
+    try:
+        future = loop.create_future()
+        callback = Fetcher().on_done
+        future.add_done_callback(callback)
+        assert name_edge(future, callback).name == "done callback"
+    finally:
+        loop.close()
+
+
 def test_a_weak_references_callback_is_named() -> None:
     """`weakref.ref(target, self._gone)` holds its callback strongly: `__callback__`."""
     from whyalive.analysis.edges import name_edge

@@ -15,6 +15,7 @@ import functools
 import sys
 import types
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from whyalive.guarded import is_one_of, type_module, type_mro
@@ -89,7 +90,17 @@ def name_slot_edge(source: Any, target: object) -> tuple[str, str] | None:
     spaces = [vars(c) for c in type_mro(cls) if type_module(c) == "_asyncio"]
     slots = [(space[n], n) for space in spaces for n in _FUTURE_SLOTS if n in space]
     found = _slot_holding(slots, source, target)
+    if found is None and any(_is_done_callback(space, source, target) for space in spaces):
+        found = "done callback"  # `future.add_done_callback(self._on_done)`
     return (INTERNAL, found) if found is not None else None
+
+
+def _is_done_callback(space: Mapping[str, Any], source: object, target: object) -> bool:
+    """Whether ``target`` is one of the C future's done callbacks (its ``_callbacks`` getter
+    builds a new list of ``(callback, context)`` pairs each time)."""
+    getter: Any = space.get("_callbacks")
+    pairs = getter.__get__(source) if hasattr(getter, "__get__") else None
+    return any(type(p) is tuple and p and p[0] is target for p in pairs or ())
 
 
 def _slot_holding(slots: Any, source: object, target: object) -> str | None:
