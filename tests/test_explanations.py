@@ -850,6 +850,24 @@ def index_holding_itself() -> None:
     index.me = index  # type: ignore[attr-defined]
 
 
+def lambdas_in_their_list() -> None:
+    data = heavy()
+    handlers: list[Callable[[], object]] = []
+    for i in range(3):
+        handlers.append(lambda i=i: (data, handlers[i]))
+
+
+def test_a_lambda_is_never_spelled_as_code() -> None:
+    """`<lambda>` is no Python: a lambda kept in the list it captures is "the lambda" in the
+    words, never a backticked name."""
+    [cycle] = find_leaks(lambdas_in_their_list).cycles
+    assert cycle.pattern == "closure-in-captured-container"
+    assert "`<lambda>`" not in cycle.fix + cycle.explanation
+    assert cycle.fix.startswith("Do not keep the lambda in the list it captures")
+    for span in backticked(cycle.fix + cycle.explanation):
+        ast.parse(span.strip())
+
+
 def test_a_name_opening_with_an_acronym_takes_the_article_of_its_spelled_letters() -> None:
     """ "an `LLNode`" (el), "an `SGD`", "an `HTTPServer`", "a `UUIDField`" (you), "a `URLError`";
     other names by their first letter ("an `Index`", "a `Node`")."""

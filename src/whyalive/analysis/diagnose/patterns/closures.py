@@ -184,26 +184,29 @@ class ClosureInCapturedContainerPattern:
             f"{label(view, fn)} is stored in `{variable}` (at `{where}`), {a_code(kind)} it "
             f"captures as `{variable}`"
         )
+        # A lambda has no name code can spell (`<lambda>` is no Python).
+        said = f"`{name}`" if name.isidentifier() else "the lambda"
         explanation = (
-            f"`{name}` closes over `{variable}`, and `{variable}` holds `{name}`: the function "
+            f"{said[0].upper()}{said[1:]} closes over `{variable}`, and `{variable}` holds "
+            f"{said}: the function "
             f"holds its closure cell, the cell holds the {kind}, the {kind} holds the function. "
             "Reference counting cannot free the loop, so everything the closure and the "
             f"{kind} hold waits for the cyclic garbage collector."
         )
         weak = weak_referenceable(container)
         capture = (
-            f"have `{name}` take it as a keyword-only default holding a `weakref.proxy` "
+            f"have {said} take it as a keyword-only default holding a `weakref.proxy` "
             f"instead of capturing it, "
             if weak
             else ""
         )
         fix = (
-            f"Do not keep `{name}` in the {kind} it captures: {capture}pass `{variable}` to "
+            f"Do not keep {said} in the {kind} it captures: {capture}pass `{variable}` to "
             f"it as an argument, or keep the function somewhere else; or remove the entry "
             f"when done."
         )
         also = (
-            f"Or pass `{variable}` to `{name}` as an argument instead of capturing it in `{outer}`."
+            f"Or pass `{variable}` to {said} as an argument instead of capturing it in `{outer}`."
         )
         cut = [held] if weak else steps[-1:]
         return PatternMatch(
