@@ -868,6 +868,54 @@ def test_a_lambda_is_never_spelled_as_code() -> None:
         ast.parse(span.strip())
 
 
+class Watched:
+    pass
+
+
+class Watcher:
+    def __init__(self, target: Watched) -> None:
+        self.data = heavy()
+        self.gone = 0
+        self.ref = weakref.ref(target, self.on_gone)
+
+    def on_gone(self, ref: object) -> None:
+        self.gone += 1
+
+
+class WeakWatcher(Watcher):
+    def __init__(self, target: Watched) -> None:
+        self.data = heavy()
+        self.gone = 0
+        # The fix's own words.
+        self.ref = weakref.ref(target, types.MethodType(type(self).on_gone, weakref.proxy(self)))
+
+
+WATCHED = Watched()  # alive for the whole run, as an application object is
+
+
+def watching() -> None:
+    Watcher(WATCHED)
+
+
+def test_the_callback_of_a_weak_reference_is_the_strong_part_to_fix() -> None:
+    """`weakref.ref(target, self.on_gone)`: the referent is weak, the callback is not; the fix
+    hands the weak reference a weak method (the call's weak referent left as it is). Applied,
+    the callback still fires and the payload is freed."""
+    [cycle] = find_leaks(watching).cycles
+    assert [e.name for e in cycle.loop if e.name == "__callback__"] == ["__callback__"]
+    bound = "types.MethodType(type(self).on_gone, weakref.proxy(self))"
+    assert f"write `self.ref = weakref.ref(target, {bound})`" in cycle.fix, cycle.fix
+
+    def fired() -> weakref.ref[Any]:
+        target = Watched()
+        watcher = WeakWatcher(target)
+        del target
+        assert watcher.gone == 1
+        return weakref.ref(watcher.data)
+
+    assert freed_by_reference_counting(fired)
+
+
 def test_a_name_opening_with_an_acronym_takes_the_article_of_its_spelled_letters() -> None:
     """ "an `LLNode`" (el), "an `SGD`", "an `HTTPServer`", "a `UUIDField`" (you), "a `URLError`";
     other names by their first letter ("an `Index`", "a `Node`")."""

@@ -287,8 +287,13 @@ def _weaken_inside(edit: EditBuffer, target: Target, value: ast.expr, owners: se
     stack: list[ast.AST] = [value]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.expr) and _already_weak(node):
-            continue  # `weakref.proxy(self) if weak else self`: that branch is weak already
+        if isinstance(node, ast.Call) and _already_weak(node):
+            # `weakref.proxy(self) if weak else self`: that branch is weak already; but the
+            # callback a weak reference is given (`weakref.ref(x, self._gone)`) is held strongly.
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("ref", "proxy"):
+                stack.extend([*node.args[1:], *(k.value for k in node.keywords)])
+            continue
         if isinstance(node, ast.Lambda):
             used = sorted(owners & {n.id for n in ast.walk(node.body) if isinstance(n, ast.Name)})
             if used and not (parameters(node) & set(used)):
