@@ -384,9 +384,15 @@ def test_a_c_tasks_exception_is_named_by_its_slot() -> None:
     assert name_edge(task, loop).name == "_loop"
 
 
+class Marker:
+    """Weakly referenceable, unlike the payload where NumPy is missing (a bytearray): what a
+    proof watches, kept beside the payload so that both go together."""
+
+
 class CountsWithDefault:
     def __init__(self) -> None:
         self.data = heavy()
+        self.marker = Marker()
         self.counts: collections.defaultdict[str, int] = collections.defaultdict(
             lambda: self.zero()
         )
@@ -405,7 +411,7 @@ def test_a_defaultdicts_factory_is_named_and_its_removal_works() -> None:
     gc.disable()
     try:
         counts = CountsWithDefault()
-        freed = weakref.ref(counts.data)
+        freed = weakref.ref(counts.marker)
         del counts.counts.default_factory
         del counts
         assert freed() is None
@@ -456,8 +462,8 @@ def list_with_itself(*, cycle: bool) -> None:
 
 
 def dict_tree(children: int, *, detach: bool = False) -> weakref.ref[Any] | None:
-    root: dict[str, Any] = {"name": "root", "children": [], "data": heavy()}
-    seen = weakref.ref(root["data"])
+    root: dict[str, Any] = {"name": "root", "children": [], "data": heavy(), "marker": Marker()}
+    seen = weakref.ref(root["marker"])
     for number in range(children):
         root["children"].append({"name": f"child {number}", "parent": root})
     if detach:  # the fix: no child keeps `['parent']` once the tree is done
