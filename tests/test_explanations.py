@@ -916,6 +916,20 @@ def test_the_callback_of_a_weak_reference_is_the_strong_part_to_fix() -> None:
     assert freed_by_reference_counting(fired)
 
 
+class PartsRegistry:
+    def __init__(self) -> None:
+        self.parts: dict[str, object] = {"layer": {"weight": heavy()}}
+        self.parts["owner"] = self
+
+
+def test_a_holding_under_a_members_attribute_dict_reads_from_its_object() -> None:
+    """A dict the cycle runs through, kept as an object's attribute (`self.parts`, as a
+    module keeps `_modules`): what it holds reads `self.parts['layer']['weight']`, not
+    "['layer']['weight'] of `dict of 2`"."""
+    [cycle] = find_leaks(PartsRegistry).cycles
+    assert [holding.where for holding in cycle.holds] == ["self.parts['layer']['weight']"]
+
+
 def test_a_name_opening_with_an_acronym_takes_the_article_of_its_spelled_letters() -> None:
     """ "an `LLNode`" (el), "an `SGD`", "an `HTTPServer`", "a `UUIDField`" (you), "a `URLError`";
     other names by their first letter ("an `Index`", "a `Node`")."""

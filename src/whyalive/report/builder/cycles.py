@@ -123,6 +123,18 @@ def _path_start(view: CycleView, edges: list[NamedEdge]) -> tuple[str, list[Name
         return variable, edges[1:], True
     if first.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(first.source)):
         return "self", edges, True
+    # A member dict that an object of the cycle keeps as an attribute (a module's
+    # `_modules`): read from that object, `self._modules['2']...`, not "of `dict of 3`".
+    owner = next(
+        (
+            e
+            for e in view.edges_into(first.source)
+            if e.name.kind == ek.ATTRIBUTE and is_instance_node(view.obj(e.source))
+        ),
+        None,
+    )
+    if owner is not None and type(view.obj(first.source)) is dict:
+        return "self", [owner, *edges], True
     return label(view, first.source), edges, False
 
 
