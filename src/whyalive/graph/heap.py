@@ -243,8 +243,8 @@ def _frozen_objects(seen: list[object]) -> list[object]:
     frontier = seen
     unsafe = unsafe_to_traverse()
     while frontier:
-        if unsafe is not None and id(unsafe) in set(map(id, frontier)):
-            frontier = [o for o in frontier if o is not unsafe] + [module_dict(unsafe)]
+        if unsafe is not None:
+            frontier = [module_dict(unsafe) if o is unsafe else o for o in frontier]
         referents = gc.get_referents(*frontier)
         by_id = dict(zip(map(id, referents), referents, strict=True))
         fresh = list(filter(gc.is_tracked, map(by_id.__getitem__, by_id.keys() - known)))

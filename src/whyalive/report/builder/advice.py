@@ -238,22 +238,18 @@ def _holder_spelling(hit: SourceHit) -> str | None:
     ``self.model`` in ``self.model.trainer = self``."""
     stored = stored_target(hit.statement)
     store = hit.store
-    call = isinstance(store, ast.Call) and isinstance(store.func, ast.Attribute)
-    if isinstance(store, ast.Call) and isinstance(store.func, ast.Attribute):
-        stored = store.func
+    call = store if isinstance(store, ast.Call) and isinstance(store.func, ast.Attribute) else None
+    if call is not None:
+        stored = call.func
     base = stored
     while isinstance(base, (ast.Attribute, ast.Subscript)):
         base = base.value
     if not isinstance(base, ast.Name) or base is stored:
         return None
-    arguments = (
-        [*store.args, *(k.value for k in store.keywords)] if isinstance(store, ast.Call) else []
-    )
-    if call and any(
-        isinstance(n, ast.Name) and n.id == "self" for a in arguments for n in ast.walk(a)
-    ):
+    arguments = [*call.args, *(k.value for k in call.keywords)] if call is not None else []
+    if any(isinstance(n, ast.Name) and n.id == "self" for a in arguments for n in ast.walk(a)):
         return None  # `t.register_hook(self.on_grad)`: the patterns' `self` is this one
-    if call or not isinstance(stored, ast.Attribute):
+    if call is not None or not isinstance(stored, ast.Attribute):
         # `self.hooks.append(...)`, `self.pending[key] = node`: the patterns speak of the
         # container's owner, named by its base.
         return base.id

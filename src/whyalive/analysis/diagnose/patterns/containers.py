@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 from whyalive.analysis.cuts import is_back_reference
 from whyalive.analysis.diagnose.patterns.base import PatternMatch
 from whyalive.analysis.fix_edits import WEAKEN
@@ -16,8 +14,8 @@ from whyalive.analysis.naming import (
 )
 from whyalive.analysis.origin import is_installed_file
 from whyalive.analysis.paths import CycleView, NamedEdge
-from whyalive.analysis.source_targets import module_file
-from whyalive.guarded import type_mro, type_namespace, type_qualname, type_short_name
+from whyalive.analysis.source_targets import methods_of, module_file
+from whyalive.guarded import type_qualname, type_short_name
 from whyalive.words import a_code
 from whyalive.words import edge_kinds as ek
 
@@ -286,12 +284,4 @@ def _attribute(edge: NamedEdge) -> str:
 
 def _named_by_class(cls: type, attribute: str) -> bool:
     """Whether a method of ``cls`` or its bases reads or sets ``attribute`` (its own)."""
-    for klass in type_mro(cls):
-        for value in type_namespace(klass).values():
-            function = getattr(value, "__func__", value) if type(value) in _WRAPPED else value
-            if type(function) is types.FunctionType and attribute in function.__code__.co_names:
-                return True
-    return False
-
-
-_WRAPPED = (staticmethod, classmethod)
+    return any(attribute in code.co_names for code, _ in methods_of(cls))

@@ -84,21 +84,20 @@ class ExceptionTracebackPattern:
         # `info = sys.exc_info()`: the tuple holds the traceback too, and takes no `del`;
         # `errors.append(exc)` twice: each exception closes a loop, item by item advice frees
         # one. Both are advised as the container.
-        container = holders[0].source if holders else None
-        whole = into = None
-        cls: type | None = None
-        if kept and container is not None and all(h.source == container for h in holders):
-            cls = type(view.obj(container))
-            if cls is tuple or (len(holders) > 1 and cls is list):
-                into = next(iter(view.edges_into(container)), None)
-                whole = reference_code(view, into) if into is not None else None
-        in_tuple = whole is not None and into is not None and cls is tuple
+        shape: type | None = None
+        into = None
+        if kept and len({h.source for h in holders}) == 1:
+            shape = type(view.obj(holders[0].source))
+            if shape is tuple or (len(holders) > 1 and shape is list):
+                into = next(iter(view.edges_into(holders[0].source)), None)
+        whole = reference_code(view, into) if into is not None else None
+        in_tuple = whole is not None and shape is tuple
         if in_tuple and into is not None:
             # The cut is what holds the tuple (`self.exc_info`, `info`), never `self` or the
             # tuple's item, which no `del` removes; a stored `sys.exc_info()` is no exception
             # to drop the traceback of.
             holders = [into]
-        if kept and whole and container is not None and type(view.obj(container)) is list:
+        if kept and whole and shape is list:
             fix = (
                 f"Clear `{whole}` once its exceptions have been reported (`{whole}.clear()`, or "
                 f"`del {whole}` in a finally block), or keep only what you need of each (its "
