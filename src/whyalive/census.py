@@ -21,7 +21,7 @@ from whyalive.report.merge import shift_cycle, with_loops
 
 def heavy_census(resolver: KindResolver) -> list[object]:
     """Every heavy object alive now, tracked or not (one graph pass over the heap)."""
-    graph = build_graph(gc.get_objects(), resolver)
+    graph = build_graph(gc.get_objects(), resolver, fold_arrays=False)  # each one, by identity
     found = [graph.nodes[index] for index in graph.heavy_candidates]
     graph.release()
     return [obj for obj in found if resolver.describe(obj) is not None]

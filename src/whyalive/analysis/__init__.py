@@ -17,7 +17,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import cast
 
 from whyalive.analysis.autograd_share import count_autograd, estimate_autograd
 from whyalive.analysis.diagnose import Diagnosis, diagnose
@@ -26,6 +25,7 @@ from whyalive.analysis.repeats import Repeat, RepeatMemo, sampled_walk
 from whyalive.analysis.structure import STRUCTURE_MIN_MEMBERS, Structure, find_structure
 from whyalive.graph import ObjectGraph
 from whyalive.graph import core as graphcore
+from whyalive.graph.garbage import members_by_component
 from whyalive.guarded import type_module
 from whyalive.kinds import HeavyFacts, KindResolver, merge_shared_memory
 from whyalive.kinds.torch import AutogradWalk
@@ -84,13 +84,16 @@ class CycleGroup:
     """Storages of the tensors that only the walked occurrences' autograd graphs hold."""
     autograd_estimated: int = 0
     """Such tensors credited to the occurrences not walked (as many as the walked held)."""
+    alike: dict[int, int] = field(default_factory=dict)
+    """Of ``heavy_nodes``, runs' nodes: the arrays each stands for besides its own."""
 
     @property
     def heavy_count(self) -> int:
         """Heavy objects held by the occurrences, each counted once, the tensors only their
-        autograd graphs (C++) hold included."""
+        autograd graphs (C++) hold and the arrays of runs included."""
         autograd = len(self.autograd_storages) + self.autograd_estimated
-        return len(self.heavy_nodes) - len(self.autograd_nodes) + autograd
+        runs = sum(self.alike.values())
+        return len(self.heavy_nodes) - len(self.autograd_nodes) + autograd + runs
 
     @property
     def total_bytes(self) -> int:
@@ -105,6 +108,7 @@ class CycleGroup:
         self.autograd_nodes |= other.autograd_nodes
         self.autograd_storages |= other.autograd_storages
         self.autograd_estimated += other.autograd_estimated
+        self.alike.update(other.alike)
 
 
 @dataclass
@@ -200,6 +204,8 @@ def find_cycles(
             if walk is not None and not sampled and described.kind == "torch.Tensor":
                 walk.visit(index, nodes[index])
             facts[index] = described
+    for node, run in graph.alike.items():  # a run's node holds the bytes of all its arrays
+        facts[node] = run.facts(facts[node])
     if walk is not None:
         # An autograd node of the garbage holds tensors the collector never lists (what it
         # saved, the leaves it accumulates into, their gradients). Walked even when tensors'
@@ -215,7 +221,7 @@ def find_cycles(
     component_of, cycle_count, candidates = graphcore.cycle_candidates(
         graph.offsets, graph.targets, None if options.all_cycles else facts
     )
-    members_of = _members_by_component(component_of, candidates, cycle_count)
+    members_of = members_by_component(component_of, candidates, cycle_count)
     graph.open_workspace(component_of)
 
     heavy_mask = bytearray(len(graph))
@@ -277,6 +283,8 @@ def find_cycles(
             group = quick[key] = CycleGroup(members, retained)
         group.occurrences += 1
         group.heavy_nodes.update(retained)
+        if graph.alike:
+            group.alike.update((n, facts[n].count - 1) for n in retained if n in graph.alike)
         storages = group.storages
         if walked_nodes and not walked_nodes.isdisjoint(retained):
             own = list(map(facts.__getitem__, retained))
@@ -334,28 +342,6 @@ def find_cycles(
     findings = Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
     findings.reused = bool(known)
     return findings
-
-
-def _members_by_component(
-    component_of: memoryview, candidates: memoryview, cycle_count: int
-) -> dict[int, Sequence[int]]:
-    """Candidate nodes grouped by component, each ascending."""
-    if not candidates:
-        return {}
-    if cycle_count == 1:
-        # One cycle in the whole graph (a big structure): no pass over the ids.
-        return {component_of[candidates[0]]: candidates}
-    # Copying the ids out is worth it only when many nodes are candidates.
-    many = len(candidates) * 8 > len(component_of)
-    components: Sequence[int] = component_of.tolist() if many else component_of
-    first = components[candidates[0]]
-    # A component is a candidate whole or not at all: one count tells one big cycle.
-    if many and cast("list[int]", components).count(first) == len(candidates):
-        return {first: candidates}
-    members_of: dict[int, list[int]] = defaultdict(list)
-    for index in candidates:
-        members_of[components[index]].append(index)
-    return dict(members_of)
 
 
 def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:

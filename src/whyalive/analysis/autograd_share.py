@@ -47,4 +47,5 @@ def held_count(groups: Sequence[CycleGroup], facts: Mapping[int, HeavyFacts]) ->
         autograd -= {facts[n].storage for n in nodes}
     carriers = set().union(*(g.autograd_nodes for g in groups))
     estimated = sum(g.autograd_estimated for g in groups)
-    return len(nodes) - len(carriers) + len(autograd) + estimated
+    runs = sum({n: extra for g in groups for n, extra in g.alike.items()}.values())
+    return len(nodes) - len(carriers) + len(autograd) + estimated + runs

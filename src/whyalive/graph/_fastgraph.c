@@ -620,6 +620,48 @@ type_index(classes_t *c, PyTypeObject *tp)
 #define PENDING 32 /* a power of two */
 #define LOOKAHEAD 24
 
+/* Alike arrays (see fold_scan): NumPy arrays that own their memory, with no base,
+ * that one list or tuple alone holds (a reference count of 1), are counted in C
+ * and left out of the graph but for the first, which stands for them all: 10^5
+ * small arrays are then one node, not 10^5 table entries and descriptions. Read
+ * through the head of NumPy's array struct, the part its C API has kept since
+ * 1.0 (whyalive.graph.garbage checks it on a probe array before asking). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    intptr_t *dimensions;
+    intptr_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} numpy_array_head;
+
+#define NUMPY_OWNDATA 0x0004
+/* Fewer alike arrays than this in one container are nodes of their own: a
+ * report's table lists each, as it always did. */
+#define ALIKE_MIN 512
+/* Dtypes counted per container; arrays of further dtypes stay nodes. */
+#define ALIKE_DTYPES 8
+
+typedef struct {
+    PyObject *descr;    /* borrowed: the arrays hold it */
+    PyObject *shape_of; /* borrowed: the first array of this dtype */
+    Py_ssize_t count;
+    unsigned long long elements;
+    int uniform;        /* every one has shape_of's shape */
+} alike_dtype;
+
+typedef struct {
+    Py_ssize_t container; /* node index */
+    PyObject *example;    /* borrowed: the first alike array, the run's node */
+    Py_ssize_t count;
+    Py_ssize_t first[3];
+    Py_ssize_t last;
+    int ndtypes;
+    alike_dtype dtypes[ALIKE_DTYPES];
+} alike_run;
+
 typedef struct {
     ptrtable table;
     PyObject **input;     /* the input sequence's items, borrowed (nodes [0, n_input)) */
@@ -648,6 +690,12 @@ typedef struct {
     PyTypeObject *type_cache[TYPE_CACHE_SIZE];
     char type_flags[TYPE_CACHE_SIZE];
     PyObject *live_cache[LIVE_CACHE_SIZE];
+    PyTypeObject *array_type; /* NumPy's ndarray when alike arrays are folded, else NULL */
+    alike_run *runs;
+    Py_ssize_t nruns;
+    Py_ssize_t cap_runs;
+    char *folded;             /* per item of the container scanned last: folded away */
+    Py_ssize_t cap_folded;
 } builder;
 
 #define TYPE_FOLLOWED 1
@@ -823,6 +871,214 @@ enqueue(builder *b, PyObject *o)
     return 0;
 }
 
+static int visit_referent(PyObject *o, void *arg);
+
+static inline int
+is_private_array(const builder *b, PyObject *o)
+{
+    const numpy_array_head *a = (const numpy_array_head *)o;
+    return Py_TYPE(o) == b->array_type && Py_REFCNT(o) == 1 && a->base == NULL &&
+           (a->flags & NUMPY_OWNDATA) != 0;
+}
+
+static inline int
+same_shape(const numpy_array_head *a, const numpy_array_head *c)
+{
+    if (a->nd != c->nd) {
+        return 0;
+    }
+    for (int k = 0; k < a->nd; k++) {
+        if (a->dimensions[k] != c->dimensions[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The dtype slot of run for array o, or -1 when it is no alike array of it. */
+static inline int
+alike_slot(const builder *b, const alike_run *run, PyObject *o)
+{
+    if (!is_private_array(b, o)) {
+        return -1;
+    }
+    PyObject *descr = ((const numpy_array_head *)o)->descr;
+    for (int k = 0; k < run->ndtypes; k++) {
+        if (run->dtypes[k].descr == descr) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* Counts the alike arrays of a list's or tuple's items into run, each but the
+ * first flagged in folded; true when they are enough to fold. */
+static int
+fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_run *run)
+{
+    memset(run, 0, sizeof(*run));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = items[k];
+        folded[k] = 0;
+        /* An array's head spans two cache lines and its shape a third: asked for
+         * ahead, the misses of several arrays overlap. */
+        if (k + 16 < n) {
+            PREFETCH(items[k + 16]);
+            PREFETCH((char *)items[k + 16] + 64);
+        }
+        if (k + 8 < n && Py_TYPE(items[k + 8]) == b->array_type) {
+            PREFETCH(((numpy_array_head *)items[k + 8])->dimensions);
+        }
+        if (!is_private_array(b, item)) {
+            continue;
+        }
+        const numpy_array_head *a = (const numpy_array_head *)item;
+        int slot = alike_slot(b, run, item);
+        if (slot < 0) {
+            if (run->ndtypes == ALIKE_DTYPES) {
+                continue;
+            }
+            slot = run->ndtypes++;
+            run->dtypes[slot].descr = a->descr;
+            run->dtypes[slot].shape_of = item;
+            run->dtypes[slot].uniform = 1;
+        }
+        alike_dtype *d = &run->dtypes[slot];
+        unsigned long long elements = 1;
+        for (int j = 0; j < a->nd; j++) {
+            elements *= (unsigned long long)a->dimensions[j];
+        }
+        d->elements += elements;
+        d->count++;
+        if (d->uniform && !same_shape(a, (const numpy_array_head *)d->shape_of)) {
+            d->uniform = 0;
+        }
+        if (run->count < 3) {
+            run->first[run->count] = k;
+        }
+        if (run->count == 0) {
+            run->example = item;
+        } else {
+            folded[k] = 1;
+        }
+        run->last = k;
+        run->count++;
+    }
+    return run->count >= ALIKE_MIN;
+}
+
+/* Node i's referents when it is a list or tuple with enough alike arrays to fold
+ * (1), else 0 and nothing done: its items as its tp_traverse visits them (last
+ * first), but for the arrays that its run's first stands for. */
+static int
+fold_visit(builder *b, PyObject *o, Py_ssize_t i)
+{
+    if (b->array_type == NULL || !(PyList_CheckExact(o) || PyTuple_CheckExact(o)) ||
+        Py_SIZE(o) < ALIKE_MIN) {
+        return 0;
+    }
+    Py_ssize_t n = Py_SIZE(o);
+    PyObject **items = PyList_CheckExact(o) ? ((PyListObject *)o)->ob_item
+                                            : ((PyTupleObject *)o)->ob_item;
+    if (n > b->cap_folded) {
+        char *nf = (char *)PyMem_Realloc(b->folded, (size_t)n);
+        if (nf == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->folded = nf;
+        b->cap_folded = n;
+    }
+    if (b->nruns == b->cap_runs) {
+        Py_ssize_t ncap = b->cap_runs * 2 + 4;
+        alike_run *nr = (alike_run *)PyMem_Realloc(b->runs, (size_t)ncap * sizeof(alike_run));
+        if (nr == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->runs = nr;
+        b->cap_runs = ncap;
+    }
+    alike_run *run = &b->runs[b->nruns];
+    if (!fold_scan(b, items, n, b->folded, run)) {
+        return 0;
+    }
+    run->container = i;
+    b->nruns++;
+    for (Py_ssize_t k = n - 1; k >= 0; k--) {
+        if (!b->folded[k] && visit_referent(items[k], b) != 0) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* The runs as Python tuples, appended to out: (node, container, count, first
+ * indices, last index, ((dtype, count, elements, shape or None), ...)). */
+static int
+runs_to_python(builder *b, PyObject *out)
+{
+    for (Py_ssize_t r = 0; r < b->nruns; r++) {
+        alike_run *run = &b->runs[r];
+        slot_t *s = table_lookup(&b->table, run->example);
+        if (s->key != run->example) {
+            PyErr_SetString(PyExc_RuntimeError, "an alike array is no node");
+            return -1;
+        }
+        PyObject *dtypes = PyTuple_New(run->ndtypes);
+        PyObject *first = PyTuple_New(run->count < 3 ? run->count : 3);
+        if (dtypes == NULL || first == NULL) {
+            Py_XDECREF(dtypes);
+            Py_XDECREF(first);
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(first); k++) {
+            PyObject *index = PyLong_FromSsize_t(run->first[k]);
+            if (index == NULL) {
+                Py_DECREF(dtypes);
+                Py_DECREF(first);
+                return -1;
+            }
+            PyTuple_SET_ITEM(first, k, index);
+        }
+        for (int k = 0; k < run->ndtypes; k++) {
+            alike_dtype *d = &run->dtypes[k];
+            PyObject *shape = Py_None;
+            Py_INCREF(shape);
+            if (d->uniform) {
+                const numpy_array_head *a = (const numpy_array_head *)d->shape_of;
+                Py_DECREF(shape);
+                shape = PyTuple_New(a->nd);
+                for (int j = 0; shape != NULL && j < a->nd; j++) {
+                    PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
+                    if (dim == NULL) {
+                        Py_CLEAR(shape);
+                        break;
+                    }
+                    PyTuple_SET_ITEM(shape, j, dim);
+                }
+            }
+            PyObject *entry = shape == NULL ? NULL
+                                            : Py_BuildValue("(OnKN)", d->descr, d->count,
+                                                            d->elements, shape);
+            if (entry == NULL) {
+                Py_DECREF(dtypes);
+                Py_DECREF(first);
+                return -1;
+            }
+            PyTuple_SET_ITEM(dtypes, k, entry);
+        }
+        PyObject *record = Py_BuildValue("(nnnNnN)", (Py_ssize_t)s->index, run->container,
+                                         run->count, first, run->last, dtypes);
+        if (record == NULL || PyList_Append(out, record) < 0) {
+            Py_XDECREF(record);
+            return -1;
+        }
+        Py_DECREF(record);
+    }
+    return 0;
+}
+
 static int
 visit_referent(PyObject *o, void *arg)
 {
@@ -850,6 +1106,8 @@ builder_release(builder *b)
     big_free(b->targets);
     PyMem_Free(b->follow);
     PyMem_Free(b->marked);
+    PyMem_Free(b->runs);
+    PyMem_Free(b->folded);
     table_free(&b->table);
     memset(b, 0, sizeof(*b));
 }
@@ -909,7 +1167,8 @@ offsets_with_types(builder *b)
  * to it, so its 10^6 items are neither increfed into a new list nor decrefed
  * out of it (each a write to an object's header, a cache miss). */
 static PyObject *
-build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types, int in_place)
+build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types, int in_place,
+                 PyTypeObject *array_type, PyObject *runs_out)
 {
     builder b;
     PyObject *seq = NULL, *nodes_list = NULL, *offsets_mv = NULL, *targets_mv = NULL;
@@ -926,6 +1185,7 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
     }
     n = PySequence_Fast_GET_SIZE(seq);
 
+    b.array_type = array_type;
     b.nfollow = PyTuple_GET_SIZE(follow_types);
     b.nmark = PyTuple_GET_SIZE(mark_types);
     b.follow = (PyTypeObject **)PyMem_Malloc((size_t)(b.nfollow + b.nmark + 1) *
@@ -1017,7 +1277,12 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             }
             if (PyObject_IS_GC(o)) {
                 traverseproc trav = Py_TYPE(o)->tp_traverse;
-                if (trav != NULL && trav(o, visit_referent, &b) != 0) {
+                int folded = fold_visit(&b, o, i);
+                if (folded < 0) {
+                    failed = 1;
+                    break;
+                }
+                if (!folded && trav != NULL && trav(o, visit_referent, &b) != 0) {
                     if (!PyErr_Occurred()) {
                         PyErr_SetString(PyExc_RuntimeError, "tp_traverse failed");
                     }
@@ -1028,6 +1293,11 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
         }
         if (!failed) {
             b.offsets[b.nnodes] = (int64_t)b.ntargets;
+            if (runs_out != NULL && runs_to_python(&b, runs_out) < 0) {
+                failed = 1;
+            }
+        }
+        if (!failed) {
             /* What the analysis keeps is exactly as big as the graph, and the
              * table goes before the node list comes: the peak stays that of
              * the build. A failed shrink keeps the bigger array. */
@@ -1111,14 +1381,14 @@ static PyObject *
 fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3 && nargs != 4) {
+    if (nargs < 3 || nargs > 6) {
         PyErr_SetString(PyExc_TypeError,
-                        "build_graph(objects, follow_types, mark_types, in_place=False) takes 3 "
-                        "or 4 arguments");
+                        "build_graph(objects, follow_types, mark_types, in_place=False, "
+                        "array_type=None, runs=None) takes 3 to 6 arguments");
         return NULL;
     }
     int in_place = 0;
-    if (nargs == 4) {
+    if (nargs >= 4) {
         in_place = PyObject_IsTrue(args[3]);
         if (in_place < 0) {
             return NULL;
@@ -1128,15 +1398,59 @@ fg_build_graph(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
+    PyTypeObject *array_type = NULL;
+    PyObject *runs = NULL;
+    if (nargs >= 5 && args[4] != Py_None) {
+        if (nargs < 6 || !PyType_Check(args[4]) || !PyList_CheckExact(args[5]) ||
+            args[5] == args[0] ||
+            ((PyTypeObject *)args[4])->tp_basicsize < (Py_ssize_t)sizeof(numpy_array_head)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "array_type must be NumPy's ndarray, with runs a list of its own");
+            return NULL;
+        }
+        array_type = (PyTypeObject *)args[4];
+        runs = args[5];
+    }
     /* Off for the whole call: PySequence_Fast, the result list and the byte
      * buffers allocate, and a collection could run finalizers, grow gc.garbage
      * or free objects while we hold raw pointers to them. */
     int was_enabled = PyGC_Disable();
-    PyObject *result = build_graph_impl(args[0], args[1], args[2], in_place);
+    PyObject *result = build_graph_impl(args[0], args[1], args[2], in_place, array_type, runs);
     if (was_enabled) {
         PyGC_Enable();
     }
     return result;
+}
+
+/* array_head(array) -> (nd, shape, has_base, owns_data, dtype): what the graph
+ * builder reads of an array, for a check against NumPy's own answers. */
+static PyObject *
+fg_array_head(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (Py_TYPE(arg)->tp_basicsize < (Py_ssize_t)sizeof(numpy_array_head)) {
+        PyErr_SetString(PyExc_TypeError, "array_head needs an object as big as an array's head");
+        return NULL;
+    }
+    const numpy_array_head *a = (const numpy_array_head *)arg;
+    if (a->nd < 0 || a->nd > 64) {
+        return Py_BuildValue("(iOOOO)", a->nd, Py_None, Py_None, Py_None, Py_None);
+    }
+    PyObject *shape = PyTuple_New(a->nd);
+    for (int j = 0; shape != NULL && j < a->nd; j++) {
+        PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
+        if (dim == NULL) {
+            Py_CLEAR(shape);
+            break;
+        }
+        PyTuple_SET_ITEM(shape, j, dim);
+    }
+    if (shape == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(iNOOO)", a->nd, shape, a->base != NULL ? Py_True : Py_False,
+                         (a->flags & NUMPY_OWNDATA) ? Py_True : Py_False,
+                         a->descr != NULL ? a->descr : Py_None);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3408,7 +3722,10 @@ static PyMethodDef fg_methods[] = {
     {"scratch_pieces", fg_scratch_pieces, METH_NOARGS,
      "scratch_pieces() -> (count, bytes) of the big arrays kept for reuse"},
     {"build_graph", (PyCFunction)(void (*)(void))fg_build_graph, METH_FASTCALL,
-     "build_graph(objects, follow_types, mark_types) -> (nodes, offsets, targets, marked)"},
+     "build_graph(objects, follow_types, mark_types, in_place=False, array_type=None, "
+     "runs=None) -> (nodes, offsets, targets, marked)"},
+    {"array_head", fg_array_head, METH_O,
+     "array_head(array) -> (nd, shape, has_base, owns_data, dtype) as the builder reads them"},
     {"find_components", (PyCFunction)(void (*)(void))fg_find_components, METH_FASTCALL,
      "find_components(offsets, targets) -> (component_of_node, count, cyclic)"},
     {"nodes_reaching", (PyCFunction)(void (*)(void))fg_nodes_reaching, METH_FASTCALL,

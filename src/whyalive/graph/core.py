@@ -16,7 +16,12 @@ Results:
   (format ``'q'``) in CSR form.
   If an object occurs more than once in ``objects``, edges point at its first
   index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
-  of ``mark_types``.
+  of ``mark_types``. With ``array_type`` (NumPy's ndarray) and a list ``runs``, the
+  arrays of that exact type that own their memory, have no base and that a list or
+  tuple node alone holds (reference count 1) are folded when it holds at least
+  ``ALIKE_MIN`` (512) of them, counted per dtype (8 dtypes at most, the first seen):
+  only the first becomes a node, and ``runs`` gets ``(node, container, count, first
+  three indices, last index, ((dtype, count, elements, shape or None), ...))``.
 * ``find_components(offsets, targets) -> (component_of_node, count, cyclic)``:
   ``component_of_node`` is a read-only int64 memoryview (``'q'``), ``cyclic``
   a read-only uint8 memoryview (``'B'``) with one entry per component.
@@ -128,10 +133,22 @@ __all__ = [
     "workspace",
 ]
 
-BuildGraph = Callable[
-    [Sequence[object], "tuple[type, ...]", "tuple[type, ...]", bool],
-    "tuple[list[object], memoryview, memoryview, list[int]]",
-]
+
+class BuildGraph(Protocol):
+    """``build_graph`` of either implementation (see the module's docstring)."""
+
+    def __call__(
+        self,
+        objects: Sequence[object],
+        follow_types: tuple[type, ...],
+        mark_types: tuple[type, ...],
+        in_place: bool = False,
+        array_type: type | None = None,
+        runs: list[Any] | None = None,
+        /,
+    ) -> tuple[list[object], memoryview, memoryview, list[int]]: ...
+
+
 FindComponents = Callable[[Any, Any], "tuple[memoryview, int, memoryview]"]
 NodesReaching = Callable[[Any, Any, Iterable[int]], memoryview]
 CycleCandidates = Callable[[Any, Any, "Iterable[int] | None"], "tuple[memoryview, int, memoryview]"]
@@ -186,6 +203,9 @@ class GraphImplementation:
     # hold_scratch(True / False): keep the big arrays freed meanwhile for the next ones
     # (C only: the twin's arrays are Python objects).
     hold_scratch: Callable[[bool], int] | None = None
+    # array_head(array) -> (nd, shape, has_base, owns_data, dtype), read as build_graph
+    # reads alike arrays (C only: the twin reads them through NumPy's descriptors).
+    array_head: Callable[[object], tuple[Any, ...]] | None = None
 
 
 _PYTHON = GraphImplementation(
@@ -220,6 +240,7 @@ def _load_c() -> GraphImplementation | None:
         take_tail=cast(TakeTail, mod.take_tail),
         saved_start=cast(SavedStart, mod.saved_start),
         hold_scratch=cast("Callable[[bool], int]", mod.hold_scratch),
+        array_head=cast("Callable[[object], tuple[Any, ...]]", mod.array_head),
     )
 
 
@@ -249,6 +270,7 @@ clear_objects: ClearObjects | None = _ACTIVE.clear_objects
 take_tail: TakeTail = _ACTIVE.take_tail
 saved_start: SavedStart = _ACTIVE.saved_start
 _hold_scratch = _ACTIVE.hold_scratch
+array_head = _ACTIVE.array_head
 
 
 @contextmanager

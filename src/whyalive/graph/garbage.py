@@ -9,16 +9,43 @@ and never become nodes.
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from whyalive.graph import core as graphcore
-from whyalive.kinds import KindResolver
+from whyalive.kinds import HeavyFacts, KindResolver
+from whyalive.kinds.numpy import NumpyKind, describe_alike
 
 # Untracked containers worth following: the GC untracks tuples (and, up to 3.13, dicts)
 # that hold only untracked values (such as NumPy arrays), so they can hide heavy objects.
 UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
+
+
+@dataclass(frozen=True)
+class AlikeRun:
+    """NumPy arrays that own their memory and that one list or tuple alone holds, left out
+    of the graph but for the first (its node), which stands for them all: 10^5 small
+    arrays of a list are one node, counted in C (``ALIKE_MIN`` of them at least).
+
+    ``dtypes`` holds, per dtype, ``(dtype, count, elements, shape)``: ``shape`` when every
+    array of that dtype has it, else None. Arrays of more than 8 dtypes stay nodes.
+    """
+
+    node: int
+    container: int
+    count: int
+    first: tuple[int, ...]
+    """The indices of the first three arrays in the container."""
+    last: int
+    dtypes: tuple[tuple[Any, int, int, tuple[int, ...] | None], ...]
+
+    def facts(self, own: HeavyFacts) -> HeavyFacts:
+        """The node's facts, holding the bytes of every array of the run (``own``: its own)."""
+        return describe_alike(own, self.count, self.first, self.last, self.dtypes)
 
 
 @dataclass
@@ -34,6 +61,8 @@ class ObjectGraph:
     cpp_edges: dict[tuple[int, int], str] = field(default_factory=dict)
     """(source, target) -> name of each edge that the autograd graph holds in C++ (the
     GC cannot see it): ``.grad_fn``, ``register_prehook() hooks``, ``._saved_self``."""
+    alike: dict[int, AlikeRun] = field(default_factory=dict)
+    """Node -> the run of alike arrays it stands for (see :class:`AlikeRun`)."""
     freed_by_collector: bool = False
     """Loops found among objects no root reaches (:func:`whyalive.explain.explain`) that
     references the collector sees close: cyclic garbage its next run frees."""
@@ -77,6 +106,7 @@ class ObjectGraph:
             self.workspace.close()
             self.workspace = None
         self.nodes = []
+        self.alike = {}
         self.offsets = ()
         self.targets = ()
         self.reverse = None
@@ -107,16 +137,77 @@ class ObjectGraph:
         return self.work().shortest_paths(sources, goals)
 
 
-def build_graph(objects: list[object], resolver: KindResolver) -> ObjectGraph:
+def build_graph(
+    objects: list[object], resolver: KindResolver, *, fold_arrays: bool = True
+) -> ObjectGraph:
     """One pass of referent traversal over the captured garbage (in C when compiled).
 
     The graph's node list is ``objects`` itself, with the extras appended until
     :meth:`ObjectGraph.release` takes them off again: copying 10^6 objects into a
-    new list would change each one's reference count, twice.
+    new list would change each one's reference count, twice. With ``fold_arrays``, the
+    alike arrays of a list or tuple are one node (:class:`AlikeRun`).
     """
     covered = resolver.covered_types
     count = len(objects)
+    array_type = alike_array_type(resolver) if fold_arrays else None
+    runs: list[tuple[int, int, int, tuple[int, ...], int, tuple[Any, ...]]] = []
     nodes, offsets, targets, marked = graphcore.build_graph(
-        objects, covered + UNTRACKED_CONTAINERS, covered, True
+        objects, covered + UNTRACKED_CONTAINERS, covered, True, array_type, runs
     )
-    return ObjectGraph(nodes, offsets, targets, count, marked)
+    graph = ObjectGraph(nodes, offsets, targets, count, marked)
+    graph.alike = {run[0]: AlikeRun(*run) for run in runs}
+    return graph
+
+
+# id(ndarray) -> whether the C core reads its arrays' head as NumPy does (checked once).
+_HEAD_READ: dict[int, bool] = {}
+
+
+def alike_array_type(resolver: KindResolver) -> type | None:
+    """NumPy's ndarray, when its alike arrays can be folded: the user imported NumPy, the
+    built-in kind describes its arrays, and the C core reads a probe array's head as NumPy
+    does (the pure-Python twin reads them through NumPy's descriptors)."""
+    numpy: Any = sys.modules.get("numpy")
+    ndarray = getattr(numpy, "ndarray", None)
+    if not isinstance(ndarray, type) or not isinstance(resolver[ndarray], NumpyKind):
+        return None
+    head = graphcore.array_head
+    if head is None:
+        return ndarray
+    known = _HEAD_READ.get(id(ndarray))
+    if known is None:
+        known = _HEAD_READ[id(ndarray)] = _reads_like_numpy(numpy, head)
+    return ndarray if known else None
+
+
+def _reads_like_numpy(numpy: Any, head: Callable[[object], tuple[Any, ...]]) -> bool:
+    try:
+        owner = numpy.empty((2, 3), dtype=numpy.int16)
+        view = owner[1:]
+        read = head(owner), head(view)
+        expected = (2, (2, 3), False, True, owner.dtype), (2, (1, 3), True, False, view.dtype)
+        return read == expected and read[0][4] is owner.dtype
+    except Exception:  # an odd NumPy: fold nothing
+        return False
+
+
+def members_by_component(
+    component_of: memoryview, candidates: memoryview, cycle_count: int
+) -> dict[int, Sequence[int]]:
+    """Candidate nodes grouped by component, each ascending."""
+    if not candidates:
+        return {}
+    if cycle_count == 1:
+        # One cycle in the whole graph (a big structure): no pass over the ids.
+        return {component_of[candidates[0]]: candidates}
+    # Copying the ids out is worth it only when many nodes are candidates.
+    many = len(candidates) * 8 > len(component_of)
+    components: Sequence[int] = component_of.tolist() if many else component_of
+    first = components[candidates[0]]
+    # A component is a candidate whole or not at all: one count tells one big cycle.
+    if many and cast("list[int]", components).count(first) == len(candidates):
+        return {first: candidates}
+    members_of: dict[int, list[int]] = defaultdict(list)
+    for index in candidates:
+        members_of[components[index]].append(index)
+    return dict(members_of)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from whyalive.graph.twin_alike import fold_scan
 from whyalive.guarded import module_dict, unsafe_to_traverse
 
 # (type of source, type of target, edge position, degree): an edge class of a structure.
@@ -51,11 +52,21 @@ def py_build_graph(
     follow_types: tuple[type, ...],
     mark_types: tuple[type, ...],
     in_place: bool = False,
+    array_type: type | None = None,
+    runs: list[Any] | None = None,
 ) -> tuple[list[object], memoryview, memoryview, list[int]]:
     """Pure-Python twin of ``_fastgraph.build_graph``."""
+    folding = None
+    if array_type is not None:
+        if type(runs) is not list or runs is objects:
+            raise TypeError("array_type must be NumPy's ndarray, with runs a list of its own")
+        folding = (array_type, runs)
     was_enabled = gc.isenabled()
     try:
-        return _build_graph_paused(objects, follow_types, mark_types, in_place, was_enabled)
+        gc.disable()  # before the call: entering a function may allocate (3.11's first call)
+        return _build_graph_paused(
+            objects, follow_types, mark_types, in_place, was_enabled, folding
+        )
     finally:
         # Again: an interrupt may cut the inner finally (docs/architecture.md, GC rules 10).
         if was_enabled:
@@ -68,6 +79,7 @@ def _build_graph_paused(
     mark_types: tuple[type, ...],
     in_place: bool,
     was_enabled: bool,
+    folding: tuple[type, list[Any]] | None,
 ) -> tuple[list[object], memoryview, memoryview, list[int]]:
     try:
         # Disabled before the first allocation: a collection during the build
@@ -89,6 +101,7 @@ def _build_graph_paused(
         follow_cache: dict[int, bool] = {}
         mark_cache: dict[int, bool] = {}
         marked: list[int] = []
+        found_runs: list[tuple[Any, ...]] = []
         offsets: list[int] = []
         targets: list[int] = []
         get_referents = gc.get_referents
@@ -110,7 +123,12 @@ def _build_graph_paused(
                     mark_cache[id(node_type)] = marks
                 if marks:
                     marked.append(i)
+            folded: set[int] | None = None
+            if folding is not None and (type(nodes[i]) is list or type(nodes[i]) is tuple):
+                folded = fold_scan(nodes[i], i, folding[0], found_runs)
             for ref in get_referents(nodes[i]) if i != unsafe_at else [module_dict(unsafe)]:
+                if folded is not None and id(ref) in folded:
+                    continue
                 j = index.get(id(ref))
                 if j is None:
                     if is_tracked(ref):
@@ -134,6 +152,10 @@ def _build_graph_paused(
                 add_target(j)
             i += 1
         add_offset(len(targets))
+        if folding is not None:
+            if any(id(run[0]) not in index for run in found_runs):
+                raise RuntimeError("an alike array is no node")  # ndarray not followed
+            folding[1].extend((index[id(run[0])], *run[1:]) for run in found_runs)
         result = (nodes, _readonly_int64(offsets), _readonly_int64(targets), marked)
     finally:
         if was_enabled:

@@ -9,7 +9,7 @@ New kinds plug in with :func:`register_kind`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter, itemgetter, lt
 from typing import Protocol, runtime_checkable
@@ -41,6 +41,8 @@ class HeavyFacts:
     with no other array, so its range is read only when another kind reports one."""
     through_autograd: tuple[HeavyFacts, ...] = ()
     """Tensors that only the object's autograd graph (C++, invisible to the GC) holds."""
+    alike: AlikeFacts | None = None
+    """The alike arrays this node stands for, when it is a run's (its bytes are theirs)."""
 
     @classmethod
     def owning(
@@ -69,9 +71,41 @@ class HeavyFacts:
         _set(made, "__dict__", fields)
         return made
 
+    @property
+    def count(self) -> int:
+        """How many heavy objects these facts are of: a run's node stands for all its arrays."""
+        return self.alike.count if self.alike is not None else 1
+
     def held(self) -> tuple[HeavyFacts, ...]:
         """This object's facts, then those of what its autograd graph holds."""
         return (self, *self.through_autograd)
+
+
+@dataclass(frozen=True)
+class AlikeFacts:
+    """The arrays a run's node stands for (``whyalive.graph.garbage.AlikeRun``): arrays that
+    own their memory and that one list or tuple alone holds, counted in C."""
+
+    count: int
+    """How many, the node's own array included."""
+    first: tuple[int, ...]
+    """Where the first three sit in their container (all ``index_range_words`` reads)."""
+    last: int
+    """Where the last one sits."""
+    descriptions: frozenset[str]
+    """Their descriptions, each once (one per dtype of one shape; ``SEVERAL_SHAPES``)."""
+    own: HeavyFacts
+    """The node's own array, as the report's table of objects shows it."""
+
+
+_ALIKE = attrgetter("alike")
+
+
+def objects_in(nodes: Iterable[int], facts: Mapping[int, HeavyFacts]) -> int:
+    """How many heavy objects ``nodes`` are: a run's node counts as all its arrays."""
+    held = list(map(facts.__getitem__, nodes))  # at C speed: most nodes are one object
+    runs: list[AlikeFacts] = list(filter(None, map(_ALIKE, held)))
+    return len(held) + sum(run.count - 1 for run in runs)
 
 
 _new = object.__new__
@@ -90,6 +124,7 @@ _OWNING: dict[str, object] = {
     "memory": None,
     "locate": None,
     "through_autograd": (),
+    "alike": None,
 }
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from whyalive.kinds import HeavyFacts
+from whyalive.kinds import AlikeFacts, HeavyFacts
 
 # str(dtype) runs Python code in NumPy (~50 us); dtypes are few and immutable.
 _DTYPE_NAMES: dict[object, str] = {}
@@ -104,6 +105,36 @@ class NumpyKind:
             self.describe(obj) if one else facts
             for obj, one, facts in zip(objects, alone, described, strict=True)
         ]
+
+
+# A dtype whose alike arrays differ in shape: "of several shapes" is all a holding says.
+SEVERAL_SHAPES = "ndarray(of several shapes)"
+
+
+def describe_alike(
+    own: HeavyFacts,
+    count: int,
+    first: tuple[int, ...],
+    last: int,
+    dtypes: Sequence[tuple[Any, int, int, tuple[int, ...] | None]],
+) -> HeavyFacts:
+    """The facts of a run's node (``whyalive.graph.garbage.AlikeRun``): the bytes of all its
+    arrays, from each dtype's count of elements, and their descriptions, each once."""
+    nbytes = 0
+    descriptions: set[str] = set()
+    for dtype, _, elements, shape in dtypes:
+        nbytes += elements * int(dtype.itemsize)
+        if shape is None:
+            descriptions.add(SEVERAL_SHAPES)
+        else:
+            descriptions.add(_DESCRIPTIONS.get((shape, dtype)) or _remembered(shape, dtype))
+    return replace(
+        own,
+        nbytes=nbytes,
+        memory=None,  # memory no other object can view: nothing to merge with
+        locate=None,
+        alike=AlikeFacts(count, first, last, frozenset(descriptions), own),
+    )
 
 
 def _remembered(shape: tuple[object, ...], dtype: object) -> str:

@@ -132,7 +132,8 @@ def _analyze_paused(
         resolver = KindResolver()
         progress.stage("building the reference graph")
         with scratch_held():  # each stage's big arrays cut from the last one's
-            graph = build_graph(objects, resolver)
+            # Recorded allocation sites are told per array: no array stands for others.
+            graph = build_graph(objects, resolver, fold_arrays=options.site_of is None)
             return _report_of(graph, resolver, options, progress, words_for)
     finally:
         if enabled:

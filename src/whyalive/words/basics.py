@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 
 BLIND_SPOTS = (
     "Not visible to the cyclic GC, so never reported as cyclic garbage: cycles through "
@@ -264,12 +265,21 @@ def edge_label(kind: str, name: str) -> str:
     return name
 
 
-def index_range_words(indices: list[int]) -> str:
-    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, 5, ...]`` for many."""
+def index_range_words(
+    indices: Iterable[int], runs: Sequence[tuple[Sequence[int], int, int]] = ()
+) -> str:
+    """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, 5, ...]`` for many.
+
+    ``runs``: places told by their first three, last and count, each apart from the others
+    and from ``indices`` (10^5 alike arrays of a list), read as if each were listed.
+    """
     ordered = sorted(set(indices))
-    if len(ordered) == 1:
-        return f"[{ordered[0]}]"
-    if ordered[-1] - ordered[0] == len(ordered) - 1:
-        return f"[{ordered[0]}..{ordered[-1]}]"
-    shown = ", ".join(str(i) for i in ordered[:3])
-    return f"[{shown}{', ...' if len(ordered) > 3 else ''}]"
+    total = len(ordered) + sum(count for *_, count in runs)
+    firsts = sorted([*ordered[:3], *(i for first, _, _ in runs for i in first[:3])])
+    high = max([*ordered[-1:], *(last for _, last, _ in runs)])
+    if total == 1:
+        return f"[{firsts[0]}]"
+    if high - firsts[0] == total - 1:
+        return f"[{firsts[0]}..{high}]"
+    shown = ", ".join(str(i) for i in firsts[:3])
+    return f"[{shown}{', ...' if total > 3 else ''}]"

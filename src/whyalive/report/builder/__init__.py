@@ -17,6 +17,7 @@ from dataclasses import replace
 from whyalive.analysis import AnalysisOptions, Findings
 from whyalive.analysis.autograd_share import held_count
 from whyalive.analysis.sourcelines import SourceLines
+from whyalive.kinds import objects_in
 from whyalive.report import CycleReport, HeavyObject, Node, Report
 from whyalive.report.builder.cycles import cycle_report
 from whyalive.report.builder.heavy import heavy_table
@@ -59,7 +60,8 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
             )
         )
     report = _report(findings, options, (), cycles, ())
-    unlisted = len({node for group in findings.kept for node in group.retained})
+    retained = {node for group in findings.kept for node in group.retained}
+    unlisted = objects_in(retained, findings.facts)
     return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
 
 
@@ -71,7 +73,7 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     storage_users = findings.storage_users
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
-    unlisted = len({n for g in kept for n in g.retained}) - len(heavy_objects)
+    unlisted = objects_in({n for g in kept for n in g.retained}, facts) - len(heavy_objects)
     report = _report(findings, options, table.nodes, cycles, heavy_objects)
     return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
 

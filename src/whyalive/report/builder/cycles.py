@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import types
 from collections import Counter
+from operator import attrgetter
 
 from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.analysis.diagnose import Diagnosis
@@ -23,7 +24,7 @@ from whyalive.analysis.paths import CycleView, NamedEdge, closed_loop
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.analysis.structure import Structure, type_words
 from whyalive.guarded import is_one_of, type_qualname, type_short_name
-from whyalive.kinds import HeavyFacts
+from whyalive.kinds import HeavyFacts, objects_in
 from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report.builder.advice import Advice, advise
 from whyalive.report.builder.nodes import NodeTable, holder_path_record
@@ -47,6 +48,8 @@ from whyalive.words import (
 )
 from whyalive.words import edge_kinds as ek
 
+_ALIKE = attrgetter("alike")
+_Place = tuple[list[int], list[tuple[tuple[int, ...], int, int]], list[int], list[int]]
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
 # Of the many heavy objects one container holds side by side (see
@@ -80,8 +83,11 @@ def _reference(
 
 def _briefs(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> set[str]:
     """The distinct briefs of heavy objects: each distinct description worded once (a list
-    of 10^5 equal arrays reads one)."""
-    return {heavy_brief(d) for d in {facts[n].description for n in heavy_nodes}}
+    of 10^5 equal arrays reads one; a run's node says those of its arrays)."""
+    described = {facts[n].description for n in heavy_nodes}
+    for run in filter(None, map(_ALIKE, map(facts.__getitem__, heavy_nodes))):
+        described |= run.descriptions
+    return {heavy_brief(d) for d in described}
 
 
 def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) -> str:
@@ -110,7 +116,8 @@ def _holding_words(view: CycleView, facts: dict[int, HeavyFacts], memo: Memo) ->
         :MAX_HOLDER_PHRASES
     ]:
         briefs = _briefs(heavy_nodes, facts)
-        held = holding_phrase(kind, len(heavy_nodes), briefs, bytes_of(heavy_nodes, facts, memo))
+        count = objects_in(heavy_nodes, facts)
+        held = holding_phrase(kind, count, briefs, bytes_of(heavy_nodes, facts, memo))
         phrases.append(holds_words(place, held, container, len(starts)))
     return holdings_words(phrases, more=len(groups) - len(phrases))
 
@@ -179,21 +186,29 @@ def _holds(
 ) -> tuple[list[Holding], list[int]]:
     """Every heavy object by the place that holds it, siblings of one list folded; and the
     report ids of those listed (the first few of a container's siblings, shown or not)."""
-    groups: dict[tuple[str, str, str, bool], tuple[list[int], list[int], list[int]]] = {}
+    # Per place: the indices of its objects, the runs' apart (first three, last, count), its
+    # heavy nodes and those listed.
+    groups: dict[tuple[str, str, str, bool], _Place] = {}
     for nodes, edges in view.holder_paths:
         heavy = nodes[-1]
         fact = facts[heavy]
         head, tail, index = _holding_place(view, edges) if edges else ("", "", None)
         key = (head, tail, fact.kind, index is not None)
-        indices, heavy_nodes, shown = groups.setdefault(key, ([], [], []))
-        if index is not None:
-            indices.extend(view.sibling_indices.get(heavy, [index]))
+        indices, runs, heavy_nodes, shown = groups.setdefault(key, ([], [], [], []))
         held = view.held_with(heavy)
+        if index is not None:
+            positions = view.sibling_indices.get(heavy, [index])
+            held_runs = list(filter(None, map(_ALIKE, map(facts.__getitem__, held))))
+            if held_runs:  # told by their first three, last and count; not by their node's
+                runs.extend((run.first, run.last, run.count) for run in held_runs)
+                own = {run.first[0] for run in held_runs}
+                positions = [position for position in positions if position not in own]
+            indices.extend(positions)
         heavy_nodes.extend(held)
         shown.extend(held[:listed_siblings])
     holds = []
     listed: list[int] = []
-    for number, (key, (indices, heavy_nodes, shown)) in enumerate(groups.items()):
+    for number, (key, (indices, runs, heavy_nodes, shown)) in enumerate(groups.items()):
         ids = tuple(table.add(n) for n in shown)
         listed.extend(ids)
         if number >= MAX_HOLDINGS:
@@ -203,8 +218,10 @@ def _holds(
         autograd_bytes, autograd_count = autograd_held(heavy_nodes, facts)
         holds.append(
             Holding(
-                where=holding_place(head, index_range_words(indices) if indexed else "", tail),
-                count=len(heavy_nodes),
+                where=holding_place(
+                    head, index_range_words(indices, runs) if indexed else "", tail
+                ),
+                count=objects_in(heavy_nodes, facts),
                 kind=kind,
                 description=holding_description(briefs, autograd_count),
                 nbytes=bytes_of(heavy_nodes, facts, memo),
@@ -331,7 +348,7 @@ def cycle_report(
         holds=tuple(holds),
         made_inside=made_inside(_code_members(view, structure), options.user_root or os.getcwd()),
         fix_edit=advice.fix_edit,
-        heavy_unlisted=len(group.retained) - len(heavy_ids),
+        heavy_unlisted=objects_in(group.retained, facts) - len(heavy_ids),
     )
 
 

@@ -32,6 +32,8 @@ class NodeTable:
         obj = self.graph.nodes[node]
         named = name_node(obj, variable)
         facts = self.facts.get(node)
+        if facts is not None and facts.alike is not None:  # a run's node shows its own array
+            facts = facts.alike.own
         size = sizeof(obj) if facts is None else facts.nbytes
         report_id = len(self.nodes)
         text = facts.description if facts is not None else named.label

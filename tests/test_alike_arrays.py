@@ -1,0 +1,257 @@
+"""Alike arrays: the arrays that one list or tuple of the garbage alone holds, and that own
+their memory, are one node that stands for them all (whyalive.graph.garbage.AlikeRun).
+
+Both cores fold the same arrays into the same runs; a report reads as it does with every
+array a node of its own (counts, bytes, places, descriptions), and everything is freed.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from capabilities import needs_numpy, numpy
+from whyalive import check_leaks
+from whyalive.graph import core as graphcore
+from whyalive.graph import garbage
+from whyalive.graph.twin_alike import ALIKE_MIN
+from whyalive.report import Report
+
+pytestmark = needs_numpy
+
+PY = graphcore.python_implementation()
+C = graphcore.c_implementation()
+IMPLS = [PY] if C is None else [PY, C]
+
+
+class Holder:
+    """Keeps what it holds in a cycle with itself."""
+
+
+def _build(impl: graphcore.GraphImplementation, objects: list[object]) -> tuple[Any, ...]:
+    """The graph of ``objects`` with alike arrays folded, as plain values (dtypes by name)."""
+    ndarray = numpy.ndarray
+    runs: list[Any] = []
+    given = len(objects)
+    nodes, offsets, targets, marked = impl.build_graph(
+        objects, (ndarray, tuple, dict), (ndarray,), True, ndarray, runs
+    )
+    kinds = [type(node).__name__ for node in nodes]
+    del nodes[given:]
+    said = [(*run[:5], tuple((str(d), *rest) for d, *rest in run[5])) for run in runs]
+    return kinds, list(offsets), list(targets), marked, said
+
+
+def _alike(count: int) -> list[object]:
+    return [numpy.zeros(4) for _ in range(count)]
+
+
+def _with_strangers() -> list[object]:
+    """Alike arrays among arrays that are not: a shared one, a view, one over a bytes
+    object, a subclass's, one array twice, a scalar and a list."""
+    items: list[object] = _alike(ALIKE_MIN + 10)
+    twice = numpy.ones(3)
+    items[5:5] = [
+        numpy.arange(6),  # shared: the caller keeps it too
+        numpy.arange(10)[2:],  # a view: its base holds the memory
+        numpy.frombuffer(b"abcdefgh", dtype=numpy.uint8),  # over foreign memory
+        numpy.zeros(4).view(numpy.recarray),  # a subclass
+        twice,
+        twice,
+        3,
+        [1, 2],
+    ]
+    return items
+
+
+def _many_dtypes() -> list[object]:
+    """Ten dtypes: the first eight seen are counted, arrays of the other two stay nodes."""
+    names = ["f8", "f4", "i8", "i4", "i2", "i1", "u1", "u2", "c8", "b1"]
+    return [numpy.zeros(index % 7, dtype=names[index % 10]) for index in range(2_000)]
+
+
+# Each shape: the containers of the garbage, beside a Holder.
+SHAPES: dict[str, Callable[[], list[Any]]] = {
+    "list": lambda: [_alike(ALIKE_MIN + 1)],
+    "tuple": lambda: [tuple(_alike(ALIKE_MIN + 1))],
+    "too few": lambda: [_alike(ALIKE_MIN)],
+    "strangers": lambda: [_with_strangers()],
+    "many dtypes and shapes": lambda: [_many_dtypes()],
+    "two lists": lambda: [_alike(600), _alike(700)],
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_both_cores_fold_the_same_arrays_into_the_same_runs(shape: str) -> None:
+    """Same nodes, edges, marks and runs from the C core and its twin; each run counts the
+    arrays that only their container holds, that own their memory, of its first 8 dtypes."""
+    built = []
+    for impl in IMPLS:
+        containers = SHAPES[shape]()
+        shared = containers[0][5]  # kept here too: never folded
+        built.append(_build(impl, [Holder(), *containers]))
+        del containers, shared
+    assert all(found == built[0] for found in built), "the cores disagree"
+    kinds, _, _, marked, runs = built[0]
+    if shape == "too few":
+        assert runs == []
+        assert len(marked) == ALIKE_MIN
+        return
+    assert len(runs) == (2 if shape == "two lists" else 1)
+    for node, _, count, first, last, dtypes in runs:
+        assert count >= ALIKE_MIN
+        assert first[0] < first[1] < first[2] <= last
+        assert count == sum(d[1] for d in dtypes)
+        assert kinds[node] == "ndarray"  # the run's first array is its node
+    if shape in ("list", "tuple"):
+        count = ALIKE_MIN  # all but the one kept here
+        assert runs[0][2:] == (count, (0, 1, 2), count, (("float64", count, 4 * count, (4,)),))
+    if shape == "strangers":
+        # The ALIKE_MIN + 10 alike arrays; none of the strangers (the first kept here).
+        [run] = runs
+        count = ALIKE_MIN + 10
+        assert run[2:] == (count, (0, 1, 2), count + 7, (("float64", count, 4 * count, (4,)),))
+        # The run's node; the shared array, the view, the one over bytes, the one twice (a
+        # subclass's array is tracked by the collector: outside this garbage, live).
+        assert len(marked) == 1 + 4
+    if shape == "many dtypes and shapes":
+        [run] = runs
+        assert len(run[5]) == 8
+        assert run[2] == 1_600
+        assert all(shape is None for *_, shape in run[5])  # shapes 0..6 in each dtype
+        assert len(marked) == 1 + 400  # the run's node; the arrays of the last two dtypes
+
+
+def test_an_array_kept_elsewhere_is_not_folded() -> None:
+    """An array the caller also keeps (reference count 2) is a node of its own."""
+    for impl in IMPLS:
+        items = _alike(ALIKE_MIN + 1)
+        kept = items[7]
+        _, _, _, marked, runs = _build(impl, [Holder(), items])
+        assert runs[0][2] == ALIKE_MIN
+        assert len(marked) == 2
+        del kept
+
+
+def _leak(arrays: list[object]) -> None:
+    holder = Holder()
+    holder.me = holder  # type: ignore[attr-defined]
+    holder.arrays = arrays  # type: ignore[attr-defined]
+
+
+def _report(make: Callable[[], list[object]], *, fold: bool, core: Any = None) -> Report:
+    patch = pytest.MonkeyPatch()
+    if not fold:
+        patch.setattr(garbage, "alike_array_type", lambda resolver: None)
+    if core is not None:
+        patch.setattr(graphcore, "build_graph", core.build_graph)
+        patch.setattr(graphcore, "array_head", core.array_head)
+    try:
+        with check_leaks(on_leak="ignore") as check:
+            _leak(make())
+        assert check.report is not None
+        return check.report
+    finally:
+        patch.undo()
+
+
+def _said(report: Report) -> tuple[Any, ...]:
+    """What a report says of the heavy objects, apart from which one is shown as example."""
+    [cycle] = report.cycles
+    holds = [(h.where, h.count, h.kind, h.description, h.nbytes) for h in cycle.holds]
+    return (
+        holds,
+        report.total_bytes,
+        report.heavy_count,
+        len(report.heavy_objects) + report.heavy_objects_unlisted,
+        cycle.heavy_count,
+        len(cycle.heavy) + cycle.heavy_unlisted,
+        cycle.total_bytes,
+        report.headline if hasattr(report, "headline") else None,
+    )
+
+
+MIXED: dict[str, Callable[[], list[object]]] = {
+    "alike": lambda: _alike(3_000),
+    "strangers": _with_strangers,
+    "dtypes and shapes": _many_dtypes,
+    "gaps": lambda: [numpy.zeros(2) if i % 3 else i for i in range(3_000)],
+}
+
+
+@pytest.mark.parametrize("core", IMPLS, ids=[impl.name for impl in IMPLS])
+@pytest.mark.parametrize("shape", list(MIXED))
+def test_a_report_says_what_it_says_without_folding(shape: str, core: Any) -> None:
+    """Holdings (place, count, description, bytes), totals and counts are those of the report
+    in which each array is a node; the bytes are the arrays' own, each counted once."""
+    folded = _report(MIXED[shape], fold=True, core=core)
+    plain = _report(MIXED[shape], fold=False, core=core)
+    assert _said(folded) == _said(plain)
+    arrays = [a for a in MIXED[shape]() if type(a) is numpy.ndarray]
+    if shape in ("alike", "dtypes and shapes"):
+        assert folded.total_bytes == sum(a.nbytes for a in arrays)
+        assert folded.heavy_count == len(arrays)
+    text = folded.render("text", width=1000)
+    if shape == "alike":
+        assert "self.arrays[0..2999]: 3,000 arrays float64[4], 93.8 KiB" in text
+    if shape == "gaps":
+        assert "self.arrays[1, 2, 4, ...]: 2,000 arrays float64[2]" in text
+    if shape == "dtypes and shapes":
+        assert "arrays of several shapes" in text
+    if shape in ("alike", "gaps"):
+        assert len(folded.nodes) < 12  # one node for the arrays, not thousands
+
+
+def test_every_array_is_freed_and_gc_state_restored() -> None:
+    """The run's node, the arrays it stands for and their list die with the check."""
+    garbage_before = list(gc.garbage)
+    debug, enabled = gc.get_debug(), gc.isenabled()
+    with check_leaks(on_leak="ignore") as check:
+        arrays = _alike(2_000)
+        watched = [weakref.ref(arrays[0]), weakref.ref(arrays[1]), weakref.ref(arrays[-1])]
+        _leak(arrays)
+        del arrays
+    assert check.report is not None
+    assert check.report.heavy_count == 2_000
+    assert [ref() for ref in watched] == [None, None, None]
+    assert gc.garbage == garbage_before
+    assert (gc.get_debug(), gc.isenabled()) == (debug, enabled)
+
+
+def test_recorded_allocation_sites_keep_every_array_a_node() -> None:
+    """With allocation sites recorded, each array is told by its own site: nothing folds."""
+    with check_leaks(on_leak="ignore", record_allocations=True) as check:
+        _leak(_alike(1_000))
+    assert check.report is not None
+    assert check.report.heavy_count == 1_000
+    assert len(check.report.heavy_objects) > 1
+
+
+def test_a_numpy_whose_arrays_read_otherwise_folds_nothing() -> None:
+    """The C core reads an array's head where NumPy keeps it; when a probe array reads
+    otherwise (another layout), no array is folded."""
+    if C is None:
+        pytest.skip("the twin reads arrays through NumPy's descriptors")
+    from whyalive.kinds import KindResolver
+
+    resolver = KindResolver()
+    assert garbage.alike_array_type(resolver) is numpy.ndarray
+    assert garbage._reads_like_numpy(numpy, lambda array: (0, (), False, False, None)) is False
+    assert garbage._reads_like_numpy(numpy, C.array_head) is True  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=[impl.name for impl in IMPLS])
+def test_bad_folding_arguments_raise_the_same_errors(impl: graphcore.GraphImplementation) -> None:
+    """Runs must be a list of their own; folded arrays must be of a followed type."""
+    ndarray = numpy.ndarray
+    objects: list[object] = [_alike(ALIKE_MIN)]
+    with pytest.raises(TypeError, match="runs a list of its own"):
+        impl.build_graph(objects, (ndarray,), (), False, ndarray, None)
+    with pytest.raises(TypeError, match="runs a list of its own"):
+        impl.build_graph(objects, (ndarray,), (), True, ndarray, objects)
+    with pytest.raises(RuntimeError, match="no node"):
+        impl.build_graph(objects, (), (), False, ndarray, [])
