@@ -1,5 +1,6 @@
 """Alike arrays: the arrays that one list or tuple of the garbage alone holds, and that own
-their memory, are one node that stands for them all (whyalive.graph.garbage.AlikeRun).
+their memory, are one node (the biggest of them) that stands for them all
+(whyalive.graph.garbage.AlikeRun).
 
 Both cores fold the same arrays into the same runs; a report reads as it does with every
 array a node of its own (counts, bytes, places, descriptions), and everything is freed.
@@ -42,8 +43,14 @@ def _build(impl: graphcore.GraphImplementation, objects: list[object]) -> tuple[
     )
     kinds = [type(node).__name__ for node in nodes]
     del nodes[given:]
-    said = [(*run[:5], tuple((str(d), *rest) for d, *rest in run[5])) for run in runs]
+    said = [(*run[:4], tuple((str(d), *rest) for d, *rest in run[4])) for run in runs]
     return kinds, list(offsets), list(targets), marked, said
+
+
+def _bits(positions: set[int]) -> bytes:
+    """Bit ``i`` set for each position ``i``, little-endian, as the cores give them."""
+    mask = sum(1 << position for position in positions)
+    return mask.to_bytes((max(positions) + 8) // 8, "little")
 
 
 def _alike(count: int) -> list[object]:
@@ -102,27 +109,31 @@ def test_both_cores_fold_the_same_arrays_into_the_same_runs(shape: str) -> None:
         assert len(marked) == ALIKE_MIN
         return
     assert len(runs) == (2 if shape == "two lists" else 1)
-    for node, _, count, first, last, dtypes in runs:
+    for node, _, count, positions, dtypes in runs:
         assert count >= ALIKE_MIN
-        assert first[0] < first[1] < first[2] <= last
+        assert int.from_bytes(positions, "little").bit_count() == count
         assert count == sum(d[1] for d in dtypes)
-        assert kinds[node] == "ndarray"  # the run's first array is its node
+        assert kinds[node] == "ndarray"  # one of the run's arrays is its node
     if shape in ("list", "tuple"):
         count = ALIKE_MIN  # all but the one kept here
-        assert runs[0][2:] == (count, (0, 1, 2), count, (("float64", count, 4 * count, (4,)),))
+        assert runs[0][2] == count
+        assert runs[0][3] == _bits(set(range(count + 1)) - {5})
+        assert runs[0][4] == (("float64", count, 4 * count, (4,)),)
     if shape == "strangers":
         # The ALIKE_MIN + 10 alike arrays; none of the strangers (the first kept here).
         [run] = runs
         count = ALIKE_MIN + 10
-        assert run[2:] == (count, (0, 1, 2), count + 7, (("float64", count, 4 * count, (4,)),))
+        assert run[2] == count
+        assert run[3] == _bits(set(range(count + 8)) - set(range(5, 13)))
+        assert run[4] == (("float64", count, 4 * count, (4,)),)
         # The run's node; the shared array, the view, the one over bytes, the one twice (a
         # subclass's array is tracked by the collector: outside this garbage, live).
         assert len(marked) == 1 + 4
     if shape == "many dtypes and shapes":
         [run] = runs
-        assert len(run[5]) == 8
+        assert len(run[4]) == 8
         assert run[2] == 1_600
-        assert all(shape is None for *_, shape in run[5])  # shapes 0..6 in each dtype
+        assert all(shape is None for *_, shape in run[4])  # shapes 0..6 in each dtype
         assert len(marked) == 1 + 400  # the run's node; the arrays of the last two dtypes
 
 
@@ -255,3 +266,68 @@ def test_bad_folding_arguments_raise_the_same_errors(impl: graphcore.GraphImplem
         impl.build_graph(objects, (ndarray,), (), True, ndarray, objects)
     with pytest.raises(RuntimeError, match="no node"):
         impl.build_graph(objects, (), (), False, ndarray, [])
+
+
+def test_dtypes_compare_by_equality_not_identity() -> None:
+    """NumPy makes a new dtype object for each array of some dtypes (strings, datetimes):
+    equal ones share a slot, so such arrays fold, and eight of them at the head of a list
+    leave room for the arrays after them."""
+    for impl in IMPLS:
+        strings = [numpy.array([f"{index:03}"]) for index in range(600)]
+        assert len({id(array.dtype) for array in strings}) > 1
+        heads = (numpy.zeros(2, dtype="datetime64[s]") for _ in range(8))
+        _, _, _, marked, runs = _build(impl, [Holder(), strings, [*heads, *_alike(600)]])
+        assert [run[2] for run in runs] == [600, 608]
+        assert [len(run[4]) for run in runs] == [1, 2]
+        assert len(marked) == 2
+
+
+def test_a_repeated_input_list_folds_once_and_the_cores_agree() -> None:
+    """The garbage never repeats an object, but a caller's list may: both cores fold its
+    first copy only."""
+    built = []
+    for impl in IMPLS:
+        items = _alike(600)
+        built.append(_build(impl, [Holder(), items, items]))
+        del items
+    assert all(found == built[0] for found in built)
+    assert len(built[0][4]) == 1
+
+
+def _ring_of_lists() -> None:
+    """Two objects in a loop, each with a list of 600 arrays at the same attribute."""
+    first, second = Holder(), Holder()
+    first.next, second.next = second, first  # type: ignore[attr-defined]
+    first.arrs = _alike(600)  # type: ignore[attr-defined]
+    second.arrs = _alike(600)  # type: ignore[attr-defined]
+
+
+def _big_among_small() -> list[object]:
+    return [*_alike(600), *(numpy.zeros(1000) for _ in range(3))]
+
+
+def test_places_and_examples_read_as_without_folding() -> None:
+    """Lists at one place of a loop read as their union of indices, `self.arrs[0..599]`;
+    a run's node is its biggest array, so the example path and the table show it."""
+    reports = {}
+    for fold in (True, False):
+        patch = pytest.MonkeyPatch()
+        if not fold:
+            patch.setattr(garbage, "alike_array_type", lambda resolver: None)
+        try:
+            with check_leaks(on_leak="ignore") as ring:
+                _ring_of_lists()
+            with check_leaks(on_leak="ignore") as big:
+                _leak(_big_among_small())
+        finally:
+            patch.undo()
+        assert ring.report is not None
+        assert big.report is not None
+        reports[fold] = (ring.report, big.report)
+    for report in reports[True]:
+        assert _said(report) == _said(reports[False][reports[True].index(report)])
+    [holding] = reports[True][0].cycles[0].holds
+    assert (holding.where, holding.count) == ("self.arrs[0..599]", 1_200)
+    big_report = reports[True][1]
+    assert big_report.heavy_objects[0].description == "ndarray(float64[1000])"
+    assert "(7.8 KiB)" in big_report.render("text", width=1000).split("for example:")[1]

@@ -654,10 +654,10 @@ typedef struct {
 
 typedef struct {
     Py_ssize_t container; /* node index */
-    PyObject *example;    /* borrowed: the first alike array, the run's node */
+    PyObject *example;    /* borrowed: the run's node, its array with the most elements */
     Py_ssize_t count;
-    Py_ssize_t first[3];
-    Py_ssize_t last;
+    unsigned char *positions; /* a bit per item of the container: an alike array */
+    Py_ssize_t nitems;
     int ndtypes;
     alike_dtype dtypes[ALIKE_DTYPES];
 } alike_run;
@@ -877,7 +877,7 @@ static inline int
 is_private_array(const builder *b, PyObject *o)
 {
     const numpy_array_head *a = (const numpy_array_head *)o;
-    return Py_TYPE(o) == b->array_type && Py_REFCNT(o) == 1 && a->base == NULL &&
+    return o != NULL && Py_TYPE(o) == b->array_type && Py_REFCNT(o) == 1 && a->base == NULL &&
            (a->flags & NUMPY_OWNDATA) != 0;
 }
 
@@ -895,53 +895,69 @@ same_shape(const numpy_array_head *a, const numpy_array_head *c)
     return 1;
 }
 
-/* The dtype slot of run for array o, or -1 when it is no alike array of it. */
-static inline int
-alike_slot(const builder *b, const alike_run *run, PyObject *o)
+/* The dtype slot of run for descr, a new one while there is room, else -1. Equal
+ * dtypes share a slot: NumPy makes a new dtype object for each array of some
+ * dtypes (strings, structured, datetimes). Their comparison is NumPy's C code. */
+static int
+new_dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
 {
-    if (!is_private_array(b, o)) {
+    for (int k = 0; k < run->ndtypes; k++) {
+        int equal = PyObject_RichCompareBool(run->dtypes[k].descr, descr, Py_EQ);
+        if (equal < 0) {
+            PyErr_Clear();
+        }
+        if (equal > 0) {
+            return k;
+        }
+    }
+    if (run->ndtypes == ALIKE_DTYPES) {
         return -1;
     }
-    PyObject *descr = ((const numpy_array_head *)o)->descr;
+    alike_dtype *d = &run->dtypes[run->ndtypes];
+    d->descr = descr;
+    d->shape_of = item;
+    d->uniform = 1;
+    return run->ndtypes++;
+}
+
+static inline int
+dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
+{
     for (int k = 0; k < run->ndtypes; k++) {
         if (run->dtypes[k].descr == descr) {
             return k;
         }
     }
-    return -1;
+    return new_dtype_slot(run, descr, item);
 }
 
-/* Counts the alike arrays of a list's or tuple's items into run, each but the
- * first flagged in folded; true when they are enough to fold. */
+/* Counts the alike arrays among a list's or tuple's items into run, each flagged
+ * in folded but its example (the one with the most elements, the first of them);
+ * true when they are enough to fold. */
 static int
 fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_run *run)
 {
-    memset(run, 0, sizeof(*run));
+    unsigned long long most = 0;
+    Py_ssize_t example_at = -1;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *item = items[k];
         folded[k] = 0;
         /* An array's head spans two cache lines and its shape a third: asked for
          * ahead, the misses of several arrays overlap. */
-        if (k + 16 < n) {
+        if (k + 16 < n && items[k + 16] != NULL) {
             PREFETCH(items[k + 16]);
             PREFETCH((char *)items[k + 16] + 64);
         }
-        if (k + 8 < n && Py_TYPE(items[k + 8]) == b->array_type) {
+        if (k + 8 < n && items[k + 8] != NULL && Py_TYPE(items[k + 8]) == b->array_type) {
             PREFETCH(((numpy_array_head *)items[k + 8])->dimensions);
         }
         if (!is_private_array(b, item)) {
             continue;
         }
         const numpy_array_head *a = (const numpy_array_head *)item;
-        int slot = alike_slot(b, run, item);
+        int slot = dtype_slot(run, a->descr, item);
         if (slot < 0) {
-            if (run->ndtypes == ALIKE_DTYPES) {
-                continue;
-            }
-            slot = run->ndtypes++;
-            run->dtypes[slot].descr = a->descr;
-            run->dtypes[slot].shape_of = item;
-            run->dtypes[slot].uniform = 1;
+            continue;
         }
         alike_dtype *d = &run->dtypes[slot];
         unsigned long long elements = 1;
@@ -953,28 +969,33 @@ fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_
         if (d->uniform && !same_shape(a, (const numpy_array_head *)d->shape_of)) {
             d->uniform = 0;
         }
-        if (run->count < 3) {
-            run->first[run->count] = k;
+        if (example_at < 0 || elements > most) {
+            most = elements;
+            example_at = k;
         }
-        if (run->count == 0) {
-            run->example = item;
-        } else {
-            folded[k] = 1;
-        }
-        run->last = k;
+        folded[k] = 1;
         run->count++;
     }
-    return run->count >= ALIKE_MIN;
+    if (run->count < ALIKE_MIN) {
+        return 0;
+    }
+    run->example = items[example_at];
+    folded[example_at] = 0;
+    return 1;
 }
 
 /* Node i's referents when it is a list or tuple with enough alike arrays to fold
  * (1), else 0 and nothing done: its items as its tp_traverse visits them (last
- * first), but for the arrays that its run's first stands for. */
+ * first), but for the arrays that its run's example stands for. A repeated input
+ * object folds at its first index only, where the twin folds it too. */
 static int
 fold_visit(builder *b, PyObject *o, Py_ssize_t i)
 {
     if (b->array_type == NULL || !(PyList_CheckExact(o) || PyTuple_CheckExact(o)) ||
         Py_SIZE(o) < ALIKE_MIN) {
+        return 0;
+    }
+    if (i < b->n_input && table_lookup(&b->table, o)->index != i) {
         return 0;
     }
     Py_ssize_t n = Py_SIZE(o);
@@ -1000,21 +1021,31 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
         b->cap_runs = ncap;
     }
     alike_run *run = &b->runs[b->nruns];
+    memset(run, 0, sizeof(*run));
     if (!fold_scan(b, items, n, b->folded, run)) {
         return 0;
     }
+    run->positions = (unsigned char *)PyMem_Calloc((size_t)(n + 7) / 8, 1);
+    if (run->positions == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     run->container = i;
+    run->nitems = n;
     b->nruns++;
     for (Py_ssize_t k = n - 1; k >= 0; k--) {
-        if (!b->folded[k] && visit_referent(items[k], b) != 0) {
+        if (b->folded[k] || items[k] == run->example) {
+            run->positions[k >> 3] |= (unsigned char)(1u << (k & 7));
+        }
+        if (!b->folded[k] && items[k] != NULL && visit_referent(items[k], b) != 0) {
             return -1;
         }
     }
     return 1;
 }
 
-/* The runs as Python tuples, appended to out: (node, container, count, first
- * indices, last index, ((dtype, count, elements, shape or None), ...)). */
+/* The runs as Python tuples, appended to out: (node, container, count, positions
+ * (a bit per item, little-endian), ((dtype, count, elements, shape or None), ...)). */
 static int
 runs_to_python(builder *b, PyObject *out)
 {
@@ -1026,20 +1057,8 @@ runs_to_python(builder *b, PyObject *out)
             return -1;
         }
         PyObject *dtypes = PyTuple_New(run->ndtypes);
-        PyObject *first = PyTuple_New(run->count < 3 ? run->count : 3);
-        if (dtypes == NULL || first == NULL) {
-            Py_XDECREF(dtypes);
-            Py_XDECREF(first);
+        if (dtypes == NULL) {
             return -1;
-        }
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(first); k++) {
-            PyObject *index = PyLong_FromSsize_t(run->first[k]);
-            if (index == NULL) {
-                Py_DECREF(dtypes);
-                Py_DECREF(first);
-                return -1;
-            }
-            PyTuple_SET_ITEM(first, k, index);
         }
         for (int k = 0; k < run->ndtypes; k++) {
             alike_dtype *d = &run->dtypes[k];
@@ -1063,13 +1082,13 @@ runs_to_python(builder *b, PyObject *out)
                                                             d->elements, shape);
             if (entry == NULL) {
                 Py_DECREF(dtypes);
-                Py_DECREF(first);
                 return -1;
             }
             PyTuple_SET_ITEM(dtypes, k, entry);
         }
-        PyObject *record = Py_BuildValue("(nnnNnN)", (Py_ssize_t)s->index, run->container,
-                                         run->count, first, run->last, dtypes);
+        PyObject *record = Py_BuildValue("(nnny#N)", (Py_ssize_t)s->index, run->container,
+                                         run->count, (const char *)run->positions,
+                                         (run->nitems + 7) / 8, dtypes);
         if (record == NULL || PyList_Append(out, record) < 0) {
             Py_XDECREF(record);
             return -1;
@@ -1106,6 +1125,9 @@ builder_release(builder *b)
     big_free(b->targets);
     PyMem_Free(b->follow);
     PyMem_Free(b->marked);
+    for (Py_ssize_t r = 0; r < b->nruns; r++) {
+        PyMem_Free(b->runs[r].positions);
+    }
     PyMem_Free(b->runs);
     PyMem_Free(b->folded);
     table_free(&b->table);

@@ -28,24 +28,26 @@ UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
 @dataclass(frozen=True)
 class AlikeRun:
     """NumPy arrays that own their memory and that one list or tuple alone holds, left out
-    of the graph but for the first (its node), which stands for them all: 10^5 small
-    arrays of a list are one node, counted in C (``ALIKE_MIN`` of them at least).
+    of the graph but for one (its node, the one with the most elements), which stands for
+    them all: 10^5 small arrays of a list are one node, counted in C (``ALIKE_MIN`` of
+    them at least).
 
-    ``dtypes`` holds, per dtype, ``(dtype, count, elements, shape)``: ``shape`` when every
-    array of that dtype has it, else None. Arrays of more than 8 dtypes stay nodes.
+    ``positions`` has a bit per item of the container (little-endian), set where an alike
+    array sits. ``dtypes`` holds, per dtype, ``(dtype, count, elements, shape)``: ``shape``
+    when every array of that dtype has it, else None. Arrays of more than 8 dtypes stay
+    nodes.
     """
 
     node: int
     container: int
     count: int
-    first: tuple[int, ...]
-    """The indices of the first three arrays in the container."""
-    last: int
+    positions: bytes
     dtypes: tuple[tuple[Any, int, int, tuple[int, ...] | None], ...]
 
     def facts(self, own: HeavyFacts) -> HeavyFacts:
         """The node's facts, holding the bytes of every array of the run (``own``: its own)."""
-        return describe_alike(own, self.count, self.first, self.last, self.dtypes)
+        positions = int.from_bytes(self.positions, "little")
+        return describe_alike(own, self.count, positions, self.dtypes)
 
 
 @dataclass
@@ -150,7 +152,7 @@ def build_graph(
     covered = resolver.covered_types
     count = len(objects)
     array_type = alike_array_type(resolver) if fold_arrays else None
-    runs: list[tuple[int, int, int, tuple[int, ...], int, tuple[Any, ...]]] = []
+    runs: list[tuple[int, int, int, bytes, tuple[Any, ...]]] = []
     nodes, offsets, targets, marked = graphcore.build_graph(
         objects, covered + UNTRACKED_CONTAINERS, covered, True, array_type, runs
     )

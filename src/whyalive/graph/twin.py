@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from whyalive.graph.twin_alike import fold_scan
+from whyalive.graph.twin_alike import fold_scan, refcount_extra
 from whyalive.guarded import module_dict, unsafe_to_traverse
 
 # (type of source, type of target, edge position, degree): an edge class of a structure.
@@ -124,7 +124,10 @@ def _build_graph_paused(
                 if marks:
                     marked.append(i)
             folded: set[int] | None = None
-            if folding is not None and (type(nodes[i]) is list or type(nodes[i]) is tuple):
+            # A repeated input object folds at its first index only, as in the C core.
+            container = type(nodes[i])
+            sequence = container is list or container is tuple
+            if folding is not None and sequence and index[id(nodes[i])] == i:
                 folded = fold_scan(nodes[i], i, folding[0], found_runs)
             for ref in get_referents(nodes[i]) if i != unsafe_at else [module_dict(unsafe)]:
                 if folded is not None and id(ref) in folded:
@@ -305,13 +308,6 @@ def py_take_tail(items: list[object], start: int) -> list[object]:
     return tail
 
 
-def _refcount_extra() -> int:
-    """What ``sys.getrefcount`` adds, read the way :func:`py_saved_start` reads counts."""
-    probe = [object()]
-    (count,) = map(sys.getrefcount, itertools.islice(probe, 0, 1))
-    return count - 1  # the probe list's reference
-
-
 def _first_entries(keys: list[int], first: int) -> Iterable[int]:
     """The position of each distinct key's first entry (all of them when none repeats)."""
     if len(set(keys)) == len(keys):
@@ -330,7 +326,7 @@ def py_saved_start(items: list[object], first: int, end: int) -> int:
     """
     end = max(0, min(end, len(items)))
     first = max(0, min(first, end))
-    extra = _refcount_extra() + 1  # and the entry in items
+    extra = refcount_extra() + 1  # and the entry in items
     counts = list(map(sys.getrefcount, itertools.islice(items, first, end)))
     keys = list(map(id, itertools.islice(items, first, end)))
     members = set(keys)

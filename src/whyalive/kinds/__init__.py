@@ -9,7 +9,7 @@ New kinds plug in with :func:`register_kind`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter, itemgetter, lt
 from typing import Protocol, runtime_checkable
@@ -88,10 +88,8 @@ class AlikeFacts:
 
     count: int
     """How many, the node's own array included."""
-    first: tuple[int, ...]
-    """Where the first three sit in their container (all ``index_range_words`` reads)."""
-    last: int
-    """Where the last one sits."""
+    positions: int
+    """Where they sit in their container: bit ``i`` set for its item ``i``."""
     descriptions: frozenset[str]
     """Their descriptions, each once (one per dtype of one shape; ``SEVERAL_SHAPES``)."""
     own: HeavyFacts
@@ -101,11 +99,14 @@ class AlikeFacts:
 _ALIKE = attrgetter("alike")
 
 
-def objects_in(nodes: Iterable[int], facts: Mapping[int, HeavyFacts]) -> int:
+def alike_runs(nodes: Iterable[int], facts: Mapping[int, HeavyFacts]) -> list[AlikeFacts]:
+    """The runs of alike arrays among ``nodes``' facts (at C speed: most nodes have none)."""
+    return list(filter(None, map(_ALIKE, map(facts.__getitem__, nodes))))
+
+
+def objects_in(nodes: Collection[int], facts: Mapping[int, HeavyFacts]) -> int:
     """How many heavy objects ``nodes`` are: a run's node counts as all its arrays."""
-    held = list(map(facts.__getitem__, nodes))  # at C speed: most nodes are one object
-    runs: list[AlikeFacts] = list(filter(None, map(_ALIKE, held)))
-    return len(held) + sum(run.count - 1 for run in runs)
+    return len(nodes) + sum(run.count - 1 for run in alike_runs(nodes, facts))
 
 
 _new = object.__new__

@@ -114,8 +114,7 @@ SEVERAL_SHAPES = "ndarray(of several shapes)"
 def describe_alike(
     own: HeavyFacts,
     count: int,
-    first: tuple[int, ...],
-    last: int,
+    positions: int,
     dtypes: Sequence[tuple[Any, int, int, tuple[int, ...] | None]],
 ) -> HeavyFacts:
     """The facts of a run's node (``whyalive.graph.garbage.AlikeRun``): the bytes of all its
@@ -133,7 +132,7 @@ def describe_alike(
         nbytes=nbytes,
         memory=None,  # memory no other object can view: nothing to merge with
         locate=None,
-        alike=AlikeFacts(count, first, last, frozenset(descriptions), own),
+        alike=AlikeFacts(count, positions, frozenset(descriptions), own),
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import types
 from collections import Counter
-from operator import attrgetter
 
 from whyalive.analysis import AnalysisOptions, CycleGroup
 from whyalive.analysis.diagnose import Diagnosis
@@ -24,7 +23,7 @@ from whyalive.analysis.paths import CycleView, NamedEdge, closed_loop
 from whyalive.analysis.sourcelines import SourceLines
 from whyalive.analysis.structure import Structure, type_words
 from whyalive.guarded import is_one_of, type_qualname, type_short_name
-from whyalive.kinds import HeavyFacts, objects_in
+from whyalive.kinds import HeavyFacts, alike_runs, objects_in
 from whyalive.report import Cut, CycleReport, Holding
 from whyalive.report.builder.advice import Advice, advise
 from whyalive.report.builder.nodes import NodeTable, holder_path_record
@@ -48,8 +47,7 @@ from whyalive.words import (
 )
 from whyalive.words import edge_kinds as ek
 
-_ALIKE = attrgetter("alike")
-_Place = tuple[list[int], list[tuple[tuple[int, ...], int, int]], list[int], list[int]]
+_Place = tuple[list[int], list[int], list[int], list[int]]
 # Places listed under a cycle's holds; the rest are counted in the heavy objects.
 MAX_HOLDINGS = 24
 # Of the many heavy objects one container holds side by side (see
@@ -85,7 +83,7 @@ def _briefs(heavy_nodes: list[int], facts: dict[int, HeavyFacts]) -> set[str]:
     """The distinct briefs of heavy objects: each distinct description worded once (a list
     of 10^5 equal arrays reads one; a run's node says those of its arrays)."""
     described = {facts[n].description for n in heavy_nodes}
-    for run in filter(None, map(_ALIKE, map(facts.__getitem__, heavy_nodes))):
+    for run in alike_runs(heavy_nodes, facts):
         described |= run.descriptions
     return {heavy_brief(d) for d in described}
 
@@ -186,8 +184,8 @@ def _holds(
 ) -> tuple[list[Holding], list[int]]:
     """Every heavy object by the place that holds it, siblings of one list folded; and the
     report ids of those listed (the first few of a container's siblings, shown or not)."""
-    # Per place: the indices of its objects, the runs' apart (first three, last, count), its
-    # heavy nodes and those listed.
+    # Per place: the indices of its objects (the runs' as bits), its heavy nodes and those
+    # listed.
     groups: dict[tuple[str, str, str, bool], _Place] = {}
     for nodes, edges in view.holder_paths:
         heavy = nodes[-1]
@@ -197,13 +195,8 @@ def _holds(
         indices, runs, heavy_nodes, shown = groups.setdefault(key, ([], [], [], []))
         held = view.held_with(heavy)
         if index is not None:
-            positions = view.sibling_indices.get(heavy, [index])
-            held_runs = list(filter(None, map(_ALIKE, map(facts.__getitem__, held))))
-            if held_runs:  # told by their first three, last and count; not by their node's
-                runs.extend((run.first, run.last, run.count) for run in held_runs)
-                own = {run.first[0] for run in held_runs}
-                positions = [position for position in positions if position not in own]
-            indices.extend(positions)
+            indices.extend(view.sibling_indices.get(heavy, [index]))
+            runs.extend(run.positions for run in alike_runs(held, facts))
         heavy_nodes.extend(held)
         shown.extend(held[:listed_siblings])
     holds = []
