@@ -1,4 +1,4 @@
-"""Alike arrays: the arrays that one list or tuple of the garbage alone holds, and that own
+"""Alike arrays: the arrays that one list, tuple or dict of the garbage alone holds, and that own
 their memory, are one node (the biggest of them) that stands for them all
 (whyalive.graph.garbage.AlikeRun).
 
@@ -89,6 +89,7 @@ SHAPES: dict[str, Callable[[], list[Any]]] = {
     "strangers": lambda: [_with_strangers()],
     "many dtypes and shapes": lambda: [_many_dtypes()],
     "two lists": lambda: [_alike(600), _alike(700)],
+    "dict": lambda: [dict(enumerate(_with_strangers()))],
 }
 
 
@@ -119,6 +120,9 @@ def test_both_cores_fold_the_same_arrays_into_the_same_runs(shape: str) -> None:
         assert runs[0][2] == count
         assert runs[0][3] == _bits(set(range(count + 1)) - {5})
         assert runs[0][4] == (("float64", count, 4 * count, (4,)),)
+    if shape == "dict":  # its values, as a list's items
+        assert runs[0][2] == ALIKE_MIN + 10
+        assert len(marked) == 1 + 4
     if shape == "strangers":
         # The ALIKE_MIN + 10 alike arrays; none of the strangers (the first kept here).
         [run] = runs
@@ -148,7 +152,7 @@ def test_an_array_kept_elsewhere_is_not_folded() -> None:
         del kept
 
 
-def _leak(arrays: list[object]) -> None:
+def _leak(arrays: object) -> None:
     holder = Holder()
     holder.me = holder  # type: ignore[attr-defined]
     holder.arrays = arrays  # type: ignore[attr-defined]
@@ -186,11 +190,12 @@ def _said(report: Report) -> tuple[Any, ...]:
     )
 
 
-MIXED: dict[str, Callable[[], list[object]]] = {
+MIXED: dict[str, Callable[[], Any]] = {
     "alike": lambda: _alike(3_000),
     "strangers": _with_strangers,
     "dtypes and shapes": _many_dtypes,
     "gaps": lambda: [numpy.zeros(2) if i % 3 else i for i in range(3_000)],
+    "dict": lambda: {f"sample {i}": numpy.zeros(i % 5) for i in range(3_000)},
 }
 
 
@@ -202,8 +207,11 @@ def test_a_report_says_what_it_says_without_folding(shape: str, core: Any) -> No
     folded = _report(MIXED[shape], fold=True, core=core)
     plain = _report(MIXED[shape], fold=False, core=core)
     assert _said(folded) == _said(plain)
-    arrays = [a for a in MIXED[shape]() if type(a) is numpy.ndarray]
-    if shape in ("alike", "dtypes and shapes"):
+    made = MIXED[shape]()
+    arrays = [
+        a for a in (made.values() if type(made) is dict else made) if type(a) is numpy.ndarray
+    ]
+    if shape in ("alike", "dtypes and shapes", "dict"):
         assert folded.total_bytes == sum(a.nbytes for a in arrays)
         assert folded.heavy_count == len(arrays)
     text = folded.render("text", width=1000)

@@ -621,7 +621,7 @@ type_index(classes_t *c, PyTypeObject *tp)
 #define LOOKAHEAD 24
 
 /* Alike arrays (see fold_scan): NumPy arrays that own their memory, with no base,
- * that one list or tuple alone holds (a reference count of 1), are counted in C
+ * that one list, tuple or dict alone holds (a reference count of 1), are counted in C
  * and left out of the graph but for the first, which stands for them all: 10^5
  * small arrays are then one node, not 10^5 table entries and descriptions. Read
  * through the head of NumPy's array struct, the part its C API has kept since
@@ -695,7 +695,9 @@ typedef struct {
     Py_ssize_t nruns;
     Py_ssize_t cap_runs;
     char *folded;             /* per item of the container scanned last: folded away */
+    PyObject **values;        /* a dict's values, scanned (borrowed) */
     Py_ssize_t cap_folded;
+    alike_run *folding;       /* the run of the dict being traversed */
 } builder;
 
 #define TYPE_FOLLOWED 1
@@ -984,31 +986,86 @@ fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_
     return 1;
 }
 
-/* Node i's referents when it is a list or tuple with enough alike arrays to fold
- * (1), else 0 and nothing done: its items as its tp_traverse visits them (last
- * first), but for the arrays that its run's example stands for. A repeated input
+/* Whether a dict's value o is one its run's example stands for (what fold_scan
+ * flagged: the run's dtype slots are final, and no count has changed since). */
+static int
+folded_value(const builder *b, const alike_run *run, PyObject *o)
+{
+    if (o == run->example || !is_private_array(b, o)) {
+        return 0;
+    }
+    PyObject *descr = ((const numpy_array_head *)o)->descr;
+    for (int k = 0; k < run->ndtypes; k++) {
+        if (run->dtypes[k].descr == descr) {
+            return 1;
+        }
+    }
+    for (int k = 0; k < run->ndtypes; k++) {
+        int equal = PyObject_RichCompareBool(run->dtypes[k].descr, descr, Py_EQ);
+        if (equal < 0) {
+            PyErr_Clear();
+        }
+        if (equal > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+visit_unfolded(PyObject *o, void *arg)
+{
+    builder *b = (builder *)arg;
+    if (o != NULL && folded_value(b, b->folding, o)) {
+        return 0;
+    }
+    return visit_referent(o, arg);
+}
+
+/* Node i's referents when it is a list, tuple or dict with enough alike arrays to
+ * fold (1), else 0 and nothing done: what its tp_traverse visits, but for the arrays
+ * that its run's example stands for. A list's or tuple's items are visited here, last
+ * first as their tp_traverse does, without reading them again. A repeated input
  * object folds at its first index only, where the twin folds it too. */
 static int
 fold_visit(builder *b, PyObject *o, Py_ssize_t i)
 {
-    if (b->array_type == NULL || !(PyList_CheckExact(o) || PyTuple_CheckExact(o)) ||
-        Py_SIZE(o) < ALIKE_MIN) {
+    int is_dict = PyDict_CheckExact(o);
+    if (b->array_type == NULL || !(is_dict || PyList_CheckExact(o) || PyTuple_CheckExact(o)) ||
+        (is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o)) < ALIKE_MIN) {
         return 0;
     }
     if (i < b->n_input && table_lookup(&b->table, o)->index != i) {
         return 0;
     }
-    Py_ssize_t n = Py_SIZE(o);
-    PyObject **items = PyList_CheckExact(o) ? ((PyListObject *)o)->ob_item
-                                            : ((PyTupleObject *)o)->ob_item;
+    Py_ssize_t n = is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o);
     if (n > b->cap_folded) {
         char *nf = (char *)PyMem_Realloc(b->folded, (size_t)n);
-        if (nf == NULL) {
+        PyObject **nv = (PyObject **)PyMem_Realloc(b->values, (size_t)n * sizeof(PyObject *));
+        if (nf != NULL) {
+            b->folded = nf;
+        }
+        if (nv != NULL) {
+            b->values = nv;
+        }
+        if (nf == NULL || nv == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        b->folded = nf;
         b->cap_folded = n;
+    }
+    PyObject **items;
+    if (is_dict) { /* its values in order, borrowed; PyDict_Next runs no Python code */
+        Py_ssize_t at = 0, k = 0;
+        PyObject *key, *value;
+        while (k < n && PyDict_Next(o, &at, &key, &value)) {
+            b->values[k++] = value;
+        }
+        n = k;
+        items = b->values;
+    } else {
+        items = PyList_CheckExact(o) ? ((PyListObject *)o)->ob_item
+                                     : ((PyTupleObject *)o)->ob_item;
     }
     if (b->nruns == b->cap_runs) {
         Py_ssize_t ncap = b->cap_runs * 2 + 4;
@@ -1033,10 +1090,18 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
     run->container = i;
     run->nitems = n;
     b->nruns++;
-    for (Py_ssize_t k = n - 1; k >= 0; k--) {
+    for (Py_ssize_t k = 0; k < n; k++) {
         if (b->folded[k] || items[k] == run->example) {
             run->positions[k >> 3] |= (unsigned char)(1u << (k & 7));
         }
+    }
+    if (is_dict) {
+        b->folding = run;
+        int failed = Py_TYPE(o)->tp_traverse(o, visit_unfolded, b) != 0;
+        b->folding = NULL;
+        return failed ? -1 : 1;
+    }
+    for (Py_ssize_t k = n - 1; k >= 0; k--) {
         if (!b->folded[k] && items[k] != NULL && visit_referent(items[k], b) != 0) {
             return -1;
         }
@@ -1130,6 +1195,7 @@ builder_release(builder *b)
     }
     PyMem_Free(b->runs);
     PyMem_Free(b->folded);
+    PyMem_Free(b->values);
     table_free(&b->table);
     memset(b, 0, sizeof(*b));
 }

@@ -17,13 +17,14 @@ Results:
   If an object occurs more than once in ``objects``, edges point at its first
   index. ``marked`` lists, ascending, the nodes whose type is a subtype of one
   of ``mark_types``. With ``array_type`` (NumPy's ndarray) and a list ``runs``, the
-  arrays of that exact type that own their memory, have no base and that a list or
-  tuple node alone holds (reference count 1) are folded when it holds at least
-  ``ALIKE_MIN`` (512) of them, counted per dtype (equal dtypes together; 8 at most, the
-  first seen): only the one with the most elements (the first of them) becomes a node,
-  and ``runs`` gets ``(node, container, count, positions: a bit per item, little-endian,
-  ((dtype, count, elements, shape or None), ...))``. A repeated input object folds at
-  its first index only.
+  arrays of that exact type that own their memory, have no base and that a list,
+  tuple or dict node alone holds (a dict: as its values; reference count 1) are
+  folded when it holds at least ``ALIKE_MIN`` (512) of them, counted per dtype (equal
+  dtypes together; 8 at most, the first seen): only the one with the most elements
+  (the first of them) becomes a node, and ``runs`` gets ``(node, container, count,
+  positions, ((dtype, count, elements, shape or None), ...))``, ``positions`` a bit
+  per item (a dict's values, in order), little-endian. A repeated input object folds
+  at its first index only.
 * ``find_components(offsets, targets) -> (component_of_node, count, cyclic)``:
   ``component_of_node`` is a read-only int64 memoryview (``'q'``), ``cyclic``
   a read-only uint8 memoryview (``'B'``) with one entry per component.

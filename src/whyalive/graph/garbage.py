@@ -27,15 +27,15 @@ UNTRACKED_CONTAINERS: tuple[type, ...] = (tuple, dict)
 
 @dataclass(frozen=True)
 class AlikeRun:
-    """NumPy arrays that own their memory and that one list or tuple alone holds, left out
-    of the graph but for one (its node, the one with the most elements), which stands for
-    them all: 10^5 small arrays of a list are one node, counted in C (``ALIKE_MIN`` of
-    them at least).
+    """NumPy arrays that own their memory and that one list, tuple or dict alone holds,
+    left out of the graph but for one (its node, the one with the most elements), which
+    stands for them all: 10^5 small arrays of a list are one node, counted in C
+    (``ALIKE_MIN`` of them at least).
 
-    ``positions`` has a bit per item of the container (little-endian), set where an alike
-    array sits. ``dtypes`` holds, per dtype, ``(dtype, count, elements, shape)``: ``shape``
-    when every array of that dtype has it, else None. Arrays of more than 8 dtypes stay
-    nodes.
+    ``positions`` has a bit per item of the container (a dict's values, in order;
+    little-endian), set where an alike array sits. ``dtypes`` holds, per dtype,
+    ``(dtype, count, elements, shape)``: ``shape`` when every array of that dtype has it,
+    else None. Arrays of more than 8 dtypes stay nodes.
     """
 
     node: int
@@ -147,7 +147,7 @@ def build_graph(
     The graph's node list is ``objects`` itself, with the extras appended until
     :meth:`ObjectGraph.release` takes them off again: copying 10^6 objects into a
     new list would change each one's reference count, twice. With ``fold_arrays``, the
-    alike arrays of a list or tuple are one node (:class:`AlikeRun`).
+    alike arrays of a list, tuple or dict are one node (:class:`AlikeRun`).
     """
     covered = resolver.covered_types
     count = len(objects)

@@ -126,8 +126,8 @@ def _build_graph_paused(
             folded: set[int] | None = None
             # A repeated input object folds at its first index only, as in the C core.
             container = type(nodes[i])
-            sequence = container is list or container is tuple
-            if folding is not None and sequence and index[id(nodes[i])] == i:
+            folds = container is list or container is tuple or container is dict
+            if folding is not None and folds and index[id(nodes[i])] == i:
                 folded = fold_scan(nodes[i], i, folding[0], found_runs)
             for ref in get_referents(nodes[i]) if i != unsafe_at else [module_dict(unsafe)]:
                 if folded is not None and id(ref) in folded:

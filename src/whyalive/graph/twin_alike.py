@@ -29,19 +29,21 @@ def refcount_extra() -> int:
 def fold_scan(
     container: Any, at: int, ndarray: Any, found_runs: list[tuple[Any, ...]]
 ) -> set[int] | None:
-    """The C core's fold_scan: the ids of the alike arrays of ``container`` that its run's
-    example (its array with the most elements, the first of them) stands for, their run
-    appended to ``found_runs``; None when too few."""
+    """The C core's fold_scan: the ids of the alike arrays of ``container`` (a list's or
+    tuple's items, a dict's values) that its run's example (its array with the most
+    elements, the first of them) stands for, their run appended to ``found_runs``; None
+    when too few."""
     if len(container) < ALIKE_MIN:
         return None
     alone = refcount_extra() + 1  # and the container's entry
-    counts = list(map(sys.getrefcount, itertools.islice(container, 0, len(container))))
+    items = container.values() if type(container) is dict else container
+    counts = list(map(sys.getrefcount, itertools.islice(items, 0, len(container))))
     # dtype slot: [dtype, shape of its first array, count, elements, uniform]
     slots: list[list[Any]] = []
     positions: list[int] = []
     folded: set[int] = set()
     example, most = None, -1
-    for position, item in enumerate(container):
+    for position, item in enumerate(items):
         if type(item) is not ndarray or counts[position] != alone:
             continue
         if ndarray.base.__get__(item) is not None or not ndarray.flags.__get__(item).owndata:

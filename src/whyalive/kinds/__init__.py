@@ -84,7 +84,7 @@ class HeavyFacts:
 @dataclass(frozen=True)
 class AlikeFacts:
     """The arrays a run's node stands for (``whyalive.graph.garbage.AlikeRun``): arrays that
-    own their memory and that one list or tuple alone holds, counted in C."""
+    own their memory and that one list, tuple or dict alone holds, counted in C."""
 
     count: int
     """How many, the node's own array included."""
