@@ -91,7 +91,8 @@ class AlikeFacts:
     positions: int
     """Where they sit in their container: bit ``i`` set for its item ``i``."""
     descriptions: frozenset[str]
-    """Their descriptions, each once (one per dtype of one shape; ``SEVERAL_SHAPES``)."""
+    """Their descriptions, each once: one per dtype whose arrays share a shape, else
+    ``kinds.numpy.SEVERAL_SHAPES``."""
     own: HeavyFacts
     """The node's own array, as the report's table of objects shows it."""
 

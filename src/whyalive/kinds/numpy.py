@@ -130,7 +130,7 @@ def describe_alike(
     return replace(
         own,
         nbytes=nbytes,
-        memory=None,  # memory no other object can view: nothing to merge with
+        memory=None,  # no other object holds them: nothing to merge with
         locate=None,
         alike=AlikeFacts(count, positions, frozenset(descriptions), own),
     )
