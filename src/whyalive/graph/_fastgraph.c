@@ -695,8 +695,9 @@ typedef struct {
     Py_ssize_t nruns;
     Py_ssize_t cap_runs;
     char *folded;             /* per item of the container scanned last: folded away */
-    PyObject **values;        /* a dict's values, scanned (borrowed) */
     Py_ssize_t cap_folded;
+    PyObject **values;        /* a dict's values, scanned (borrowed) */
+    Py_ssize_t cap_values;
     alike_run *folding;       /* the run of the dict being traversed */
 } builder;
 
@@ -1041,18 +1042,21 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
     Py_ssize_t n = is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o);
     if (n > b->cap_folded) {
         char *nf = (char *)PyMem_Realloc(b->folded, (size_t)n);
-        PyObject **nv = (PyObject **)PyMem_Realloc(b->values, (size_t)n * sizeof(PyObject *));
-        if (nf != NULL) {
-            b->folded = nf;
-        }
-        if (nv != NULL) {
-            b->values = nv;
-        }
-        if (nf == NULL || nv == NULL) {
+        if (nf == NULL) {
             PyErr_NoMemory();
             return -1;
         }
+        b->folded = nf;
         b->cap_folded = n;
+    }
+    if (is_dict && n > b->cap_values) {
+        PyObject **nv = (PyObject **)PyMem_Realloc(b->values, (size_t)n * sizeof(PyObject *));
+        if (nv == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->values = nv;
+        b->cap_values = n;
     }
     PyObject **items;
     if (is_dict) { /* its values in order, borrowed; PyDict_Next runs no Python code */
