@@ -622,7 +622,7 @@ type_index(classes_t *c, PyTypeObject *tp)
 
 /* Alike arrays (see fold_scan): NumPy arrays that own their memory, with no base,
  * that one list, tuple or dict alone holds (a reference count of 1), are counted in C
- * and left out of the graph but for the first, which stands for them all: 10^5
+ * and left out of the graph but for one, which stands for them all: 10^5
  * small arrays are then one node, not 10^5 table entries and descriptions. Read
  * through the head of NumPy's array struct, the part its C API has kept since
  * 1.0 (whyalive.graph.garbage checks it on a probe array before asking). */
@@ -732,18 +732,29 @@ type_flags(builder *b, PyTypeObject *tp)
     return b->type_flags[h];
 }
 
+/* *array (PyMem) grown to hold wanted items of size bytes, when *cap is less. */
+static int
+grow_to(void **array, Py_ssize_t *cap, Py_ssize_t wanted, size_t size)
+{
+    if (wanted <= *cap) {
+        return 0;
+    }
+    void *grown = PyMem_Realloc(*array, (size_t)wanted * size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *array = grown;
+    *cap = wanted;
+    return 0;
+}
+
 static int
 push_marked(builder *b, Py_ssize_t idx)
 {
-    if (b->nmarked == b->cap_marked) {
-        Py_ssize_t ncap = b->cap_marked * 2 + 64;
-        int64_t *nm = (int64_t *)PyMem_Realloc(b->marked, (size_t)ncap * sizeof(int64_t));
-        if (nm == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->marked = nm;
-        b->cap_marked = ncap;
+    if (b->nmarked == b->cap_marked &&
+        grow_to((void **)&b->marked, &b->cap_marked, b->cap_marked * 2 + 64, sizeof(int64_t)) < 0) {
+        return -1;
     }
     b->marked[b->nmarked++] = (int64_t)idx;
     return 0;
@@ -898,11 +909,11 @@ same_shape(const numpy_array_head *a, const numpy_array_head *c)
     return 1;
 }
 
-/* The dtype slot of run for descr, a new one while there is room, else -1. Equal
- * dtypes share a slot: NumPy makes a new dtype object for each array of some
- * dtypes (strings, structured, datetimes). Their comparison is NumPy's C code. */
+/* The slot of run equal to dtype descr, else -1. Equal dtypes share a slot: NumPy
+ * makes a new dtype object for each array of some dtypes (strings, structured,
+ * datetimes). Their comparison is NumPy's C code. */
 static int
-new_dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
+equal_dtype(const alike_run *run, PyObject *descr)
 {
     for (int k = 0; k < run->ndtypes; k++) {
         int equal = PyObject_RichCompareBool(run->dtypes[k].descr, descr, Py_EQ);
@@ -913,8 +924,30 @@ new_dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
             return k;
         }
     }
-    if (run->ndtypes == ALIKE_DTYPES) {
-        return -1;
+    return -1;
+}
+
+/* The slot of run for dtype descr, else -1; the same object is found without a
+ * comparison (the usual case, inlined). */
+static inline int
+known_dtype(const alike_run *run, PyObject *descr)
+{
+    for (int k = 0; k < run->ndtypes; k++) {
+        if (run->dtypes[k].descr == descr) {
+            return k;
+        }
+    }
+    return equal_dtype(run, descr);
+}
+
+/* The slot of run for descr, a new one (item's shape its first) while there is
+ * room, else -1. */
+static inline int
+dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
+{
+    int slot = known_dtype(run, descr);
+    if (slot >= 0 || run->ndtypes == ALIKE_DTYPES) {
+        return slot;
     }
     alike_dtype *d = &run->dtypes[run->ndtypes];
     d->descr = descr;
@@ -923,20 +956,9 @@ new_dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
     return run->ndtypes++;
 }
 
-static inline int
-dtype_slot(alike_run *run, PyObject *descr, PyObject *item)
-{
-    for (int k = 0; k < run->ndtypes; k++) {
-        if (run->dtypes[k].descr == descr) {
-            return k;
-        }
-    }
-    return new_dtype_slot(run, descr, item);
-}
-
-/* Counts the alike arrays among a list's or tuple's items into run, each flagged
- * in folded but its example (the one with the most elements, the first of them);
- * true when they are enough to fold. */
+/* Counts the alike arrays among a container's items (a dict's values) into run,
+ * each flagged in folded but its example (the one with the most elements, the
+ * first of them); true when they are enough to fold. */
 static int
 fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_run *run)
 {
@@ -992,25 +1014,8 @@ fold_scan(const builder *b, PyObject **items, Py_ssize_t n, char *folded, alike_
 static int
 folded_value(const builder *b, const alike_run *run, PyObject *o)
 {
-    if (o == run->example || !is_private_array(b, o)) {
-        return 0;
-    }
-    PyObject *descr = ((const numpy_array_head *)o)->descr;
-    for (int k = 0; k < run->ndtypes; k++) {
-        if (run->dtypes[k].descr == descr) {
-            return 1;
-        }
-    }
-    for (int k = 0; k < run->ndtypes; k++) {
-        int equal = PyObject_RichCompareBool(run->dtypes[k].descr, descr, Py_EQ);
-        if (equal < 0) {
-            PyErr_Clear();
-        }
-        if (equal > 0) {
-            return 1;
-        }
-    }
-    return 0;
+    return o != run->example && is_private_array(b, o) &&
+           known_dtype(run, ((const numpy_array_head *)o)->descr) >= 0;
 }
 
 static int
@@ -1040,23 +1045,9 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
         return 0;
     }
     Py_ssize_t n = is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o);
-    if (n > b->cap_folded) {
-        char *nf = (char *)PyMem_Realloc(b->folded, (size_t)n);
-        if (nf == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->folded = nf;
-        b->cap_folded = n;
-    }
-    if (is_dict && n > b->cap_values) {
-        PyObject **nv = (PyObject **)PyMem_Realloc(b->values, (size_t)n * sizeof(PyObject *));
-        if (nv == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->values = nv;
-        b->cap_values = n;
+    if (grow_to((void **)&b->folded, &b->cap_folded, n, 1) < 0 ||
+        (is_dict && grow_to((void **)&b->values, &b->cap_values, n, sizeof(PyObject *)) < 0)) {
+        return -1;
     }
     PyObject **items;
     if (is_dict) { /* its values in order, borrowed; PyDict_Next runs no Python code */
@@ -1071,15 +1062,9 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
         items = PyList_CheckExact(o) ? ((PyListObject *)o)->ob_item
                                      : ((PyTupleObject *)o)->ob_item;
     }
-    if (b->nruns == b->cap_runs) {
-        Py_ssize_t ncap = b->cap_runs * 2 + 4;
-        alike_run *nr = (alike_run *)PyMem_Realloc(b->runs, (size_t)ncap * sizeof(alike_run));
-        if (nr == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->runs = nr;
-        b->cap_runs = ncap;
+    if (b->nruns == b->cap_runs &&
+        grow_to((void **)&b->runs, &b->cap_runs, b->cap_runs * 2 + 4, sizeof(alike_run)) < 0) {
+        return -1;
     }
     alike_run *run = &b->runs[b->nruns];
     memset(run, 0, sizeof(*run));
@@ -1131,11 +1116,12 @@ runs_to_python(builder *b, PyObject *out)
         }
         for (int k = 0; k < run->ndtypes; k++) {
             alike_dtype *d = &run->dtypes[k];
-            PyObject *shape = Py_None;
-            Py_INCREF(shape);
-            if (d->uniform) {
+            PyObject *shape;
+            if (!d->uniform) {
+                Py_INCREF(Py_None);
+                shape = Py_None;
+            } else {
                 const numpy_array_head *a = (const numpy_array_head *)d->shape_of;
-                Py_DECREF(shape);
                 shape = PyTuple_New(a->nd);
                 for (int j = 0; shape != NULL && j < a->nd; j++) {
                     PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
