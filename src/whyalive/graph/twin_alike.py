@@ -12,6 +12,8 @@ import itertools
 import sys
 from typing import Any
 
+from whyalive.words import index_mask
+
 # The C core's ALIKE_MIN and ALIKE_DTYPES (see whyalive.graph.core, build_graph).
 ALIKE_MIN = 512
 ALIKE_DTYPES = 8
@@ -64,11 +66,9 @@ def fold_scan(
     if len(positions) < ALIKE_MIN:
         return None
     folded.discard(id(example))
-    bits = bytearray((len(container) + 7) // 8)
-    for position in positions:
-        bits[position >> 3] |= 1 << (position & 7)
+    bits = index_mask(positions).to_bytes((len(container) + 7) // 8, "little")
     dtypes = tuple((s[0], s[2], s[3], s[1] if s[4] else None) for s in slots)
-    found_runs.append((example, at, len(positions), bytes(bits), dtypes))
+    found_runs.append((example, at, len(positions), bits, dtypes))
     return folded
 
 

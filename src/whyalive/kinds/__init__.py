@@ -72,6 +72,11 @@ class HeavyFacts:
         return made
 
     @property
+    def own(self) -> HeavyFacts:
+        """The facts of the object itself: a run's node is one array of the run."""
+        return self.alike.own if self.alike is not None else self
+
+    @property
     def count(self) -> int:
         """How many heavy objects these facts are of: a run's node stands for all its arrays."""
         return self.alike.count if self.alike is not None else 1

@@ -265,6 +265,15 @@ def edge_label(kind: str, name: str) -> str:
     return name
 
 
+def index_mask(indices: Iterable[int]) -> int:
+    """Bit ``i`` set for each index ``i``, made in one pass (not a big int per index)."""
+    ordered = list(indices)
+    bits = bytearray(max(ordered) // 8 + 1 if ordered else 0)
+    for index in ordered:
+        bits[index >> 3] |= 1 << (index & 7)
+    return int.from_bytes(bits, "little")
+
+
 def index_range_words(indices: Iterable[int], positions: Iterable[int] = ()) -> str:
     """``[0..3]`` for a run, ``[0, 2, 5]`` for a few, ``[0, 2, 5, ...]`` for many.
 
@@ -274,10 +283,7 @@ def index_range_words(indices: Iterable[int], positions: Iterable[int] = ()) -> 
     ordered = sorted(set(indices))
     masks = list(positions)
     if masks:  # the union, as one mask
-        bits = bytearray(ordered[-1] // 8 + 1 if ordered else 0)
-        for index in ordered:
-            bits[index >> 3] |= 1 << (index & 7)
-        union = int.from_bytes(bits, "little")
+        union = index_mask(ordered)
         for mask in masks:
             union |= mask
         ordered = []

@@ -26,7 +26,6 @@ def heavy_table(
                 continue
             seen_nodes.add(node)
             fact = facts[node]
-            shown = fact.alike.own if fact.alike is not None else fact  # a run's own array
             counted = fact.storage not in storages
             if counted:
                 storages[fact.storage] = len(storages)
@@ -34,8 +33,8 @@ def heavy_table(
                 HeavyObject(
                     node_id=table.add(node),
                     kind=fact.kind,
-                    description=shown.description,
-                    nbytes=shown.nbytes,
+                    description=fact.own.description,
+                    nbytes=fact.own.nbytes,
                     device=fact.device,
                     storage_id=storages[fact.storage],
                     counted=counted,

@@ -32,8 +32,7 @@ class NodeTable:
         obj = self.graph.nodes[node]
         named = name_node(obj, variable)
         facts = self.facts.get(node)
-        if facts is not None and facts.alike is not None:  # a run's node shows its own array
-            facts = facts.alike.own
+        facts = facts.own if facts is not None else None  # a run's node shows its own array
         size = sizeof(obj) if facts is None else facts.nbytes
         report_id = len(self.nodes)
         text = facts.description if facts is not None else named.label
