@@ -1098,6 +1098,22 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
     return 1;
 }
 
+/* An array's shape as a tuple of ints. */
+static PyObject *
+shape_tuple(const numpy_array_head *a)
+{
+    PyObject *shape = PyTuple_New(a->nd);
+    for (int j = 0; shape != NULL && j < a->nd; j++) {
+        PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
+        if (dim == NULL) {
+            Py_CLEAR(shape);
+            break;
+        }
+        PyTuple_SET_ITEM(shape, j, dim);
+    }
+    return shape;
+}
+
 /* The runs as Python tuples, appended to out: (node, container, count, positions
  * (a bit per item, little-endian), ((dtype, count, elements, shape or None), ...)). */
 static int
@@ -1121,16 +1137,7 @@ runs_to_python(builder *b, PyObject *out)
                 Py_INCREF(Py_None);
                 shape = Py_None;
             } else {
-                const numpy_array_head *a = (const numpy_array_head *)d->shape_of;
-                shape = PyTuple_New(a->nd);
-                for (int j = 0; shape != NULL && j < a->nd; j++) {
-                    PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
-                    if (dim == NULL) {
-                        Py_CLEAR(shape);
-                        break;
-                    }
-                    PyTuple_SET_ITEM(shape, j, dim);
-                }
+                shape = shape_tuple((const numpy_array_head *)d->shape_of);
             }
             PyObject *entry = shape == NULL ? NULL
                                             : Py_BuildValue("(OnKN)", d->descr, d->count,
@@ -1514,15 +1521,7 @@ fg_array_head(PyObject *self, PyObject *arg)
     if (a->nd < 0 || a->nd > 64) {
         return Py_BuildValue("(iOOOO)", a->nd, Py_None, Py_None, Py_None, Py_None);
     }
-    PyObject *shape = PyTuple_New(a->nd);
-    for (int j = 0; shape != NULL && j < a->nd; j++) {
-        PyObject *dim = PyLong_FromSsize_t((Py_ssize_t)a->dimensions[j]);
-        if (dim == NULL) {
-            Py_CLEAR(shape);
-            break;
-        }
-        PyTuple_SET_ITEM(shape, j, dim);
-    }
+    PyObject *shape = shape_tuple(a);
     if (shape == NULL) {
         return NULL;
     }
