@@ -30,6 +30,27 @@
 #error "whyalive.graph._fastgraph needs CPython >= 3.10 (PyGC_Disable)"
 #endif
 
+/* PyObject_IS_GC and PyObject_GC_IsTracked are calls into libpython; passes over
+ * 10^6 objects test every one, so these read the same fields inline: the type's
+ * flags (and tp_is_gc), and, with the GIL, the GC header's next link (zero when
+ * untracked, in CPython 3.10-3.14). */
+static inline int
+is_gc_object(PyObject *o)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    return PyType_IS_GC(tp) && (tp->tp_is_gc == NULL || tp->tp_is_gc(o));
+}
+
+static inline int
+is_tracked_gc(PyObject *o)
+{
+#ifdef Py_GIL_DISABLED
+    return PyObject_IS_GC(o) && PyObject_GC_IsTracked(o);
+#else
+    return is_gc_object(o) && ((const uintptr_t *)o)[-2] != 0;
+#endif
+}
+
 /* ------------------------------------------------------------------ */
 /* Big arrays                                                          */
 
@@ -760,28 +781,36 @@ push_marked(builder *b, Py_ssize_t idx)
     return 0;
 }
 
+/* The targets array full: grown by a quarter, or to what the nodes settled so far
+ * predict (plus an eighth): doubling left up to half the array unused, the biggest
+ * part of the analysis's peak memory at 10 references per object. Mapped arrays
+ * grow by remapping, without a copy. */
 static int
+grow_targets(builder *b)
+{
+    Py_ssize_t ncap = b->cap_targets + b->cap_targets / 4 + 64;
+    if (b->nstarted >= 64) {
+        double predicted = (double)b->ntargets / (double)b->nstarted * (double)b->nnodes;
+        predicted += predicted / 8;
+        if (predicted > (double)ncap && predicted < (double)(PY_SSIZE_T_MAX / 16)) {
+            ncap = (Py_ssize_t)predicted;
+        }
+    }
+    int64_t *nt = (int64_t *)big_grow(b->targets, (size_t)ncap * sizeof(int64_t));
+    if (nt == NULL) {
+        return -1;
+    }
+    b->targets = nt;
+    b->cap_targets = ncap;
+    return 0;
+}
+
+/* Every edge passes here: the common case stays inline, the growth apart. */
+static inline int
 push_target(builder *b, int64_t idx)
 {
-    if (b->ntargets == b->cap_targets) {
-        /* Grown by a quarter, or to what the nodes settled so far predict
-         * (plus an eighth): doubling left up to half the array unused, the
-         * biggest part of the analysis's peak memory at 10 references per
-         * object. Mapped arrays grow by remapping, without a copy. */
-        Py_ssize_t ncap = b->cap_targets + b->cap_targets / 4 + 64;
-        if (b->nstarted >= 64) {
-            double predicted = (double)b->ntargets / (double)b->nstarted * (double)b->nnodes;
-            predicted += predicted / 8;
-            if (predicted > (double)ncap && predicted < (double)(PY_SSIZE_T_MAX / 16)) {
-                ncap = (Py_ssize_t)predicted;
-            }
-        }
-        int64_t *nt = (int64_t *)big_grow(b->targets, (size_t)ncap * sizeof(int64_t));
-        if (nt == NULL) {
-            return -1;
-        }
-        b->targets = nt;
-        b->cap_targets = ncap;
+    if (b->ntargets == b->cap_targets && grow_targets(b) < 0) {
+        return -1;
     }
     b->targets[b->ntargets++] = idx;
     return 0;
@@ -812,20 +841,16 @@ reserve_node(builder *b)
     return 0;
 }
 
-/* The edge to referent o, if o is a node or becomes one (an untracked object of
- * a followed type, added as an extra node). */
+/* A referent that is no node yet: a live object, or an untracked object of a
+ * followed type, added as an extra node. s is the empty slot where it would go. */
 static int
-resolve_referent(builder *b, PyObject *o)
+resolve_missing(builder *b, PyObject *o, slot_t *s)
 {
-    slot_t *s = table_lookup(&b->table, o);
-    if (s->key == o) {
-        return push_target(b, s->index);
-    }
     /* Tracked objects outside the input are live objects: not part of the
      * captured garbage, so they are neither nodes nor edge targets. Only
      * untracked extras are ever added, so a tracked miss stays a miss, and so
      * does an object of a type that is not followed. */
-    if ((PyType_IS_GC(Py_TYPE(o)) && PyObject_GC_IsTracked(o)) ||
+    if (is_tracked_gc(o) ||
         !(type_flags(b, Py_TYPE(o)) & TYPE_FOLLOWED)) {
         b->live_cache[LIVE_SLOT(o)] = o;
         return 0;
@@ -852,8 +877,19 @@ resolve_referent(builder *b, PyObject *o)
     return push_target(b, idx);
 }
 
+/* The edge to referent o, if o is a node or becomes one. */
+static inline int
+resolve_referent(builder *b, PyObject *o)
+{
+    slot_t *s = table_lookup(&b->table, o);
+    if (s->key == o) {
+        return push_target(b, s->index);
+    }
+    return resolve_missing(b, o, s);
+}
+
 /* Settles the oldest queued referent (or node start). */
-static int
+static inline int
 resolve_pending(builder *b)
 {
     PyObject *o = b->pending[b->pending_tail++ & (PENDING - 1)];
@@ -1360,9 +1396,13 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 failed = 1;
                 break;
             }
-            if (PyObject_IS_GC(o)) {
+            if (is_gc_object(o)) {
                 traverseproc trav = Py_TYPE(o)->tp_traverse;
-                int folded = fold_visit(&b, o, i);
+                /* Only lists, tuples and dicts can fold: the call is for them alone. */
+                int folded = b.array_type != NULL &&
+                                     (tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type)
+                                 ? fold_visit(&b, o, i)
+                                 : 0;
                 if (folded < 0) {
                     failed = 1;
                     break;
@@ -2114,7 +2154,7 @@ clear_one(PyObject *op)
      * that follows, its deallocator dropping what it holds, exactly as after a
      * tp_clear: the call is saved (a ring then costs one tp_clear in all, as in
      * the collector's own delete_garbage()). */
-    if (clear != NULL && Py_REFCNT(op) > 1 && PyObject_IS_GC(op) && PyObject_GC_IsTracked(op)) {
+    if (clear != NULL && Py_REFCNT(op) > 1 && is_tracked_gc(op)) {
         Py_INCREF(op);
         (void)clear(op);
         if (PyErr_Occurred()) {
@@ -2312,7 +2352,7 @@ saved_start_impl(PyObject *items, Py_ssize_t first, Py_ssize_t end)
     }
     for (Py_ssize_t k = 0; k < distinct; k++) {
         PyObject *o = objects[k];
-        if (o != items && PyObject_IS_GC(o) && Py_TYPE(o)->tp_traverse != NULL) {
+        if (o != items && is_gc_object(o) && Py_TYPE(o)->tp_traverse != NULL) {
             (void)Py_TYPE(o)->tp_traverse(o, visit_subtract, &w);
         }
     }
@@ -2320,7 +2360,7 @@ saved_start_impl(PyObject *items, Py_ssize_t first, Py_ssize_t end)
      * counted above, so it is not followed). */
     for (Py_ssize_t k = 0; k < distinct; k++) {
         PyObject *o = objects[k];
-        if (w.outside[k] > 0 || o == items || !PyObject_IS_GC(o) || !PyObject_GC_IsTracked(o)) {
+        if (w.outside[k] > 0 || o == items || !is_tracked_gc(o)) {
             w.held[k] = 1;
             w.stack[w.stacked++] = k;
         }
@@ -2328,7 +2368,7 @@ saved_start_impl(PyObject *items, Py_ssize_t first, Py_ssize_t end)
     Py_ssize_t held = w.stacked;
     while (w.stacked > 0) {
         PyObject *o = objects[w.stack[--w.stacked]];
-        if (o != items && PyObject_IS_GC(o) && Py_TYPE(o)->tp_traverse != NULL) {
+        if (o != items && is_gc_object(o) && Py_TYPE(o)->tp_traverse != NULL) {
             Py_ssize_t before = w.stacked;
             (void)Py_TYPE(o)->tp_traverse(o, visit_hold, &w);
             held += w.stacked - before;
@@ -2378,12 +2418,6 @@ typedef struct {
 #define GC_PREV_MASK (~(uintptr_t)3)
 #define GC_PREV_FINALIZED ((uintptr_t)1)
 
-static int
-is_tracked_gc(PyObject *o)
-{
-    return PyObject_IS_GC(o) && PyObject_GC_IsTracked(o);
-}
-
 /* The start of the longest run of list neighbours that ends the window; *finalized
  * tells whether an object in it has run its finalizer. */
 static Py_ssize_t
@@ -2397,8 +2431,8 @@ gc_list_run(PyObject *items, Py_ssize_t first, Py_ssize_t end, int *finalized)
     for (;;) {
         PyObject *o = PyList_GET_ITEM(items, i);
         /* The headers are read in list order, not along their links: fetched ahead. */
-        if (i >= first + 16) {
-            PREFETCH(GC_LINKS(PyList_GET_ITEM(items, i - 16)));
+        if (i >= first + 64) {
+            PREFETCH(GC_LINKS(PyList_GET_ITEM(items, i - 64)));
         }
         uintptr_t prev = GC_LINKS(o)->prev;
         *finalized |= (prev & GC_PREV_FINALIZED) != 0;
@@ -2958,10 +2992,19 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         return NULL;
     }
+    /* The goals reached, in the order the queue meets them (the order of the
+     * result): a component's 10^6 sources are then not scanned again for them. */
+    if (ws_scratch(w, (size_t)wanted) < 0) {
+        return NULL;
+    }
+    int64_t *reached_goals = w->scratch_e;
     Py_ssize_t head = 0, tail = ctx.tail;
     for (Py_ssize_t i = 0; i < tail; i++) {
-        w->parent[w->queue[i]] = UINT32_MAX;
-        reached += ws_is_member(w, w->queue[i]);
+        uint32_t u = w->queue[i];
+        w->parent[u] = UINT32_MAX;
+        if (ws_is_member(w, u)) {
+            reached_goals[reached++] = u;
+        }
     }
     while (head < tail && reached < wanted) {
         uint32_t u = w->queue[head++];
@@ -2971,7 +3014,9 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 w->stamp[v] = epoch;
                 w->parent[v] = u;
                 w->queue[tail++] = (uint32_t)v;
-                reached += ws_is_member(w, v);
+                if (ws_is_member(w, v)) {
+                    reached_goals[reached++] = v;
+                }
             }
         }
     }
@@ -2979,11 +3024,8 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (out == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < tail && PyDict_GET_SIZE(out) < wanted; i++) {
-        uint32_t u = w->queue[i];
-        if (!ws_is_member(w, u)) {
-            continue;
-        }
+    for (Py_ssize_t i = 0; i < reached; i++) {
+        uint32_t u = (uint32_t)reached_goals[i];
         Py_ssize_t length = 1;
         for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
             length++;
@@ -3048,7 +3090,14 @@ ws_path_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     w->parent[source] = UINT32_MAX;
     w->queue[0] = (uint32_t)source;
     int found = source == goal;
+    /* The BFS's depth, counted level by level: the path's length is known when the
+     * goal is met, without a walk back along a 10^6-hop loop to count it. */
+    Py_ssize_t length = 0, level_end = tail;
     while (head < tail && !found) {
+        if (head == level_end) {
+            length++;
+            level_end = tail;
+        }
         uint32_t u = w->queue[head++];
         for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
             int64_t v = w->g.tgt[e];
@@ -3058,6 +3107,7 @@ ws_path_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 w->queue[tail++] = (uint32_t)v;
                 if (v == goal) {
                     found = 1;
+                    length++;
                     break;
                 }
             }
@@ -3065,10 +3115,6 @@ ws_path_ends(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (!found) {
         Py_RETURN_NONE;
-    }
-    Py_ssize_t length = 0;
-    for (uint32_t v = (uint32_t)goal; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
-        length++;
     }
     /* Walking back from the goal gives the path reversed: the tail first. */
     Py_ssize_t nodes = length + 1, whole = nodes <= 2 * (keep + 1);
@@ -3356,9 +3402,14 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     uint8_t *edge_class = w->edge_class;
     if (edge_class != NULL) {
-        for (Py_ssize_t i = 0; i < nmembers; i++) {
-            uint32_t u = w->queue[i];
-            memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[u + 1] - w->g.off[u]));
+        /* Members come ascending (as cycle_candidates lists them): one memset per
+         * run of consecutive nodes, not one call per member. */
+        for (Py_ssize_t i = 0; i < nmembers;) {
+            uint32_t u = w->queue[i], last = u;
+            for (i++; i < nmembers && w->queue[i] == last + 1; i++) {
+                last++;
+            }
+            memset(edge_class + w->g.off[u], EDGE_OUTSIDE, (size_t)(w->g.off[last + 1] - w->g.off[u]));
         }
     }
     /* A structure's members mostly repeat one class per position (a doubly
