@@ -1014,3 +1014,22 @@ def test_acyclic_without_needs_no_peeling_when_ids_rise_along_every_edge_kept() 
         with pytest.raises(IndexError):
             work.acyclic_without(members, [], [4])
         work.close()
+
+
+def test_acyclic_without_ignores_removed_positions_outside_the_members() -> None:
+    """A removed edge position whose source is no member takes no loop away: the C core
+    read a class byte for it that edge_classes never wrote (left from an earlier call on
+    other members here), and could answer that the members' self-loop was gone."""
+    offsets = array("q", [0, 2, 3, 3, 3, 6, 7, 7, 7, 8])
+    targets = array("q", [1, 7, 3, 0, 4, 3, 5, 8])  # edge 7 is 8 -> 8
+    everyone = memoryview(array("q", range(9))).toreadonly()
+    members = memoryview(array("q", [3, 2, 8, 0])).toreadonly()
+    for impl in IMPLS:
+        comp, _, _ = impl.find_components(offsets, targets)
+        work = impl.workspace([None] * 9, offsets, targets, comp)
+        work.edge_classes(everyone, 1)  # every edge's byte written once
+        work.edge_classes(members, 1)
+        # Edge 2 leaves node 1 and edge 3 node 4, neither a member; 8 -> 8 stays.
+        assert work.acyclic_without(members, [], [2, 0, 3]) is False
+        assert work.acyclic_without(members, [], [7]) is True
+        work.close()

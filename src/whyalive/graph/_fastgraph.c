@@ -2993,11 +2993,13 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     /* The goals reached, in the order the queue meets them (the order of the
-     * result): a component's 10^6 sources are then not scanned again for them. */
-    if (ws_scratch(w, (size_t)wanted) < 0) {
+     * result): a component's 10^6 sources are then not scanned again for them.
+     * An array of this call's own: making the result's objects may run code. */
+    uint32_t *reached_goals = (uint32_t *)PyMem_RawMalloc(((size_t)wanted + 1) * sizeof(uint32_t));
+    if (reached_goals == NULL) {
+        PyErr_NoMemory();
         return NULL;
     }
-    int64_t *reached_goals = w->scratch_e;
     Py_ssize_t head = 0, tail = ctx.tail;
     for (Py_ssize_t i = 0; i < tail; i++) {
         uint32_t u = w->queue[i];
@@ -3015,17 +3017,18 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 w->parent[v] = u;
                 w->queue[tail++] = (uint32_t)v;
                 if (ws_is_member(w, v)) {
-                    reached_goals[reached++] = v;
+                    reached_goals[reached++] = (uint32_t)v;
                 }
             }
         }
     }
     out = PyDict_New();
     if (out == NULL) {
+        PyMem_RawFree(reached_goals);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < reached; i++) {
-        uint32_t u = (uint32_t)reached_goals[i];
+        uint32_t u = reached_goals[i];
         Py_ssize_t length = 1;
         for (uint32_t v = u; w->parent[v] != UINT32_MAX; v = w->parent[v]) {
             length++;
@@ -3052,8 +3055,10 @@ ws_shortest_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
     }
+    PyMem_RawFree(reached_goals);
     return out;
 fail:
+    PyMem_RawFree(reached_goals);
     Py_DECREF(out);
     return NULL;
 }
@@ -3402,8 +3407,8 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     uint8_t *edge_class = w->edge_class;
     if (edge_class != NULL) {
-        /* Members come ascending (as cycle_candidates lists them): one memset per
-         * run of consecutive nodes, not one call per member. */
+        /* Members usually come ascending (as cycle_candidates lists them): one
+         * memset per run of consecutive nodes, not one call per member. */
         for (Py_ssize_t i = 0; i < nmembers;) {
             uint32_t u = w->queue[i], last = u;
             for (i++; i < nmembers && w->queue[i] == last + 1; i++) {
@@ -3569,9 +3574,8 @@ rises_or_falls(const Workspace *w, const uint8_t *removed_id, const int64_t *ext
     }
     for (Py_ssize_t i = 0; i < nextra; i++) {
         int64_t e = extra[i];
-        uint8_t id = w->edge_class[e];
-        if ((i > 0 && extra[i - 1] == e) || id == EDGE_OUTSIDE || removed_id[id]) {
-            continue; /* counted once, and only when it was kept */
+        if (i > 0 && extra[i - 1] == e) {
+            continue; /* counted once */
         }
         /* The edge's source: the last node whose edges start at or before e. */
         Py_ssize_t lo = 0, hi = w->g.n;
@@ -3582,6 +3586,15 @@ rises_or_falls(const Workspace *w, const uint8_t *removed_id, const int64_t *ext
             } else {
                 hi = mid;
             }
+        }
+        /* Only the members' edges have a class byte (edge_classes wrote no other);
+         * an edge from outside is none of the members' loops. */
+        if (!ws_is_member(w, lo)) {
+            continue;
+        }
+        uint8_t id = w->edge_class[e];
+        if (id == EDGE_OUTSIDE || removed_id[id]) {
+            continue; /* only an edge that was kept is taken out */
         }
         not_rising -= (int64_t)lo >= w->g.tgt[e];
         not_falling -= (int64_t)lo <= w->g.tgt[e];
