@@ -9,6 +9,7 @@ own references while reading cancel out).
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from typing import Any
 
@@ -55,7 +56,7 @@ def fold_scan(
         if slot is None:
             continue
         shape = ndarray.shape.__get__(item)
-        elements = _elements(shape)
+        elements = math.prod(shape)
         slot[2] += 1
         slot[3] += elements
         slot[4] = slot[4] and shape == slot[1]
@@ -92,10 +93,3 @@ def _equal(first: Any, second: Any) -> bool:
         return bool(first == second)
     except Exception:  # as the C core: unequal
         return False
-
-
-def _elements(shape: tuple[int, ...]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
