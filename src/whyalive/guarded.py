@@ -12,6 +12,8 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import is_
 from typing import Any, Generic, TypeVar
 
 _Answer = TypeVar("_Answer")
@@ -142,7 +144,7 @@ def distinct_types(objects: Iterable[object]) -> list[type]:
 def is_one_of(cls: object, classes: Iterable[object]) -> bool:
     """``cls in classes``, by identity: ``in`` compares with ``==``, which runs the
     metaclass's ``__eq__`` of a user's class before the builtin one's."""
-    return any(cls is entry for entry in classes)
+    return any(map(is_, repeat(cls), classes))
 
 
 def is_in_mro(cls: type, base: object) -> bool:
