@@ -8,7 +8,9 @@ graph that backward() already consumed ("leak with graph"). Configurations are
 interleaved and repeated; the fastest and the median run of each are reported; ratios
 are of the medians, with the range of the rounds' own ratios (each round runs every
 configuration once, one after the other, so a shared machine's load hits them alike).
-Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
+Beside each monitored run: the monitor's own time in its analyses and freeing per step
+(its clock), and that as a share of the baseline's step; it moves far less than the
+whole loop's ratio. Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
 off with a scheduled collection each step, and the probe for uncollectable loops
 every 500 steps (the default), every 10, and never (``probe_every``).
 
@@ -98,7 +100,9 @@ def monitored(steps: int, leak: bool | str, **options: Any) -> dict[str, Any]:
     with mon:
         seconds = run(steps, leak, mon.step)
     found = sum(c.occurrences for r in mon.summary_reports() for c in r.cycles)
-    return {"step": seconds, "found": found, "stats": mon.stats}
+    # The monitor's own clock (analyses and freeing): it moves with the machine far less
+    # than a whole step does.
+    return {"step": seconds, "found": found, "own": mon.stats.seconds / steps, "stats": mon.stats}
 
 
 def observed(steps: int, leak: bool) -> dict[str, Any]:
@@ -202,6 +206,8 @@ def main() -> None:
             extra += f"  found {[r['found'] for r in runs]} of {args.steps}"
         if "full" in runs[0]:
             extra += f"  full collections {[r['full'] for r in runs]}"
+        if "own" in runs[0]:
+            extra += f"  analyses {statistics.median(r['own'] for r in runs) * 1e6:.1f} us/step"
         print(f"{name:48s} {best[name] * 1e3:7.3f} ms/step (median {median * 1e3:.3f}){extra}")
     pairs = [
         ("no leak, monitor", "no leak, baseline"),
@@ -223,9 +229,13 @@ def main() -> None:
             base = [r["step"] for r in results[without]]
             rounds = [o / b for o, b in zip(ours, base, strict=True)]
             median = statistics.median(ours) / statistics.median(base)
+            own = ""
+            if "own" in results[with_][0]:
+                analyses = statistics.median(r["own"] for r in results[with_])
+                own = f"; analyses {analyses / statistics.median(base):.1%} of the step"
             print(
                 f"{with_} / {without}: {median:.3f} [{min(rounds):.3f}-{max(rounds):.3f}] "
-                f"({best[with_] / best[without]:.3f})"
+                f"({best[with_] / best[without]:.3f}){own}"
             )
 
 

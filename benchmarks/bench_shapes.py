@@ -17,7 +17,10 @@ machine hits all of them alike):
   does it), against a plain ``gc.collect()`` of the whole heap; at small sizes that
   baseline mostly collects the heap, not the garbage, and flatters the ratio.
 
-Ratios are medians over ``--repeats`` rounds, with the range over the rounds. B/object is
+Ratios are medians over ``--repeats`` rounds, with the range over the rounds. Beside
+them, the part of each median in the kernel (``kernel: ck/alone``, Linux): the check's
+fresh scratch memory is faulted in and zeroed there, which a collection does not pay,
+and that part grows when the kernel has no huge pages to give. B/object is
 the analysis's peak extra memory (tracemalloc, which also sees the C core's big arrays)
 per captured object (per array too, for the arrays, which are no garbage themselves).
 
@@ -48,6 +51,11 @@ import sys
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
 
 # Before NumPy loads: idle OpenBLAS threads spin on the second of two cores.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -154,24 +162,35 @@ def plain_collect(make: Callable[[int], None], size: int) -> float:
     return timed(gc.collect)
 
 
-def collect_alone(make: Callable[[int], None], size: int) -> float:
-    """A collection of the garbage alone: the rest of the heap frozen."""
+def kernel_time() -> float:
+    """This thread's CPU time in the kernel (page faults, zeroing fresh memory); 0 where
+    the platform does not tell it per thread."""
+    thread = getattr(resource, "RUSAGE_THREAD", None) if resource is not None else None
+    return resource.getrusage(thread).ru_stime if thread is not None else 0.0
+
+
+def collect_alone(make: Callable[[int], None], size: int) -> tuple[float, float]:
+    """A collection of the garbage alone (the rest of the heap frozen): its time, and the
+    part of it in the kernel."""
     gc.freeze()
     try:
         make(size)
-        return timed(gc.collect)
+        kernel = kernel_time()
+        elapsed = timed(gc.collect)
+        return elapsed, kernel_time() - kernel
     finally:
         gc.unfreeze()
 
 
-def whole_check(make: Callable[[int], None], size: int) -> float:
-    """``check_leaks()`` around making the garbage: everything but making it."""
-    start = now()
+def whole_check(make: Callable[[int], None], size: int) -> tuple[float, float]:
+    """``check_leaks()`` around making the garbage, everything but making it: its time,
+    and the part of it in the kernel."""
+    start, kernel = now(), kernel_time()
     with check_leaks(on_leak="ignore"):
-        stop = now()
+        stop, paused = now(), kernel_time()
         make(size)
-        resume = now()
-    return (stop - start) + (now() - resume)
+        resume, resumed = now(), kernel_time()
+    return (stop - start) + (now() - resume), (paused - kernel) + (kernel_time() - resumed)
 
 
 def whyalive_analysis(make: Callable[[int], None], size: int) -> tuple[float, int, str]:
@@ -283,12 +302,13 @@ def main(argv: list[str] | None = None) -> None:
         f"load {os.getloadavg()[0]:.1f}, {'CPU' if args.cpu else 'wall-clock'} time"
     )
     print(
-        f"{'':<15} {'':>9} {'check_leaks() / garbage alone':^36} "
+        f"{'':<15} {'':>9} {'check_leaks() / garbage alone':^52} "
         f"{'earlier: analysis / full gc.collect':^36}"
     )
     print(
         f"{'shape':<15} {'objects':>9} {'alone':>9} {'check':>9} {'ratio':>16} "
-        f"{'collect':>9} {'whyalive':>9} {'ratio':>16} {'B/object':>9}  reported as"
+        f"{'kernel: ck/alone':>15} {'collect':>9} {'whyalive':>9} {'ratio':>16} "
+        f"{'B/object':>9}  reported as"
     )
     gc.collect()
     gc.disable()
@@ -297,9 +317,14 @@ def main(argv: list[str] | None = None) -> None:
             make = SHAPES[name]
             for size in args.sizes:
                 alone, check, plain, ours = [], [], [], []
+                kernel_alone, kernel_check = [], []
                 for _ in range(args.repeats):
-                    alone.append(collect_alone(make, size))
-                    check.append(whole_check(make, size))
+                    elapsed, kernel = collect_alone(make, size)
+                    alone.append(elapsed)
+                    kernel_alone.append(kernel)
+                    elapsed, kernel = whole_check(make, size)
+                    check.append(elapsed)
+                    kernel_check.append(kernel)
                     plain.append(plain_collect(make, size))
                     elapsed, count, what = whyalive_analysis(make, size)
                     ours.append(elapsed)
@@ -309,9 +334,11 @@ def main(argv: list[str] | None = None) -> None:
                         per_object * count / (count + size // 10),
                         count + size // 10,
                     )
+                kernel = f"{_ms(kernel_check).strip()}/{_ms(kernel_alone).strip()}"
                 print(
                     f"{name:<15} {count:>9} {_ms(alone)} {_ms(check)} {_ratio(check, alone)} "
-                    f"{_ms(plain)} {_ms(ours)} {_ratio(ours, plain)} {per_object:9.0f}  {what}",
+                    f"{kernel:>15} {_ms(plain)} {_ms(ours)} {_ratio(ours, plain)} "
+                    f"{per_object:9.0f}  {what}",
                     flush=True,
                 )
         if args.automatic:
