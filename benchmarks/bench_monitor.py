@@ -10,9 +10,9 @@ are of the medians, with the range of the rounds' own ratios (each round runs ev
 configuration once, one after the other, so a shared machine's load hits them alike).
 Beside each monitored run: the monitor's own time in its analyses and freeing per step
 (its clock), and that as a share of the baseline's step; it moves far less than the
-whole loop's ratio. Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop, automatic GC
-off with a scheduled collection each step, and the probe for uncollectable loops
-every 500 steps (the default), every 10, and never (``probe_every``).
+whole loop's ratio. Also: ``torch.utils.viz._cycles.observe_garbage`` on the same loop,
+automatic GC off with a scheduled collection each step, and the probe for uncollectable
+loops every 500 steps (the default), every 10, and never (``probe_every``).
 
     python benchmarks/bench_monitor.py [--steps 300] [--repeats 3] [--cpu]
 """

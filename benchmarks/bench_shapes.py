@@ -18,8 +18,8 @@ machine hits all of them alike):
   baseline mostly collects the heap, not the garbage, and flatters the ratio.
 
 Ratios are medians over ``--repeats`` rounds, with the range over the rounds. Beside
-them, the part of each median in the kernel (``kernel: ck/alone``, Linux): the check's
-fresh scratch memory is faulted in and zeroed there, which a collection does not pay,
+them, the part of each median spent in the kernel (``kernel: ck/alone``, Linux): the
+check's fresh scratch memory is faulted in and zeroed there (a collection has none),
 and that part grows when the kernel has no huge pages to give. B/object is
 the analysis's peak extra memory (tracemalloc, which also sees the C core's big arrays)
 per captured object (per array too, for the arrays, which are no garbage themselves).
