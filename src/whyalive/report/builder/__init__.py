@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 
 from whyalive.analysis import AnalysisOptions, Findings
 from whyalive.analysis.autograd_share import held_count
@@ -59,10 +58,8 @@ def counts_report(findings: Findings, options: AnalysisOptions) -> Report:
                 heavy_count=group.heavy_count,
             )
         )
-    report = _report(findings, options, (), cycles, ())
     retained = {node for group in findings.kept for node in group.retained}
-    unlisted = objects_in(retained, findings.facts)
-    return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
+    return _report(findings, options, (), cycles, (), objects_in(retained, findings.facts))
 
 
 def build_report(findings: Findings, options: AnalysisOptions) -> Report:
@@ -74,8 +71,7 @@ def build_report(findings: Findings, options: AnalysisOptions) -> Report:
     cycles = [cycle_report(table, g, facts, storage_users, options, sources) for g in kept]
     heavy_objects = heavy_table(table, kept, facts, storage_users, options)
     unlisted = objects_in({n for g in kept for n in g.retained}, facts) - len(heavy_objects)
-    report = _report(findings, options, table.nodes, cycles, heavy_objects)
-    return replace(report, heavy_objects_unlisted=unlisted) if unlisted else report
+    return _report(findings, options, table.nodes, cycles, heavy_objects, unlisted)
 
 
 def _report(
@@ -84,7 +80,10 @@ def _report(
     nodes: Sequence[Node],
     cycles: Sequence[CycleReport],
     heavy_objects: Sequence[HeavyObject],
+    unlisted: int,
 ) -> Report:
+    """The report's totals and run info around its parts (``unlisted``: the heavy objects
+    the report counts but does not list)."""
     kept = findings.kept
     storages: dict[object, tuple[int, str]] = {}
     for group in kept:
@@ -98,6 +97,7 @@ def _report(
         nodes=tuple(nodes),
         cycles=tuple(cycles),
         heavy_objects=tuple(heavy_objects),
+        heavy_objects_unlisted=unlisted,
         total_bytes=sum(by_device.values()),
         bytes_by_device=dict(by_device),
         garbage_objects=findings.graph.garbage_count,
