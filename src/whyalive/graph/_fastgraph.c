@@ -1070,11 +1070,10 @@ visit_unfolded(PyObject *o, void *arg)
  * first as their tp_traverse does, without reading them again. A repeated input
  * object folds at its first index only, where the twin folds it too. */
 static int
-fold_visit(builder *b, PyObject *o, Py_ssize_t i)
+fold_container(builder *b, PyObject *o, Py_ssize_t i)
 {
     int is_dict = PyDict_CheckExact(o);
-    if (b->array_type == NULL || !(is_dict || PyList_CheckExact(o) || PyTuple_CheckExact(o)) ||
-        (is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o)) < ALIKE_MIN) {
+    if ((is_dict ? PyDict_GET_SIZE(o) : Py_SIZE(o)) < ALIKE_MIN) {
         return 0;
     }
     if (i < b->n_input && table_lookup(&b->table, o)->index != i) {
@@ -1132,6 +1131,18 @@ fold_visit(builder *b, PyObject *o, Py_ssize_t i)
         }
     }
     return 1;
+}
+
+/* Every node passes here: only lists, tuples and dicts (when arrays are folded at
+ * all) go on to fold_container. */
+static inline int
+fold_visit(builder *b, PyObject *o, Py_ssize_t i)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    if (b->array_type == NULL || (tp != &PyList_Type && tp != &PyTuple_Type && tp != &PyDict_Type)) {
+        return 0;
+    }
+    return fold_container(b, o, i);
 }
 
 /* An array's shape as a tuple of ints. */
@@ -1398,11 +1409,7 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
             }
             if (is_gc_object(o)) {
                 traverseproc trav = Py_TYPE(o)->tp_traverse;
-                /* Only lists, tuples and dicts can fold: the call is for them alone. */
-                int folded = b.array_type != NULL &&
-                                     (tp == &PyList_Type || tp == &PyTuple_Type || tp == &PyDict_Type)
-                                 ? fold_visit(&b, o, i)
-                                 : 0;
+                int folded = fold_visit(&b, o, i);
                 if (folded < 0) {
                     failed = 1;
                     break;
