@@ -1710,9 +1710,16 @@ sccs_free(sccs_t *s)
 #define SCC_DONE (UINT32_MAX - 1)
 #define SCC_DONE_REACHES UINT32_MAX
 #define SCC_MAX_NODES ((Py_ssize_t)UINT32_MAX - 3)
-/* Per-node flags, gathered while a component's members are searched. */
+/* Flags of a node being searched, and of the component it is in. */
 #define SCC_REACHES 1 /* a seed, or an edge into a completed component that reaches one */
 #define SCC_SELF 2    /* a self-edge */
+
+/* A suspended node of the search: where its edges resume, its low-link and flags. */
+typedef struct {
+    int64_t edge;
+    uint32_t node;
+    uint32_t low;
+} scc_frame;
 
 static int
 compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
@@ -1728,41 +1735,37 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
         PyErr_SetString(PyExc_MemoryError, "too many nodes for one graph (at most 2**32 - 3)");
         return -1;
     }
-    /* 32-bit per-node state: half the memory the search misses the cache on.
-     * The biggest arrays first: kept pieces then serve them before they are cut
+    /* The biggest arrays first: kept pieces then serve them before they are cut
      * for the smaller ones (see pool_take). */
+    scc_frame *frames = (scc_frame *)big_alloc((size_t)(n + 1) * sizeof(scc_frame), 0);
     int64_t *comp = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
-    int64_t *cs_edge = (int64_t *)big_alloc((size_t)(n + 1) * sizeof(int64_t), 0);
     uint32_t *index = (uint32_t *)big_alloc(sz, 1);
-    uint32_t *low = (uint32_t *)big_alloc(sz, 0);
     uint32_t *stack = (uint32_t *)big_alloc(sz, 0);
-    uint32_t *cs_node = (uint32_t *)big_alloc(sz, 0);
-    uint8_t *flags = (uint8_t *)big_alloc((size_t)n + 1, 1);
+    uint8_t *frame_flags = (uint8_t *)big_alloc((size_t)n + 1, 0);
     /* At most n components; mapped memory costs only the pages touched. */
     uint8_t *cyclic = (uint8_t *)big_alloc((size_t)n + 1, 1);
     uint8_t *reach = seed != NULL ? (uint8_t *)big_alloc((size_t)n + 1, 1) : NULL;
-    if (!index || !low || !stack || !cs_node || !cs_edge || !flags || !comp || !cyclic ||
-        (seed && !reach)) {
+    if (!frames || !comp || !index || !stack || !frame_flags || !cyclic || (seed && !reach)) {
         goto done;
     }
-    if (seed != NULL) {
-        memcpy(flags, seed, (size_t)n);
-    }
+    /* The node searched stays in registers (u, its next edge e, its low-link lu and
+     * flags fu); it goes to frames only when the search descends from it. A chain of
+     * 10^6 nodes is then one load of the next node's edges per step, not a round
+     * trip of the whole frame through memory. A node's flags pass to its parent
+     * when it returns without closing a component: the two are in one component
+     * (all the tree path from a component's root to its members is in it), so at
+     * the root fu holds the flags of all its members. */
     for (Py_ssize_t root = 0; root < n; root++) {
         if (index[root] != 0) {
             continue;
         }
-        index[root] = low[root] = ++counter;
-        stack[sp++] = (uint32_t)root;
-        cs_node[csp] = (uint32_t)root;
-        cs_edge[csp] = off[root];
-        csp++;
-        while (csp > 0) {
-            uint32_t u = cs_node[csp - 1];
-            int64_t e = cs_edge[csp - 1], end = off[u + 1];
-            uint32_t lu = low[u];
-            uint8_t fu = 0;
-            int descended = 0;
+        uint32_t u = (uint32_t)root;
+        int64_t e = off[u], end = off[u + 1];
+        uint32_t lu = ++counter;
+        uint8_t fu = seed != NULL && seed[u] ? SCC_REACHES : 0;
+        index[u] = lu;
+        stack[sp++] = u;
+        for (;;) {
             for (; e < end; e++) {
                 if (e + 8 < end) {
                     PREFETCH(&index[tgt[e + 8]]);
@@ -1770,14 +1773,20 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
                 uint32_t w = (uint32_t)tgt[e];
                 uint32_t x = index[w];
                 if (x == 0) {
-                    cs_edge[csp - 1] = e + 1;
-                    index[w] = low[w] = ++counter;
-                    stack[sp++] = w;
-                    cs_node[csp] = w;
-                    cs_edge[csp] = off[w];
+                    frames[csp].edge = e + 1;
+                    frames[csp].node = u;
+                    frames[csp].low = lu;
+                    frame_flags[csp] = fu;
                     csp++;
-                    descended = 1;
-                    break;
+                    u = w;
+                    e = off[w];
+                    end = off[w + 1];
+                    lu = ++counter;
+                    fu = seed != NULL && seed[w] ? SCC_REACHES : 0;
+                    index[w] = lu;
+                    stack[sp++] = w;
+                    e--; /* the loop's e++ */
+                    continue;
                 }
                 if (x < lu) {
                     lu = x;
@@ -1788,38 +1797,41 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
                     fu |= SCC_SELF;
                 }
             }
-            low[u] = lu;
-            flags[u] |= fu;
-            if (descended) {
-                continue;
-            }
-            csp--;
-            if (lu == index[u]) {
+            int closes = lu == index[u];
+            if (closes) {
                 Py_ssize_t top = sp;
+                uint32_t done = (fu & SCC_REACHES) ? SCC_DONE_REACHES : SCC_DONE;
                 uint32_t w;
-                uint8_t gathered = 0;
                 do {
                     w = stack[--sp];
                     comp[w] = ncomp;
-                    gathered |= flags[w];
+                    index[w] = done;
                 } while (w != u);
-                uint32_t done = (gathered & SCC_REACHES) ? SCC_DONE_REACHES : SCC_DONE;
-                for (Py_ssize_t k = sp; k < top; k++) {
-                    index[stack[k]] = done;
-                }
-                cyclic[ncomp] = top - sp > 1 || (gathered & SCC_SELF);
+                cyclic[ncomp] = top - sp > 1 || (fu & SCC_SELF);
                 if (reach != NULL) {
-                    reach[ncomp] = gathered & SCC_REACHES;
+                    reach[ncomp] = fu & SCC_REACHES;
                 }
                 ncomp++;
             }
-            if (csp > 0) {
-                uint32_t p = cs_node[csp - 1];
-                if (index[u] == SCC_DONE_REACHES) {
-                    flags[p] |= SCC_REACHES;
-                } else if (lu < low[p]) {
-                    low[p] = lu;
+            if (csp == 0) {
+                break;
+            }
+            /* Back to the parent, with what the child tells it. */
+            csp--;
+            uint32_t child_low = lu;
+            uint8_t child_flags = fu;
+            u = frames[csp].node;
+            e = frames[csp].edge;
+            lu = frames[csp].low;
+            fu = frame_flags[csp];
+            end = off[u + 1];
+            if (!closes) {
+                fu |= child_flags;
+                if (child_low < lu) {
+                    lu = child_low;
                 }
+            } else if (child_flags & SCC_REACHES) {
+                fu |= SCC_REACHES;
             }
         }
     }
@@ -1833,12 +1845,10 @@ compute_sccs(const csr_t *g, const uint8_t *seed, sccs_t *out)
     ok = 1;
 
 done:
+    big_free(frames);
     big_free(index);
-    big_free(low);
     big_free(stack);
-    big_free(cs_node);
-    big_free(cs_edge);
-    big_free(flags);
+    big_free(frame_flags);
     big_free(comp);
     big_free(cyclic);
     big_free(reach);
