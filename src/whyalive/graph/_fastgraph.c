@@ -2616,6 +2616,7 @@ typedef struct {
     PyObject *marked_by;
     uint32_t marked_epoch;
     Py_ssize_t marked_count;
+    int members_ascending; /* the members last marked came in ascending order */
     /* The class id of each edge from a member, as edge_classes numbered them
      * (EDGE_OUTSIDE: the edge leaves the members), with the key of each id;
      * valid while epoch == edge_class_epoch (0: never). acyclic_without then
@@ -2641,6 +2642,7 @@ typedef struct {
 #define OWNED_DICT 0x80000000u
 
 #define EDGE_OUTSIDE 255 /* also the most class ids the bytes hold */
+#define PEELED UINT32_MAX /* acyclic_without: in place of a peeled member's in-degree */
 /* class_turns[2 * id + NOT_RISING], class_turns[2 * id + NOT_FALLING] */
 #define NOT_RISING 0
 #define NOT_FALLING 1
@@ -3182,6 +3184,7 @@ typedef struct {
     PyTypeObject *last_type; /* consecutive members are mostly of one type */
     int64_t last_index;
     int has_dict;
+    int ascending;
 } member_ctx;
 
 static int
@@ -3210,6 +3213,7 @@ visit_member(void *ctx, Py_ssize_t s)
         m->last_index = t;
     }
     w->member[s] = ((uint64_t)w->epoch << 32) | (uint32_t)t;
+    m->ascending &= m->count == 0 || (uint32_t)s > w->queue[m->count - 1];
     w->queue[m->count++] = (uint32_t)s;
     m->has_dict |= t == w->dict_type;
     return 0;
@@ -3290,10 +3294,11 @@ ws_members(Workspace *w, PyObject *members)
             return -1;
         }
     }
-    member_ctx ctx = {w, &w->types, 0, NULL, 0, 0};
+    member_ctx ctx = {w, &w->types, 0, NULL, 0, 0, 1};
     if (for_each_id(members, w->g.n, visit_member, &ctx) < 0) {
         return -1;
     }
+    w->members_ascending = ctx.ascending;
     if (ctx.has_dict) { /* nothing is read when no member is a dict */
         ws_mark_dict_owners(w, ctx.count);
     }
@@ -3629,7 +3634,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Workspace *w = (Workspace *)self;
     classes_t c;
     int64_t *extra = NULL;
-    Py_ssize_t nextra = 0, nmembers, head = 0, tail = 0;
+    Py_ssize_t nextra = 0, nmembers;
     PyObject *result = NULL, *seq = NULL, *edges = NULL;
     uint32_t *peel = NULL;
     uint64_t *kept = NULL;
@@ -3732,9 +3737,7 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             uint32_t u = w->queue[i];
             for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
                 uint8_t id = w->edge_class[e];
-                if (id != EDGE_OUTSIDE && !removed_id[id] &&
-                    (nextra == 0 ||
-                     bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+                if (id != EDGE_OUTSIDE && !removed_id[id]) {
                     indegree[w->g.tgt[e]]++;
                     kept[e >> 6] |= (uint64_t)1 << (e & 63);
                 }
@@ -3742,31 +3745,50 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     } else {
         FOR_MEMBER_EDGES(w, nmembers, {
-            if (class_id(&c, key, 0) < 0 &&
-                (nextra == 0 ||
-                 bsearch(&e, extra, (size_t)nextra, sizeof(int64_t), cmp_i64) == NULL)) {
+            if (class_id(&c, key, 0) < 0) {
                 indegree[v]++;
                 kept[e >> 6] |= (uint64_t)1 << (e & 63);
             }
         }, goto done)
     }
-    for (Py_ssize_t i = 0; i < nmembers; i++) {
-        if (indegree[w->queue[i]] == 0) {
-            peel[tail++] = w->queue[i];
+    /* The removed edges kept so far go again (only members' edges have a bit). */
+    for (Py_ssize_t i = 0; i < nextra; i++) {
+        int64_t e = extra[i];
+        if ((kept[e >> 6] >> (e & 63)) & 1) {
+            kept[e >> 6] &= ~((uint64_t)1 << (e & 63));
+            indegree[w->g.tgt[e]]--;
         }
     }
-    while (head < tail) {
-        uint32_t u = peel[head++];
-        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
-            if ((kept[e >> 6] >> (e & 63)) & 1) {
-                int64_t v = w->g.tgt[e];
-                if (--indegree[v] == 0) {
-                    peel[tail++] = (uint32_t)v;
+    /* Kahn's peeling, led by a scan of the members in their order: a node freed
+     * (in-degree 0) that the scan has yet to reach waits for it, others are peeled
+     * at once (from a stack). Where the members ascend and most kept edges rise
+     * (a list, a tree, built in order), the scan peels them one after the other,
+     * its next node known before the last one is done, where a queue would have
+     * to follow each node's edge to find the next. */
+    const int ascending = w->members_ascending;
+    Py_ssize_t peeled = 0, stacked = 0;
+    for (Py_ssize_t i = 0; i < nmembers; i++) {
+        uint32_t s = w->queue[i];
+        if (indegree[s] != 0) {
+            continue; /* still held, or peeled already */
+        }
+        indegree[s] = PEELED;
+        peel[stacked++] = s;
+        while (stacked > 0) {
+            uint32_t u = peel[--stacked];
+            peeled++;
+            for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+                if ((kept[e >> 6] >> (e & 63)) & 1) {
+                    int64_t v = w->g.tgt[e];
+                    if (--indegree[v] == 0 && (!ascending || v < (int64_t)s)) {
+                        indegree[v] = PEELED;
+                        peel[stacked++] = (uint32_t)v;
+                    }
                 }
             }
         }
     }
-    result = PyBool_FromLong(tail == nmembers);
+    result = PyBool_FromLong(peeled == nmembers);
 done:
     Py_XDECREF(seq);
     Py_XDECREF(edges);
