@@ -627,6 +627,7 @@ type_index(classes_t *c, PyTypeObject *tp)
 /* Graph builder                                                       */
 
 #define TYPE_CACHE_SIZE 64
+#define TYPE_SLOT(tp) (((uintptr_t)(tp) >> 4) & (TYPE_CACHE_SIZE - 1))
 /* Objects that garbage refers to and that are no node (module globals,
  * classes, names, small ints) recur on almost every node; remembering recent
  * ones keeps their lookups out of the big table, whose slots for far-away
@@ -691,8 +692,10 @@ typedef struct {
     int64_t *offsets;     /* cap_nodes + 1 entries */
     uint32_t *node_types; /* cap_nodes entries: each node's index in types */
     classes_t types;      /* the nodes' types, by index (borrowed: nodes hold them) */
-    PyTypeObject *last_type;
-    int64_t last_type_index;
+    /* Node types by index, direct-mapped: consecutive nodes alternate between a
+     * few types (a tree's nodes and their child lists). */
+    PyTypeObject *index_cache_type[TYPE_CACHE_SIZE];
+    uint32_t index_cache[TYPE_CACHE_SIZE];
     Py_ssize_t nnodes;
     Py_ssize_t cap_nodes;
     Py_ssize_t n_input;
@@ -743,7 +746,7 @@ type_flags(builder *b, PyTypeObject *tp)
      * int, code, ...); a direct-mapped cache saves walking their tp_mro for
      * every one.  Types cannot die during the call: their instances are
      * reachable from nodes we hold. */
-    size_t h = ((uintptr_t)tp >> 4) & (TYPE_CACHE_SIZE - 1);
+    size_t h = TYPE_SLOT(tp);
     if (b->type_cache[h] != tp) {
         b->type_cache[h] = tp;
         b->type_flags[h] =
@@ -1391,16 +1394,17 @@ build_graph_impl(PyObject *objects, PyObject *follow_types, PyObject *mark_types
                 break;
             }
             PyTypeObject *tp = Py_TYPE(o);
-            if (tp != b.last_type) {
+            size_t h = TYPE_SLOT(tp);
+            if (b.index_cache_type[h] != tp) {
                 int64_t t = type_index(&b.types, tp);
                 if (t < 0) {
                     failed = 1;
                     break;
                 }
-                b.last_type = tp;
-                b.last_type_index = t;
+                b.index_cache_type[h] = tp;
+                b.index_cache[h] = (uint32_t)t;
             }
-            b.node_types[i] = (uint32_t)b.last_type_index;
+            b.node_types[i] = b.index_cache[h];
             /* The type is read here anyway: selecting marked nodes now saves
              * the caller a pass that would miss the cache on every object. */
             if (b.nmark > 0 && (type_flags(&b, Py_TYPE(o)) & TYPE_MARKED) && push_marked(&b, i) < 0) {
