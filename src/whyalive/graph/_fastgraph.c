@@ -1718,7 +1718,8 @@ sccs_free(sccs_t *s)
 #define SCC_REACHES 1 /* a seed, or an edge into a completed component that reaches one */
 #define SCC_SELF 2    /* a self-edge */
 
-/* A suspended node of the search: where its edges resume, its low-link and flags. */
+/* A suspended node of the search: where its edges resume, and its low-link (its
+ * flags are frame_flags[] at the same depth). */
 typedef struct {
     int64_t edge;
     uint32_t node;
