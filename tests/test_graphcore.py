@@ -781,12 +781,50 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
         frozen = memoryview(array("q", members)).toreadonly()
         assert work.edge_classes(frozen, 2) == (keys, counts, samples)
         assert work.acyclic_without(frozen, removed, extra) == acyclic
+        # The classes' bytes for members not ascending: the scan then leads no peeling.
+        backwards = memoryview(array("q", members[::-1])).toreadonly()
+        work.edge_classes(backwards, 2)
+        assert work.acyclic_without(backwards, removed, extra) == acyclic
         assert work.acyclic_without(frozen, keys, None)  # every edge removed
         results.append((plain, filtered, paths, ends, keys, counts, samples, acyclic))
         work.close()
         with pytest.raises(ValueError, match="closed"):
             work.reach(sources, None, None)
     assert all(r == results[0] for r in results)
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=lambda impl: impl.name)
+def test_acyclic_without_survives_an_index_that_uses_the_workspace(
+    impl: GraphImplementation,
+) -> None:
+    """An extra edge whose ``__index__`` runs another search on the workspace, or closes
+    it, meets marks made after the arguments are read: the right answer, or a clear error."""
+    n = 200
+    # A ring, and a way back along it: without one back reference, the ring is left.
+    edges = [(i, (i + 1) % n) for i in range(n)] + [(i, i - 1) for i in range(1, n)]
+    offsets, targets = csr(n, edges)
+    comp, _, _ = PY.find_components(offsets, targets)
+    nodes: list[object] = [_Left() for _ in range(n)]
+    members = list(range(n))
+    back = next(e for e in range(offsets[5], offsets[6]) if targets[e] == 4)
+
+    class Edge:
+        def __init__(self, position: int, meanwhile: Any) -> None:
+            self.position, self.meanwhile = position, meanwhile
+
+        def __index__(self) -> int:
+            self.meanwhile()
+            return self.position
+
+    work = impl.workspace(nodes, offsets, targets, comp)
+    assert not work.acyclic_without(members, [], [back])
+    # Searches over a few nodes meanwhile re-mark the workspace with those nodes.
+    assert not work.acyclic_without(members, [], [Edge(back, lambda: work.reach([0], None, None))])
+    assert not work.acyclic_without(
+        members, [], [Edge(back, lambda: work.edge_classes([5, 6, 7], 2))]
+    )
+    with pytest.raises(ValueError, match="closed"):
+        work.acyclic_without(members, [], [Edge(back, work.close)])
 
 
 @needs_c

@@ -3655,10 +3655,6 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (ws_check(w) < 0) {
         return NULL;
     }
-    nmembers = ws_members(w, args[0]);
-    if (nmembers < 0) {
-        goto done;
-    }
     seq = PySequence_Fast(args[1], "removed must be a sequence of class keys");
     if (seq == NULL) {
         goto done;
@@ -3714,6 +3710,15 @@ ws_acyclic_without(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             extra[i] = e;
         }
         qsort(extra, (size_t)nextra, sizeof(int64_t), cmp_i64);
+    }
+    /* Marked last: reading the arguments above may run Python code (an __index__)
+     * that uses this workspace, or closes it, and nothing after this runs any. */
+    if (ws_check(w) < 0) {
+        goto done;
+    }
+    nmembers = ws_members(w, args[0]);
+    if (nmembers < 0) {
+        goto done;
     }
     if (w->edge_class_epoch == w->epoch && rises_or_falls(w, removed_id, extra, nextra)) {
         result = Py_NewRef(Py_True);

@@ -30,11 +30,14 @@ class PyWorkspace:
         self._nodes: list[object] | None = nodes
         self._n = n
 
-    def _ids(self, items: Iterable[int], limit: int) -> list[int]:
+    def _check(self) -> None:
         if self._nodes is None:
             raise ValueError("workspace is closed")
         if len(self._nodes) < self._n:
             raise ValueError("nodes must hold every graph node")
+
+    def _ids(self, items: Iterable[int], limit: int) -> list[int]:
+        self._check()
         found = []
         for item in items:
             s = operator.index(item)
@@ -208,7 +211,7 @@ class PyWorkspace:
         removed_edges: Sequence[int] | None,
     ) -> bool:
         """Whether no loop is left among the members without those edges."""
-        chosen = list(dict.fromkeys(self._ids(members, self._n)))
+        self._check()
         gone = {_key_id(key) for key in removed}
         cut: set[int] = set()
         for edge in removed_edges or ():
@@ -216,6 +219,8 @@ class PyWorkspace:
             if e < 0 or e >= len(self._tgt):
                 raise IndexError(f"edge {e} out of range for {len(self._tgt)} edges")
             cut.add(e)
+        # Read last, as the C core marks them: an edge's __index__ may use or close this.
+        chosen = list(dict.fromkeys(self._ids(members, self._n)))
         kept: dict[int, list[int]] = {}
         indegree = dict.fromkeys(chosen, 0)
         for u, v, e, key in self._classed_edges(chosen):
