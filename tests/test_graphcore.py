@@ -793,6 +793,133 @@ def test_component_helpers_match_oracles(graph: tuple[Any, ...]) -> None:
     assert all(r == results[0] for r in results)
 
 
+def _made_by_one_def() -> Any:
+    def step() -> None:
+        pass
+
+    return step
+
+
+def _quick_key_oracle(nodes: list[object], members: list[int], component: int) -> tuple[int, ...]:
+    """What find_cycles keyed a cycle by before the cores did it: ids of code objects
+    (plain functions) and classes, sorted; the component too when only builtins made it."""
+    key = sorted(
+        id(o.__code__) if type(o) is type(_quick_key_oracle) else id(type(o))  # type: ignore[attr-defined]
+        for o in map(nodes.__getitem__, members)
+    )
+    made_by_code = any(
+        type(o) is type(_quick_key_oracle) or type(o).__module__ != "builtins"
+        for o in map(nodes.__getitem__, members)
+    )
+    return tuple(key if made_by_code else [*key, -1 - component])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    graph=st.integers(min_value=1, max_value=14).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=4 * n),
+            st.lists(
+                st.sampled_from([_Left, _Right, list, dict, _made_by_one_def]),
+                min_size=n,
+                max_size=n,
+            ),
+            st.integers(0, 2**32),
+            st.integers(1, 6),
+            st.integers(0, 12),
+        )
+    )
+)
+def test_cycle_keys_match_the_oracle(graph: tuple[Any, ...]) -> None:
+    """Per component: reach, bigness by members or by references inside, and the quick key
+    (functions by their code object, so two made by one def share it); C = Python."""
+    n, edges, kinds, seed, big_members, big_edges = graph
+    offsets, targets = csr(n, edges)
+    adj = adjacency(offsets, targets)
+    nodes: list[object] = [kind() for kind in kinds]
+    comp, count, _ = PY.find_components(offsets, targets)
+    comps = comp.tolist()
+    groups = [[v for v in range(n) if comps[v] == c] for c in range(count)]
+    groups = [g for g in groups if g]
+    wanted = bytes((seed >> (i % 32)) & 1 for i in range(n))
+    blocked = bytes((seed >> ((i + 7) % 32)) & 1 for i in range(count))
+    limit = seed % 5
+    asked: list[type] = []
+
+    def specific(cls: type) -> bool:
+        asked.append(cls)
+        return cls.__module__ != "builtins"
+
+    expected = []
+    for keep_empty in (False, True):
+        rows = []
+        for members in groups:
+            retained = PY.workspace(nodes, offsets, targets, comp).reach(
+                members, wanted, blocked, limit
+            )
+            if not retained and not keep_empty:
+                continue
+            inside = sum(1 for u in members for v in adj[u] if comps[v] == comps[u])
+            component = comps[members[0]]
+            big = len(members) >= big_members or inside > big_edges
+            key = ("structure", component) if big else _quick_key_oracle(nodes, members, component)
+            rows.append((key, members, retained))
+        expected.append(rows)
+    for impl in IMPLS:
+        work = impl.workspace(nodes, offsets, targets, comp)
+        for keep_empty, rows in zip((False, True), expected, strict=True):
+            got = work.cycle_keys(
+                groups, wanted, blocked, limit, specific, big_members, big_edges, keep_empty
+            )
+            assert got == rows
+            assert all(any(m is g for g in groups) for _, m, _ in got)  # the caller's own
+        frozen = [memoryview(array("q", g)).toreadonly() for g in groups]
+        got = work.cycle_keys(
+            frozen, wanted, blocked, limit, specific, big_members, big_edges, True
+        )
+        assert [(k, list(m), r) for k, m, r in got] == expected[1]
+        work.close()
+        with pytest.raises(ValueError, match="closed"):
+            work.cycle_keys(groups, wanted, blocked, limit, specific, big_members, big_edges, True)
+    assert all(cls is not type(_quick_key_oracle) for cls in asked)  # a function has its code
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=lambda impl: impl.name)
+def test_cycle_keys_survive_a_specific_that_closes_the_workspace_or_raises(
+    impl: GraphImplementation,
+) -> None:
+    """``specific`` is Python code: a workspace it closes meanwhile gives a clear error,
+    what it raises goes through, and members out of range or not ascending are refused."""
+    n = 6
+    offsets, targets = csr(n, [(i, (i + 1) % n) for i in range(n)])
+    comp, _, _ = PY.find_components(offsets, targets)
+    nodes: list[object] = [[] for _ in range(n)]
+    everything = bytes([1] * n)
+    work = impl.workspace(nodes, offsets, targets, comp)
+
+    def fails(cls: type) -> bool:
+        raise LookupError("no module")
+
+    with pytest.raises(LookupError, match="no module"):
+        work.cycle_keys([list(range(n))], everything, b"\0", n, fails, 200, 400, False)
+    for members in ([0, 0, 1], [2, 1], [0, n]):
+        with pytest.raises(IndexError):
+            work.cycle_keys([members], everything, b"\0", n, bool, 200, 400, False)
+
+    def specific(cls: type) -> bool:
+        return cls.__module__ != "builtins"
+
+    key, _, _ = work.cycle_keys([list(range(n))], everything, b"\0", n, specific, 200, 400, False)[
+        0
+    ]
+    assert key == (*sorted([id(list)] * n), -1 - comp[0])  # builtins: not specific
+    with pytest.raises(ValueError, match="closed"):
+        work.cycle_keys(
+            [list(range(n))], everything, b"\0", n, lambda _: work.close(), 200, 400, False
+        )
+
+
 @pytest.mark.parametrize("impl", IMPLS, ids=lambda impl: impl.name)
 def test_acyclic_without_survives_an_index_that_uses_the_workspace(
     impl: GraphImplementation,

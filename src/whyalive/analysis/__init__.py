@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 import time
-import types
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,6 @@ from whyalive.words import unreported_note, unshown_note
 
 _THROUGH_AUTOGRAD = attrgetter("through_autograd")
 _STORAGE = attrgetter("storage")
-_NEXT = (1).__add__
 
 
 @dataclass(frozen=True)
@@ -71,6 +69,8 @@ class CycleGroup:
 
     members: Sequence[int]
     retained: list[int]
+    big: bool = False
+    """Read as a structure: many members, or so many references that cuts cannot be tried."""
     view: CycleView | None = None
     diagnosis: Diagnosis | None = None
     structure: Structure | None = None
@@ -157,28 +157,6 @@ def _say(line: str) -> None:
         pass
 
 
-def _quick_key(
-    objects: Sequence[object], members: Sequence[int], component: int
-) -> tuple[int, ...]:
-    """Cycles made by the same code share code objects and types: group them cheaply."""
-    key: list[int] = []
-    specific = False
-    for node in members:
-        obj = objects[node]
-        cls = type(obj)
-        code = getattr(obj, "__code__", None) if cls is types.FunctionType else None
-        if code is not None:
-            key.append(id(code))
-            specific = True
-        else:
-            key.append(id(cls))
-            specific = specific or type_module(cls) != "builtins"
-    key.sort()
-    if not specific:
-        key.append(-1 - component)  # builtins only: the shape needs the full signature
-    return tuple(key)
-
-
 def find_cycles(
     graph: ObjectGraph,
     resolver: KindResolver,
@@ -234,21 +212,20 @@ def find_cycles(
         blocked[component] = 1
 
     progress.stage(f"grouping {len(members_of):,} cycles")
-    found: list[tuple[object, Sequence[int], list[int]]] = []
-    reach = graph.work().reach
-    heavy_total = len(facts)
-    for component, members in members_of.items():
-        # Once every heavy object is found no other can be: a giant cycle holding one
-        # payload stops at its first member's references.
-        retained = reach(members, heavy_mask, blocked, heavy_total)
-        if not retained and not options.all_cycles:
-            continue
-        # A big cycle is its own group: keying it would cost a sort of its members.
-        if _is_big(graph, members):
-            key: object = ("structure", component)
-        else:
-            key = _quick_key(nodes, members, component)
-        found.append((key, members, retained))
+    # Per cycle, in one call: what it retains (once every heavy object is found no other
+    # can be: a giant cycle holding one payload stops at its first member's references),
+    # and a quick key, alike cycles made by the same code sharing code objects and
+    # types. A big cycle is its own group: keying it would cost a sort of its members.
+    found = graph.work().cycle_keys(
+        members_of.values(),
+        heavy_mask,
+        blocked,
+        len(facts),
+        _specific,
+        STRUCTURE_MIN_MEMBERS,
+        MAX_VERIFIED_EDGES,
+        options.all_cycles,
+    )
     known: dict[object, Repeat] = {}
     # A probe's loops run through the autograd graph (C++ references): never remembered.
     memo = options.repeats if not graph.cpp_edges else None
@@ -280,7 +257,7 @@ def find_cycles(
     for key, members, retained in found:
         group = quick.get(key)
         if group is None:
-            group = quick[key] = CycleGroup(members, retained)
+            group = quick[key] = CycleGroup(members, retained, big=_is_structure(key))
         group.occurrences += 1
         group.heavy_nodes.update(retained)
         if graph.alike:
@@ -344,22 +321,14 @@ def find_cycles(
     return findings
 
 
-def _is_big(graph: ObjectGraph, members: Sequence[int]) -> bool:
-    """Read as a structure: many objects, or so many references that cuts cannot be tried."""
-    if len(members) >= STRUCTURE_MIN_MEMBERS:
-        return True
-    offsets = graph.offsets
-    at = offsets.__getitem__
-    # The references of the members, at C speed: each member's end offset less its start.
-    if sum(map(at, map(_NEXT, members))) - sum(map(at, members)) <= MAX_VERIFIED_EDGES:
-        return False  # even counting references that leave the cycle
-    inside = set(members)
-    count = 0
-    for node in members:
-        count += sum(1 for succ in graph.successors(node) if succ in inside)
-        if count > MAX_VERIFIED_EDGES:
-            return True
-    return False
+def _specific(cls: type) -> bool:
+    """Whether a class names what made a cycle: classes of builtins alone do not."""
+    return type_module(cls) != "builtins"
+
+
+def _is_structure(key: object) -> bool:
+    """Whether a quick key is a big cycle's (see ``Workspace.cycle_keys``)."""
+    return type(key) is tuple and key[:1] == ("structure",)
 
 
 def _signature(group: CycleGroup) -> str:
@@ -371,7 +340,7 @@ def _diagnose_group(
 ) -> None:
     """View, holder paths and diagnosis of a group's first cycle; linear in its size."""
     members = group.members
-    if _is_big(graph, members):
+    if group.big:
         progress.stage(f"reading a cycle of {len(members):,} objects as a structure")
         structure = find_structure(graph, members)
         shown = list(dict.fromkeys(n for e in structure.loop for n in (e.source, e.target)))

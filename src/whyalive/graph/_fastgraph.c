@@ -2883,6 +2883,59 @@ ws_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)w;
 }
 
+/* The BFS of reach(): the seeds are queue[0..tail), stamped with the current
+ * epoch. Returns the list of wanted nodes found, the first limit of them. */
+static PyObject *
+reach_queued(Workspace *w, Py_ssize_t tail, const uint8_t *wanted, const uint8_t *blocked,
+             Py_ssize_t blocked_len, Py_ssize_t limit)
+{
+    uint32_t epoch = w->epoch;
+    Py_ssize_t head = 0, found = 0;
+    int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
+    for (Py_ssize_t i = 0; i < tail && found < limit; i++) {
+        found += wanted == NULL || wanted[w->queue[i]];
+    }
+    /* The first limit wanted nodes in BFS order are settled once that many are
+     * queued: a giant cycle holding one payload stops at the first member's edges
+     * instead of visiting 10^6 others. */
+    while (head < tail && found < limit) {
+        uint32_t u = w->queue[head++];
+        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
+            int64_t v = w->g.tgt[e];
+            if (w->stamp[v] == epoch) {
+                continue;
+            }
+            int64_t c = w->comp[v];
+            if (blocked != NULL && c != home && c < (int64_t)blocked_len && blocked[c]) {
+                continue;
+            }
+            w->stamp[v] = epoch;
+            w->queue[tail++] = (uint32_t)v;
+            found += wanted == NULL || wanted[v];
+        }
+    }
+    reach_visits += (uint64_t)head;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0, listed = 0; i < tail && listed < limit; i++) {
+        uint32_t v = w->queue[i];
+        if (wanted != NULL && !wanted[v]) {
+            continue;
+        }
+        listed++;
+        PyObject *index = PyLong_FromUnsignedLong(v);
+        if (index == NULL || PyList_Append(out, index) < 0) {
+            Py_XDECREF(index);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(index);
+    }
+    return out;
+}
+
 /* reach(sources, wanted, blocked, limit=None) -> list: nodes reachable from
  * sources, BFS order, sources first; only those flagged in wanted (a byte per
  * node) unless it is None, and only the first limit of them. Nodes of a
@@ -2930,52 +2983,14 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         blocked = (const uint8_t *)bb.buf;
     }
-    uint32_t epoch = ws_next_epoch(w);
+    ws_next_epoch(w);
     seed_ctx ctx = {w, 0};
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         goto done;
     }
-    Py_ssize_t head = 0, tail = ctx.tail, found = 0;
-    int64_t home = tail > 0 ? w->comp[w->queue[0]] : -1;
-    for (Py_ssize_t i = 0; i < tail && found < limit; i++) {
-        found += wanted == NULL || wanted[w->queue[i]];
-    }
-    /* The first limit wanted nodes in BFS order are settled once that many are
-     * queued: a giant cycle holding one payload stops at the first member's edges
-     * instead of visiting 10^6 others. */
-    while (head < tail && found < limit) {
-        uint32_t u = w->queue[head++];
-        for (int64_t e = w->g.off[u]; e < w->g.off[u + 1]; e++) {
-            int64_t v = w->g.tgt[e];
-            if (w->stamp[v] == epoch) {
-                continue;
-            }
-            int64_t c = w->comp[v];
-            if (blocked != NULL && c != home && c < (int64_t)bb.len && blocked[c]) {
-                continue;
-            }
-            w->stamp[v] = epoch;
-            w->queue[tail++] = (uint32_t)v;
-            found += wanted == NULL || wanted[v];
-        }
-    }
-    reach_visits += (uint64_t)head;
-    out = PyList_New(0);
+    out = reach_queued(w, ctx.tail, wanted, blocked, blocked ? bb.len : 0, limit);
     if (out == NULL) {
         goto done;
-    }
-    for (Py_ssize_t i = 0, listed = 0; i < tail && listed < limit; i++) {
-        uint32_t v = w->queue[i];
-        if (wanted != NULL && !wanted[v]) {
-            continue;
-        }
-        listed++;
-        PyObject *index = PyLong_FromUnsignedLong(v);
-        if (index == NULL || PyList_Append(out, index) < 0) {
-            Py_XDECREF(index);
-            goto done;
-        }
-        Py_DECREF(index);
     }
     result = out;
     out = NULL;
@@ -2987,6 +3002,310 @@ done:
     if (bb.obj) {
         PyBuffer_Release(&bb);
     }
+    return result;
+}
+
+/* cycle_keys(groups, wanted, blocked, limit, specific, big_members, big_edges,
+ * keep_empty) -> [(key, members, retained), ...]: per group of members (a
+ * component, ascending), what find_cycles groups alike cycles by, in one call
+ * instead of Python per cycle. retained is reach(members, wanted, blocked,
+ * limit); a group with none is left out unless keep_empty. key is ("structure",
+ * component) for a big one (big_members members or more, or more than
+ * big_edges references between its members), else the sorted ids of each
+ * member's code object (a plain function) or class, then -1 - component when
+ * specific(cls) was false for every class (builtins only: the shape needs the
+ * full signature). specific runs Python code, asked once per class: the groups
+ * are copied first, and the workspace is checked again after each answer. */
+typedef struct {
+    PyTypeObject *type;
+    int answer;
+} type_answer;
+
+static int
+u64_ascending(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int
+int64_ascending_search(const void *key, const void *item)
+{
+    int64_t x = *(const int64_t *)key, y = *(const int64_t *)item;
+    return (x > y) - (x < y);
+}
+
+static int
+cycle_is_big(Workspace *w, const int64_t *m, Py_ssize_t count, Py_ssize_t big_members,
+             Py_ssize_t big_edges)
+{
+    if (count >= big_members) {
+        return 1;
+    }
+    int64_t edges = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        edges += w->g.off[m[i] + 1] - w->g.off[m[i]];
+    }
+    if (edges <= big_edges) {
+        return 0; /* even counting references that leave the cycle */
+    }
+    int64_t inside = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        for (int64_t e = w->g.off[m[i]]; e < w->g.off[m[i] + 1]; e++) {
+            inside += bsearch(&w->g.tgt[e], m, (size_t)count, sizeof(int64_t),
+                              int64_ascending_search) != NULL;
+        }
+        if (inside > big_edges) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The quick key of m[0..count) (see cycle_keys); NULL with an error. */
+static PyObject *
+cycle_quick_key(Workspace *w, const int64_t *m, Py_ssize_t count, PyObject *specific,
+                type_answer *known, int *known_count, uint64_t *ids)
+{
+    int is_specific = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *obj = PyList_GET_ITEM(w->nodes, m[i]);
+        PyTypeObject *cls = Py_TYPE(obj);
+        if (cls == &PyFunction_Type) {
+            ids[i] = (uint64_t)(uintptr_t)PyFunction_GET_CODE(obj);
+            is_specific = 1;
+            continue;
+        }
+        ids[i] = (uint64_t)(uintptr_t)cls;
+        if (is_specific) {
+            continue;
+        }
+        int answer = -1;
+        for (int k = 0; k < *known_count; k++) {
+            if (known[k].type == cls) {
+                answer = known[k].answer;
+                break;
+            }
+        }
+        if (answer < 0) {
+            /* Python code: it may close the workspace or shrink the nodes; the ids
+             * read so far stay valid (the list holds the objects). */
+            Py_INCREF(cls);
+            PyObject *said = PyObject_CallOneArg(specific, (PyObject *)cls);
+            Py_DECREF(cls);
+            if (said == NULL) {
+                return NULL;
+            }
+            answer = PyObject_IsTrue(said);
+            Py_DECREF(said);
+            if (answer < 0 || ws_check(w) < 0) {
+                return NULL;
+            }
+            if (*known_count < 64) {
+                known[(*known_count)++] = (type_answer){cls, answer};
+            }
+        }
+        is_specific = answer;
+    }
+    qsort(ids, (size_t)count, sizeof(uint64_t), u64_ascending);
+    PyObject *key = PyTuple_New(count + !is_specific);
+    if (key == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *id = PyLong_FromUnsignedLongLong(ids[i]);
+        if (id == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, i, id);
+    }
+    if (!is_specific) {
+        PyObject *own = PyLong_FromLongLong(-1 - w->comp[m[0]]);
+        if (own == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, count, own);
+    }
+    return key;
+}
+
+/* A group's members: an int64 buffer read in place (view keeps it; the one big
+ * cycle of 10^6 members from cycle_candidates), else copied from a sequence of
+ * ints into *copy. NULL with an error when out of range or not ascending. */
+static const int64_t *
+read_members(Workspace *w, PyObject *group, Py_buffer *view, int64_t **copy, Py_ssize_t *count)
+{
+    const int64_t *m = NULL;
+    if (PyObject_CheckBuffer(group) && get_i64_buffer(group, view, "members") == 0) {
+        *count = view->len / 8;
+        m = (const int64_t *)view->buf;
+    } else {
+        PyErr_Clear();
+        PyObject *fast = PySequence_Fast(group, "members must be a sequence of ints");
+        if (fast == NULL) {
+            return NULL;
+        }
+        *count = PySequence_Fast_GET_SIZE(fast);
+        *copy = big_alloc(((size_t)*count + 1) * sizeof(int64_t), 0);
+        for (Py_ssize_t i = 0; *copy != NULL && i < *count; i++) {
+            Py_ssize_t v = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(fast, i),
+                                              PyExc_IndexError);
+            if (v == -1 && PyErr_Occurred()) {
+                Py_DECREF(fast);
+                return NULL;
+            }
+            (*copy)[i] = v;
+        }
+        Py_DECREF(fast);
+        m = *copy;
+        if (m == NULL) {
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < *count; i++) {
+        if (m[i] < 0 || m[i] >= w->g.n || (i > 0 && m[i] <= m[i - 1])) {
+            PyErr_Format(PyExc_IndexError,
+                         "members must be node ids below %zd, ascending (got %lld)",
+                         (Py_ssize_t)w->g.n, (long long)m[i]);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+static PyObject *
+ws_cycle_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Workspace *w = (Workspace *)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "cycle_keys(groups, wanted, blocked, limit, specific, big_members, "
+                        "big_edges, keep_empty) takes 8 arguments");
+        return NULL;
+    }
+    if (ws_check(w) < 0) {
+        return NULL;
+    }
+    if (!PyCallable_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "specific must be callable");
+        return NULL;
+    }
+    Py_ssize_t limit = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+    Py_ssize_t big_members = PyNumber_AsSsize_t(args[5], PyExc_OverflowError);
+    Py_ssize_t big_edges = PyNumber_AsSsize_t(args[6], PyExc_OverflowError);
+    int keep_empty = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || keep_empty < 0) {
+        return NULL;
+    }
+    if (limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "limit must not be negative");
+        return NULL;
+    }
+    PyObject *groups = PySequence_List(args[0]);
+    if (groups == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(groups);
+    const int64_t **members = PyMem_RawCalloc((size_t)count + 1, sizeof(int64_t *));
+    int64_t **copies = PyMem_RawCalloc((size_t)count + 1, sizeof(int64_t *));
+    Py_buffer *views = PyMem_RawCalloc((size_t)count + 1, sizeof(Py_buffer));
+    Py_ssize_t *sizes = PyMem_RawCalloc((size_t)count + 1, sizeof(Py_ssize_t));
+    Py_buffer wb = {0}, bb = {0};
+    uint64_t *ids = NULL;
+    Py_ssize_t most = 0;
+    PyObject *out = NULL, *result = NULL;
+    type_answer known[64];
+    int known_count = 0;
+    if (members == NULL || copies == NULL || views == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Everything that runs Python code (reading the groups, the buffers) first. */
+    for (Py_ssize_t g = 0; g < count; g++) {
+        members[g] = read_members(w, PyList_GET_ITEM(groups, g), &views[g], &copies[g], &sizes[g]);
+        if (members[g] == NULL) {
+            goto done;
+        }
+        if (sizes[g] < big_members && sizes[g] > most) {
+            most = sizes[g]; /* the ids to sort: a big group has none */
+        }
+    }
+    if (PyObject_GetBuffer(args[1], &wb, PyBUF_C_CONTIGUOUS) < 0 ||
+        PyObject_GetBuffer(args[2], &bb, PyBUF_C_CONTIGUOUS) < 0) {
+        goto done;
+    }
+    if (ws_check(w) < 0) {
+        goto done;
+    }
+    if (wb.len < w->g.n) {
+        PyErr_SetString(PyExc_ValueError, "wanted must have one byte per node");
+        goto done;
+    }
+    ids = PyMem_RawMalloc(((size_t)most + 1) * sizeof(uint64_t));
+    out = PyList_New(0);
+    if (ids == NULL || out == NULL) {
+        if (ids == NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    for (Py_ssize_t g = 0; g < count; g++) {
+        const int64_t *m = members[g];
+        Py_ssize_t size = sizes[g];
+        ws_next_epoch(w);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            w->stamp[m[i]] = w->epoch;
+            w->queue[i] = (uint32_t)m[i];
+        }
+        PyObject *retained =
+            reach_queued(w, size, (const uint8_t *)wb.buf, (const uint8_t *)bb.buf, bb.len, limit);
+        if (retained == NULL) {
+            goto done;
+        }
+        if (PyList_GET_SIZE(retained) == 0 && !keep_empty) {
+            Py_DECREF(retained);
+            continue;
+        }
+        PyObject *key;
+        if (size == 0 || cycle_is_big(w, m, size, big_members, big_edges)) {
+            key = Py_BuildValue("(sL)", "structure", size ? (long long)w->comp[m[0]] : -1LL);
+        } else {
+            key = cycle_quick_key(w, m, size, args[4], known, &known_count, ids);
+        }
+        PyObject *row = key == NULL ? NULL
+                                    : PyTuple_Pack(3, key, PyList_GET_ITEM(groups, g), retained);
+        Py_XDECREF(key);
+        Py_DECREF(retained);
+        if (row == NULL || PyList_Append(out, row) < 0) {
+            Py_XDECREF(row);
+            goto done;
+        }
+        Py_DECREF(row);
+    }
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    if (wb.obj) {
+        PyBuffer_Release(&wb);
+    }
+    if (bb.obj) {
+        PyBuffer_Release(&bb);
+    }
+    for (Py_ssize_t g = 0; copies != NULL && views != NULL && g < count; g++) {
+        big_free(copies[g]);
+        if (views[g].obj != NULL) {
+            PyBuffer_Release(&views[g]);
+        }
+    }
+    PyMem_RawFree((void *)members);
+    PyMem_RawFree(copies);
+    PyMem_RawFree(views);
+    PyMem_RawFree(sizes);
+    PyMem_RawFree(ids);
+    Py_DECREF(groups);
     return result;
 }
 
@@ -3820,6 +4139,9 @@ ws_close(PyObject *self, PyObject *unused)
 static PyMethodDef ws_methods[] = {
     {"reach", (PyCFunction)(void (*)(void))ws_reach, METH_FASTCALL,
      "reach(sources, wanted, blocked, limit=None) -> [node, ...]"},
+    {"cycle_keys", (PyCFunction)(void (*)(void))ws_cycle_keys, METH_FASTCALL,
+     "cycle_keys(groups, wanted, blocked, limit, specific, big_members, big_edges, keep_empty)"
+     " -> [(key, members, retained), ...]"},
     {"shortest_paths", (PyCFunction)(void (*)(void))ws_shortest_paths, METH_FASTCALL,
      "shortest_paths(sources, goals) -> {goal: [node, ...]}"},
     {"path_ends", (PyCFunction)(void (*)(void))ws_path_ends, METH_FASTCALL,

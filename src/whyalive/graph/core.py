@@ -164,6 +164,17 @@ class Workspace(Protocol):
     def reach(
         self, sources: Iterable[int], wanted: Any, blocked: Any, limit: int | None = None
     ) -> list[int]: ...
+    def cycle_keys(
+        self,
+        groups: Iterable[Sequence[int]],
+        wanted: Any,
+        blocked: Any,
+        limit: int,
+        specific: Callable[[type], object],
+        big_members: int,
+        big_edges: int,
+        keep_empty: bool,
+    ) -> list[tuple[object, Sequence[int], list[int]]]: ...
     def shortest_paths(
         self, sources: Iterable[int], goals: Iterable[int]
     ) -> dict[int, list[int]]: ...

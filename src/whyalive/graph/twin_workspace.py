@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+import types
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from whyalive.graph.twin import CLASS_OF_DICT, ClassKey, int64_list, open_csr
@@ -237,6 +238,73 @@ class PyWorkspace:
                 if indegree[v] == 0:
                     queue.append(v)
         return len(queue) == len(indegree)
+
+    def cycle_keys(
+        self,
+        groups: Iterable[Sequence[int]],
+        wanted: Any,
+        blocked: Any,
+        limit: int,
+        specific: Callable[[type], object],
+        big_members: int,
+        big_edges: int,
+        keep_empty: bool,
+    ) -> list[tuple[object, Sequence[int], list[int]]]:
+        """Per group of members, its quick key and what it retains; see the C core."""
+        self._check()
+        found: list[tuple[object, Sequence[int], list[int]]] = []
+        groups = list(groups)
+        for members in groups:
+            ids = [operator.index(m) for m in members]
+            for before, node in zip([-1, *ids], ids, strict=False):
+                if node <= before or node >= self._n:
+                    raise IndexError(
+                        f"members must be node ids below {self._n}, ascending (got {node})"
+                    )
+        for members in groups:
+            retained = self.reach(members, wanted, blocked, limit)
+            if not retained and not keep_empty:
+                continue
+            component = self._comp[members[0]]
+            if self._is_big(members, big_members, big_edges):
+                found.append((("structure", component), members, retained))
+                continue
+            key: list[int] = []
+            is_specific = False
+            for node in members:
+                obj = self._nodes_checked()[node]
+                cls = type(obj)
+                if cls is types.FunctionType:
+                    key.append(id(obj.__code__))  # type: ignore[attr-defined]
+                    is_specific = True
+                else:
+                    key.append(id(cls))
+                    is_specific = is_specific or bool(specific(cls))
+            key.sort()
+            if not is_specific:
+                key.append(-1 - component)
+            found.append((tuple(key), members, retained))
+        return found
+
+    def _nodes_checked(self) -> list[object]:
+        self._check()
+        assert self._nodes is not None
+        return self._nodes
+
+    def _is_big(self, members: Sequence[int], big_members: int, big_edges: int) -> bool:
+        """Many members, or more than ``big_edges`` references between them."""
+        if len(members) >= big_members:
+            return True
+        off, tgt = self._off, self._tgt
+        if sum(off[m + 1] - off[m] for m in members) <= big_edges:
+            return False  # even counting references that leave the cycle
+        inside = set(members)
+        count = 0
+        for node in members:
+            count += sum(1 for succ in tgt[off[node] : off[node + 1]] if succ in inside)
+            if count > big_edges:
+                return True
+        return False
 
     def close(self) -> None:
         """Drop the nodes."""
