@@ -66,6 +66,9 @@ setup(
         Extension(
             "whyalive.capture._interrupts", ["src/whyalive/capture/_interrupts.c"], optional=True
         ),
+        # The loop of whyalive.kinds.torch_dense.DenseReader.read_many, in C (the monitor
+        # reads every step's tensors); without it the same loop runs in Python.
+        Extension("whyalive.kinds._dense", ["src/whyalive/kinds/_dense.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
 )

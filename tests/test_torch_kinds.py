@@ -453,6 +453,22 @@ def test_the_short_way_describes_plain_tensors_as_the_general_way_does() -> None
     assert described == expected
     assert [hash(facts) for facts in described] == [hash(facts) for facts in expected]
     assert [repr(facts) for facts in described] == [repr(facts) for facts in expected]
+    # The reader's loop in C, where built, reads as its Python loop does: the same facts
+    # (None where describe_any reads), one reader's memo of classes and words filled by both.
+    from whyalive.kinds.torch_dense import DenseReader, _read_dense
+
+    with torch._C.DisableTorchFunctionSubclass():
+        in_python = DenseReader(torch).read_many_in_python(tensors * 2)
+        reader = DenseReader(torch)
+        read = reader.read_many(tensors * 2)
+    assert read == in_python
+    assert [repr(facts) for facts in read] == [repr(facts) for facts in in_python]
+    # Every plain strided tensor read (not left to describe_any); meta, fake, sparse and
+    # nested are not.
+    assert [facts is not None for facts in read] == [True] * 10 + [False] * 4 + [True] * 10 + [
+        False
+    ] * 4
+    assert len(reader._words) == len({(type(t), t.device, t.dtype, t.shape) for t in tensors[:-3]})
 
 
 def test_a_list_of_many_tensors_costs_work_per_container_not_per_tensor(

@@ -60,7 +60,7 @@ class HeavyFacts:
         ``__init__`` sets each field through ``object.__setattr__``, a third of what
         describing a tensor costs, and the monitor describes a step's tensors every time."""
         made = _new(cls)
-        fields = _OWNING.copy()
+        fields = OWNING_FIELDS.copy()
         fields["kind"] = kind
         fields["description"] = description
         fields["nbytes"] = nbytes
@@ -120,7 +120,7 @@ _THROUGH_AUTOGRAD = attrgetter("through_autograd")
 _set = object.__setattr__
 # Every field of HeavyFacts, in order, as an object that owns its memory has them: copied
 # and filled in by HeavyFacts.owning (a copy keeps the order of a dataclass's __dict__).
-_OWNING: dict[str, object] = {
+OWNING_FIELDS: dict[str, object] = {
     "kind": "",
     "description": "",
     "nbytes": 0,

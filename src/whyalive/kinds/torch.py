@@ -42,7 +42,7 @@ class TorchKind:
         """
         torch: Any = sys.modules["torch"]
         with torch._C.DisableTorchFunctionSubclass():
-            dense = DenseReader(torch).read(obj)
+            dense = DenseReader(torch).read_many((obj,))[0]
         return dense if dense is not None else self.describe_any(obj)
 
     def describe_any(self, obj: object) -> HeavyFacts | None:
@@ -83,15 +83,11 @@ class TorchKind:
         all (10^5 small tensors of one list); other layouts, fake and meta tensors go one by
         one."""
         torch: Any = sys.modules["torch"]
-        found: list[HeavyFacts | None] = []
         with torch._C.DisableTorchFunctionSubclass():
-            read = DenseReader(torch).read
-            for obj in objects:
-                try:
-                    dense = read(obj)
-                except Exception:  # a hostile or half-dead tensor: as describe() reads it
-                    dense = None
-                found.append(dense if dense is not None else self.describe_any(obj))
+            found = DenseReader(torch).read_many(objects)
+        for position, dense in enumerate(found):
+            if dense is None:
+                found[position] = self.describe_any(objects[position])
         return found
 
 

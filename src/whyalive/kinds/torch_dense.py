@@ -3,16 +3,23 @@
 :class:`DenseReader` looks torch's accessors up once per batch and writes the words of
 each (class, device, dtype, shape) once, so a batch of a thousand alike tensors costs
 a handful of C calls per tensor; every other tensor is left to
-:meth:`whyalive.kinds.torch.TorchKind.describe_any`, which gives the same facts.
+:meth:`whyalive.kinds.torch.TorchKind.describe_any`, which gives the same facts. The
+reader's loop runs in C (``whyalive.kinds._dense``) when that is built, else in Python.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from whyalive.guarded import TypeMemo, type_short_name
-from whyalive.kinds import HeavyFacts
+from whyalive.kinds import OWNING_FIELDS, HeavyFacts
+
+try:
+    from whyalive.kinds._dense import read_dense as _read_dense  # type: ignore[import-not-found]
+except ImportError:  # not built: the same loop in Python
+    _read_dense = None
 
 
 def fake_tensor_type() -> type | None:
@@ -26,6 +33,7 @@ def fake_tensor_type() -> type | None:
 _DTYPE_WORDS: dict[object, str] = {}
 _DEVICE_WORDS: dict[object, str] = {}
 _UNSEEN: Any = object()
+_owning = HeavyFacts.owning
 
 
 class DenseReader:
@@ -52,45 +60,86 @@ class DenseReader:
         # (class, device, dtype, shape) -> (description, device words); None for meta.
         self._words: dict[tuple[object, ...], tuple[str, str] | None] = {}
 
-    def read(self, obj: object) -> HeavyFacts | None:
-        """The facts of a plain strided tensor; None for another layout, a nested, fake or
-        meta tensor (``describe_any`` reads those, and would give the same result)."""
-        cls = type(obj)
-        plain = self._plain_known.get(id(cls))
-        if plain is None or plain[0] is not cls:
-            if not self._is_plain(cls):
-                return None
-        elif not plain[1]:
-            return None
-        if self._layout(obj) is not self._strided or self._nested(obj):
-            return None
-        device_object = self._device(obj)
-        dtype_object = self._dtype(obj)
-        shape = self._shape(obj)
-        key = (cls, device_object, dtype_object, shape)
-        words = self._words.get(key, _UNSEEN)
-        if words is _UNSEEN:
-            words = self._words[key] = _words(cls, device_object, dtype_object, shape)
-        if words is None:
-            return None
-        description, device = words
-        storage = self._untyped_storage(obj)
-        cdata = int(storage._cdata)
-        nbytes = int(storage.nbytes())
-        start = int(storage.data_ptr())
-        use_count = self._use_count
-        # One count is the temporary storage object we hold right now.
-        sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
-        del storage
-        return HeavyFacts.owning(
+    def read_many(self, objects: Iterable[object]) -> list[HeavyFacts | None]:
+        """The facts of each plain strided tensor; None for another layout, a nested, fake
+        or meta tensor, or one that raises (``describe_any`` reads those, and would give the
+        same result). One loop for the batch: a call per tensor costs as much as two of
+        torch's accessors, and the monitor reads a step's tensors at every analysis."""
+        if _read_dense is None:
+            return self.read_many_in_python(objects)
+        spec = (
+            self._plain_known,
+            self._is_plain,
+            self._layout,
+            self._nested,
+            self._strided,
+            self._device,
+            self._dtype,
+            self._shape,
+            self._untyped_storage,
+            self._use_count,
+            self._words,
+            _words,
+            HeavyFacts,
+            OWNING_FIELDS,
             "torch.Tensor",
-            description,
-            nbytes,
-            device,
-            ("torch", device, cdata),
-            sharers,
-            (start, start + nbytes) if start else None,
         )
+        found: list[HeavyFacts | None] = _read_dense(objects, spec)
+        return found
+
+    def read_many_in_python(self, objects: Iterable[object]) -> list[HeavyFacts | None]:
+        """:meth:`read_many`'s loop in Python (what ``whyalive.kinds._dense`` runs in C)."""
+        found: list[HeavyFacts | None] = []
+        append = found.append
+        plain_known, is_plain = self._plain_known, self._is_plain
+        layout_of, nested, strided = self._layout, self._nested, self._strided
+        device_of, dtype_of, shape_of = self._device, self._dtype, self._shape
+        storage_of, use_count, known_words = self._untyped_storage, self._use_count, self._words
+        last_class: type | None = None  # a batch's tensors are mostly of one class
+        for obj in objects:
+            cls = type(obj)
+            if cls is not last_class:
+                plain = plain_known.get(id(cls))
+                if not (plain[1] if plain is not None and plain[0] is cls else is_plain(cls)):
+                    append(None)
+                    continue
+                last_class = cls
+            try:
+                if layout_of(obj) is not strided or nested(obj):
+                    append(None)
+                    continue
+                device_object = device_of(obj)
+                dtype_object = dtype_of(obj)
+                shape = shape_of(obj)
+                key = (cls, device_object, dtype_object, shape)
+                words = known_words.get(key, _UNSEEN)
+                if words is _UNSEEN:
+                    words = known_words[key] = _words(cls, device_object, dtype_object, shape)
+                if words is None:
+                    append(None)
+                    continue
+                storage = storage_of(obj)
+                cdata = int(storage._cdata)
+                nbytes = int(storage.nbytes())
+                start = int(storage.data_ptr())
+                # One count is the temporary storage object we hold right now.
+                sharers = int(use_count(cdata)) - 1 if use_count is not None else 0
+                del storage
+            except Exception:  # a hostile or half-dead tensor: as describe() reads it
+                append(None)
+                continue
+            append(
+                _owning(
+                    "torch.Tensor",
+                    words[0],
+                    nbytes,
+                    words[1],
+                    ("torch", words[1], cdata),
+                    sharers,
+                    (start, start + nbytes) if start else None,
+                )
+            )
+        return found
 
 
 def _words(
