@@ -10,6 +10,7 @@ of one leak are diagnosed once.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections import Counter, defaultdict
@@ -250,31 +251,7 @@ def find_cycles(
                 storage_users[held.storage] += 1
     else:  # at C speed
         storage_users.update(Counter(map(_STORAGE, facts.values())))
-    quick: dict[object, CycleGroup] = {}
-    # What each heavy object holds, read once (the monitor's batch repeats one leak).
-    held_of = {node: (fact.storage, (fact.nbytes, fact.device)) for node, fact in facts.items()}
-    walked_nodes = {node for node, fact in facts.items() if fact.through_autograd}
-    for key, members, retained in found:
-        group = quick.get(key)
-        if group is None:
-            group = quick[key] = CycleGroup(members, retained, big=_is_structure(key))
-        group.occurrences += 1
-        group.heavy_nodes.update(retained)
-        if graph.alike:
-            group.alike.update((n, facts[n].count - 1) for n in retained if n in graph.alike)
-        storages = group.storages
-        if walked_nodes and not walked_nodes.isdisjoint(retained):
-            own = list(map(facts.__getitem__, retained))
-            for held in (held for fact in own for held in fact.held()):
-                storages[held.storage] = (held.nbytes, held.device)
-            count_autograd(group, retained, own)
-        else:  # at C speed
-            storages.update(map(held_of.__getitem__, retained))
-        shares = estimated.get(key)
-        if shares is not None and group.occurrences > walked_first[key]:
-            # Not walked: what a walked occurrence's autograd graphs held, on average.
-            for number, share in enumerate(shares):
-                storages[("estimated", id(group), group.occurrences, number)] = share
+    quick = _groups_of(found, graph, facts, estimated, walked_first)
     estimate_autograd(quick, walked_first)
     heavy_cycles = sum(g.occurrences for g in quick.values() if g.retained)
 
@@ -319,6 +296,68 @@ def find_cycles(
     findings = Findings(graph, facts, storage_users, kept, cycle_count, heavy_cycles, notes)
     findings.reused = bool(known)
     return findings
+
+
+def _groups_of(
+    found: list[tuple[object, Sequence[int], list[int]]],
+    graph: ObjectGraph,
+    facts: dict[int, HeavyFacts],
+    estimated: dict[object, list[tuple[int, str]]],
+    walked_first: dict[object, int],
+) -> dict[object, CycleGroup]:
+    """The cycles ``found`` counted per quick key, in order of first sight, with the
+    storages each group holds. Group by group (the monitor's batch repeats one leak):
+    what Python does per cycle is only for the occurrences whose autograd graphs were
+    walked; the others are counted at C speed."""
+    rows_of: dict[object, list[tuple[Sequence[int], list[int]]]] = defaultdict(list)
+    for key, members, retained in found:
+        rows_of[key].append((members, retained))
+    # What each heavy object holds, read once.
+    held_of = {node: (fact.storage, (fact.nbytes, fact.device)) for node, fact in facts.items()}
+    walked_nodes = {node for node, fact in facts.items() if fact.through_autograd}
+    groups: dict[object, CycleGroup] = {}
+    for key, rows in rows_of.items():
+        members, retained = rows[0]
+        group = groups[key] = CycleGroup(members, retained, big=_is_structure(key))
+        group.occurrences = len(rows)
+        every = list(map(itemgetter(1), rows))
+        group.heavy_nodes.update(itertools.chain.from_iterable(every))
+        if graph.alike:
+            group.alike.update(
+                (n, facts[n].count - 1)
+                for n in itertools.chain.from_iterable(every)
+                if n in graph.alike
+            )
+        storages = group.storages
+        shares = estimated.get(key, [])
+        # The occurrences not walked: what a walked one's autograd graphs held, on average.
+        first = min(walked_first[key], len(rows)) if shares else len(rows)
+        gid = id(group)
+        estimates: list[list[tuple[object, tuple[int, str]]]] = [[]] * first + [
+            [(("estimated", gid, occurrence, number), share) for number, share in enumerate(shares)]
+            for occurrence in range(first + 1, len(rows) + 1)
+        ]
+        if walked_nodes and not all(map(walked_nodes.isdisjoint, every)):
+            # Some occurrences hold what an autograd walk found: those one by one.
+            for retained, estimate in zip(every, estimates, strict=True):
+                if walked_nodes.isdisjoint(retained):
+                    storages.update(map(held_of.__getitem__, retained))
+                else:
+                    own = list(map(facts.__getitem__, retained))
+                    for held in (held for fact in own for held in fact.held()):
+                        storages[held.storage] = (held.nbytes, held.device)
+                    count_autograd(group, retained, own)
+                storages.update(estimate)
+            continue
+        # At C speed, in the order one by one would give: each occurrence's storages,
+        # then its estimate.
+        holdings = map(map, itertools.repeat(held_of.__getitem__), every)
+        storages.update(
+            itertools.chain.from_iterable(
+                itertools.chain.from_iterable(zip(holdings, estimates, strict=True))
+            )
+        )
+    return groups
 
 
 def _specific(cls: type) -> bool:
