@@ -980,6 +980,11 @@ def test_workspace_reads_member_types_from_the_build() -> None:
             )
             if impl is C:
                 assert work.build_types  # type: ignore[attr-defined]
+                # The distinct types of the nodes, as the build recorded them (extras too).
+                recorded = C.node_types(offsets)  # type: ignore[misc]
+                assert recorded is not None
+                assert sorted(map(id, recorded)) == sorted({id(type(n)) for n in nodes})
+                assert C.node_types(targets) is None  # type: ignore[misc]
                 # The same offsets with other objects: their types are read from them.
                 others: list[object] = [_Right() if type(n) is _Left else n for n in nodes]
                 other_work = C.workspace(others, offsets, targets, comp)

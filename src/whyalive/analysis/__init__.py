@@ -191,9 +191,9 @@ def find_cycles(
         # walks are sampled: a node is heavy only for what its walk finds.
         if sampled:  # what a tensor's walk (or estimate) covers is not walked from its nodes
             tensors = [i for i, fact in facts.items() if fact.kind == "torch.Tensor"]
-            walk.visit_nodes(nodes, graph.garbage_count, tensors, graph.successors)
+            walk.visit_nodes(nodes, graph.garbage_count, tensors, graph.successors, graph.types)
         else:  # the tensors' walks came first
-            walk.visit_nodes(nodes, graph.garbage_count)
+            walk.visit_nodes(nodes, graph.garbage_count, types=graph.types)
         facts = walk.finish(facts, nodes, graph.garbage_count)
     progress.stage("finding the cycles")
     # Only cycles that retain a heavy object are diagnosed, unless all are wanted.

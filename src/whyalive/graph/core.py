@@ -220,6 +220,9 @@ class GraphImplementation:
     # array_head(array) -> (nd, shape, has_base, owns_data, dtype), read as build_graph
     # reads alike arrays (C only: the twin reads them through NumPy's descriptors).
     array_head: Callable[[object], tuple[Any, ...]] | None = None
+    # node_types(offsets) -> the distinct types of a built graph's nodes, recorded by the
+    # build (C only: the twin's build records none).
+    node_types: Callable[[object], tuple[type, ...] | None] | None = None
 
 
 _PYTHON = GraphImplementation(
@@ -255,6 +258,7 @@ def _load_c() -> GraphImplementation | None:
         saved_start=cast(SavedStart, mod.saved_start),
         hold_scratch=cast("Callable[[bool], int]", mod.hold_scratch),
         array_head=cast("Callable[[object], tuple[Any, ...]]", mod.array_head),
+        node_types=cast("Callable[[object], tuple[type, ...] | None]", mod.node_types),
     )
 
 
@@ -285,6 +289,7 @@ take_tail: TakeTail = _ACTIVE.take_tail
 saved_start: SavedStart = _ACTIVE.saved_start
 _hold_scratch = _ACTIVE.hold_scratch
 array_head = _ACTIVE.array_head
+node_types = _ACTIVE.node_types
 
 
 @contextmanager

@@ -65,6 +65,8 @@ class ObjectGraph:
     GC cannot see it): ``.grad_fn``, ``register_prehook() hooks``, ``._saved_self``."""
     alike: dict[int, AlikeRun] = field(default_factory=dict)
     """Node -> the run of alike arrays it stands for (see :class:`AlikeRun`)."""
+    types: tuple[type, ...] | None = None
+    """The distinct types of the nodes, as the build recorded them (None: not recorded)."""
     freed_by_collector: bool = False
     """Loops found among objects no root reaches (:func:`whyalive.explain.explain`) that
     references the collector sees close: cyclic garbage its next run frees."""
@@ -158,6 +160,8 @@ def build_graph(
     )
     graph = ObjectGraph(nodes, offsets, targets, count, marked)
     graph.alike = {run[0]: AlikeRun(*run) for run in runs}
+    if graphcore.node_types is not None:
+        graph.types = graphcore.node_types(offsets)
     return graph
 
 

@@ -23,19 +23,23 @@ def garbage_nodes(
     count: int,
     tensors: Sequence[int] = (),
     successors: Callable[[int], Sequence[int]] | None = None,
+    types: Sequence[type] | None = None,
 ) -> list[int]:
     """The indices of the autograd nodes among the first ``count`` of ``objects`` (the
     garbage) to walk from; their types are read at C speed, Python work is per node.
+    ``types``: every type among ``objects``, when known (the graph build records them),
+    else read here.
 
     ``tensors`` (indices) are tensors whose walks come later or are left to a sample: a
     node of their graphs (their ``grad_fn``, and the nodes ``successors`` reaches from them
     through nodes) goes with them, walked or credited as the walked ones', never twice.
     """
-    garbage = itertools.islice(objects, count)
-    types = {id(cls) for cls in distinct_types(garbage) if reader.is_node_type(cls)}
-    if not types:
+    if types is None:
+        types = distinct_types(itertools.islice(objects, count))
+    node_types = {id(cls) for cls in types if reader.is_node_type(cls)}
+    if not node_types:
         return []
-    found = map(types.__contains__, map(id, map(type, itertools.islice(objects, count))))
+    found = map(node_types.__contains__, map(id, map(type, itertools.islice(objects, count))))
     indices = list(itertools.compress(range(count), found))
     if not tensors:
         return indices

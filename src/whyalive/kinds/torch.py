@@ -178,11 +178,13 @@ class AutogradWalk:
         count: int,
         tensors: Sequence[int] = (),
         successors: Callable[[int], Sequence[int]] | None = None,
+        types: Sequence[type] | None = None,
     ) -> None:
         """Walk the autograd graph from each autograd node of the garbage (the first ``count``
         of ``objects``) that :func:`~whyalive.kinds.autograd_nodes.garbage_nodes` gives."""
         disabled = self._reader.torch._C.DisableTorchFunctionSubclass
-        for index in garbage_nodes(self._reader, objects, count, tensors, successors):
+        nodes = garbage_nodes(self._reader, objects, count, tensors, successors, types)
+        for index in nodes:
             try:
                 with disabled():
                     found = self._from_nodes(objects[index], [])
