@@ -914,6 +914,23 @@ def test_cycle_keys_survive_a_specific_that_closes_the_workspace_or_raises(
         0
     ]
     assert key == (*sorted([id(list)] * n), -1 - comp[0])  # builtins: not specific
+    for odd in ([], iter([0, 1])):  # an empty group, an iterator: refused by both cores
+        with pytest.raises((IndexError, TypeError)):
+            work.cycle_keys([odd], everything, b"\0", n, specific, 200, 400, True)
+    with pytest.raises(TypeError):
+        work.cycle_keys([[0]], everything, b"\0", None, specific, 200, 400, True)
+
+    class Emptying:
+        """A member whose ``__index__`` empties the caller's list of members meanwhile."""
+
+        def __index__(self) -> int:
+            members.clear()
+            return 0
+
+    members: list[Any] = [Emptying(), *range(1, n)]
+    rows = work.cycle_keys([members], everything, b"\0", n, specific, 200, 400, False)
+    assert [(key, retained) for key, _, retained in rows] == [(key, list(range(n)))]
+    assert rows[0][1] is members  # the caller's own list, as it is now
     with pytest.raises(ValueError, match="closed"):
         work.cycle_keys(
             [list(range(n))], everything, b"\0", n, lambda _: work.close(), 200, 400, False

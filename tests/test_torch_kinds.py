@@ -455,7 +455,7 @@ def test_the_short_way_describes_plain_tensors_as_the_general_way_does() -> None
     assert [repr(facts) for facts in described] == [repr(facts) for facts in expected]
     # The reader's loop in C, where built, reads as its Python loop does: the same facts
     # (None where describe_any reads), one reader's memo of classes and words filled by both.
-    from whyalive.kinds.torch_dense import DenseReader, _read_dense
+    from whyalive.kinds.torch_dense import DenseReader
 
     with torch._C.DisableTorchFunctionSubclass():
         in_python = DenseReader(torch).read_many_in_python(tensors * 2)
@@ -481,3 +481,46 @@ def test_a_list_of_many_tensors_costs_work_per_container_not_per_tensor(
     test_structures.test_a_list_of_many_heavy_objects_costs_work_per_container_not_per_array(
         monkeypatch, "tensors"
     )
+
+
+def test_the_reader_in_c_reads_a_class_whose_hash_misbehaves_as_python_does() -> None:
+    """A tensor class's metaclass ``__hash__`` runs while the words are looked up: one that
+    answers anew each time, or that turns the tensor into another class meanwhile, gets
+    from the C loop the facts the Python loop gives (the class read once, the words used
+    as made)."""
+    import itertools
+
+    from whyalive.kinds.torch_dense import DenseReader
+
+    counter = itertools.count()
+    turning: dict[str, Any] = {}
+
+    class Unstable(type(torch.Tensor)):  # type: ignore[misc]
+        def __hash__(cls) -> int:
+            return next(counter)
+
+    class Turning(type(torch.Tensor)):  # type: ignore[misc]
+        def __hash__(cls) -> int:
+            tensor = turning.get("tensor")
+            if tensor is not None and type(tensor) is Before:
+                tensor.__class__ = After
+            return id(cls) >> 4
+
+    class Odd(torch.Tensor, metaclass=Unstable):
+        pass
+
+    class Before(torch.Tensor, metaclass=Turning):
+        pass
+
+    class After(torch.Tensor, metaclass=Turning):
+        pass
+
+    read = []
+    for loop in ("read_many_in_python", "read_many"):
+        odd = torch.zeros(3).as_subclass(Odd)
+        turning["tensor"] = before = torch.zeros(2).as_subclass(Before)
+        with torch._C.DisableTorchFunctionSubclass():
+            facts = getattr(DenseReader(torch), loop)([odd, odd, before])
+        read.append([None if f is None else (f.description, f.nbytes) for f in facts])
+    assert read[0] == read[1]
+    assert read[1] == [("Odd(float32[3], cpu)", 12)] * 2 + [("Before(float32[2], cpu)", 8)]

@@ -3162,26 +3162,33 @@ read_members(Workspace *w, PyObject *group, Py_buffer *view, int64_t **copy, Py_
         m = (const int64_t *)view->buf;
     } else {
         PyErr_Clear();
-        PyObject *fast = PySequence_Fast(group, "members must be a sequence of ints");
-        if (fast == NULL) {
+        /* A tuple of our own: an item's __index__ may change the caller's list. */
+        PyObject *items = PySequence_Check(group) ? PySequence_Tuple(group) : NULL;
+        if (items == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "members must be a sequence of ints");
+            }
             return NULL;
         }
-        *count = PySequence_Fast_GET_SIZE(fast);
+        *count = PyTuple_GET_SIZE(items);
         *copy = big_alloc(((size_t)*count + 1) * sizeof(int64_t), 0);
         for (Py_ssize_t i = 0; *copy != NULL && i < *count; i++) {
-            Py_ssize_t v = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(fast, i),
-                                              PyExc_IndexError);
+            Py_ssize_t v = PyNumber_AsSsize_t(PyTuple_GET_ITEM(items, i), PyExc_IndexError);
             if (v == -1 && PyErr_Occurred()) {
-                Py_DECREF(fast);
+                Py_DECREF(items);
                 return NULL;
             }
             (*copy)[i] = v;
         }
-        Py_DECREF(fast);
+        Py_DECREF(items);
         m = *copy;
         if (m == NULL) {
             return NULL;
         }
+    }
+    if (*count == 0) {
+        PyErr_SetString(PyExc_IndexError, "a group must have members");
+        return NULL;
     }
     for (Py_ssize_t i = 0; i < *count; i++) {
         if (m[i] < 0 || m[i] >= w->g.n || (i > 0 && m[i] <= m[i - 1])) {
@@ -3211,11 +3218,21 @@ ws_cycle_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "specific must be callable");
         return NULL;
     }
+    /* Each conversion may run Python code: none runs with an error pending. */
     Py_ssize_t limit = PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     Py_ssize_t big_members = PyNumber_AsSsize_t(args[5], PyExc_OverflowError);
+    if (big_members == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     Py_ssize_t big_edges = PyNumber_AsSsize_t(args[6], PyExc_OverflowError);
+    if (big_edges == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
     int keep_empty = PyObject_IsTrue(args[7]);
-    if (PyErr_Occurred() || keep_empty < 0) {
+    if (keep_empty < 0) {
         return NULL;
     }
     if (limit < 0) {
@@ -3288,8 +3305,8 @@ ws_cycle_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             continue;
         }
         PyObject *key;
-        if (size == 0 || cycle_is_big(w, m, size, big_members, big_edges)) {
-            key = Py_BuildValue("(sL)", "structure", size ? (long long)w->comp[m[0]] : -1LL);
+        if (cycle_is_big(w, m, size, big_members, big_edges)) {
+            key = Py_BuildValue("(sL)", "structure", (long long)w->comp[m[0]]);
         } else {
             key = cycle_quick_key(w, m, size, args[4], known, &known_count, ids);
         }

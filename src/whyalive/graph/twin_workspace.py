@@ -254,24 +254,33 @@ class PyWorkspace:
         self._check()
         found: list[tuple[object, Sequence[int], list[int]]] = []
         groups = list(groups)
+        limit = operator.index(limit)
+        if wanted is None or blocked is None:
+            raise TypeError("wanted and blocked must be bytes-like, one byte per node / component")
+        read: list[list[int]] = []  # each group's ids, read once (an __index__ runs code)
         for members in groups:
-            ids = [operator.index(m) for m in members]
+            if not isinstance(members, Sequence):
+                raise TypeError("members must be a sequence of ints")
+            ids = [operator.index(m) for m in tuple(members)]
+            if not ids:
+                raise IndexError("a group must have members")
             for before, node in zip([-1, *ids], ids, strict=False):
                 if node <= before or node >= self._n:
                     raise IndexError(
                         f"members must be node ids below {self._n}, ascending (got {node})"
                     )
-        for members in groups:
-            retained = self.reach(members, wanted, blocked, limit)
+            read.append(ids)
+        for members, ids in zip(groups, read, strict=True):
+            retained = self.reach(ids, wanted, blocked, limit)
             if not retained and not keep_empty:
                 continue
-            component = self._comp[members[0]]
-            if self._is_big(members, big_members, big_edges):
+            component = self._comp[ids[0]]
+            if self._is_big(ids, big_members, big_edges):
                 found.append((("structure", component), members, retained))
                 continue
             key: list[int] = []
             is_specific = False
-            for node in members:
+            for node in ids:
                 obj = self._nodes_checked()[node]
                 cls = type(obj)
                 if cls is types.FunctionType:

@@ -43,36 +43,66 @@ enum {
 static PyObject *s_cdata, *s_nbytes, *s_data_ptr, *s_torch, *s_kind, *s_description,
     *s_device, *s_storage, *s_storage_users, *s_memory, *s_dict_name;
 
-/* One tensor's facts; NULL with an error, or Py_None (a new reference) for "ask Python". */
-static PyObject *
-read_one(PyObject *obj, PyObject *const *spec)
+/* Whether cls is plain, as the reader's memo says (asked, and so remembered, when
+ * its table lacks cls); -1 with an error. */
+static int
+plain_class(PyObject *cls, PyObject *const *spec)
 {
-    PyObject *cls_id = PyLong_FromVoidPtr((void *)Py_TYPE(obj));
+    PyObject *cls_id = PyLong_FromVoidPtr((void *)cls);
     if (cls_id == NULL) {
-        return NULL;
+        return -1;
     }
     PyObject *plain = PyDict_GetItemWithError(spec[PLAIN_KNOWN], cls_id);
     Py_DECREF(cls_id);
-    int is_plain;
     if (plain != NULL && PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 2 &&
-        PyTuple_GET_ITEM(plain, 0) == (PyObject *)Py_TYPE(obj)) {
-        is_plain = PyTuple_GET_ITEM(plain, 1) == Py_True;
-    } else if (PyErr_Occurred()) {
+        PyTuple_GET_ITEM(plain, 0) == cls) {
+        return PyTuple_GET_ITEM(plain, 1) == Py_True;
+    }
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *said = PyObject_CallOneArg(spec[IS_PLAIN], cls);
+    int answer = said == NULL ? -1 : PyObject_IsTrue(said);
+    Py_XDECREF(said);
+    return answer;
+}
+
+/* The words of (cls, device, dtype, shape), made and remembered when new: a new
+ * reference, NULL with an error. A metaclass __hash__ may run meanwhile: the words
+ * made are used as made, never looked up again. */
+static PyObject *
+words_of(PyObject *key, PyObject *const *spec)
+{
+    PyObject *words = PyDict_GetItemWithError(spec[WORDS], key);
+    if (words != NULL) {
+        return Py_NewRef(words);
+    }
+    if (PyErr_Occurred()) {
         return NULL;
-    } else { /* the memo decides, and remembers */
-        PyObject *said = PyObject_CallOneArg(spec[IS_PLAIN], (PyObject *)Py_TYPE(obj));
-        is_plain = said == NULL ? -1 : PyObject_IsTrue(said);
-        Py_XDECREF(said);
-        if (is_plain < 0) {
-            return NULL;
-        }
     }
-    if (!is_plain) {
-        return Py_NewRef(Py_None);
+    words = PyObject_Call(spec[MAKE_WORDS], key, NULL);
+    if (words != NULL && PyDict_SetItem(spec[WORDS], key, words) < 0) {
+        Py_CLEAR(words);
     }
-    PyObject *device = NULL, *dtype = NULL, *shape = NULL, *key = NULL, *storage = NULL;
-    PyObject *cdata = NULL, *nbytes = NULL, *start = NULL, *users = NULL, *end = NULL;
-    PyObject *fields = NULL, *made = NULL, *result = NULL;
+    return words;
+}
+
+/* One tensor's facts; NULL with an error, or Py_None (a new reference) for "not a
+ * plain strided tensor" (describe_any reads it). The class is read once, as the
+ * Python loop reads it: a metaclass __hash__ may reassign obj.__class__ meanwhile. */
+static PyObject *
+read_one(PyObject *obj, PyObject *const *spec)
+{
+    PyObject *cls = Py_NewRef((PyObject *)Py_TYPE(obj));
+    PyObject *device = NULL, *dtype = NULL, *shape = NULL, *key = NULL, *words = NULL;
+    PyObject *storage = NULL, *cdata = NULL, *nbytes = NULL, *start = NULL, *users = NULL;
+    PyObject *memory = NULL, *storage_key = NULL, *sharer_count = NULL, *fields = NULL;
+    PyObject *made = NULL, *result = NULL;
+    int is_plain = plain_class(cls, spec);
+    if (is_plain <= 0) {
+        result = is_plain < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
     PyObject *layout = PyObject_CallOneArg(spec[LAYOUT_OF], obj);
     if (layout == NULL) {
         goto done;
@@ -84,11 +114,8 @@ read_one(PyObject *obj, PyObject *const *spec)
         goto done;
     }
     PyObject *nested = PyObject_CallOneArg(spec[NESTED_OF], obj);
-    if (nested == NULL) {
-        goto done;
-    }
-    int is_nested = PyObject_IsTrue(nested);
-    Py_DECREF(nested);
+    int is_nested = nested == NULL ? -1 : PyObject_IsTrue(nested);
+    Py_XDECREF(nested);
     if (is_nested != 0) {
         result = is_nested < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
@@ -96,66 +123,58 @@ read_one(PyObject *obj, PyObject *const *spec)
     device = PyObject_CallOneArg(spec[DEVICE_OF], obj);
     dtype = device ? PyObject_CallOneArg(spec[DTYPE_OF], obj) : NULL;
     shape = dtype ? PyObject_CallOneArg(spec[SHAPE_OF], obj) : NULL;
-    key = shape ? PyTuple_Pack(4, (PyObject *)Py_TYPE(obj), device, dtype, shape) : NULL;
-    if (key == NULL) {
-        goto done;
-    }
-    PyObject *words = PyDict_GetItemWithError(spec[WORDS], key);
+    key = shape ? PyTuple_Pack(4, cls, device, dtype, shape) : NULL;
+    words = key ? words_of(key, spec) : NULL;
     if (words == NULL) {
-        if (PyErr_Occurred()) {
-            goto done;
-        }
-        PyObject *made_words = PyObject_CallFunctionObjArgs(spec[MAKE_WORDS], (PyObject *)Py_TYPE(obj),
-                                                            device, dtype, shape, NULL);
-        int stored = made_words == NULL ? -1 : PyDict_SetItem(spec[WORDS], key, made_words);
-        Py_XDECREF(made_words);
-        if (stored < 0) {
-            goto done;
-        }
-        words = PyDict_GetItemWithError(spec[WORDS], key);
-        if (words == NULL) {
-            goto done;
-        }
+        goto done;
     }
     if (!PyTuple_CheckExact(words) || PyTuple_GET_SIZE(words) != 2) {
         result = Py_NewRef(Py_None); /* the meta device: no memory */
         goto done;
     }
-    Py_INCREF(words); /* the dict is the reader's: an accessor below may run Python code */
     PyObject *description = PyTuple_GET_ITEM(words, 0);
     PyObject *device_words = PyTuple_GET_ITEM(words, 1);
     storage = PyObject_CallOneArg(spec[STORAGE_OF], obj);
     cdata = storage ? PyObject_GetAttr(storage, s_cdata) : NULL;
     nbytes = cdata ? PyObject_CallMethodNoArgs(storage, s_nbytes) : NULL;
     start = nbytes ? PyObject_CallMethodNoArgs(storage, s_data_ptr) : NULL;
-    if (start == NULL || !PyLong_CheckExact(cdata) || !PyLong_CheckExact(nbytes) ||
-        !PyLong_CheckExact(start)) {
-        result = start == NULL ? NULL : Py_NewRef(Py_None);
-        Py_DECREF(words);
+    if (start == NULL) {
+        goto done;
+    }
+    if (!PyLong_CheckExact(cdata) || !PyLong_CheckExact(nbytes) || !PyLong_CheckExact(start)) {
+        result = Py_NewRef(Py_None); /* not torch's own storage: describe_any reads it */
         goto done;
     }
     long long sharers = 0;
     if (spec[USE_COUNT] != Py_None) {
         users = PyObject_CallOneArg(spec[USE_COUNT], cdata);
-        sharers = users && PyLong_CheckExact(users) ? PyLong_AsLongLong(users) : -1;
-        if (users == NULL || !PyLong_CheckExact(users) || (sharers == -1 && PyErr_Occurred())) {
-            result = users == NULL || PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-            Py_DECREF(words);
+        if (users == NULL) {
+            goto done;
+        }
+        if (!PyLong_CheckExact(users)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        sharers = PyLong_AsLongLong(users);
+        if (sharers == -1 && PyErr_Occurred()) {
             goto done;
         }
         sharers -= 1; /* one count is the temporary storage object we hold */
     }
     Py_CLEAR(storage);
     int has_start = PyObject_IsTrue(start);
-    PyObject *memory = NULL;
+    if (has_start < 0) {
+        goto done;
+    }
     if (has_start) {
-        end = PyNumber_Add(start, nbytes);
+        PyObject *end = PyNumber_Add(start, nbytes);
         memory = end ? PyTuple_Pack(2, start, end) : NULL;
+        Py_XDECREF(end);
     } else {
         memory = Py_NewRef(Py_None);
     }
-    PyObject *storage_key = PyTuple_Pack(3, s_torch, device_words, cdata);
-    PyObject *sharer_count = PyLong_FromLongLong(sharers);
+    storage_key = PyTuple_Pack(3, s_torch, device_words, cdata);
+    sharer_count = PyLong_FromLongLong(sharers);
     fields = PyDict_Copy(spec[TEMPLATE]);
     if (memory == NULL || storage_key == NULL || sharer_count == NULL || fields == NULL ||
         PyDict_SetItem(fields, s_kind, spec[KIND]) < 0 ||
@@ -165,16 +184,8 @@ read_one(PyObject *obj, PyObject *const *spec)
         PyDict_SetItem(fields, s_storage, storage_key) < 0 ||
         PyDict_SetItem(fields, s_storage_users, sharer_count) < 0 ||
         PyDict_SetItem(fields, s_memory, memory) < 0) {
-        Py_XDECREF(memory);
-        Py_XDECREF(storage_key);
-        Py_XDECREF(sharer_count);
-        Py_DECREF(words);
         goto done;
     }
-    Py_DECREF(memory);
-    Py_DECREF(storage_key);
-    Py_DECREF(sharer_count);
-    Py_DECREF(words);
     PyTypeObject *facts_type = (PyTypeObject *)spec[FACTS_TYPE];
     made = facts_type->tp_alloc(facts_type, 0);
     /* object.__setattr__(made, "__dict__", fields), as HeavyFacts.owning does. */
@@ -184,16 +195,20 @@ read_one(PyObject *obj, PyObject *const *spec)
     result = made;
     made = NULL;
 done:
+    Py_DECREF(cls);
     Py_XDECREF(device);
     Py_XDECREF(dtype);
     Py_XDECREF(shape);
     Py_XDECREF(key);
+    Py_XDECREF(words);
     Py_XDECREF(storage);
     Py_XDECREF(cdata);
     Py_XDECREF(nbytes);
     Py_XDECREF(start);
     Py_XDECREF(users);
-    Py_XDECREF(end);
+    Py_XDECREF(memory);
+    Py_XDECREF(storage_key);
+    Py_XDECREF(sharer_count);
     Py_XDECREF(fields);
     Py_XDECREF(made);
     return result;
@@ -225,11 +240,11 @@ read_dense(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; found != NULL && i < count; i++) {
         PyObject *facts = read_one(PyList_GET_ITEM(items, i), spec);
         if (facts == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) {
                 Py_CLEAR(found); /* an interrupt goes through */
                 break;
             }
-            PyErr_Clear(); /* a hostile or half-dead tensor: Python reads it */
+            PyErr_Clear(); /* a hostile or half-dead tensor: describe_any reads it */
             facts = Py_NewRef(Py_None);
         }
         PyList_SET_ITEM(found, i, facts);
