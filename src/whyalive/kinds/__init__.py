@@ -117,6 +117,8 @@ def objects_in(nodes: Collection[int], facts: Mapping[int, HeavyFacts]) -> int:
 
 _new = object.__new__
 _THROUGH_AUTOGRAD = attrgetter("through_autograd")
+_OWNER = attrgetter("owner")
+_NONE_ID_ONLY = {id(None)}
 _set = object.__setattr__
 # Every field of HeavyFacts, in order, as an object that owns its memory has them: copied
 # and filled in by HeavyFacts.owning (a copy keeps the order of a dataclass's __dict__).
@@ -196,20 +198,31 @@ class KindResolver(dict[type, "HeavyKind | None"]):
         """:meth:`describe` of each object; a kind with a ``describe_many`` of its own
         describes its objects at once (10^5 arrays of one list are one pass, not 10^5)."""
         found: list[HeavyFacts | None] = [None] * len(objects)
+        kinds = list(map(self.__getitem__, map(type, objects)))
         by_kind: dict[int, tuple[HeavyKind, list[int]]] = {}
-        for position, kind in enumerate(map(self.__getitem__, map(type, objects))):
-            if kind is not None:
-                by_kind.setdefault(id(kind), (kind, []))[1].append(position)
+        if kinds and kinds[0] is not None and kinds.count(kinds[0]) == len(kinds):
+            by_kind[id(kinds[0])] = (kinds[0], list(range(len(kinds))))  # one kind: most batches
+        else:
+            for position, kind in enumerate(kinds):
+                if kind is not None:
+                    by_kind.setdefault(id(kind), (kind, []))[1].append(position)
         for kind, positions in by_kind.values():
             many = getattr(kind, "describe_many", None)
             if many is None or len(positions) < 2:
                 for position in positions:
                     found[position] = self.describe(objects[position])
                 continue
+            every = len(positions) == len(objects)
             try:
-                described = list(many([objects[p] for p in positions]))
+                described = list(many(list(objects) if every else [objects[p] for p in positions]))
             except Exception:  # a hostile object: each one alone, as describe() does
                 described = [self._describe(objects[p]) for p in positions]
+            if (
+                every
+                and len(described) == len(objects)
+                and set(map(id, map(_OWNER, filter(None, described)))) <= _NONE_ID_ONLY
+            ):  # one kind's answers for all, and no view among them: at C speed
+                return described
             for position, facts in zip(positions, described, strict=True):
                 # Views go through describe(): their owner's storage is what they hold.
                 viewing = facts is not None and facts.owner is not None
