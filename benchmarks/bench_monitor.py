@@ -14,7 +14,13 @@ whole loop's ratio. Also: ``torch.utils.viz._cycles.observe_garbage`` on the sam
 automatic GC off with a scheduled collection each step, and the probe for uncollectable
 loops every 500 steps (the default), every 10, and never (``probe_every``).
 
-    python benchmarks/bench_monitor.py [--steps 300] [--repeats 3] [--cpu]
+``--batch N`` adds the figure that moves least with a shared machine: the analysis of one
+batch of N cycles of the leak with its graph (a young collection's worth in the loop
+above is ~83), as the monitor runs it once their signature is known (counts only), per
+batch and per cycle, best and median over ``--repeats`` fresh batches (analysis only:
+no collection, no freeing).
+
+    python benchmarks/bench_monitor.py [--steps 300] [--repeats 3] [--cpu] [--batch 83]
 """
 
 from __future__ import annotations
@@ -149,6 +155,44 @@ def scheduled(steps: int, leak: bool, use_monitor: bool, generation: int) -> dic
         gc.enable()
 
 
+def batch_analysis(cycles: int, repeats: int) -> None:
+    """Time ``analyze()`` of fresh batches of ``cycles`` leaked cycles, as the monitor would."""
+    from whyalive.monitor.signature_log import analysis_options
+    from whyalive.report.pipeline import analyze
+
+    def batch() -> list[object]:
+        gc.collect()
+        gc.disable()
+        debug = gc.get_debug()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for i in range(cycles):
+                train_step(i, "graph")
+            gc.collect()
+            saved = gc.garbage[:]
+            gc.garbage.clear()
+        finally:
+            gc.set_debug(debug)
+            gc.enable()
+        return saved
+
+    options = analysis_options(0, False, ())
+    analyze(batch(), options, words_for=lambda _: True)  # the first sighting, in words
+    times = []
+    for _ in range(max(repeats, 3)):
+        objects = batch()
+        began = clock()
+        analyze(objects, options, words_for=lambda _: False)
+        times.append(clock() - began)
+        objects.clear()
+    best, median = min(times), statistics.median(times)
+    print(
+        f"analysis of a batch of {cycles} cycles of the leak with graph: best {best * 1e6:.0f} us "
+        f"({best * 1e6 / cycles:.1f} us a cycle), median {median * 1e6:.0f} us "
+        f"({median * 1e6 / cycles:.1f} us a cycle)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -158,6 +202,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--cpu", action="store_true", help="time with this thread's CPU time, not wall-clock time"
+    )
+    parser.add_argument(
+        "--batch", type=int, metavar="N", help="also time the analysis of a batch of N cycles"
     )
     args = parser.parse_args()
     if args.cpu:
@@ -237,6 +284,8 @@ def main() -> None:
                 f"{with_} / {without}: {median:.3f} [{min(rounds):.3f}-{max(rounds):.3f}] "
                 f"({best[with_] / best[without]:.3f}){own}"
             )
+    if args.batch:
+        batch_analysis(args.batch, args.repeats)
 
 
 if __name__ == "__main__":
