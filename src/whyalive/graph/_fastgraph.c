@@ -2966,7 +2966,7 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Workspace *w = (Workspace *)self;
     Py_buffer wb = {0}, bb = {0};
     const uint8_t *wanted = NULL, *blocked = NULL;
-    PyObject *out = NULL, *result = NULL;
+    PyObject *result = NULL;
     Py_ssize_t limit = PY_SSIZE_T_MAX;
     if (nargs != 3 && nargs != 4) {
         PyErr_SetString(PyExc_TypeError,
@@ -3007,14 +3007,8 @@ ws_reach(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (for_each_id(args[0], w->g.n, visit_seed, &ctx) < 0) {
         goto done;
     }
-    out = reach_queued(w, ctx.tail, wanted, blocked, blocked ? bb.len : 0, limit);
-    if (out == NULL) {
-        goto done;
-    }
-    result = out;
-    out = NULL;
+    result = reach_queued(w, ctx.tail, wanted, blocked, blocked ? bb.len : 0, limit);
 done:
-    Py_XDECREF(out);
     if (wb.obj) {
         PyBuffer_Release(&wb);
     }
