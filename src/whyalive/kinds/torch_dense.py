@@ -98,13 +98,13 @@ class DenseReader:
         last_class: type | None = None  # a batch's tensors are mostly of one class
         for obj in objects:
             cls = type(obj)
-            if cls is not last_class:
-                plain = plain_known.get(id(cls))
-                if not (plain[1] if plain is not None and plain[0] is cls else is_plain(cls)):
-                    append(None)
-                    continue
-                last_class = cls
             try:
+                if cls is not last_class:
+                    plain = plain_known.get(id(cls))
+                    if not (plain[1] if plain is not None and plain[0] is cls else is_plain(cls)):
+                        append(None)
+                        continue
+                    last_class = cls
                 if layout_of(obj) is not strided or nested(obj):
                     append(None)
                     continue
