@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +86,65 @@ def test_an_owning_facts_record_is_the_constructors() -> None:
     assert hash(made) == hash(built)
     assert repr(made) == repr(built)
     assert set(vars(made)) == {field.name for field in dataclasses.fields(HeavyFacts)}
+
+
+def test_facts_made_many_at_once_are_the_constructors() -> None:
+    """``HeavyFacts.owning_many`` fills copied templates, as ``owning`` does: each record
+    equals the constructor's (equal, same hash, repr and fields)."""
+
+    def locate() -> tuple[int, int]:
+        return (8, 24)
+
+    made = HeavyFacts.owning_many(
+        "numpy.ndarray",
+        "cpu",
+        ["float64[4]", "int8[2]"],
+        [32, 2],
+        [("n", 1), ("n", 2)],
+        [locate, None],  # type: ignore[list-item]
+    )
+    built = [
+        HeavyFacts("numpy.ndarray", "float64[4]", 32, "cpu", ("n", 1), locate=locate),
+        HeavyFacts("numpy.ndarray", "int8[2]", 2, "cpu", ("n", 2)),
+    ]
+    assert made == built
+    assert list(map(hash, made)) == list(map(hash, built))
+    assert list(map(repr, made)) == list(map(repr, built))
+    assert [list(vars(m)) for m in made] == [list(vars(b)) for b in built]
+
+
+def test_a_batch_of_arrays_is_described_as_each_alone() -> None:
+    """NumPy's batch (owning arrays at C speed, the rest one by one) says what
+    ``describe`` says of each array: owning, views, a view of a view, non-contiguous,
+    foreign memory, 0-d, structured, a subclass."""
+    numpy = pytest.importorskip("numpy")
+    from whyalive.kinds import KindResolver
+
+    class Sub(numpy.ndarray):  # type: ignore[misc]
+        pass
+
+    owner = numpy.arange(24.0)
+    arrays = [
+        numpy.zeros(4),
+        owner,
+        owner[2:6],
+        owner[::2][1:],
+        owner.reshape(4, 6)[:, 1],
+        numpy.frombuffer(bytearray(16), dtype=numpy.int32),
+        numpy.array(3.5),
+        numpy.zeros(3, dtype=[("a", "i4"), ("b", "f8")]),
+        numpy.ones((2, 3)).view(Sub),
+        numpy.ones((5,), dtype=numpy.uint8),
+    ]
+    resolver = KindResolver()
+
+    def read(facts: HeavyFacts | None) -> object:
+        # A lazy range is a new callable per record: compared by what it reads.
+        assert facts is not None
+        return dataclasses.replace(
+            facts, memory=facts.memory or (facts.locate or tuple)(), locate=None
+        )
+
+    for batch in (arrays, arrays[:1] * 3, [a for a in arrays if a.base is None]):
+        alone = [resolver.describe(a) for a in batch]
+        assert list(map(read, resolver.describe_many(batch))) == list(map(read, alone))

@@ -89,18 +89,16 @@ class NumpyKind:
             _DESCRIPTIONS.get(key) or _remembered(*key) for key in zip(shapes, dtypes, strict=True)
         ]
         nbytes = list(map(int, map(ndarray.nbytes.__get__, objects)))
-        described = map(
-            HeavyFacts,
-            repeat("numpy.ndarray"),
+        described = HeavyFacts.owning_many(
+            "numpy.ndarray",
+            "cpu",
             descriptions,
             nbytes,
-            repeat("cpu"),
             zip(repeat("numpy"), map(id, objects)),
-            repeat(None),
-            repeat(0),
-            repeat(None),
             map(partial, repeat(_memory), repeat(ndarray), objects, nbytes),
         )
+        if True not in alone:
+            return described
         return [
             self.describe(obj) if one else facts
             for obj, one, facts in zip(objects, alone, described, strict=True)
