@@ -11,7 +11,7 @@ from dataclasses import replace
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from whyalive.kinds import AlikeFacts, HeavyFacts
 
@@ -98,7 +98,7 @@ class NumpyKind:
             map(partial, repeat(_memory), repeat(ndarray), objects, nbytes),
         )
         if True not in alone:
-            return described
+            return cast("list[HeavyFacts | None]", described)
         return [
             self.describe(obj) if one else facts
             for obj, one, facts in zip(objects, alone, described, strict=True)
