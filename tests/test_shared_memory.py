@@ -101,7 +101,7 @@ def test_facts_made_many_at_once_are_the_constructors() -> None:
         ["float64[4]", "int8[2]"],
         [32, 2],
         [("n", 1), ("n", 2)],
-        [locate, None],  # type: ignore[list-item]
+        [locate, None],
     )
     built = [
         HeavyFacts("numpy.ndarray", "float64[4]", 32, "cpu", ("n", 1), locate=locate),
@@ -120,9 +120,7 @@ def test_a_batch_of_arrays_is_described_as_each_alone() -> None:
     numpy = pytest.importorskip("numpy")
     from whyalive.kinds import KindResolver
 
-    class Sub(numpy.ndarray):  # type: ignore[misc]
-        pass
-
+    sub = type("Sub", (numpy.ndarray,), {})
     owner = numpy.arange(24.0)
     arrays = [
         numpy.zeros(4),
@@ -133,7 +131,7 @@ def test_a_batch_of_arrays_is_described_as_each_alone() -> None:
         numpy.frombuffer(bytearray(16), dtype=numpy.int32),
         numpy.array(3.5),
         numpy.zeros(3, dtype=[("a", "i4"), ("b", "f8")]),
-        numpy.ones((2, 3)).view(Sub),
+        numpy.ones((2, 3)).view(sub),
         numpy.ones((5,), dtype=numpy.uint8),
     ]
     resolver = KindResolver()
@@ -141,9 +139,8 @@ def test_a_batch_of_arrays_is_described_as_each_alone() -> None:
     def read(facts: HeavyFacts | None) -> object:
         # A lazy range is a new callable per record: compared by what it reads.
         assert facts is not None
-        return dataclasses.replace(
-            facts, memory=facts.memory or (facts.locate or tuple)(), locate=None
-        )
+        memory = facts.memory or (facts.locate() if facts.locate is not None else None)
+        return dataclasses.replace(facts, memory=memory, locate=None)
 
     for batch in (arrays, arrays[:1] * 3, [a for a in arrays if a.base is None]):
         alone = [resolver.describe(a) for a in batch]
