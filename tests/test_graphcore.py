@@ -1016,6 +1016,38 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         gc.enable()
 
 
+def test_more_edge_classes_than_a_byte_holds_agree_with_the_twin() -> None:
+    """A ring of 300 classes has 300 edge classes, more than the C core's per-edge class
+    bytes hold: the classes and their samples, and cuts checked by peeling (which then
+    classes each edge itself), are the twin's."""
+    classes = [type(f"Kind{i}", (), {"__slots__": ("next",)}) for i in range(300)]
+    ring = [cls() for cls in classes]
+    for index, link in enumerate(ring):
+        link.next = ring[(index + 1) % len(ring)]
+    results = []
+    for impl in IMPLS:
+        nodes, offsets, targets, _ = impl.build_graph(list(ring), (), (), False)
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace(nodes, offsets, targets, comp)
+        keys, counts, samples = work.edge_classes(members, 2)
+        results.append(
+            (
+                keys,
+                counts,
+                samples,
+                work.acyclic_without(members, [keys[0]], None),  # the first class's edge
+                work.acyclic_without(members, [keys[-1]], None),  # the 300th class's
+                work.acyclic_without(members, [], None),  # nothing cut: still a loop
+            )
+        )
+        work.close()
+    assert results[0] == results[-1]
+    assert len(results[0][0]) == 300
+    assert results[0][3:] == (True, True, False)
+    for link in ring:
+        del link.next
+
+
 def test_an_attribute_dicts_references_are_classed_by_its_instances_class() -> None:
     """Where instances keep their attributes in a dict of their own (3.10; 3.11+ once it
     is asked for), a dict's references are keyed by its instance's class, marked with

@@ -3727,6 +3727,39 @@ keep_even_items(PyObject *list)
     return PyList_SetSlice(list, keep, size, NULL);
 }
 
+/* edge_classes' arrays per class id doubled, the new part of count and turns zeroed;
+ * -1 with MemoryError (what could grow has, and stays the caller's to free). */
+static int
+grow_class_arrays(int64_t **count, int64_t **stride, uint64_t **order, int64_t **turns,
+                  size_t *ccap)
+{
+    size_t ncap = *ccap * 2;
+    int64_t *ncount = (int64_t *)PyMem_RawRealloc(*count, ncap * sizeof(int64_t));
+    if (ncount != NULL) {
+        *count = ncount;
+    }
+    int64_t *nstride = (int64_t *)PyMem_RawRealloc(*stride, ncap * sizeof(int64_t));
+    if (nstride != NULL) {
+        *stride = nstride;
+    }
+    uint64_t *norder = (uint64_t *)PyMem_RawRealloc(*order, ncap * sizeof(uint64_t));
+    if (norder != NULL) {
+        *order = norder;
+    }
+    int64_t *nturns = (int64_t *)PyMem_RawRealloc(*turns, 2 * ncap * sizeof(int64_t));
+    if (nturns != NULL) {
+        *turns = nturns;
+    }
+    if (ncount == NULL || nstride == NULL || norder == NULL || nturns == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(*count + *ccap, 0, (ncap - *ccap) * sizeof(int64_t));
+    memset(*turns + 2 * *ccap, 0, 2 * (ncap - *ccap) * sizeof(int64_t));
+    *ccap = ncap;
+    return 0;
+}
+
 /* edge_classes(members, samples) -> (keys, counts, samples): classes of the
  * edges between members, keyed (source type, target type, position, degree),
  * ids in order of first edge. samples[c] holds up to ``samples`` (u, v, edge)
@@ -3807,55 +3840,34 @@ ws_edge_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int64_t id = last_id[slot];
         if (key != last_key[slot]) {
             class_lookups++;
+            size_t known = c.nclasses;
             id = class_id(&c, key, 1);
+            if (id < 0) {
+                goto done;
+            }
+            last_key[slot] = key;
+            last_id[slot] = id;
+            /* A new class (ids come in order): its arrays and samples set up here,
+             * off the path every edge takes. */
+            if ((size_t)id >= known) {
+                if (id >= EDGE_OUTSIDE) {
+                    edge_class = NULL; /* too many classes for a byte: not kept */
+                }
+                if ((size_t)id >= ccap && grow_class_arrays(&count, &stride, &order, &turns, &ccap) < 0) {
+                    goto done;
+                }
+                PyObject *list = PyList_New(0);
+                if (list == NULL || PyList_Append(samples, list) < 0) {
+                    Py_XDECREF(list);
+                    goto done;
+                }
+                Py_DECREF(list);
+                order[id] = key;
+                stride[id] = 1;
+            }
         }
-        if (id < 0) {
-            goto done;
-        }
-        last_key[slot] = key;
-        last_id[slot] = id;
         if (edge_class != NULL) {
-            if (id < EDGE_OUTSIDE) {
-                edge_class[e] = (uint8_t)id;
-            } else {
-                edge_class = NULL; /* too many classes for a byte: not kept */
-            }
-        }
-        if ((size_t)id >= ccap) {
-            size_t ncap = ccap * 2;
-            int64_t *ncount = (int64_t *)PyMem_RawRealloc(count, ncap * sizeof(int64_t));
-            if (ncount != NULL) {
-                count = ncount;
-            }
-            int64_t *nstride = (int64_t *)PyMem_RawRealloc(stride, ncap * sizeof(int64_t));
-            if (nstride != NULL) {
-                stride = nstride;
-            }
-            uint64_t *norder = (uint64_t *)PyMem_RawRealloc(order, ncap * sizeof(uint64_t));
-            if (norder != NULL) {
-                order = norder;
-            }
-            int64_t *nturns = (int64_t *)PyMem_RawRealloc(turns, 2 * ncap * sizeof(int64_t));
-            if (nturns != NULL) {
-                turns = nturns;
-            }
-            if (ncount == NULL || nstride == NULL || norder == NULL || nturns == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            memset(count + ccap, 0, (ncap - ccap) * sizeof(int64_t));
-            memset(turns + 2 * ccap, 0, 2 * (ncap - ccap) * sizeof(int64_t));
-            ccap = ncap;
-        }
-        if (count[id] == 0) {
-            PyObject *list = PyList_New(0);
-            if (list == NULL || PyList_Append(samples, list) < 0) {
-                Py_XDECREF(list);
-                goto done;
-            }
-            Py_DECREF(list);
-            order[id] = key;
-            stride[id] = 1;
+            edge_class[e] = (uint8_t)id;
         }
         turns[2 * id + NOT_RISING] += (int64_t)u >= v;
         turns[2 * id + NOT_FALLING] += (int64_t)u <= v;
