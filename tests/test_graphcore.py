@@ -1016,6 +1016,35 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         gc.enable()
 
 
+def test_members_given_as_a_buffer_are_marked_as_a_list_is() -> None:
+    """Members as an int64 buffer (as cycle_candidates lists them, read in place) and as a
+    list give the same classes, repeats dropped; an id out of range is refused by both
+    cores with the same error, either way."""
+    ring = [_Left() for _ in range(50)]
+    for index, link in enumerate(ring):
+        link.next = ring[(index + 1) % len(ring)]  # type: ignore[attr-defined]
+    results = []
+    for impl in IMPLS:
+        nodes, offsets, targets, _ = impl.build_graph(list(ring), (), (), False)
+        comp, _, members = impl.cycle_candidates(offsets, targets, None)
+        work = impl.workspace(nodes, offsets, targets, comp)
+        ids = members.tolist()
+        repeated = array("q", [*ids, ids[3], ids[0]])
+        answers = [work.edge_classes(given, 2) for given in (members, ids, repeated)]
+        assert answers[0] == answers[1] == answers[2]
+        errors = []
+        for bad in (array("q", [*ids[:5], len(nodes)]), [*ids[:5], len(nodes)]):
+            with pytest.raises(IndexError) as raised:
+                work.edge_classes(bad, 2)
+            errors.append(str(raised.value))
+        assert errors[0] == errors[1]
+        results.append((answers[0], errors[0]))
+        work.close()
+    assert results[0] == results[-1]
+    for link in ring:
+        del link.next  # type: ignore[attr-defined]
+
+
 def test_more_edge_classes_than_a_byte_holds_agree_with_the_twin() -> None:
     """A ring of 300 classes has 300 edge classes, more than the C core's per-edge class
     bytes hold: the classes and their samples, and cuts checked by peeling (which then
