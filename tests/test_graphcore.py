@@ -11,7 +11,7 @@ import threading
 import tracemalloc
 import weakref
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -1016,19 +1016,36 @@ def test_workspace_reads_member_types_from_the_build() -> None:
         gc.enable()
 
 
-def test_members_given_as_a_buffer_are_marked_as_a_list_is() -> None:
-    """Members as an int64 buffer (as cycle_candidates lists them, read in place) and as a
-    list give the same classes, repeats dropped; an id out of range is refused by both
-    cores with the same error, either way."""
-    slotted = type("Slotted", (), {"__slots__": ("next",)})  # no attribute dict on 3.10
-    ring = [slotted() for _ in range(50)]
+def _slotted_ring(classes: Sequence[type]) -> list[Any]:
+    """A ring of one object per class given, each holding the next in ``next`` (slotted
+    classes: no attribute dict of their own, which 3.10 keeps apart)."""
+    ring = [cls() for cls in classes]
     for index, link in enumerate(ring):
         link.next = ring[(index + 1) % len(ring)]
-    results = []
+    return ring
+
+
+def _ring_workspaces(ring: list[Any]) -> Iterator[tuple[list[object], Any, Any]]:
+    """Per core: the ring's nodes, its members as cycle_candidates lists them, and an open
+    workspace (closed when the caller moves on)."""
     for impl in IMPLS:
         nodes, offsets, targets, _ = impl.build_graph(list(ring), (), (), False)
         comp, _, members = impl.cycle_candidates(offsets, targets, None)
         work = impl.workspace(nodes, offsets, targets, comp)
+        try:
+            yield nodes, members, work
+        finally:
+            work.close()
+
+
+def test_members_given_as_a_buffer_are_marked_as_a_list_is() -> None:
+    """Members as an int64 buffer (as cycle_candidates lists them, read in place) and as a
+    list give the same classes, repeats dropped; an id out of range is refused by both
+    cores with the same error, either way."""
+    slotted = type("Slotted", (), {"__slots__": ("next",)})
+    ring = _slotted_ring([slotted] * 50)
+    results = []
+    for nodes, members, work in _ring_workspaces(ring):
         ids = members.tolist()
         repeated = array("q", [*ids, ids[3], ids[0]])
         answers = [work.edge_classes(given, 2) for given in (members, ids, repeated)]
@@ -1040,7 +1057,6 @@ def test_members_given_as_a_buffer_are_marked_as_a_list_is() -> None:
             errors.append(str(raised.value))
         assert errors[0] == errors[1]
         results.append((answers[0], errors[0]))
-        work.close()
     assert results[0] == results[-1]
     for link in ring:
         del link.next
@@ -1050,15 +1066,9 @@ def test_more_edge_classes_than_a_byte_holds_agree_with_the_twin() -> None:
     """A ring of 300 classes has 300 edge classes, more than the C core's per-edge class
     bytes hold: the classes and their samples, and cuts checked by peeling (which then
     classes each edge itself), are the twin's."""
-    classes = [type(f"Kind{i}", (), {"__slots__": ("next",)}) for i in range(300)]
-    ring = [cls() for cls in classes]
-    for index, link in enumerate(ring):
-        link.next = ring[(index + 1) % len(ring)]
+    ring = _slotted_ring([type(f"Kind{i}", (), {"__slots__": ("next",)}) for i in range(300)])
     results = []
-    for impl in IMPLS:
-        nodes, offsets, targets, _ = impl.build_graph(list(ring), (), (), False)
-        comp, _, members = impl.cycle_candidates(offsets, targets, None)
-        work = impl.workspace(nodes, offsets, targets, comp)
+    for _, members, work in _ring_workspaces(ring):
         keys, counts, samples = work.edge_classes(members, 2)
         results.append(
             (
@@ -1070,7 +1080,6 @@ def test_more_edge_classes_than_a_byte_holds_agree_with_the_twin() -> None:
                 work.acyclic_without(members, [], None),  # nothing cut: still a loop
             )
         )
-        work.close()
     assert results[0] == results[-1]
     assert len(results[0][0]) == 300
     assert results[0][3:] == (True, True, False)
