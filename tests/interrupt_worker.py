@@ -8,7 +8,9 @@ occurrences of each line, 4 by default) prints one JSON object: the lines and th
 (line, occurrence) pairs tried, the harm found after each
 (gc state not the user's, a lock held, whyalive still holding or saving something,
 the scenario's garbage not freed, the interrupt swallowed), lines that a run never
-reached, and the seconds spent.
+reached, and the seconds spent. ``INTERRUPT_LINES_ONLY=1`` prints the executed lines
+instead (``{"executed": [[file, line], ...]}``) and tries none;
+``INTERRUPT_TRIED_ELSEWHERE=FILE`` (such a list) leaves those lines untried.
 
 A run first goes through the scenario twice untraced (imports, caches), then once
 with a tracer that counts how many times each ``(file, line)`` of ``src/whyalive``
@@ -467,9 +469,18 @@ def repair(before: tuple[object, ...]) -> None:
 OCCURRENCES = int(os.environ.get("INTERRUPT_OCCURRENCES", "4"))
 
 
+def tried_elsewhere() -> set[Line]:
+    """The lines another run tries (``INTERRUPT_TRIED_ELSEWHERE``: the C core's run of the
+    same scenario, for the Python twin's run)."""
+    listed = os.environ.get("INTERRUPT_TRIED_ELSEWHERE")
+    if not listed:
+        return set()
+    return {(path, line) for path, line in json.loads(Path(listed).read_text())["executed"]}
+
+
 def drive(run: Callable[[], None], occurrences: int = OCCURRENCES) -> dict[str, Any]:
-    """Every line of one scenario, interrupted in turn at each of its first ``occurrences``
-    occurrences; what each run left behind."""
+    """Every line of one scenario (but those tried elsewhere), interrupted in turn at each
+    of its first ``occurrences`` occurrences; what each run left behind."""
     thresholds = gc.get_threshold()
     gc.set_threshold(1_000_000, 1_000, 1_000)  # only the scenario's own collections
     try:
@@ -479,7 +490,10 @@ def drive(run: Callable[[], None], occurrences: int = OCCURRENCES) -> dict[str, 
         gc.collect()
         tracer = Monitoring() if sys.version_info >= (3, 12) else SetTrace()
         lines = tracer.executed(run)
-        trials = tracer.trials(occurrences)
+        if os.environ.get("INTERRUPT_LINES_ONLY") == "1":
+            return {"executed": lines}
+        elsewhere = tried_elsewhere()
+        trials = [trial for trial in tracer.trials(occurrences) if trial[0] not in elsewhere]
         MADE.clear()
         gc.collect()
         before = gc_state()
@@ -507,6 +521,7 @@ def drive(run: Callable[[], None], occurrences: int = OCCURRENCES) -> dict[str, 
                 repair(before)
         return {
             "lines": len(lines),
+            "tried elsewhere": len(elsewhere.intersection(lines)),
             "trials": len(trials),
             "occurrences": occurrences,
             "harmful": harmful,

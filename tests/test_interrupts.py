@@ -4,7 +4,8 @@
 occurrences of each line of whyalive that a check, a monitor step, the pytest plugin's
 per-test path and ``explain()`` execute on the C core (a loop's later passes, a second
 collection, the line a ``with`` runs again on its way out), at the first occurrence of
-each line on the Python twin (see ``OCCURRENCES``), and reports the harm each left: gc
+each line that only the Python twin executes (see ``OCCURRENCES``), and reports the harm
+each left: gc
 state not the user's (flags, enabled, thresholds, callbacks, freeze count, ``gc.garbage``
 identity and contents), a lock held, whyalive still holding a lease, saved garbage or a
 freeze, the scenario's garbage not freed, the interrupt swallowed. No line may be
@@ -35,12 +36,16 @@ WORKER = Path(__file__).with_name("interrupt_worker.py")
 
 # Fewer would mean the scenario stopped exercising what it is for.
 MIN_LINES = {"check": 900, "monitor": 900, "pytest": 1000, "explain": 300}
+MIN_TWIN_LINES = {"check": 150, "monitor": 150, "pytest": 150, "explain": 60}
 SCENARIOS = os.environ.get("WHYALIVE_TEST_INTERRUPT_SCENARIOS", "check,monitor,pytest,explain")
 # The C core's runs try the first four occurrences of every line; the Python twin's, the
-# first: the lines the two runs share (capture, check, plugin, analysis) get their later
-# occurrences on the C core, and what only the twin runs is its graph algorithms, pure
-# functions over arrays, with no state to restore (at four, the twin's runs took 5 of the
-# suite's 10 CPU minutes).
+# first occurrence of each line the C core's run of the same scenario does not execute:
+# the lines both run (capture, check, plugin, analysis: the same code, whichever core
+# answers) are tried on the C core, and what only the twin runs is its graph algorithms,
+# pure functions over arrays with no state to restore, and the branches taken for it (a
+# release by collection). At four occurrences of every line, the twin's runs took 5 of the
+# suite's 10 CPU minutes; at one, explain()'s alone took 100 s (each of its 530 runs
+# builds the heap's graph in Python), against ~20 s for its ~100 lines of its own.
 OCCURRENCES = {
     "c": os.environ.get("WHYALIVE_TEST_INTERRUPT_OCCURRENCES", "4"),
     "python": os.environ.get("WHYALIVE_TEST_INTERRUPT_OCCURRENCES", "1"),
@@ -54,8 +59,8 @@ def _env(cwd: Path, core: str = "c", **extra: str) -> dict[str, str]:
     return env
 
 
-def _run_worker(core: str, *args: str, cwd: Path) -> dict[str, object]:
-    env = _env(cwd, core)
+def _run_worker(core: str, *args: str, cwd: Path, **extra: str) -> dict[str, object]:
+    env = _env(cwd, core, **extra)
     if core == "python":
         env["WHYALIVE_PURE_PYTHON"] = "1"
     done = subprocess.run(
@@ -83,18 +88,32 @@ def test_keyboard_interrupt_at_every_line_leaves_no_harm(
     scenario: str, core: str, tmp_path: Path
 ) -> None:
     args = [scenario, "8000"] if scenario == "pytest" else [scenario]
-    result = _run_worker(core, *args, cwd=tmp_path)
+    extra = {}
+    if core == "python":
+        executed = _run_worker("c", *args, cwd=tmp_path, INTERRUPT_LINES_ONLY="1")
+        listed = tmp_path / "tried_on_c.json"
+        listed.write_text(json.dumps(executed))
+        extra["INTERRUPT_TRIED_ELSEWHERE"] = str(listed)
+    result = _run_worker(core, *args, cwd=tmp_path, **extra)
     assert result["harmful"] == {}
     assert result["unreached"] == []
-    lines, trials = result["lines"], result["trials"]
+    lines, trials, elsewhere = result["lines"], result["trials"], result["tried elsewhere"]
     assert isinstance(lines, int)
     assert isinstance(trials, int)
+    assert isinstance(elsewhere, int)
     assert lines >= MIN_LINES[scenario]
     occurrences = int(OCCURRENCES[core])
     assert result["occurrences"] == occurrences
+    own = lines - elsewhere  # the lines this run tries
+    if core == "python":
+        # Most lines are the C core's too, but the twin's algorithms are its own.
+        assert elsewhere >= lines // 2
+        assert own >= MIN_TWIN_LINES[scenario]
+    else:
+        assert elsewhere == 0
     # Lines run more than once (loops, the second collection, the line of a `with` on its
     # way out) are tried again at their later occurrences.
-    assert trials > lines if occurrences > 1 else trials == lines
+    assert trials > own if occurrences > 1 else trials == own
 
 
 # What the Python fallbacks cannot protect, as capture/interrupts.py says: their own steps
