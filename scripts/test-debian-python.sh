@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGES=python3.14,python3.14-dev,python3.14-venv,python3.14-dbg,gcc
-TOOLS=("pytest>=8" "pytest-xdist>=3" "hypothesis>=6" "numpy>=1.24")
+TOOLS=("pytest>=8" "pytest-xdist>=3.2" "hypothesis>=6" "numpy>=1.24")
 MIRROR=http://deb.debian.org/debian
 root="$(pwd)/.cache/debian-sid"
 python=python3.14
