@@ -54,7 +54,8 @@ leg "full suite on Python 3.11" \
   .venv/bin/python -m pytest -W error::ResourceWarning -n 2 "${DIST[@]}" --whyalive "$@"
 
 # tests/test_interrupts.py (Ctrl-C at every line: its first four occurrences on the C core,
-# the first on the Python twin; four scenarios) runs whole in the full suite above. On the
+# the first of each line only the Python twin runs; four scenarios) runs whole in the full
+# suite above. On the
 # other Pythons it runs the check and monitor scenarios on the C core, four occurrences of
 # every line too: what differs there is the tracer and the bytecode (on 3.12+ a line event
 # also fires where a generator left suspended is closed). The Python twin's runs and the
